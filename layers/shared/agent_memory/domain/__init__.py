@@ -1,0 +1,1 @@
+"""Domain models and pure logic (no AWS, no HTTP)."""

@@ -1,0 +1,172 @@
+"""Domain models shared by logic, data access and handlers.
+
+Times are timezone-aware UTC ``datetime`` objects unless a name says ``local``.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Intent(StrEnum):
+    """What a message asks for; drives retrieval (seed 001, section 2)."""
+
+    QUERY_DATA = "QUERY_DATA"
+    QUERY_HISTORY = "QUERY_HISTORY"
+    ANALYZE_TREND = "ANALYZE_TREND"
+    QC_TASK = "QC_TASK"
+    GENERATE_REPORT = "GENERATE_REPORT"
+    MEMORY_RECALL = "MEMORY_RECALL"
+    CONSULTATION = "CONSULTATION"
+    GENERAL = "GENERAL"
+
+
+#: Intents that load the history book (seed 001: "问历史/趋势/回顾").
+HISTORY_INTENTS: frozenset[Intent] = frozenset({Intent.QUERY_HISTORY, Intent.ANALYZE_TREND})
+
+
+class ToolCall(BaseModel):
+    """One tool_use with its tool_result, kept inside the assistant message that made it."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    result: str
+    is_error: bool = False
+
+
+class MessageRecord(BaseModel):
+    """One message of a session, as kept in the session window and the messages partition.
+
+    ``status`` is ``failed`` for a user message whose turn got no reply (LLM failure).
+    ``idempotency_hash`` ties a user message to the Idempotency-Key of the request
+    that wrote it, so a retry reuses it instead of writing it twice.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    message_id: str
+    role: Literal["user", "assistant"]
+    content: str
+    at: datetime
+    user_id: str | None = None
+    status: Literal["ok", "failed"] = "ok"
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    truncated: bool = False
+    idempotency_hash: str | None = None
+    source: Literal["chat", "transcript"] = "chat"
+
+
+class SessionState(BaseModel):
+    """The session item: metadata, the bounded recent-message window, facts and summary.
+
+    ``version`` is the optimistic-lock version (0 = not yet stored).
+    """
+
+    project_id: str
+    session_id: str
+    patient_id: str | None = None
+    type: Literal["consultation", "research"] = "research"
+    name: str | None = None
+    created_by: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    version: int = 0
+    message_count: int = 0
+    diagnosis_count: int = 0
+    window: list[MessageRecord] = Field(default_factory=list)
+    facts: dict[str, Any] = Field(default_factory=dict)
+    summary: str = ""
+
+
+LineSource = Literal["admin", "distilled"]
+
+
+class HotMemoryLine(BaseModel):
+    """One line of hot memory with its provenance (who wrote it, when, from which messages)."""
+
+    line_id: str
+    section: str
+    text: str
+    source: LineSource
+    role_tag: str | None = None
+    created_at: datetime
+    created_by: str
+    evidence: list[str] = Field(default_factory=list)
+
+
+#: Section order of the hot-memory document (seed 000, section 2.1 and section 3).
+HOT_MEMORY_SECTIONS: tuple[str, ...] = (
+    "System Rules",
+    "User Preferences",
+    "Active Context",
+    "Lessons Learned",
+)
+
+
+class HotMemory(BaseModel):
+    """The project's hot memory: structured lines rendered as one Markdown document."""
+
+    project_id: str
+    version: int = 0
+    lines: list[HotMemoryLine] = Field(default_factory=list)
+    updated_at: datetime | None = None
+    updated_by: str | None = None
+
+    def render(self) -> str:
+        """Markdown document: one ``# Section`` per non-empty section, ``- [TAG] text`` lines."""
+        out: list[str] = []
+        sections = list(HOT_MEMORY_SECTIONS) + sorted(
+            {ln.section for ln in self.lines} - set(HOT_MEMORY_SECTIONS)
+        )
+        for section in sections:
+            lines = [ln for ln in self.lines if ln.section == section]
+            if not lines:
+                continue
+            if out:
+                out.append("")
+            out.append(f"# {section}")
+            for ln in lines:
+                tag = f"[{ln.role_tag}] " if ln.role_tag else ""
+                out.append(f"- {tag}{ln.text}")
+        return "\n".join(out)
+
+
+class WeeklyReport(BaseModel):
+    """One history-book entry: the report of one ISO week (``iso_week`` like ``2026-W05``)."""
+
+    project_id: str
+    iso_week: str
+    summary: str
+    revision: int = 1
+    created_at: datetime
+    created_by: str = "archiver"
+    evidence: list[str] = Field(default_factory=list)
+
+
+class Project(BaseModel):
+    """A tenant. ``time_zone`` is the IANA zone of the project's calendar."""
+
+    project_id: str
+    name: str
+    time_zone: str = "Asia/Shanghai"
+    kind: Literal["iit", "clinic"] = "iit"
+    created_at: datetime
+
+
+class TurnContext(BaseModel):
+    """What the chat read for one turn (one BatchGetItem)."""
+
+    project: Project
+    hot_memory: HotMemory
+    session: SessionState
+
+
+def iso_week_label(day: date) -> str:
+    """ISO week label ``YYYY-Www`` of a calendar date (ISO 8601 year, so 2027-01-01 -> 2026-W53)."""
+    year, week, _ = day.isocalendar()
+    return f"{year}-W{week:02d}"

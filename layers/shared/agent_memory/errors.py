@@ -1,0 +1,81 @@
+"""Domain exceptions. Handlers map them to HTTP in one place (``agent_memory.api.errors``)."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base class; ``reason`` is safe to show a client (never patient text)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ProjectNotFound(DomainError):
+    """The project id is unknown (HTTP 404)."""
+
+
+class SessionNotFound(DomainError):
+    """The session does not exist in this project (HTTP 404)."""
+
+
+class MessageNotFound(DomainError):
+    """The message does not exist in this session (HTTP 404)."""
+
+
+class PayloadTooLarge(DomainError):
+    """A field is over its UTF-8 byte limit (HTTP 413)."""
+
+    def __init__(self, reason: str, limit_bytes: int, actual_bytes: int) -> None:
+        super().__init__(reason)
+        self.limit_bytes = limit_bytes
+        self.actual_bytes = actual_bytes
+
+
+class InvalidInput(DomainError):
+    """Input is well-formed JSON but semantically invalid (HTTP 422)."""
+
+
+class VersionConflict(DomainError):
+    """An optimistic-lock condition failed (HTTP 409 with the current version)."""
+
+    def __init__(self, reason: str, current_version: int | None = None) -> None:
+        super().__init__(reason)
+        self.current_version = current_version
+
+
+class ItemTooLarge(DomainError):
+    """An item would exceed its byte budget (DynamoDB's 400 KB item limit)."""
+
+
+class LLMError(DomainError):
+    """Base for LLM failures."""
+
+    retryable = False
+    retry_after_s: float | None = None
+
+
+class LLMUnavailable(LLMError):
+    """Overloaded / rate limited / unreachable after the SDK's retries (HTTP 503, retryable)."""
+
+    retryable = True
+
+    def __init__(self, reason: str, retry_after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
+
+
+class LLMDeadlineExceeded(LLMError):
+    """No reply before our own deadline, which is kept under API Gateway's 30 s
+    integration timeout (HTTP 504, retryable; case B16)."""
+
+    retryable = True
+
+
+class LLMBadRequest(LLMError):
+    """The provider rejected our request (4xx other than 429): a bug on our side, not
+    retryable (HTTP 502; case B21(5))."""
+
+
+class LLMTruncated(LLMError):
+    """A structured (tool) output was cut by max_tokens; nothing may be applied (case B22)."""
