@@ -1,0 +1,1 @@
+"""HTTP glue shared by the handlers: error mapping, request models, claims."""

@@ -1,0 +1,64 @@
+"""Cold-start wiring: settings -> bound tables and the collaborators of each function.
+
+Handlers call these once at import time (module level), so SnapStart snapshots them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_memory.config import Settings
+from agent_memory.data.repository import DynamoRepository
+from agent_memory.data.tables import bind_tables
+
+if TYPE_CHECKING:
+    from agent_memory.chat import ChatDeps
+
+
+def bind(settings: Settings) -> DynamoRepository:
+    """Bind the PynamoDB models to the configured tables and return a repository."""
+    bind_tables(
+        memory_table=settings.memory_table,
+        sessions_table=settings.sessions_table,
+        flow_log_table=settings.flow_log_table,
+    )
+    return DynamoRepository()
+
+
+def build_chat_deps(settings: Settings) -> ChatDeps:
+    """Everything a chat turn needs, from the settings (LLM provider, classifier, caps)."""
+    from agent_memory.chat import ChatConfig, ChatDeps
+    from agent_memory.clinical import DemoClinicalData
+    from agent_memory.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
+    from agent_memory.llm.factory import build_llm
+    from agent_memory.prompt import PromptBudget
+    from agent_memory.session_cache import SessionCache
+
+    repo = bind(settings)
+    llm = build_llm(settings)
+    rules = RuleIntentClassifier()
+    classifier: IntentClassifier = (
+        LLMIntentClassifier(llm, settings.fast_model_id, fallback=rules)
+        if settings.intent_classifier == "llm" and llm.provider == "anthropic"
+        else rules
+    )
+    return ChatDeps(
+        store=repo,
+        llm=llm,
+        classifier=classifier,
+        clinical=DemoClinicalData(),
+        cache=SessionCache(max_messages=50),
+        config=ChatConfig(
+            chat_model_id=settings.chat_model_id,
+            max_output_tokens=settings.llm_max_output_tokens,
+            max_message_bytes=settings.max_message_bytes,
+            react_max_steps=settings.react_max_steps,
+            flow_log_retention_days=settings.flow_log_retention_days,
+            budget=PromptBudget(
+                hot_memory_tokens=settings.hot_memory_token_cap,
+                history_weeks=settings.history_weeks_cap,
+                history_tokens=settings.history_token_budget,
+                recent_turns=settings.recent_turns,
+            ),
+        ),
+    )
