@@ -409,14 +409,20 @@ def test_factory_builds_the_anthropic_client_from_the_secret(
     assert messages_api.requests[0].headers["authorization"] == f"Bearer {API_KEY}"
 
 
-def test_factory_module_does_not_import_anthropic() -> None:
-    code = "import sys, agent_memory.llm.factory; print('anthropic' in sys.modules)"
+def test_factory_offline_provider_never_imports_anthropic() -> None:
+    code = (
+        "import sys\n"
+        "from agent_memory.config import Settings\n"
+        "from agent_memory.llm.factory import build_llm\n"
+        "llm = build_llm(Settings(FLOW_LOG_TABLE='f', MEMORY_TABLE='m', SESSIONS_TABLE='s'))\n"
+        "print(llm.provider, 'anthropic' in sys.modules)\n"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         cwd=REPO,
-        env={"PYTHONPATH": str(REPO / "layers" / "shared"), "PATH": ""},
+        env={"PYTHONPATH": str(REPO / "layers" / "shared"), "PATH": "", "LLM_PROVIDER": "offline"},
         capture_output=True,
         text=True,
         check=True,
     )
-    assert out.stdout.strip() == "False"
+    assert out.stdout.strip() == "offline False"

@@ -183,7 +183,8 @@ _TCM_AND_COMMON_SYMPTOMS = (
     r"气短|多梦|腰酸|酸痛|关节痛|手脚冰凉|四肢冰冷|便秘|便溏|尿频|舌苔|反酸|烧心|感冒|着凉|发抖|不舒服|"
     r"(?:头|胃|肚子|肚|腰|腿|背|胸|嗓子|喉咙|牙|眼睛|耳朵|脖子|肩膀?|膝盖?|关节|肌肉|身上|浑身)"
     r"[^,;。?!]{0,4}?(?:疼|痛)|"
-    r"吐(?!槽|露|字|词|出真|血本)|孩子.{0,6}哭|一直哭"
+    r"吐(?!槽|露|字|词|出真|血本)|孩子.{0,6}哭|一直哭|烧到|烧了|烧得|"
+    r"(?<![\d.])(?:3[7-9]|4[0-2])(?:\.\d)?\s*(?:度|°c)"
 )
 _SYMPTOM_EN = (
     r"\b(?:fever|feverish|temperature of|cough(?:ing)?|headaches?|migraine|runny nose|stuffy nose|"
@@ -282,6 +283,8 @@ def _cues() -> tuple[Cue, ...]:
                 r"\bwhy (?:did|were|was|had|have) (?:we|the team|the committee|the sponsor|the steering committee|"
                 r"the site|the study|the trial|screening|enrol(?:l)?ment)\b"
                 r"|\bwhy (?:we|the team|the committee) \w+ed\b"
+                r"|\bwhy (?:was|were) (?:the|our|this|that|these|those) [^.;?!]{0,40}?"
+                r"\b(?:\w+ed|chosen|made|taken|cut|shut|put on hold|withdrawn)\b"
                 r"|\bwhat (?:did|had) (?:we|the team|the committee|the steering committee|the dsmb|the sponsor) "
                 r"(?:decide|agree|conclude|settle|choose|say|discuss)"
                 r"|\b(?:did|have|had) we (?:ever |already |previously )?(?:discuss|talk|consider|decide|agree|tr(?:y|ied)|look into)"
@@ -348,9 +351,12 @@ def _cues() -> tuple[Cue, ...]:
                 r"质控|质量控制|质量检查|(?<![a-z])qc(?![a-z])|核查|数据核对|核对数据|一致性(?:检查|核对|校验)|"
                 r"缺失值|缺失数据|漏填|漏录|(?<![a-z])sdv(?![a-z])|源数据(?:核查|核对|核实|验证)|数据清理|数据清洗|"
                 r"数据质量|逻辑校验|逻辑检查|范围检查|稽查|"
+                r"(?:crf|表单|源文件|原始病历|原始记录|病历|数据)[^,;。?!]{0,12}?(?:核对|比对|核实|校对)|"
+                r"(?:核对|比对|核实|校对)[^,;。?!]{0,12}?(?:crf|表单|源文件|原始病历|原始记录|病历|数据)|"
                 r"(?:检查|核对|核实|审核|查一?下|查查)[^,;。?!]{0,16}?(?:错误|错漏|异常值|不一致|遗漏|漏填|缺失|问题)"
             ),
-            "Chinese QC vocabulary (质控/核查/一致性检查/缺失值/SDV/源数据核查/数据质量) or check + errors",
+            "Chinese QC vocabulary (质控/核查/一致性检查/缺失值/SDV/源数据核查/数据质量), reconciling "
+            "CRF with source (CRF 和原始病历核对), or check + errors",
         ),
         Cue(
             I.QC_TASK,
@@ -404,6 +410,7 @@ def _cues() -> tuple[Cue, ...]:
                 r"|\b(?:what|something|the thing|anything)\b[^.;?!]{0,10}?\bi (?:told|said|mentioned|asked)\b"
                 r"|\bwhat did i (?:tell|say|mention|ask)\b|\bas i (?:said|mentioned|told you)\b"
                 r"|\bi (?:told|asked) you\b|\bmy (?:preferences?|rules?|instructions?)\b|\bhow i like\b"
+                r"|\b(?:remember|recall) (?:that |when |how )?i (?:said|told|asked|mentioned|wanted)\b"
             ),
             "the user's own earlier instruction or preference (我跟你说过/我的偏好/what did I tell you)",
         ),
@@ -516,6 +523,9 @@ class RuleIntentClassifier:
             kinds.pop(Intent.MEMORY_RECALL, None)
         trend = kinds.get(Intent.ANALYZE_TREND, set())
         report = kinds.get(Intent.GENERATE_REPORT, set())
+        if trend == {"long_past_summary"} and Intent.QUERY_HISTORY in kinds:
+            # "我们去年讨论过要不要加亚组分析": 分析 names the topic of a past decision.
+            kinds.pop(Intent.ANALYZE_TREND, None)
         if trend and report and not (report - {"summary"}):
             kinds.pop(Intent.GENERATE_REPORT, None)
         if any(i in kinds for i in (Intent.QC_TASK, *_HISTORY_KINDS)) and "medhist" not in data:

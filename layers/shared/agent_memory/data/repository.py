@@ -255,7 +255,8 @@ class DynamoRepository:
         pk = session_pk(s.project_id, s.session_id)
         session_item = _session_item(s)
         # PynamoDB's VersionAttribute adds the optimistic-lock condition and the increment.
-        session_item.version = write.expected_version or None
+        if write.expected_version:
+            session_item.version = write.expected_version
         size = dynamodb_item_size(session_item.serialize())
         if size > SESSION_ITEM_BUDGET_BYTES:
             raise ItemTooLarge(f"session item would be {size} bytes (budget {SESSION_ITEM_BUDGET_BYTES})")
@@ -341,7 +342,8 @@ class DynamoRepository:
             updated_at=now,
             updated_by=actor,
         )
-        item.version = expected_version or None
+        if expected_version:
+            item.version = expected_version
         revision = HotMemoryRevisionItem(
             hot.project_id,
             f"HOTREV#{new_version:010d}",

@@ -9,6 +9,7 @@ memory question the matching hot-memory lines; for a data question it calls the
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -61,11 +62,12 @@ class OfflineLLM:
             subjects = sorted(set(s.upper() for s in _SUBJECT_RE.findall(question)))
             wants_tools = bool(request.tools) and (request.tool_choice or {}).get("type") != "none"
             if wants_tools and intents & {"QUERY_DATA", "QC_TASK"}:
+                tag = hashlib.sha256(question.encode("utf-8")).hexdigest()[:10]
                 uses = [
-                    {"type": "tool_use", "id": f"toolu_offline_{i}", "name": "read_clinical_data",
+                    {"type": "tool_use", "id": f"toolu_offline_{tag}_{i}", "name": "read_clinical_data",
                      "input": {"subject_id": s}}
                     for i, s in enumerate(subjects[:3])
-                ] or [{"type": "tool_use", "id": "toolu_offline_0", "name": "read_clinical_data", "input": {}}]
+                ] or [{"type": "tool_use", "id": f"toolu_offline_{tag}_0", "name": "read_clinical_data", "input": {}}]
                 return self._reply(request, uses, "tool_use")
             text = self._answer_from_context(request, question, intents)
         return self._finish(request, OFFLINE_LABEL + text)

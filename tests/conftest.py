@@ -1,0 +1,91 @@
+"""Shared fixtures: AWS is moto (no account, no network), tables come from template.yaml."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+# Safe defaults before any boto3 client is created (never a real account).
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_SESSION_TOKEN", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "eu-west-1")
+os.environ.setdefault("AWS_REGION", "eu-west-1")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "AgentMemoryTest")
+os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "agent-memory-test")
+
+from tests.support.fixtures import messages_api  # noqa: E402,F401
+
+
+@dataclass
+class FakeLambdaContext:
+    """A Lambda context for handler tests; remaining time counts down from ``timeout_s``."""
+
+    function_name: str = "test-fn"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:test-fn"
+    aws_request_id: str = "req-test"
+    timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        import time
+
+        self._start = time.monotonic()
+
+    def get_remaining_time_in_millis(self) -> int:
+        import time
+
+        return int((self.timeout_s - (time.monotonic() - self._start)) * 1000)
+
+
+@pytest.fixture
+def lambda_context() -> FakeLambdaContext:
+    return FakeLambdaContext()
+
+
+@pytest.fixture(autouse=True)
+def _clear_metrics() -> Iterator[None]:
+    from agent_memory.observability import metrics
+
+    metrics.clear_metrics()
+    yield
+    metrics.clear_metrics()
+
+
+@pytest.fixture
+def aws() -> Iterator[dict[str, str]]:
+    """moto in-process with the template's tables created and the PynamoDB models bound.
+
+    Yields the {logical_id: table_name} map.
+    """
+    import boto3
+    from moto import mock_aws
+
+    from agent_memory.data.tables import bind_tables
+    from infra.template_model import create_tables, load_template
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=os.environ["AWS_REGION"])
+        names = create_tables(client, load_template())
+        bind_tables(
+            memory_table=names["MemoryTable"],
+            sessions_table=names["SessionsTable"],
+            flow_log_table=names["FlowLogTable"],
+        )
+        yield names
+
+
+@pytest.fixture
+def repo(aws: dict[str, str]) -> Any:
+    from agent_memory.data.repository import DynamoRepository
+
+    return DynamoRepository()
+
+
+T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
