@@ -1,6 +1,7 @@
 # Entry points. `make run` and `make test` work on a fresh clone (they create the venvs).
 SHELL := /bin/bash
-PY313 := $(shell command -v python3.13 2>/dev/null || ls -d $$HOME/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null | tail -1)
+PY313 := $(shell ls -d $$HOME/.pyenv/versions/3.13*/bin/python3.13 2>/dev/null | tail -1 || true)
+PY313 := $(or $(PY313),$(shell for p in /usr/local/bin/python3.13 /usr/bin/python3.13; do [ -x $$p ] && echo $$p && break; done))
 PYTHON_FOR_VENV := $(if $(PY313),$(PY313),python3)
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -46,7 +47,7 @@ lint: venv
 	$(PY) -m mypy
 
 validate: venv sam-venv
-	$(PY) -m cfnlint template.yaml
+	$(VENV)/bin/cfn-lint template.yaml
 	$(SAM) validate --lint --region $(REGION)
 
 build: sam-venv

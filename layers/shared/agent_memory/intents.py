@@ -447,8 +447,10 @@ def _cues() -> tuple[Cue, ...]:
 # not a consultation ("P002 AE 里记的头痛是几级").
 _RESEARCH_CONTEXT = _rx(
     _SUBJECT_ID
-    + r"|受试者|入组|不良事件|(?<![a-z])s?ae(?![a-z])|crf|访视|方案|申办方|研究中心|分中心|伦理|"
-    r"\b(?:subjects?|participants?|enrol\w*|visits?|protocol|site|sponsor|trial|study|adverse events?|recorded)\b"
+    + r"|受试者|(?:患者|病人)(?!的?(?:母亲|父亲|妈妈|爸爸|家属|家长|本人))|入组|不良事件|(?<![a-z])s?ae(?![a-z])|crf|访视|研究方案|试验方案|方案偏离|申办方|"
+    r"研究中心|分中心|各中心|伦理|发生率|治疗组|对照组|试验组|组间|队列|项目|"
+    r"\b(?:subjects?|participants?|enrol\w*|visits?|protocol|site|sponsor|trial|study|adverse events?|"
+    r"recorded|incidence|arms?|cohorts?)\b"
 )
 
 # Clause boundaries: sentence ends and connectives that start a new request. Commas are NOT
@@ -462,6 +464,8 @@ _CLAUSE_SPLIT = _rx(
 )
 
 _HISTORY_KINDS = (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND)
+# Intents that a symptom narrative without research context overrides (see classify()).
+_PATIENT_STORY_OVERRIDES = frozenset({Intent.QUERY_DATA, Intent.QUERY_HISTORY, Intent.ANALYZE_TREND})
 
 
 def normalise(text: str) -> str:
@@ -490,8 +494,10 @@ class RuleIntentClassifier:
          remember" yields to a history cue ("你还记得我们为什么换了中心实验室吗" is history);
        - a summary of a long past period is a trend, not a report;
        - the "now" marker never creates a data intent on its own.
-    4. Across the message: symptoms are a consultation only when no research intent and no
-       research context (subject ids, 入组, AE, CRF...) is present.
+    4. Across the message: symptoms with research context (subject ids, 受试者/患者, 入组, AE,
+       CRF...) are subject data, not a consultation; symptoms WITHOUT research context are a
+       patient's or parent's own story, whose data/trend/history wording (病史, 化验, 去年,
+       越来越多) is about the patient, so those intents are dropped.
     5. Nothing matched -> ``GENERAL``.
 
     ``classify`` returns a :class:`Classification` with ``source="rules"``; intents are in the
@@ -547,9 +553,14 @@ class RuleIntentClassifier:
         for clause in split_clauses(norm):
             found.extend(self._clause_intents(clause))
         intents = list(_dedupe(found))
-        research = any(i not in (Intent.CONSULTATION, Intent.MEMORY_RECALL, Intent.GENERAL) for i in intents)
-        if Intent.CONSULTATION in intents and (research or _RESEARCH_CONTEXT.search(norm)):
-            intents.remove(Intent.CONSULTATION)
+        if Intent.CONSULTATION in intents:
+            if _RESEARCH_CONTEXT.search(norm):
+                # Symptoms inside research work describe subject data ("P002 AE 里记的头痛").
+                intents.remove(Intent.CONSULTATION)
+            else:
+                # A patient's or parent's own story: its 病史/化验/去年/越来越... are about the
+                # patient, never project data, trends or decisions.
+                intents = [i for i in intents if i not in _PATIENT_STORY_OVERRIDES]
         if not intents:
             intents = [Intent.GENERAL]
         return Classification(intents=tuple(intents), source="rules")
