@@ -5,8 +5,10 @@ With SnapStart, everything at module level (including the anthropic import made 
 ``build_chat_deps`` when the provider is anthropic) is in the snapshot.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: the route below is wrapped by
+# ``tracer.capture_method``, whose wrapper's ``__globals__`` are the tracer module's, so the
+# event handler could not resolve a string annotation ``"ChatRequest"`` and would treat the
+# body model as a (missing) query parameter -> every POST answered 422 "query.body".
 import time
 from typing import Any
 
@@ -30,7 +32,8 @@ from agent_memory.chat import handle_message
 from agent_memory.config import get_settings
 from agent_memory.ids import idempotency_hash
 from agent_memory.llm.deadline import deadline_from_context
-from agent_memory.observability import logger, metrics, tracer
+from agent_memory.observability import logger, metrics
+from agent_memory.tracing import tracer
 from agent_memory.wiring import build_chat_deps
 
 settings = get_settings()

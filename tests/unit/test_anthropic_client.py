@@ -1,7 +1,8 @@
 """The Anthropic adapter: the real ``anthropic`` SDK against the local Messages-API server.
 
 Cases B16 (deadline), B21 (overload / rate limits / bad requests), B22 (max_tokens mid tool
-call). No network: everything talks to 127.0.0.1.
+call). No network: everything talks to 127.0.0.1. The ``messages_api`` fixture comes from
+``tests.support.fixtures`` through ``tests/conftest.py``.
 """
 
 from __future__ import annotations
@@ -36,9 +37,6 @@ from tests.support.messages_api import (
 API_KEY = "sk-ant-test-key-0123456789"
 PROMPT_SECRET = "患者主诉头痛三天-PROMPT-MARKER"
 REPO = Path(__file__).resolve().parents[2]
-
-# the `messages_api` fixture (until tests/conftest.py imports it for every suite)
-pytest_plugins = ["tests.support.fixtures"]
 
 CLASSIFY = ToolSpec(
     name="classify",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from agent_memory.intents import (
     RuleIntentClassifier,
     plan_calls,
 )
-from agent_memory.llm.port import LLMRequest, LLMResponse
+from agent_memory.llm.port import LLMRequest, LLMResponse, Provider
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED_SAMPLE = Path(__file__).resolve().parents[3] / "shared/scenarios/intents.jsonl"
@@ -113,9 +114,7 @@ def test_real_patient_self_reports_are_consultations() -> None:
     # Given: real paediatric consultations (DXY), first patient turn of each
     if not DXY.is_file():
         pytest.skip(f"{DXY} absent")
-    reports = [
-        next(t["content"] for t in row["turns"] if t["role"] == "patient") for row in _load(DXY)
-    ]
+    reports = [next(t["content"] for t in row["turns"] if t["role"] == "patient") for row in _load(DXY)]
     # When: classified by the rules
     hits = sum(RULES.classify(text).intents == (Intent.CONSULTATION,) for text in reports)
     # Then: (nearly) all are consultations and none is routed to project data or history
@@ -191,6 +190,19 @@ def test_symptoms_in_subject_data_are_not_a_consultation() -> None:
     assert result.intents == (Intent.QUERY_DATA,)
 
 
+def test_subjects_own_past_event_why_is_data_not_history() -> None:
+    # Given: "why" about a subject's missed visit (no project decision involved)
+    assert RULES.classify("P019 上个月的访视为什么没做？").intents == (Intent.QUERY_DATA,)
+
+
+def test_symptom_lexicon_is_loaded_from_the_package() -> None:
+    # Given: the packaged lexicon (agent_memory/data_files) and one of its colloquial forms
+    raw = resources.files("agent_memory.data_files").joinpath("symptom_lexicon.json").read_text("utf-8")
+    assert "流清涕" in json.loads(raw)["流涕"]
+    # Then: the form alone marks a consultation
+    assert RULES.classify("这两天一直流清涕").intents == (Intent.CONSULTATION,)
+
+
 def test_parent_describing_a_child_is_a_consultation() -> None:
     # Given: a parent's message with a child and symptoms
     assert RULES.classify("宝宝这两天鼻塞，晚上老是哭闹").intents == (Intent.CONSULTATION,)
@@ -241,7 +253,9 @@ def test_plan_for_qc_alone_loads_no_history() -> None:
 
 
 def test_plan_for_history_alone_loads_history() -> None:
-    assert plan_calls([Intent.QUERY_HISTORY]) == [CallPlan(intents=(Intent.QUERY_HISTORY,), load_history=True)]
+    assert plan_calls([Intent.QUERY_HISTORY]) == [
+        CallPlan(intents=(Intent.QUERY_HISTORY,), load_history=True)
+    ]
 
 
 def test_plan_for_history_with_report_is_one_call_with_history() -> None:
@@ -253,7 +267,9 @@ def test_plan_for_history_with_report_is_one_call_with_history() -> None:
 def test_plan_for_current_work_loads_no_history() -> None:
     plans = plan_calls([Intent.QUERY_DATA, Intent.GENERATE_REPORT, Intent.MEMORY_RECALL])
     assert plans == [
-        CallPlan(intents=(Intent.QUERY_DATA, Intent.GENERATE_REPORT, Intent.MEMORY_RECALL), load_history=False)
+        CallPlan(
+            intents=(Intent.QUERY_DATA, Intent.GENERATE_REPORT, Intent.MEMORY_RECALL), load_history=False
+        )
     ]
 
 
@@ -273,7 +289,7 @@ def test_plan_ignores_duplicate_intents() -> None:
 class ScriptedLLM:
     """Fake LLMClient: returns (or raises) the scripted items in order and records requests."""
 
-    provider = "offline"
+    provider: Provider = "offline"
 
     def __init__(self, *script: LLMResponse | Exception) -> None:
         self._script = list(script)
@@ -381,7 +397,10 @@ def test_malformed_tool_input_falls_back_to_rules(tool_input: Any) -> None:
 def test_text_reply_without_tool_use_falls_back_to_rules() -> None:
     # Given: the model answered in text instead of calling the tool
     reply = LLMResponse(
-        content=[{"type": "text", "text": "QUERY_DATA"}], stop_reason="end_turn", provider="offline", model="m"
+        content=[{"type": "text", "text": "QUERY_DATA"}],
+        stop_reason="end_turn",
+        provider="offline",
+        model="m",
     )
     result = _classifier(ScriptedLLM(reply)).classify("查下 P001")
     assert (result.source, result.fallback_reason) == ("rules_fallback", "no_tool_use")
@@ -401,7 +420,9 @@ def test_request_forces_the_tool_and_passes_the_deadline() -> None:
     # Given: a deadline five seconds ahead
     deadline = time.monotonic() + 5.0
     llm = ScriptedLLM(_tool_reply({"intents": ["QUERY_DATA"]}))
-    classifier = LLMIntentClassifier(llm, model="claude-test", fallback=RuleIntentClassifier(), max_tokens=128)
+    classifier = LLMIntentClassifier(
+        llm, model="claude-test", fallback=RuleIntentClassifier(), max_tokens=128
+    )
     # When
     classifier.classify("P001 入组了吗？", deadline=deadline)
     # Then: one structured-output request with the forced tool and our deadline

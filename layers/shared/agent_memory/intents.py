@@ -134,11 +134,13 @@ _PAST_ZH = (
     r"上个?月|上周|上星期|去年|前年|上个?季度|上半年|年初|" + _NUM + r"月份?(?!\d))"
 )
 _DECISION_ZH = (
-    r"(?:讨论|商量|商定|决定|决策|定的|定了|拍板|结论|为什么|为啥|为何|什么原因|啥原因|原因|理由|"
+    r"(?:讨论|商量|商定|决定|决策|定的|定了|拍板|结论|"
     r"怎么解决|如何解决|解决的|怎么处理的|如何处理的|调整|暂停|中止|终止|停掉|叫停|取消|放宽|收紧|"
     r"改成|改为|改了|修改|更改|换了|换成|更换|砍掉|采取|措施|开会|会上|会议|考虑过|尝试过|试过|说好)"
 )
-_WHY_ZH = r"(?:为什么|为啥|为何|什么原因|啥原因|因为什么|何故)"
+_WHY_WORDS = r"为什么|为啥|为何|什么原因|啥原因|因为什么|何故"
+_WHY_ZH = r"(?:" + _WHY_WORDS + r")"
+_REASON_ZH = r"(?:" + _WHY_WORDS + r"|原因|理由)"
 _PROJECT_WE_ZH = r"(?:我们|咱们|项目组|课题组|研究组|团队|大家|申办方|伦理)"
 _DECISION_VERB_PAST_ZH = (
     r"(?:暂停|停止|停掉|叫停|中止|终止|取消|调整|放宽|收紧|改|换|决定|选择|延长|缩短|剔除|关闭|"
@@ -174,7 +176,24 @@ _SUBJECT_ID = (
 # Single-character or everyday surface forms of the symptom lexicon that are too ambiguous
 # in research chat (哑铃, 热闹, 泡沫, 泄露, 绿色, 点点...). Longer forms of the same symptoms stay.
 _AMBIGUOUS_SURFACE = frozenset(
-    {"哑", "闹", "臭", "泡", "泄", "吐", "哭", "绿色", "点点", "小点", "喝水", "咀嚼", "泡泡", "白点", "口水", "臭味"}
+    {
+        "哑",
+        "闹",
+        "臭",
+        "泡",
+        "泄",
+        "吐",
+        "哭",
+        "绿色",
+        "点点",
+        "小点",
+        "喝水",
+        "咀嚼",
+        "泡泡",
+        "白点",
+        "口水",
+        "臭味",
+    }
 )
 
 _TCM_AND_COMMON_SYMPTOMS = (
@@ -200,7 +219,11 @@ def _symptom_surface_pattern() -> re.Pattern[str]:
     """Alternation of the packaged symptom lexicon's surface forms (minus ambiguous ones)."""
     raw = resources.files("agent_memory.data_files").joinpath("symptom_lexicon.json").read_text("utf-8")
     lexicon: dict[str, list[str]] = json.loads(raw)
-    forms = {unicodedata.normalize("NFKC", f).casefold() for name, surface in lexicon.items() for f in [name, *surface]}
+    forms = {
+        unicodedata.normalize("NFKC", f).casefold()
+        for name, surface in lexicon.items()
+        for f in [name, *surface]
+    }
     forms = {f for f in forms if f and f not in _AMBIGUOUS_SURFACE}
     ordered = sorted(forms, key=len, reverse=True)
     return re.compile("|".join(re.escape(f) for f in ordered) + "|" + _TCM_AND_COMMON_SYMPTOMS)
@@ -256,17 +279,32 @@ def _cues() -> tuple[Cue, ...]:
         Cue(
             I.QUERY_HISTORY,
             "past_decision",
-            _rx(_PAST_ZH + r"[^;。?!]{0,20}?" + _DECISION_ZH + "|" + _WHY_ZH + r"\s*(?:要|会|是)?\s*" + _PAST_ZH),
-            "a past marker (之前/上次/当时/曾经/去年/三月) COMBINED with a decision or reason word "
-            "(讨论/决定/为什么/原因/怎么解决/调整/暂停/改), or why + past marker (为啥当初); "
-            "the marker alone is not enough",
+            _rx(_PAST_ZH + r"[^;。?!]{0,20}?" + _DECISION_ZH),
+            "a past marker (之前/上次/当时/曾经/去年/三月) COMBINED with a decision word "
+            "(讨论/决定/怎么解决/调整/暂停/改); the marker alone is not enough",
+        ),
+        Cue(
+            I.QUERY_HISTORY,
+            "past_reason",
+            _rx(
+                _PAST_ZH + r"[^;。?!]{0,20}?" + _REASON_ZH + "|" + _WHY_ZH + r"\s*(?:要|会|是)?\s*" + _PAST_ZH
+            ),
+            "a past marker with a reason word (上个月为什么/为啥当初); about a SUBJECT it is subject data "
+            "(P003 上次访视为什么没来), see RuleIntentClassifier",
         ),
         Cue(
             I.QUERY_HISTORY,
             "why_we",
             _rx(
-                _WHY_ZH + r"[^,;。?!]{0,16}?" + _DECISION_VERB_PAST_ZH
-                + "|" + _PROJECT_WE_ZH + r"[^;。?!]{0,6}?" + _WHY_ZH + r"[^;。?!]{0,16}?" + _DECISION_VERB_PAST_ZH.replace(r"(?:了|过)", r"")
+                _WHY_ZH
+                + r"[^,;。?!]{0,16}?"
+                + _DECISION_VERB_PAST_ZH
+                + "|"
+                + _PROJECT_WE_ZH
+                + r"[^;。?!]{0,6}?"
+                + _WHY_ZH
+                + r"[^;。?!]{0,16}?"
+                + _DECISION_VERB_PAST_ZH.replace(r"(?:了|过)", r"")
             ),
             "why + a project action in the past aspect (为什么暂停了/我们为什么取消) - asks for the reason of a decision",
         ),
@@ -293,8 +331,13 @@ def _cues() -> tuple[Cue, ...]:
                 r"|\bhow did we (?:solve|resolve|handle|deal|fix|address|decide)\b"
                 r"|\bthe decision (?:to|on|about)\b|\bwe (?:decided|agreed|discussed)\b"
                 r"|\b(?:back in|back then|at the time|in the past|previously|earlier this year|last year)\b"
-                r"[^.;?!]{0,60}?" + _EN_DECISION
-                + r"|" + _EN_DECISION + r"[^.;?!]{0,60}?\b(?:back in " + _EN_MONTH + r"|back then|at the time)\b"
+                r"[^.;?!]{0,60}?"
+                + _EN_DECISION
+                + r"|"
+                + _EN_DECISION
+                + r"[^.;?!]{0,60}?\b(?:back in "
+                + _EN_MONTH
+                + r"|back then|at the time)\b"
             ),
             "English: why did we / what did we decide / did we discuss / remind me why / back in <month> + decision",
         ),
@@ -303,17 +346,23 @@ def _cues() -> tuple[Cue, ...]:
         Cue(
             I.ANALYZE_TREND,
             "trend_word",
-            _rx(r"趋势|走势|变化曲线|同比|环比|增速|增长率|下降率|越来越(?:快|慢|多|少)|有没有(?:加快|放缓|变快|变慢)"),
+            _rx(
+                r"趋势|走势|变化曲线|同比|环比|增速|增长率|下降率|越来越(?:快|慢|多|少)|有没有(?:加快|放缓|变快|变慢)"
+            ),
             "trend vocabulary (趋势/走势/同比/环比/越来越...)",
         ),
         Cue(
             I.ANALYZE_TREND,
             "compare_period",
             _rx(
-                r"(?:对比|比较|相比|比起|相较|\bvs\.?\b|versus|和|跟|与)[^;。?!]{0,20}?" + _PERIOD_ZH
+                r"(?:对比|比较|相比|比起|相较|\bvs\.?\b|versus|和|跟|与)[^;。?!]{0,20}?"
+                + _PERIOD_ZH
                 + r"[^;。?!]{0,16}?(?:对比|比较|相比|比|变化|差异|区别|快|慢|多|少|涨|降)"
-                + r"|(?:对比|比较|相比|比起|相较|\bvs\.?\b|versus)[^;。?!]{0,20}?" + _PERIOD_ZH
-                + r"|" + _PERIOD_ZH + r"[^;。?!]{0,20}?(?:对比|比较|相比|\bvs\.?\b|versus)"
+                + r"|(?:对比|比较|相比|比起|相较|\bvs\.?\b|versus)[^;。?!]{0,20}?"
+                + _PERIOD_ZH
+                + r"|"
+                + _PERIOD_ZH
+                + r"[^;。?!]{0,20}?(?:对比|比较|相比|\bvs\.?\b|versus)"
             ),
             "a comparison (对比/比较/相比/vs) involving a period (去年/上季度/同期/今年...)",
         ),
@@ -321,8 +370,11 @@ def _cues() -> tuple[Cue, ...]:
             I.ANALYZE_TREND,
             "long_past_summary",
             _rx(
-                r"(?:总结|汇总|分析|梳理|盘点|统计)[^;。?!]{0,12}?" + _LONG_PAST_ZH
-                + r"|" + _LONG_PAST_ZH + r"[^;。?!]{0,16}?(?:总结|汇总|分析|梳理|盘点|变化|怎么样|表现|情况如何)"
+                r"(?:总结|汇总|分析|梳理|盘点|统计)[^;。?!]{0,12}?"
+                + _LONG_PAST_ZH
+                + r"|"
+                + _LONG_PAST_ZH
+                + r"[^;。?!]{0,16}?(?:总结|汇总|分析|梳理|盘点|变化|怎么样|表现|情况如何)"
             ),
             "summary / analysis of a LONG past period (总结去年/过去三个月...); a current-period summary is a report",
         ),
@@ -336,10 +388,16 @@ def _cues() -> tuple[Cue, ...]:
                 r"|\bsince last (?:week|month|quarter|year)\b"
                 r"|\b(?:speeding|slowing) (?:up|down)\b|\bpicking up\b|\bgoing (?:up|down)\b"
                 r"|\b(?:accelerat|decelerat)\w*"
-                r"|\b(?:over|in|during|across|for) the (?:past|last|previous) " + _EN_NUM + r" " + _EN_PERIOD + r"\b"
+                r"|\b(?:over|in|during|across|for) the (?:past|last|previous) "
+                + _EN_NUM
+                + r" "
+                + _EN_PERIOD
+                + r"\b"
                 r"|\b(?:over|in|during|across) the (?:past|last|previous) (?:year|quarter|half[- ]year)\b"
                 r"|\blast year'?s\b|\bhow (?:has|have|did) [^.;?!]{0,40}?chang"
                 r"|\breview (?:of )?(?:last|the past|the previous|previous)\b"
+                r"|\b(?:how (?:did|was|were)|summar\w+|overview of|recap)\b[^.;?!]{0,40}?"
+                r"\b(?:last|previous|past) (?:year|quarter|half|six months|12 months)\b"
             ),
             "English: trend / compared with last quarter / speeding up / over the past N months / since last year",
         ),
@@ -424,11 +482,18 @@ def _cues() -> tuple[Cue, ...]:
             "'do you remember' wording; yields to a history cue about a project decision in the same clause",
         ),
         # ---------------- CONSULTATION: a patient or parent describing symptoms ----------------
-        Cue(I.CONSULTATION, "symptom", _symptom_surface_pattern(), "symptom lexicon surface forms + TCM/adult complaints"),
+        Cue(
+            I.CONSULTATION,
+            "symptom",
+            _symptom_surface_pattern(),
+            "symptom lexicon surface forms + TCM/adult complaints",
+        ),
         Cue(
             I.CONSULTATION,
             "course",
-            _rx(r"(?:症状|病情|情况)[^,;。?!]{0,4}?(?:加重|好转|缓解|减轻|反复|没好|不见好|更严重)|生病了|病了"),
+            _rx(
+                r"(?:症状|病情|情况)[^,;。?!]{0,4}?(?:加重|好转|缓解|减轻|反复|没好|不见好|更严重)|生病了|病了"
+            ),
             "course of an illness (症状加重/病情好转/病了)",
         ),
         Cue(
@@ -439,7 +504,12 @@ def _cues() -> tuple[Cue, ...]:
             ),
             "a child plus symptom wording (孩子/宝宝 + 症状/不舒服/发烧)",
         ),
-        Cue(I.CONSULTATION, "en", _rx(_SYMPTOM_EN), "English symptom words (fever, headache, runny nose, tired)"),
+        Cue(
+            I.CONSULTATION,
+            "en",
+            _rx(_SYMPTOM_EN),
+            "English symptom words (fever, headache, runny nose, tired)",
+        ),
     )
 
 
@@ -486,7 +556,8 @@ class RuleIntentClassifier:
     1. Normalise (NFKC + casefold) and split into request clauses.
     2. In each clause, find which cue families (:func:`_cues`) match.
     3. Resolve the traps by kind, per clause:
-       - a patient's own past (病史/既往/medical history) is data: it cancels a history cue;
+       - a patient's own past (病史/既往/medical history) is data: it cancels a history cue; so
+         does a subject id when the only history cue is "past + why" ("P003 上次访视为什么没来");
        - a QC task, a history question or a trend analysis is ABOUT the data it names, so it
          cancels the clause's data cues ("对 P005 做质控", "回顾下去年的入组情况");
        - a report or a memory question cancels a generic data-noun cue in its clause;
@@ -521,7 +592,7 @@ class RuleIntentClassifier:
         mem = kinds.get(Intent.MEMORY_RECALL, set())
         # The "now" marker only reinforces.
         data.discard("current")
-        if "medhist" in data:
+        if "medhist" in data or ("subject" in data and kinds.get(Intent.QUERY_HISTORY) == {"past_reason"}):
             kinds.pop(Intent.QUERY_HISTORY, None)
         if "told" in mem:
             kinds.pop(Intent.QUERY_HISTORY, None)

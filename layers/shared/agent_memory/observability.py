@@ -1,10 +1,14 @@
-"""The one place that creates the Powertools logger, tracer and metrics.
+"""The one place that creates the Powertools logger and metrics (and, separately, the tracer).
 
 Never log message content, prompts, replies or secrets: log ids, counts and sizes.
+
+The tracer lives in :mod:`agent_memory.tracing` because ``aws_xray_sdk`` costs about a
+second of import time here: the no-LLM API function (health, context inspection) does not
+import it and relies on the function's Active tracing segment instead, which keeps its cold
+import within 1.5x of ``import boto3`` (see ``make bench``).
 """
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 
 logger = Logger(service="agent-memory")
-tracer = Tracer(service="agent-memory")
 metrics = Metrics(namespace="AgentMemory", service="agent-memory")

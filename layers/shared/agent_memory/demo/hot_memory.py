@@ -3,7 +3,7 @@
 Every line carries its provenance: admin lines were written by a named admin user (PI / data
 manager / CRC lead) and are never touched by the AI; distilled lines were added by the daily
 distillation job (``created_by="distiller"``) and cite the flow-log messages they came from.
-The rendered document is about 400 estimated tokens, well under the 2,000-token cap.
+The rendered document is about 450 estimated tokens, well under the 2,000-token cap.
 """
 
 from __future__ import annotations

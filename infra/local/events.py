@@ -1,0 +1,196 @@
+"""API Gateway HTTP API events (payload format 2.0) and a Lambda context, as AWS builds them.
+
+Reference: "Working with AWS Lambda proxy integrations for HTTP APIs" (API Gateway developer
+guide), payload format version 2.0. What this module reproduces, because handlers depend on it:
+
+- ``headers`` names are lower-cased; repeated headers are joined with ``,``;
+- the ``Cookie`` header is removed from ``headers`` and split into ``cookies``;
+- ``queryStringParameters``: repeated parameters are joined with ``,``;
+- ``cookies``, ``queryStringParameters``, ``pathParameters``, ``body`` and
+  ``requestContext.authorizer`` are absent (not empty) when there is nothing to put there;
+- JWT authorizer claims are all strings: numbers and booleans as text, and an array claim such
+  as ``cognito:groups`` as ``"[admin demo-iit]"`` (bracketed, space-separated), the way the HTTP
+  API JWT authorizer flattens it;
+- a body that is not valid UTF-8 is base64-encoded with ``isBase64Encoded: true``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import parse_qsl
+
+LOCAL_ACCOUNT_ID = "123456789012"
+LOCAL_API_ID = "local"
+LOCAL_REGION = "eu-west-1"
+
+HeaderInput = Mapping[str, str] | Iterable[tuple[str, str]]
+
+
+def new_request_id() -> str:
+    """An API Gateway style request id (base64-ish, like ``JKJaXmPLvHcESHA=``)."""
+    return base64.b64encode(uuid.uuid4().bytes[:10]).decode("ascii")
+
+
+def stringify_claim(value: Any) -> str:
+    """A claim value as the HTTP API JWT authorizer passes it to Lambda (always a string)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(stringify_claim(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def _header_pairs(headers: HeaderInput) -> list[tuple[str, str]]:
+    if isinstance(headers, Mapping):
+        return [(str(k), str(v)) for k, v in headers.items()]
+    return [(str(k), str(v)) for k, v in headers]
+
+
+def build_http_api_event(
+    method: str,
+    path: str,
+    headers: HeaderInput,
+    query_string: str,
+    body: bytes,
+    route_key: str,
+    path_parameters: Mapping[str, str] | None,
+    claims: Mapping[str, Any] | None,
+    request_id: str | None = None,
+    *,
+    source_ip: str = "127.0.0.1",
+    domain_name: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Build the event API Gateway (HTTP API, payload format 2.0) sends to a Lambda integration.
+
+    Args:
+        method: HTTP method (any case).
+        path: the raw (still percent-encoded) request path, e.g. ``/v1/projects/p1/sessions``.
+        headers: request headers, a mapping or ``(name, value)`` pairs (repeats allowed).
+        query_string: the raw query string without ``?`` (``""`` when none).
+        body: the raw request body (``b""`` when none).
+        route_key: the matched route, e.g. ``POST /v1/projects/{project_id}/sessions``.
+        path_parameters: values of the route's ``{name}`` parts (None or empty: none).
+        claims: verified JWT claims (None: the route has no authorizer).
+        request_id: API Gateway request id (a new one when None).
+        source_ip: the client address.
+        domain_name: the ``Host`` the client used (default: the ``host`` header).
+        now: request time (default: the current time).
+    """
+    now = now or datetime.now(UTC)
+    request_id = request_id or new_request_id()
+
+    merged: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in _header_pairs(headers):
+        key = name.lower()
+        if key == "cookie":
+            cookies.extend(c.strip() for c in value.split(";") if c.strip())
+            continue
+        merged[key] = f"{merged[key]},{value}" if key in merged else value
+    domain = domain_name or merged.get("host") or "localhost"
+    merged.setdefault("host", domain)
+    merged.setdefault("x-forwarded-for", source_ip)
+    merged.setdefault("x-forwarded-proto", "http")
+    if ":" in domain:
+        merged.setdefault("x-forwarded-port", domain.rsplit(":", 1)[1])
+
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": route_key,
+        "rawPath": path,
+        "rawQueryString": query_string,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    event["headers"] = merged
+
+    query: dict[str, str] = {}
+    for key, value in parse_qsl(query_string, keep_blank_values=True):
+        query[key] = f"{query[key]},{value}" if key in query else value
+    if query:
+        event["queryStringParameters"] = query
+
+    request_context: dict[str, Any] = {
+        "accountId": LOCAL_ACCOUNT_ID,
+        "apiId": LOCAL_API_ID,
+        "domainName": domain,
+        "domainPrefix": domain.split(".", 1)[0].split(":", 1)[0],
+        "http": {
+            "method": method.upper(),
+            "path": path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": source_ip,
+            "userAgent": merged.get("user-agent", ""),
+        },
+        "requestId": request_id,
+        "routeKey": route_key,
+        "stage": "$default",
+        "time": now.astimezone(UTC).strftime("%d/%b/%Y:%H:%M:%S +0000"),
+        "timeEpoch": int(now.timestamp() * 1000),
+    }
+    if claims is not None:
+        scope = claims.get("scope")
+        request_context["authorizer"] = {
+            "jwt": {
+                "claims": {str(k): stringify_claim(v) for k, v in claims.items()},
+                "scopes": str(scope).split() if scope else None,
+            }
+        }
+    event["requestContext"] = request_context
+
+    if path_parameters:
+        event["pathParameters"] = dict(path_parameters)
+
+    is_base64 = False
+    if body:
+        try:
+            event["body"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            event["body"] = base64.b64encode(body).decode("ascii")
+            is_base64 = True
+    event["isBase64Encoded"] = is_base64
+    return event
+
+
+class LocalLambdaContext:
+    """The Lambda context object: same attributes and the remaining-time countdown.
+
+    ``get_remaining_time_in_millis()`` counts down from ``timeout_s`` starting at creation (an
+    invocation creates its own context), never below 0.
+    """
+
+    def __init__(
+        self,
+        function_name: str,
+        timeout_s: float,
+        memory_mb: int,
+        request_id: str | None = None,
+        *,
+        region: str = LOCAL_REGION,
+        account_id: str = LOCAL_ACCOUNT_ID,
+    ) -> None:
+        self.function_name = function_name
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = memory_mb
+        self.aws_request_id = request_id or str(uuid.uuid4())
+        self.invoked_function_arn = f"arn:aws:lambda:{region}:{account_id}:function:{function_name}"
+        self.log_group_name = f"/aws/lambda/{function_name}"
+        self.log_stream_name = f"{datetime.now(UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
+        self.identity = None
+        self.client_context = None
+        self.tenant_id = None
+        self._timeout_s = float(timeout_s)
+        self._deadline = time.monotonic() + self._timeout_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        """Milliseconds left before the function would time out (>= 0)."""
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
