@@ -175,25 +175,10 @@ _SUBJECT_ID = (
 
 # Single-character or everyday surface forms of the symptom lexicon that are too ambiguous
 # in research chat (哑铃, 热闹, 泡沫, 泄露, 绿色, 点点...). Longer forms of the same symptoms stay.
+# ("吐" comes back below with a guard against 吐槽/吐露.)
 _AMBIGUOUS_SURFACE = frozenset(
-    {
-        "哑",
-        "闹",
-        "臭",
-        "泡",
-        "泄",
-        "吐",
-        "哭",
-        "绿色",
-        "点点",
-        "小点",
-        "喝水",
-        "咀嚼",
-        "泡泡",
-        "白点",
-        "口水",
-        "臭味",
-    }
+    {"哑", "闹", "臭", "泡", "泄", "吐", "哭", "绿色"}
+    | {"点点", "小点", "喝水", "咀嚼", "泡泡", "白点", "口水", "臭味"}
 )
 
 _TCM_AND_COMMON_SYMPTOMS = (

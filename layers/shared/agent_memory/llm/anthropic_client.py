@@ -158,7 +158,11 @@ class DeadlineMiddleware(Middleware):
             raise  # the SDK retries it (or maps it after its last attempt)
 
         http = response.http_response
-        if self._retries_left(request) > 0 and _sdk_will_retry(http.status_code, http.headers):
+        if (
+            not http.is_success
+            and self._retries_left(request) > 0
+            and _sdk_will_retry(http.status_code, http.headers)
+        ):
             wait = retry_after_s(http.headers) or _sdk_backoff_upper_bound_s(request.retries_taken)
             if wait + MIN_ATTEMPT_S > self._left():
                 _log.warning(
