@@ -326,6 +326,22 @@ def _cues() -> tuple[Cue, ...]:
             ),
             "English: why did we / what did we decide / did we discuss / remind me why / back in <month> + decision",
         ),
+        Cue(
+            I.QUERY_HISTORY,
+            "past_record",
+            _rx(
+                _PAST_ZH + r"[^;。?!]{0,8}?(?:周报|月报|报告|纪要|会议记录|记录|总结)[^;。?!]{0,8}?"
+                r"(?:提到|写了|写的|说了|说的|记录了|记了|有没有|是什么|什么|哪些)"
+                r"|(?:周报|月报|纪要|会议记录)里[^;。?!]{0,12}?(?:提到|写了|说了|记录|有没有|什么|哪些)"
+                r"|" + _PAST_ZH + r"(?:这个时候|那个时候|那段时间)?[^;。?!]{0,6}?"
+                r"(?:我们|咱们|项目|团队)?[^;。?!]{0,4}?(?:在做什么|做了什么|发生了什么|出了什么(?:事|问题))"
+                r"|\b(?:last week'?s|last month'?s|previous|earlier|past|old|archived) (?:weekly )?(?:reports?|minutes)\b"
+                r"|\bwhat (?:happened|went wrong|were we doing)\b[^.;?!]{0,40}?"
+                r"\b(?:last (?:week|month|year|quarter)|back in|in " + _EN_MONTH + r"|before)\b"
+            ),
+            "a question about the project's past records (上周的周报里提到了什么, 去年这个时候我们在做什么, "
+            "last week's report): answered from the history book",
+        ),
         # ---------------- ANALYZE_TREND: comparison and review over periods ----------------
         Cue(I.ANALYZE_TREND, "review", _rx(r"回顾|复盘"), "review wording (回顾/复盘)"),
         Cue(
