@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from agent_memory.api.auth import authorize, caller_from_event
 from agent_memory.api.errors import register_error_handlers
 from agent_memory.config import get_settings
 from agent_memory.context_view import turn_context
@@ -32,7 +33,8 @@ def health() -> dict[str, str]:
 
 @app.get("/v1/projects/<project_id>/sessions/<session_id>/messages/<message_id>/context")
 def get_context(project_id: str, session_id: str, message_id: str) -> dict[str, Any]:
-    """The blocks (name, tokens, text) that were sent to the LLM for that turn."""
+    """The blocks (name, tokens, text) that were sent to the LLM for that turn (admins only)."""
+    authorize(caller_from_event(app.current_event), project_id, admin=True)
     return turn_context(repo, project_id, session_id, message_id)
 
 

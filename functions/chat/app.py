@@ -25,7 +25,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from agent_memory.api.claims import user_id_from_event
+from agent_memory.api.auth import authorize, caller_from_event
 from agent_memory.api.errors import error_response, register_error_handlers
 from agent_memory.api.requests import ChatRequest
 from agent_memory.chat import handle_message
@@ -77,7 +77,9 @@ def post_message(project_id: str, session_id: str, body: ChatRequest) -> dict[st
     """Send a message; the session is created on first use."""
     event = app.current_event
     key = event.headers.get("idempotency-key") or event.headers.get("Idempotency-Key")
-    user_id = user_id_from_event(event)
+    caller = caller_from_event(event)
+    authorize(caller, project_id)
+    user_id = caller.user_id
     turn: dict[str, Any] = {
         "project_id": project_id,
         "session_id": session_id,

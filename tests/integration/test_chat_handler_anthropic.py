@@ -18,7 +18,8 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -45,7 +46,7 @@ CHAT_APP = REPO / "functions" / "chat" / "app.py"
 API_KEY = "sk-ant-handler-test-0123456789"
 SECRET_NAME = "agent-memory/test/anthropic"
 CHAT_MODEL = "claude-chat-under-test"
-PROJECT = "p1"
+PROJECT = "demo-iit"  # the demo clinical data knows its subjects (P001 ...)
 USER = "user-pi-1"
 _module_ids = itertools.count(1)
 
@@ -118,8 +119,9 @@ def _load_chat_app() -> ModuleType:
     return module
 
 
-def _make_env(
-    messages_api: MessagesAPIServer, monkeypatch: pytest.MonkeyPatch, *, idempotency: bool, **env: str
+@contextmanager
+def _chat_env(
+    messages_api: MessagesAPIServer, monkeypatch: pytest.MonkeyPatch, *, idempotency: bool, env: dict[str, str]
 ) -> Iterator[ChatEnv]:
     import boto3
     from aws_lambda_powertools.utilities.parameters.base import clear_caches
@@ -137,6 +139,7 @@ def _make_env(
             Name=SECRET_NAME, SecretString=json.dumps({"api_key": API_KEY})
         )
         settings_env = {
+            "AWS_DEFAULT_REGION": region,
             "FLOW_LOG_TABLE": tables["FlowLogTable"],
             "MEMORY_TABLE": tables["MemoryTable"],
             "SESSIONS_TABLE": tables["SessionsTable"],
@@ -167,21 +170,47 @@ def _make_env(
             clear_caches()
 
 
-@pytest.fixture
-def chat(messages_api: MessagesAPIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatEnv]:
-    """The chat function with idempotency disabled (tests that send no Idempotency-Key)."""
-    yield from _make_env(messages_api, monkeypatch, idempotency=False)
+MakeChat = Callable[..., ChatEnv]
 
 
 @pytest.fixture
-def chat_idem(messages_api: MessagesAPIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatEnv]:
+def make_chat(messages_api: MessagesAPIServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeChat]:
+    """``make_chat(idempotency=False, **env)``: a fresh chat function (cold start) with extra
+    environment variables (e.g. ``API_GATEWAY_TIMEOUT_S="4"``)."""
+    with ExitStack() as stack:
+
+        def make(*, idempotency: bool = False, **env: str) -> ChatEnv:
+            return stack.enter_context(_chat_env(messages_api, monkeypatch, idempotency=idempotency, env=env))
+
+        yield make
+
+
+@pytest.fixture
+def chat(make_chat: MakeChat) -> ChatEnv:
+    """The chat function with Powertools idempotency disabled (no Idempotency-Key sent)."""
+    return make_chat()
+
+
+@pytest.fixture
+def chat_idem(make_chat: MakeChat) -> ChatEnv:
     """The chat function with Powertools idempotency enabled (IdempotencyTable in moto)."""
-    yield from _make_env(messages_api, monkeypatch, idempotency=True)
+    return make_chat(idempotency=True)
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+ADMIN_RULE = "严禁在未授权情况下删除数据"
+HOT_TAG = '<hot_memory project="'
+HISTORY_TAG = '<history_book weeks="'  # the instructions mention "<history_book>" by name only
 
 
 def _json(response: dict[str, Any]) -> dict[str, Any]:
     body: dict[str, Any] = json.loads(response["body"])
     return body
+
+
+def _status(response: dict[str, Any]) -> int:
+    return int(response["statusCode"])
 
 
 def _header(response: dict[str, Any], name: str) -> str | None:
@@ -194,13 +223,466 @@ def _header(response: dict[str, Any], name: str) -> str | None:
     return None
 
 
-def _system_texts(req: RecordedRequest) -> list[str]:
-    return [b["text"] for b in req.body["system"]]
+def _system(req: RecordedRequest) -> list[dict[str, Any]]:
+    system: list[dict[str, Any]] = req.body["system"]
+    return system
 
 
-def test_smoke(chat: ChatEnv) -> None:
-    chat.api.script(text_reply("收到"))
-    r = chat.post("P001 入组了吗")
-    print(r)
-    print(json.dumps(chat.api.requests[0].body, ensure_ascii=False, indent=1)[:3000])
-    assert r["statusCode"] == 200
+def _block_with(req: RecordedRequest, marker: str) -> list[int]:
+    return [i for i, b in enumerate(_system(req)) if marker in b["text"]]
+
+
+def _breakpoints(body: dict[str, Any]) -> list[str]:
+    """Where ``cache_control`` sits: ``system[i]``, ``messages[i][j]``, ``tools[i]``."""
+    found = [f"system[{i}]" for i, b in enumerate(body.get("system") or []) if "cache_control" in b]
+    for i, m in enumerate(body["messages"]):
+        content = m["content"] if isinstance(m["content"], list) else []
+        found += [f"messages[{i}][{j}]" for j, b in enumerate(content) if "cache_control" in b]
+    found += [f"tools[{i}]" for i, t in enumerate(body.get("tools") or []) if "cache_control" in t]
+    return found
+
+
+def _assert_error_body(response: dict[str, Any], status: int, *, secret: str | None = None) -> dict[str, Any]:
+    assert _status(response) == status, response
+    assert (_header(response, "content-type") or "").startswith("application/json")
+    body = _json(response)
+    assert isinstance(body.get("error"), str) and body["error"]
+    assert isinstance(body.get("reason"), str) and body["reason"]
+    if secret is not None:
+        assert secret not in response["body"]
+    return body
+
+
+def _assert_alternating_from_user(messages: list[dict[str, Any]]) -> None:
+    """Case B13: starts with user, roles alternate, every tool_result follows its tool_use."""
+    assert messages and messages[0]["role"] == "user"
+    for prev, cur in itertools.pairwise(messages):
+        assert prev["role"] != cur["role"], [m["role"] for m in messages]
+    for i, m in enumerate(messages):
+        for block in m["content"] if isinstance(m["content"], list) else []:
+            if block.get("type") == "tool_result":
+                assert i > 0 and messages[i - 1]["role"] == "assistant"
+                uses = {b["id"] for b in messages[i - 1]["content"] if b.get("type") == "tool_use"}
+                assert block["tool_use_id"] in uses
+
+
+def _flow_items_for(env: ChatEnv, message_id: str) -> list[dict[str, Any]]:
+    return [i for i in env.flow_log() if i["message_id"]["S"] == message_id]
+
+
+def _texts(items: list[dict[str, Any]]) -> list[str]:
+    return [i["content"]["S"] for i in items]
+
+
+# --- what was sent ------------------------------------------------------------------------------
+
+DATA_Q = "P001 入组了吗"
+QC_Q = "帮我做一下数据质控"
+MEMORY_Q = "我上次跟你说的规矩你记得吗"
+HISTORY_Q = "我们之前为什么暂停筛选"
+TREND_Q = "回顾下去年的入组情况"
+QC_AND_TREND_Q = "帮我做一下数据质控，顺便回顾下去年的入组情况"
+
+
+@pytest.mark.parametrize(
+    ("content", "intent", "with_history"),
+    [
+        (DATA_Q, "QUERY_DATA", False),
+        (QC_Q, "QC_TASK", False),
+        (MEMORY_Q, "MEMORY_RECALL", False),
+        (HISTORY_Q, "QUERY_HISTORY", True),
+        (TREND_Q, "ANALYZE_TREND", True),
+    ],
+)
+def test_hot_memory_always_sent_history_only_for_history_intents(
+    chat: ChatEnv, content: str, intent: str, with_history: bool
+) -> None:
+    chat.api.script(text_reply("好的"))
+
+    response = chat.post(content)
+
+    assert _status(response) == 200, response
+    body = _json(response)
+    assert body["intents"] == [intent]
+    assert body["provider"] == "anthropic"
+    assert len(chat.api.requests) == 1
+    req = chat.api.requests[0]
+    assert req.path.startswith("/v1/messages")
+    assert req.headers["x-api-key"] == API_KEY  # the key came from Secrets Manager
+    assert req.body["model"] == CHAT_MODEL
+    system = _system(req)
+    assert all(b["type"] == "text" for b in system)
+    # hot memory: its own delimited block, right after the instructions, admin rule inside
+    assert _block_with(req, HOT_TAG) == [1]
+    hot = system[1]["text"]
+    assert ADMIN_RULE in hot and hot.rstrip().endswith("</hot_memory>")
+    assert ADMIN_RULE not in system[0]["text"]
+    history = _block_with(req, HISTORY_TAG)
+    if with_history:
+        assert history == [2]
+        assert "2026-W03" in system[2]["text"]
+        assert body["calls"][0]["history_weeks"] == 3
+    else:
+        assert history == []
+        assert HISTORY_TAG not in json.dumps(req.body, ensure_ascii=False)
+        assert "2026-W01" not in json.dumps(req.body, ensure_ascii=False)
+        assert body["calls"][0]["history_weeks"] == 0
+    assert req.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": content}]}]
+
+
+def test_qc_plus_history_message_runs_two_conversations_qc_without_history(chat: ChatEnv) -> None:
+    chat.api.script(text_reply("质控：数据完整"), text_reply("趋势：入组逐周增加"))
+
+    response = chat.post(QC_AND_TREND_Q)
+
+    assert _status(response) == 200, response
+    body = _json(response)
+    assert set(body["intents"]) == {"QC_TASK", "ANALYZE_TREND"}
+    assert len(chat.api.requests) == 2
+    qc, hist = (r.body for r in chat.api.requests)
+    assert "QC_TASK" in _system(chat.api.requests[0])[-1]["text"]  # the session block's task note
+    for req in chat.api.requests:
+        assert _block_with(req, HOT_TAG) == [1]
+        assert ADMIN_RULE in _system(req)[1]["text"]
+        assert req.body["model"] == CHAT_MODEL
+    qc_text = json.dumps(qc, ensure_ascii=False)
+    assert HISTORY_TAG not in qc_text and "2026-W0" not in qc_text
+    assert _block_with(chat.api.requests[1], HISTORY_TAG) == [2]
+    assert "QC_TASK" not in _system(chat.api.requests[1])[-1]["text"]
+    assert [c["history_weeks"] for c in body["calls"]] == [0, 3]
+    assert "质控：数据完整" in body["reply"] and "趋势：入组逐周增加" in body["reply"]
+    # the second conversation starts afresh: it is not a continuation of the QC one
+    assert hist["messages"] == [{"role": "user", "content": [{"type": "text", "text": QC_AND_TREND_Q}]}]
+
+
+def test_cache_breakpoints_on_hot_memory_history_and_last_recent_turn(chat: ChatEnv) -> None:
+    chat.api.script(text_reply("第一轮回答"), text_reply("第二轮回答"), text_reply("第三轮回答"))
+    assert _status(chat.post("你好")) == 200
+    assert _status(chat.post(MEMORY_Q)) == 200
+
+    response = chat.post(TREND_Q)
+
+    assert _status(response) == 200, response
+    first, second, third = (r.body for r in chat.api.requests)
+    # first turn: no recent turns -> only the hot-memory breakpoint
+    assert _breakpoints(first) == ["system[1]"]
+    # second: hot memory + the last block of the last recent turn (the assistant reply)
+    assert _breakpoints(second) == ["system[1]", "messages[1][0]"]
+    assert second["messages"][1]["content"][0]["text"] == "第一轮回答"
+    # third (history): hot memory, history, last recent turn; never the new user message
+    assert _breakpoints(third) == ["system[1]", "system[2]", "messages[3][0]"]
+    assert HISTORY_TAG in third["system"][2]["text"]
+    assert third["messages"][3] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "第二轮回答", "cache_control": {"type": "ephemeral"}}],
+    }
+    assert "cache_control" not in third["messages"][-1]["content"][-1]
+    for body in (first, second, third):
+        assert len(_breakpoints(body)) <= 4
+        for b in body["system"]:
+            assert b.get("cache_control", {"type": "ephemeral"}) == {"type": "ephemeral"}
+
+
+def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: ChatEnv) -> None:
+    chat.api.script(
+        tool_use_reply("read_clinical_data", {"subject_id": "P001"}, text="我先查一下数据。"),
+        text_reply("P001 已入组。"),
+    )
+
+    response = chat.post(DATA_Q)
+
+    assert _status(response) == 200, response
+    assert _json(response)["reply"] == "P001 已入组。"
+    assert len(chat.api.requests) == 2
+    first, second = (r.body for r in chat.api.requests)
+    assert [t["name"] for t in first["tools"]] == ["read_clinical_data"]
+    assert first["tool_choice"] == {"type": "auto"}
+    assert second["system"] == first["system"] and second["model"] == CHAT_MODEL
+    msgs = second["messages"]
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    tool_use = next(b for b in msgs[1]["content"] if b["type"] == "tool_use")
+    assert tool_use["name"] == "read_clinical_data" and tool_use["input"] == {"subject_id": "P001"}
+    (result,) = msgs[2]["content"]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == tool_use["id"]
+    assert result["is_error"] is False and '"P001"' in result["content"]
+    _assert_alternating_from_user(msgs)
+    # the stored assistant message keeps the tool call (so later turns can replay it)
+    (assistant,) = [m for m in chat.messages() if m["role"]["S"] == "assistant"]
+    assert assistant["content"]["S"] == "P001 已入组。"
+    assert tool_use["id"] in assistant["tool_calls"]["S"]
+
+
+# --- failures (B21, B16, B22, B13) --------------------------------------------------------------
+
+
+def test_b21_overloaded_then_ok(chat: ChatEnv) -> None:
+    chat.api.script(overloaded(), text_reply("稍后的回答"))
+
+    response = chat.post(DATA_Q)
+
+    assert _status(response) == 200, response
+    assert _json(response)["reply"] == "稍后的回答"
+    assert len(chat.api.requests) == 2
+    assert chat.api.requests[1].headers.get("x-stainless-retry-count") == "1"
+    assert sorted(_texts(chat.flow_log())) == sorted([DATA_Q, "稍后的回答"])
+
+
+def test_b21_rate_limited_retry_after_then_ok(chat: ChatEnv) -> None:
+    chat.api.script(rate_limited(2), text_reply("限流后的回答"))
+
+    response = chat.post(DATA_Q)
+
+    assert _status(response) == 200, response
+    assert _json(response)["reply"] == "限流后的回答"
+    first, second = chat.api.requests
+    assert second.arrived - first.arrived >= 1.9  # retry-after honoured
+    assert len(chat.messages()) == 2
+
+
+def test_b21_invalid_request_maps_to_502_one_request(chat: ChatEnv) -> None:
+    chat.api.script(invalid_request("messages.0: bad"))
+
+    response = chat.post(DATA_Q)
+
+    body = _assert_error_body(response, 502, secret=DATA_Q)
+    assert body["error"] == "llm_bad_request" and body["retryable"] is False
+    assert "messages.0: bad" not in response["body"]
+    assert len(chat.api.requests) == 1
+    (user,) = chat.messages()
+    assert user["role"]["S"] == "user" and user["status"]["S"] == "failed"
+
+
+def test_b21_persistent_overload_gives_503_with_retry_after(chat: ChatEnv) -> None:
+    chat.api.script(overloaded())  # always 529
+
+    started = time.monotonic()
+    response = chat.post(DATA_Q, request_id="req-overload-1")
+    elapsed = time.monotonic() - started
+
+    body = _assert_error_body(response, 503, secret=DATA_Q)
+    assert body["error"] == "llm_unavailable"
+    assert body["retryable"] is True
+    assert body["request_id"] == "req-overload-1"
+    retry_after = _header(response, "Retry-After")
+    assert retry_after is not None and int(retry_after) >= 1
+    assert len(chat.api.requests) == 3  # 1 + LLM_MAX_RETRIES
+    assert elapsed < 27  # inside the deadline (30 s gateway - 3 s reserve)
+    flow = chat.flow_log()
+    assert _texts(flow) == [DATA_Q]
+    assert flow[0]["status"]["S"] == "failed" and flow[0]["role"]["S"] == "user"
+    messages = chat.messages()
+    assert [(m["role"]["S"], m["status"]["S"]) for m in messages] == [("user", "failed")]
+
+
+def _assert_no_assistant(env: ChatEnv) -> None:
+    assert [m for m in env.messages() if m["role"]["S"] == "assistant"] == []
+    assert [f for f in env.flow_log() if f["role"]["S"] == "assistant"] == []
+
+
+def test_b16_slow_llm_answers_before_the_gateway_timeout(make_chat: MakeChat) -> None:
+    env = make_chat(API_GATEWAY_TIMEOUT_S="4", RESPONSE_RESERVE_S="1")
+    env.api.script(slow(text_reply("太迟的回答"), 35))
+
+    started = time.monotonic()
+    response = env.post(DATA_Q, context=FakeLambdaContext(timeout_s=60), request_id="req-slow-1")
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 4.0, elapsed  # before API Gateway would answer by itself
+    assert elapsed > 2.5, elapsed  # the LLM got the time until the deadline (4 - 1 s)
+    assert _status(response) in (503, 504)
+    body = _assert_error_body(response, _status(response), secret=DATA_Q)
+    assert body["retryable"] is True and body["request_id"] == "req-slow-1"
+    assert _header(response, "Retry-After") is not None
+    assert len(env.api.requests) == 1  # no retry past the deadline
+    assert float(env.api.requests[0].headers["x-stainless-timeout"]) <= 3.0
+    flow = env.flow_log()
+    assert _texts(flow) == [DATA_Q] and flow[0]["status"]["S"] == "failed"
+    _assert_no_assistant(env)
+    time.sleep(1.0)  # nothing lands later either
+    _assert_no_assistant(env)
+    assert len(env.flow_log()) == 1 and len(env.messages()) == 1
+
+
+def test_b16_deadline_derives_from_the_remaining_lambda_time(make_chat: MakeChat) -> None:
+    env = make_chat(RESPONSE_RESERVE_S="1")  # gateway budget stays 30 s
+    env.api.script(slow(text_reply("太迟的回答"), 35))
+
+    started = time.monotonic()
+    response = env.post(DATA_Q, context=FakeLambdaContext(timeout_s=3.0))
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 3.0, elapsed  # answered before the Lambda itself would time out
+    assert _status(response) in (503, 504)
+    assert _json(response)["retryable"] is True
+    assert float(env.api.requests[0].headers["x-stainless-timeout"]) <= 2.0
+    assert _texts(env.flow_log()) == [DATA_Q]
+    _assert_no_assistant(env)
+
+
+def test_b22_truncated_text_reply_is_flagged(chat: ChatEnv) -> None:
+    chat.api.script(text_reply("P001 于 2026-02-05 入组，目前", stop_reason="max_tokens"))
+
+    response = chat.post(DATA_Q)
+
+    assert _status(response) == 200, response
+    body = _json(response)
+    assert body["truncated"] is True
+    assert body["reply"] == "P001 于 2026-02-05 入组，目前"
+    (assistant,) = [m for m in chat.messages() if m["role"]["S"] == "assistant"]
+    assert assistant["truncated"]["N"] == "1"
+
+
+def test_b13_messages_sent_start_with_user_and_alternate(chat: ChatEnv) -> None:
+    chat.api.script(
+        text_reply("你好，我是项目助手。"),                                 # turn 1
+        overloaded(retry_after=60),                                        # turn 2 -> 503 at once
+        tool_use_reply("read_clinical_data", {"subject_id": "P001"}),      # turn 3 (tool call)
+        text_reply("P001 已入组。"),
+        text_reply("记得：严禁在未授权情况下删除数据。"),                       # turn 4
+        text_reply("质控完成。"),                                            # turn 5
+    )
+    assert _status(chat.post("你好")) == 200
+    failed = chat.post(QC_Q)
+    assert _status(failed) == 503 and _header(failed, "Retry-After") == "60"
+    assert _status(chat.post(DATA_Q)) == 200
+    assert _status(chat.post(MEMORY_Q)) == 200
+    assert _status(chat.post("再检查一下数据质量")) == 200
+
+    requests = chat.api.requests
+    assert len(requests) == 6
+    for req in requests:
+        _assert_alternating_from_user(req.body["messages"])
+        assert req.body["messages"][-1]["role"] == "user"
+    # the failed turn's message is never replayed as history (it got no answer)
+    for req in requests[2:]:
+        assert QC_Q not in json.dumps(req.body["messages"], ensure_ascii=False)
+    last = requests[-1].body["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user", "assistant",
+                                         "user", "assistant", "user"]
+    assert [b["type"] for b in last[3]["content"]] == ["tool_use"]
+    assert [b["type"] for b in last[4]["content"]] == ["tool_result"]
+    assert last[2]["content"][0]["text"] == DATA_Q
+    # all messages are kept in DynamoDB, the failed one included
+    statuses = sorted((m["role"]["S"], m["status"]["S"]) for m in chat.messages())
+    assert statuses.count(("user", "failed")) == 1 and len(statuses) == 9
+
+
+# --- Idempotency-Key -----------------------------------------------------------------------------
+
+
+def test_same_idempotency_key_twice_returns_the_first_answer_and_writes_nothing(chat_idem: ChatEnv) -> None:
+    chat_idem.api.script(text_reply("第一次的回答"), text_reply("不该出现的第二次回答"))
+    first = chat_idem.post(DATA_Q, key="key-0001")
+    assert _status(first) == 200, first
+    before = chat_idem.snapshot()
+
+    second = chat_idem.post(DATA_Q, key="key-0001")
+
+    assert _status(second) == 200, second
+    assert _json(second) == _json(first)
+    assert len(chat_idem.api.requests) == 1
+    assert chat_idem.snapshot() == before
+    assert len(before["IdempotencyTable"]) == 1
+    assert DATA_Q not in json.dumps(before["IdempotencyTable"], ensure_ascii=False)  # only hashes
+
+
+def test_same_idempotency_key_with_another_body_is_422(chat_idem: ChatEnv) -> None:
+    chat_idem.api.script(text_reply("第一次的回答"))
+    assert _status(chat_idem.post(DATA_Q, key="key-0002")) == 200
+    before = chat_idem.snapshot()
+
+    response = chat_idem.post("P002 入组了吗", key="key-0002")
+
+    body = _assert_error_body(response, 422, secret="P002 入组了吗")
+    assert body["error"] == "idempotency_key_reused"
+    assert len(chat_idem.api.requests) == 1
+    assert chat_idem.snapshot() == before
+
+
+def test_retry_after_503_with_the_same_key_stores_the_user_message_once(chat_idem: ChatEnv) -> None:
+    chat_idem.api.script(overloaded(retry_after=30), text_reply("重试成功的回答"))
+    first = chat_idem.post(DATA_Q, key="key-0003")
+    assert _status(first) == 503, first
+    (failed,) = chat_idem.messages()
+    user_id = failed["message_id"]["S"]
+
+    retry = chat_idem.post(DATA_Q, key="key-0003")
+
+    assert _status(retry) == 200, retry
+    body = _json(retry)
+    assert body["reply"] == "重试成功的回答" and body["user_message_id"] == user_id
+    users = [m for m in chat_idem.messages() if m["role"]["S"] == "user"]
+    assert [u["message_id"]["S"] for u in users] == [user_id]
+    assert users[0]["status"]["S"] == "ok"  # answered now
+    assert len(_flow_items_for(chat_idem, user_id)) == 1
+    assert sorted(_texts(chat_idem.flow_log())) == sorted([DATA_Q, "重试成功的回答"])
+    # the retry's prompt does not carry the message twice
+    assert json.dumps(chat_idem.api.requests[1].body["messages"], ensure_ascii=False).count("P001 入组了吗") == 1
+    # and a third call with the key replays the stored answer
+    assert _json(chat_idem.post(DATA_Q, key="key-0003")) == body
+    assert len(chat_idem.api.requests) == 2
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+SECRET_TEXT = "张三胸痛三天-不可回显"
+
+
+def _assert_nothing_written(env: ChatEnv, before: dict[str, list[dict[str, Any]]]) -> None:
+    assert env.snapshot() == before
+    assert env.api.requests == []
+
+
+def test_invalid_json_is_4xx_with_a_reason(chat: ChatEnv) -> None:
+    before = chat.snapshot()
+    response = chat.post(raw_body='{"content": "' + SECRET_TEXT)
+
+    body = _assert_error_body(response, _status(response), secret=SECRET_TEXT)
+    assert 400 <= _status(response) < 500
+    assert body["retryable"] is False
+    _assert_nothing_written(chat, before)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        pytest.param({"patient_id": "pt-1"}, id="missing-content"),
+        pytest.param({"content": SECRET_TEXT, "extra": SECRET_TEXT}, id="extra-field"),
+        pytest.param({"content": ""}, id="empty-content"),
+        pytest.param({"content": "   "}, id="blank-content"),
+        pytest.param({"content": 42}, id="content-not-a-string"),
+        pytest.param({"content": SECRET_TEXT, "patient_id": "../" + SECRET_TEXT}, id="bad-patient-id"),
+        pytest.param([SECRET_TEXT], id="not-an-object"),
+    ],
+)
+def test_invalid_bodies_are_422_and_write_nothing(chat: ChatEnv, payload: Any) -> None:
+    before = chat.snapshot()
+
+    response = chat.post(body=payload)
+
+    _assert_error_body(response, 422, secret=SECRET_TEXT)
+    _assert_nothing_written(chat, before)
+
+
+def test_b14c_420kb_message_is_413_and_nothing_is_written(chat: ChatEnv) -> None:
+    content = "患" * 140_000
+    assert len(content.encode("utf-8")) == 420_000
+    before = chat.snapshot()
+
+    response = chat.post(content)
+
+    body = _assert_error_body(response, 413)
+    assert body["error"] == "payload_too_large"
+    assert body["limit_bytes"] == 32_768 and body["actual_bytes"] == 420_000
+    assert "患患" not in response["body"]
+    _assert_nothing_written(chat, before)
+
+
+def test_unknown_project_is_404_and_nothing_is_written(chat: ChatEnv) -> None:
+    before = chat.snapshot()
+
+    response = chat.post(SECRET_TEXT, project="no-such-project")
+
+    body = _assert_error_body(response, 404, secret=SECRET_TEXT)
+    assert body["error"] == "not_found"
+    _assert_nothing_written(chat, before)

@@ -15,6 +15,14 @@ class ProjectNotFound(DomainError):
     """The project id is unknown (HTTP 404)."""
 
 
+class Unauthorized(DomainError):
+    """No valid credentials (HTTP 401)."""
+
+
+class Forbidden(DomainError):
+    """Authenticated but not allowed: another project, or an admin route (HTTP 403)."""
+
+
 class SessionNotFound(DomainError):
     """The session does not exist in this project (HTTP 404)."""
 

@@ -57,6 +57,14 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
         reason = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"
         return error_response(app, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", reason, extra={"detail": details})
 
+    @app.exception_handler(e.Unauthorized)
+    def _unauthorized(exc: e.Unauthorized) -> Response:
+        return error_response(app, HTTPStatus.UNAUTHORIZED, "unauthorized", exc.reason)
+
+    @app.exception_handler(e.Forbidden)
+    def _forbidden(exc: e.Forbidden) -> Response:
+        return error_response(app, HTTPStatus.FORBIDDEN, "forbidden", exc.reason)
+
     @app.exception_handler(e.InvalidInput)
     def _invalid(exc: e.InvalidInput) -> Response:
         return error_response(app, HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_input", exc.reason)
