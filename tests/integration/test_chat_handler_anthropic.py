@@ -50,6 +50,11 @@ PROJECT = "demo-iit"  # the demo clinical data knows its subjects (P001 ...)
 USER = "user-pi-1"
 _module_ids = itertools.count(1)
 
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:No application metrics to publish:UserWarning"),
+    pytest.mark.filterwarnings("ignore:Disabling idempotency:UserWarning"),
+]
+
 
 @dataclass
 class ChatEnv:
@@ -79,8 +84,12 @@ class ChatEnv:
         headers = {"idempotency-key": key} if key else {}
         path = f"/v1/projects/{project}/sessions/{session}/messages"
         event = build_http_api_event(
-            "POST", path, body=body, raw_body=raw_body, headers=headers,
-            claims={"sub": USER, "cognito:groups": "pi"},
+            "POST",
+            path,
+            body=body,
+            raw_body=raw_body,
+            headers=headers,
+            claims={"sub": USER, "custom:projects": f"{PROJECT}:member,no-such-project:member"},
             route_key="POST /v1/projects/{project_id}/sessions/{session_id}/messages",
             path_parameters={"project_id": project, "session_id": session},
             request_id=request_id,
@@ -104,7 +113,9 @@ class ChatEnv:
 
     def messages(self, session: str = "s-1") -> list[dict[str, Any]]:
         pk = f"{PROJECT}#{session}"
-        return [i for i in self.scan("SessionsTable") if i["pk"]["S"] == pk and i["sk"]["S"].startswith("MSG#")]
+        return [
+            i for i in self.scan("SessionsTable") if i["pk"]["S"] == pk and i["sk"]["S"].startswith("MSG#")
+        ]
 
     def flow_log(self) -> list[dict[str, Any]]:
         return self.scan("FlowLogTable")
@@ -121,7 +132,11 @@ def _load_chat_app() -> ModuleType:
 
 @contextmanager
 def _chat_env(
-    messages_api: MessagesAPIServer, monkeypatch: pytest.MonkeyPatch, *, idempotency: bool, env: dict[str, str]
+    messages_api: MessagesAPIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    idempotency: bool,
+    env: dict[str, str],
 ) -> Iterator[ChatEnv]:
     import boto3
     from aws_lambda_powertools.utilities.parameters.base import clear_caches
@@ -284,50 +299,48 @@ TREND_Q = "回顾下去年的入组情况"
 QC_AND_TREND_Q = "帮我做一下数据质控，顺便回顾下去年的入组情况"
 
 
-@pytest.mark.parametrize(
-    ("content", "intent", "with_history"),
-    [
-        (DATA_Q, "QUERY_DATA", False),
-        (QC_Q, "QC_TASK", False),
-        (MEMORY_Q, "MEMORY_RECALL", False),
-        (HISTORY_Q, "QUERY_HISTORY", True),
-        (TREND_Q, "ANALYZE_TREND", True),
-    ],
-)
-def test_hot_memory_always_sent_history_only_for_history_intents(
-    chat: ChatEnv, content: str, intent: str, with_history: bool
-) -> None:
+ROUTING = [  # (message, its intent, whether the history book must be sent)
+    (DATA_Q, "QUERY_DATA", False),
+    (QC_Q, "QC_TASK", False),
+    (MEMORY_Q, "MEMORY_RECALL", False),
+    (HISTORY_Q, "QUERY_HISTORY", True),
+    (TREND_Q, "ANALYZE_TREND", True),
+]
+
+
+def test_hot_memory_always_sent_history_only_for_history_intents(chat: ChatEnv) -> None:
     chat.api.script(text_reply("好的"))
+    for n, (content, intent, with_history) in enumerate(ROUTING):
+        chat.api.clear()
 
-    response = chat.post(content)
+        response = chat.post(content, session=f"s-route-{n}")
 
-    assert _status(response) == 200, response
-    body = _json(response)
-    assert body["intents"] == [intent]
-    assert body["provider"] == "anthropic"
-    assert len(chat.api.requests) == 1
-    req = chat.api.requests[0]
-    assert req.path.startswith("/v1/messages")
-    assert req.headers["x-api-key"] == API_KEY  # the key came from Secrets Manager
-    assert req.body["model"] == CHAT_MODEL
-    system = _system(req)
-    assert all(b["type"] == "text" for b in system)
-    # hot memory: its own delimited block, right after the instructions, admin rule inside
-    assert _block_with(req, HOT_TAG) == [1]
-    hot = system[1]["text"]
-    assert ADMIN_RULE in hot and hot.rstrip().endswith("</hot_memory>")
-    assert ADMIN_RULE not in system[0]["text"]
-    history = _block_with(req, HISTORY_TAG)
-    if with_history:
-        assert history == [2]
-        assert "2026-W03" in system[2]["text"]
-        assert body["calls"][0]["history_weeks"] == 3
-    else:
-        assert history == []
-        assert HISTORY_TAG not in json.dumps(req.body, ensure_ascii=False)
-        assert "2026-W01" not in json.dumps(req.body, ensure_ascii=False)
-        assert body["calls"][0]["history_weeks"] == 0
-    assert req.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": content}]}]
+        assert _status(response) == 200, (content, response)
+        body = _json(response)
+        assert body["intents"] == [intent]
+        assert body["provider"] == "anthropic"
+        assert len(chat.api.requests) == 1
+        req = chat.api.requests[0]
+        assert req.path.startswith("/v1/messages")
+        # the key came from Secrets Manager (anthropic 2.x sends it as a bearer token)
+        assert req.headers["authorization"] == f"Bearer {API_KEY}"
+        assert req.body["model"] == CHAT_MODEL
+        system = _system(req)
+        assert all(b["type"] == "text" for b in system)
+        # hot memory: its own delimited block right after the instructions, admin rule inside
+        assert _block_with(req, HOT_TAG) == [1], content
+        hot = system[1]["text"]
+        assert ADMIN_RULE in hot and hot.rstrip().endswith("</hot_memory>")
+        assert ADMIN_RULE not in system[0]["text"]
+        sent = json.dumps(req.body, ensure_ascii=False)
+        if with_history:
+            assert _block_with(req, HISTORY_TAG) == [2], content
+            assert "2026-W03" in system[2]["text"]
+            assert body["calls"][0]["history_weeks"] == 3
+        else:
+            assert HISTORY_TAG not in sent and "2026-W01" not in sent, content
+            assert body["calls"][0]["history_weeks"] == 0
+        assert req.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": content}]}]
 
 
 def test_qc_plus_history_message_runs_two_conversations_qc_without_history(chat: ChatEnv) -> None:
@@ -474,6 +487,23 @@ def test_b21_persistent_overload_gives_503_with_retry_after(chat: ChatEnv) -> No
     assert [(m["role"]["S"], m["status"]["S"]) for m in messages] == [("user", "failed")]
 
 
+def test_b21_retries_never_push_past_the_deadline(make_chat: MakeChat) -> None:
+    env = make_chat(API_GATEWAY_TIMEOUT_S="4", RESPONSE_RESERVE_S="1")  # LLM deadline: 3 s
+    env.api.script(overloaded(retry_after=2))  # always 529, each asking for 2 s
+
+    started = time.monotonic()
+    response = env.post(DATA_Q)
+    elapsed = time.monotonic() - started
+
+    # attempt 1 at ~0 s, the 2 s wait fits; attempt 2 at ~2 s, another 2 s would not
+    assert len(env.api.requests) == 2
+    assert elapsed < 3.0, elapsed
+    body = _assert_error_body(response, 503, secret=DATA_Q)
+    assert body["retryable"] is True
+    assert int(_header(response, "Retry-After") or 0) >= 2
+    assert _texts(env.flow_log()) == [DATA_Q]
+
+
 def _assert_no_assistant(env: ChatEnv) -> None:
     assert [m for m in env.messages() if m["role"]["S"] == "assistant"] == []
     assert [f for f in env.flow_log() if f["role"]["S"] == "assistant"] == []
@@ -498,7 +528,7 @@ def test_b16_slow_llm_answers_before_the_gateway_timeout(make_chat: MakeChat) ->
     flow = env.flow_log()
     assert _texts(flow) == [DATA_Q] and flow[0]["status"]["S"] == "failed"
     _assert_no_assistant(env)
-    time.sleep(1.0)  # nothing lands later either
+    time.sleep(0.5)  # nothing lands later either
     _assert_no_assistant(env)
     assert len(env.flow_log()) == 1 and len(env.messages()) == 1
 
@@ -534,12 +564,12 @@ def test_b22_truncated_text_reply_is_flagged(chat: ChatEnv) -> None:
 
 def test_b13_messages_sent_start_with_user_and_alternate(chat: ChatEnv) -> None:
     chat.api.script(
-        text_reply("你好，我是项目助手。"),                                 # turn 1
-        overloaded(retry_after=60),                                        # turn 2 -> 503 at once
-        tool_use_reply("read_clinical_data", {"subject_id": "P001"}),      # turn 3 (tool call)
+        text_reply("你好，我是项目助手。"),  # turn 1
+        overloaded(retry_after=60),  # turn 2 -> 503 at once
+        tool_use_reply("read_clinical_data", {"subject_id": "P001"}),  # turn 3 (tool call)
         text_reply("P001 已入组。"),
-        text_reply("记得：严禁在未授权情况下删除数据。"),                       # turn 4
-        text_reply("质控完成。"),                                            # turn 5
+        text_reply("记得：严禁在未授权情况下删除数据。"),  # turn 4
+        text_reply("质控完成。"),  # turn 5
     )
     assert _status(chat.post("你好")) == 200
     failed = chat.post(QC_Q)
@@ -557,8 +587,17 @@ def test_b13_messages_sent_start_with_user_and_alternate(chat: ChatEnv) -> None:
     for req in requests[2:]:
         assert QC_Q not in json.dumps(req.body["messages"], ensure_ascii=False)
     last = requests[-1].body["messages"]
-    assert [m["role"] for m in last] == ["user", "assistant", "user", "assistant", "user", "assistant",
-                                         "user", "assistant", "user"]
+    assert [m["role"] for m in last] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert [b["type"] for b in last[3]["content"]] == ["tool_use"]
     assert [b["type"] for b in last[4]["content"]] == ["tool_result"]
     assert last[2]["content"][0]["text"] == DATA_Q
@@ -617,7 +656,9 @@ def test_retry_after_503_with_the_same_key_stores_the_user_message_once(chat_ide
     assert len(_flow_items_for(chat_idem, user_id)) == 1
     assert sorted(_texts(chat_idem.flow_log())) == sorted([DATA_Q, "重试成功的回答"])
     # the retry's prompt does not carry the message twice
-    assert json.dumps(chat_idem.api.requests[1].body["messages"], ensure_ascii=False).count("P001 入组了吗") == 1
+    assert (
+        json.dumps(chat_idem.api.requests[1].body["messages"], ensure_ascii=False).count("P001 入组了吗") == 1
+    )
     # and a third call with the key replays the stored answer
     assert _json(chat_idem.post(DATA_Q, key="key-0003")) == body
     assert len(chat_idem.api.requests) == 2
@@ -643,24 +684,34 @@ def test_invalid_json_is_4xx_with_a_reason(chat: ChatEnv) -> None:
     _assert_nothing_written(chat, before)
 
 
-@pytest.mark.parametrize(
-    "payload",
-    [
-        pytest.param({"patient_id": "pt-1"}, id="missing-content"),
-        pytest.param({"content": SECRET_TEXT, "extra": SECRET_TEXT}, id="extra-field"),
-        pytest.param({"content": ""}, id="empty-content"),
-        pytest.param({"content": "   "}, id="blank-content"),
-        pytest.param({"content": 42}, id="content-not-a-string"),
-        pytest.param({"content": SECRET_TEXT, "patient_id": "../" + SECRET_TEXT}, id="bad-patient-id"),
-        pytest.param([SECRET_TEXT], id="not-an-object"),
-    ],
-)
-def test_invalid_bodies_are_422_and_write_nothing(chat: ChatEnv, payload: Any) -> None:
+INVALID_BODIES = {
+    "missing-content": {"patient_id": "pt-1"},
+    "extra-field": {"content": SECRET_TEXT, "extra": SECRET_TEXT},
+    "empty-content": {"content": ""},
+    "blank-content": {"content": "   "},
+    "content-not-a-string": {"content": 42},
+    "bad-patient-id": {"content": SECRET_TEXT, "patient_id": "../" + SECRET_TEXT},
+    "not-an-object": [SECRET_TEXT],
+}
+
+
+def test_invalid_bodies_are_422_and_write_nothing(chat: ChatEnv) -> None:
+    before = chat.snapshot()
+    for name, payload in INVALID_BODIES.items():
+        response = chat.post(body=payload)
+
+        body = _assert_error_body(response, 422, secret=SECRET_TEXT)
+        assert body["retryable"] is False, name
+    _assert_nothing_written(chat, before)
+
+
+def test_overlong_idempotency_key_is_400_and_writes_nothing(chat: ChatEnv) -> None:
     before = chat.snapshot()
 
-    response = chat.post(body=payload)
+    response = chat.post(SECRET_TEXT, key="k" * 129)
 
-    _assert_error_body(response, 422, secret=SECRET_TEXT)
+    body = _assert_error_body(response, 400, secret=SECRET_TEXT)
+    assert body["error"] == "invalid_idempotency_key"
     _assert_nothing_written(chat, before)
 
 

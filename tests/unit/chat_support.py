@@ -9,6 +9,7 @@ from typing import Any
 from agent_memory.chat import ChatConfig, ChatDeps
 from agent_memory.clinical import DemoClinicalData
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
+from agent_memory.errors import LLMUnavailable
 from agent_memory.intents import RuleIntentClassifier
 from agent_memory.llm.offline import OfflineLLM
 from agent_memory.llm.port import LLMRequest, LLMResponse
@@ -41,6 +42,28 @@ class RecordingLLM:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
+        return self.inner.complete(request)
+
+
+@dataclass
+class FailingLLM:
+    """Raises ``LLMUnavailable`` for the next ``failures`` calls, then delegates to ``inner``.
+
+    Set ``failures`` between turns to make exactly one later turn fail."""
+
+    inner: Any = field(default_factory=OfflineLLM)
+    failures: int = 0
+    raised: int = 0
+
+    @property
+    def provider(self) -> str:
+        return str(self.inner.provider)
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        if self.failures > 0:
+            self.failures -= 1
+            self.raised += 1
+            raise LLMUnavailable("overloaded (test)", retry_after_s=2.0)
         return self.inner.complete(request)
 
 

@@ -307,7 +307,11 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
 
 def trim_window(window: list[MessageRecord], *, keep_user_turns: int, budget_bytes: int) -> list[MessageRecord]:
     """Newest messages holding at most ``keep_user_turns`` user messages and at most
-    ``budget_bytes`` of JSON (UTF-8). Older messages stay in DynamoDB (``MSG#`` items)."""
+    ``budget_bytes`` of JSON (UTF-8). Older messages stay in DynamoDB (``MSG#`` items).
+
+    When messages were cut, the kept part starts on a user message: assistant messages
+    whose user message was cut are orphans no prompt can replay (case B13), so they are
+    not kept either."""
     users = 0
     start = len(window)
     size = 0
@@ -321,6 +325,9 @@ def trim_window(window: list[MessageRecord], *, keep_user_turns: int, budget_byt
             if users > keep_user_turns:
                 break
         start = i
+    if start > 0:
+        while start < len(window) and window[start].role != "user":
+            start += 1
     return window[start:]
 
 
@@ -373,7 +380,12 @@ def _write_with_retry(
                 mark_ok=mark_ok,
                 contexts=contexts,
                 reply_to=reply_to,
-                activity_local_date=now.astimezone(project_tz).date().isoformat(),
+                # The local day of EVERY message written: a user message at 23:59:59 whose
+                # reply lands after midnight marks both days (the daily jobs look days up).
+                activity_local_dates=sorted(
+                    {m.at.astimezone(project_tz).date().isoformat() for m in flow}
+                    or {now.astimezone(project_tz).date().isoformat()}
+                ),
                 now=now,
                 flow_log_retention_days=deps.config.flow_log_retention_days,
             ))

@@ -108,17 +108,19 @@ def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLi
     """Lines of hot memory that fit in ``cap_tokens``, never clipping a line.
 
     Normally everything fits (writes enforce the cap). If a stored document is over the
-    cap, admin lines are kept first, then AI lines newest first; the pruning job is what
-    fixes the document (the selection is reported through the block's ``ref``).
+    cap, EVERY admin line is kept (admin prohibitions are never dropped from the prompt,
+    even when they alone exceed the cap: such a document is stored whole and flagged for
+    pruning, case B07), then AI lines newest first while they fit; the pruning job is
+    what fixes the document (the selection is reported through the block's ``ref``).
     """
     total = estimate_tokens(hot.render())
     if total <= cap_tokens:
         return list(hot.lines)
-    keep: list[HotMemoryLine] = []
-    used = 0
     admin = [ln for ln in hot.lines if ln.source == "admin"]
     ai = sorted((ln for ln in hot.lines if ln.source != "admin"), key=lambda ln: ln.created_at, reverse=True)
-    for ln in admin + ai:
+    keep: list[HotMemoryLine] = list(admin)
+    used = sum(estimate_tokens(ln.text) + 4 for ln in admin)
+    for ln in ai:
         cost = estimate_tokens(ln.text) + 4
         if used + cost > cap_tokens:
             continue

@@ -80,7 +80,8 @@ class TurnWrite:
     - ``flow_log``: messages to append to the flow log (condition: not existing).
     - ``mark_ok``: ids of previously failed user messages this turn answers (a retry).
     - ``contexts``: message_id -> context manifest stored on that message item.
-    - ``activity_local_date``: the project's local date of the turn (activity marker).
+    - ``activity_local_dates``: the project's local dates of the messages written (one
+      activity marker each; two when a turn straddles local midnight).
     - ``client_request_token``: DynamoDB idempotency token of the transaction (10 min).
     """
 
@@ -88,7 +89,7 @@ class TurnWrite:
     expected_version: int
     new_messages: list[MessageRecord]
     flow_log: list[MessageRecord]
-    activity_local_date: str
+    activity_local_dates: list[str]
     now: datetime
     mark_ok: list[str] = field(default_factory=list)
     contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -301,14 +302,14 @@ class DynamoRepository:
                         ),
                         condition=FlowLogItem.sk.does_not_exist(),
                     )
-                activity = ActivityItem(
-                    s.project_id,
-                    f"ACTIVE#{write.activity_local_date}",
-                    activity_pk=f"ACTIVE#{write.activity_local_date}",
-                    activity_sk=s.project_id,
-                    last_at=write.now,
-                )
-                tx.save(activity)
+                for local_date in sorted(set(write.activity_local_dates)):
+                    tx.save(ActivityItem(
+                        s.project_id,
+                        f"ACTIVE#{local_date}",
+                        activity_pk=f"ACTIVE#{local_date}",
+                        activity_sk=s.project_id,
+                        last_at=write.now,
+                    ))
         except TransactWriteError as exc:
             reasons = [r.code for r in (exc.cancellation_reasons or []) if r is not None]
             if "ConditionalCheckFailed" in reasons or "TransactionConflict" in reasons:

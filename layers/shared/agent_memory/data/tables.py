@@ -14,7 +14,9 @@ environment, i.e. from ``!Ref`` in the template).
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 from pynamodb.attributes import (
     JSONAttribute,
@@ -27,6 +29,21 @@ from pynamodb.attributes import (
 )
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
+
+
+class Utf8JSONAttribute(JSONAttribute):
+    """JSON stored as compact UTF-8 text (``ensure_ascii=False``).
+
+    PynamoDB's ``JSONAttribute`` escapes every non-ASCII character (``\\u60a3``: 6 bytes for
+    a Chinese character that takes 3 in UTF-8, 12 for an emoji), which doubled the stored
+    size of windows measured in UTF-8 and pushed a session item over its budget (case B14).
+    Reading is unchanged: ``json.loads`` reads both forms.
+    """
+
+    def serialize(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _region() -> str:
@@ -62,7 +79,7 @@ class HotMemoryItem(_Base):
         table_name = "unbound-memory"
 
     version = VersionAttribute()
-    lines = JSONAttribute(default=list)
+    lines = Utf8JSONAttribute(default=list)
     updated_at = UTCDateTimeAttribute(null=True)
     updated_by = UnicodeAttribute(null=True)
 
@@ -74,7 +91,7 @@ class HotMemoryRevisionItem(_Base):
         table_name = "unbound-memory"
 
     revision = NumberAttribute()
-    lines = JSONAttribute(default=list)
+    lines = Utf8JSONAttribute(default=list)
     created_at = UTCDateTimeAttribute()
     created_by = UnicodeAttribute()
     reason = UnicodeAttribute(null=True)
@@ -158,8 +175,8 @@ class SessionItem(_Base):
     version = VersionAttribute()
     message_count = NumberAttribute(default=0)
     diagnosis_count = NumberAttribute(default=0)
-    window = JSONAttribute(default=list)
-    facts = JSONAttribute(default=dict)
+    window = Utf8JSONAttribute(default=list)
+    facts = Utf8JSONAttribute(default=dict)
     summary = UnicodeAttribute(default="")
     patient_pk = UnicodeAttribute(null=True)
     patient_sk = UnicodeAttribute(null=True)
@@ -187,8 +204,8 @@ class MessageItem(_Base):
     user_id = UnicodeAttribute(null=True)
     status = UnicodeAttribute(default="ok")
     truncated = NumberAttribute(default=0)
-    tool_calls = JSONAttribute(default=list)
-    context = JSONAttribute(null=True)
+    tool_calls = Utf8JSONAttribute(default=list)
+    context = Utf8JSONAttribute(null=True)
     reply_to = UnicodeAttribute(null=True)
     idempotency_hash = UnicodeAttribute(null=True)
     source = UnicodeAttribute(default="chat")

@@ -10,6 +10,7 @@ Contract between the fan-out (functions/jobs/*) and the job logic:
 
 from __future__ import annotations
 
+import datetime as _dt
 from datetime import date
 from typing import Any, Literal
 
@@ -29,7 +30,8 @@ class ScheduleInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     job: JobName
-    date: date | None = None
+    # ``_dt.date``: a field named ``date`` with a default shadows the type in the class namespace.
+    date: _dt.date | None = None
     time_zone: str = "Asia/Shanghai"
     project_id: str | None = Field(default=None, description="backfill one project instead of the active ones")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -24,19 +25,46 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _STOP_BIGRAMS = {"我们", "之前", "为什么", "什么", "一下", "的是", "是不", "有没", "没有", "了吗"}
 
 
+#: Function characters that carry no topic (used only for single-character terms).
+_STOP_CHARS = frozenset("的了吗呢吧啊是我们你他她它有没在和与之前什么为怎么哪个这那一下过都也就还把被")
+
+
 def _terms(text: str) -> set[str]:
+    """Latin words (3+ characters), CJK character bigrams and single CJK characters.
+
+    Single characters let ``太慢`` meet ``缓慢`` and ``解决`` meet ``决定``; their weight is
+    low (see :func:`rank_lines`), so bigram matches still dominate.
+    """
     text = text.lower()
     terms = {w for w in re.findall(r"[a-z0-9]{3,}", text)}
     cjk_runs = re.findall(r"[\u4e00-\u9fff]+", text)
     for run in cjk_runs:
         terms.update(run[i : i + 2] for i in range(len(run) - 1))
+        terms.update(ch for ch in run if ch not in _STOP_CHARS)
     return terms - _STOP_BIGRAMS
 
 
 def rank_lines(question: str, lines: Sequence[str], top: int = 3) -> list[str]:
-    """The ``top`` lines sharing the most terms with ``question`` (ties: earlier first)."""
+    """The ``top`` lines most relevant to ``question`` (ties: earlier first).
+
+    A line scores the sum of the IDF weights (over ``lines``) of the terms it shares with
+    the question; multi-character terms weigh double. A term found in nearly every line
+    (e.g. ``入组`` in a history book of weekly enrolment reports) therefore counts little
+    and the lines that share the question's rarer words rank first. Deterministic.
+    """
     q = _terms(question)
-    scored = [(len(q & _terms(line)), -i, line) for i, line in enumerate(lines)]
+    line_terms = [_terms(line) & q for line in lines]
+    df: dict[str, int] = {}
+    for shared in line_terms:
+        for t in shared:
+            df[t] = df.get(t, 0) + 1
+    n = len(lines)
+
+    def weight(term: str) -> float:
+        return math.log((n + 1) / (df[term] + 0.5)) * (2.0 if len(term) > 1 else 1.0)
+
+    scored = [(sum(weight(t) for t in sorted(shared)), -i, line)
+              for i, (shared, line) in enumerate(zip(line_terms, lines, strict=True))]
     scored = [s for s in scored if s[0] > 0]
     scored.sort(reverse=True)
     return [line for _, _, line in scored[:top]]

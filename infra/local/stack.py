@@ -1,0 +1,634 @@
+"""The local stack: moto + the template's tables + the real handlers behind a local HTTP API.
+
+``LocalStack`` is what ``python -m infra.local.server`` runs and what the integration tests use:
+
+1. start moto (an embedded DynamoDB / Secrets Manager server);
+2. create the tables declared in ``template.yaml`` (through ``infra.template_model``, the one
+   reader of the template);
+3. build the functions' environment from the template (plus local overrides), check that every
+   function agrees on it (locally they share one process, so one ``os.environ``), and put the
+   Anthropic key, when there is one, into Secrets Manager instead of the environment;
+4. import each handler from its file (both are ``app.py``, so each gets a unique module name);
+5. seed the demo projects (``agent_memory.demo.seed``);
+6. serve HTTP: each request becomes an API Gateway HTTP API payload-2.0 event for the function
+   that owns the route, and the Lambda proxy result becomes the HTTP response.
+
+Isolation (``isolated=True``, what the tests use): the stack's AWS environment is applied only
+while the stack starts and while a handler runs (one invocation at a time, under a process-wide
+lock), and the PynamoDB models are re-bound to the stack's tables before each invocation. So
+tests in the same process that use moto's ``mock_aws`` and ``bind_tables`` for their own tables
+neither see this stack's ``AWS_ENDPOINT_URL`` nor break it. Use ``moto_mode="process"`` with it:
+moto's in-process backends are global, and a ``mock_aws()`` elsewhere in the process resets them.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType, TracebackType
+from typing import Any, Literal
+
+from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.routing import Map, RequestRedirect, Rule
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+from infra.local.events import LocalLambdaContext, build_http_api_event, new_request_id
+from infra.template_model import FunctionSpec, RouteSpec, create_tables, function_specs, load_template
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LAYER_PATH = REPO_ROOT / "layers" / "shared"
+LOCAL_REGION = "eu-west-1"
+#: API Gateway HTTP API integration timeout (AWS quota): past it the client gets 503.
+GATEWAY_TIMEOUT_S = 30.0
+
+log = logging.getLogger("infra.local")
+
+#: Dummy credentials: the local stack never talks to a real AWS account.
+_DUMMY_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+}
+#: Never visible to a handler locally (the key goes to Secrets Manager, as in AWS).
+_REMOVED_FROM_ENV = ("ANTHROPIC_API_KEY", "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+#: Shell variables passed to the functions as they are, when set.
+_PASS_THROUGH = ("ANTHROPIC_BASE_URL", "INTENT_CLASSIFIER", "LLM_MAX_RETRIES", "LOG_LEVEL")
+
+
+class LocalStackError(RuntimeError):
+    """The local stack cannot start as configured (the message says why)."""
+
+
+class Unauthorized(Exception):
+    """The request's token is unusable: API Gateway answers 401 without invoking the function."""
+
+
+# --------------------------------------------------------------------------------------- claims
+DEV_USER = "dev-user"
+
+
+def dev_projects_claim() -> str:
+    """The dev user's ``custom:projects`` claim: ``LOCAL_DEV_PROJECTS`` or admin of both demos."""
+    return os.environ.get("LOCAL_DEV_PROJECTS") or "demo-iit:admin,demo-clinic:admin"
+
+
+def claims_for_request(headers: Mapping[str, str]) -> dict[str, Any] | None:
+    """The JWT claims the HTTP API authorizer would hand the function for this request.
+
+    LOCAL STAND-IN, the one place to replace with real JWT verification:
+    - no ``Authorization`` header: the dev user's claims (``sub`` ``dev-user``; ``custom:projects``
+      from ``LOCAL_DEV_PROJECTS``, default ``demo-iit:admin,demo-clinic:admin``, the format
+      ``agent_memory.api.auth`` reads);
+    - ``Authorization: Bearer <jwt>``: the token's claims, decoded WITHOUT verifying the signature,
+      issuer, audience or expiry (local development only);
+    - anything else: :class:`Unauthorized` (API Gateway's 401).
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    authorization = lowered.get("authorization")
+    if not authorization:
+        now = int(time.time())
+        return {
+            "sub": DEV_USER,
+            "username": DEV_USER,
+            "custom:projects": dev_projects_claim(),
+            "token_use": "id",
+            "auth_time": now,
+            "iat": now,
+            "exp": now + 3600,
+        }
+    import jwt
+
+    token = authorization.split(" ", 1)[1].strip() if " " in authorization else authorization.strip()
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError as exc:
+        raise Unauthorized(str(exc)) from None
+    if not isinstance(claims, dict):
+        raise Unauthorized("token payload is not an object")
+    return claims
+
+
+# ------------------------------------------------------------------------------------------ moto
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class _Moto:
+    """moto's server, in a thread of this process (``thread``) or as a child process (``process``)."""
+
+    def __init__(self, mode: Literal["thread", "process"], host: str, port: int) -> None:
+        self.mode = mode
+        self.host = host
+        self.port = port
+        self._thread_server: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        if self.mode == "thread":
+            from moto.server import ThreadedMotoServer
+
+            self._thread_server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
+            self._thread_server.start()
+            self.port = int(self._thread_server.get_host_and_port()[1])
+            return
+        if self.port == 0:
+            self.port = free_port(self.host)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise LocalStackError(f"moto server exited with code {self._process.returncode} (port {self.port} taken?)")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise LocalStackError(f"moto server did not listen on {self.url} within 30 s")
+
+    def stop(self) -> None:
+        if self._thread_server is not None:
+            self._thread_server.stop()
+            self._thread_server = None
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            self._process = None
+
+
+# ------------------------------------------------------------------------------------ functions
+@dataclass
+class LocalFunction:
+    """One Lambda function: its spec, its imported handler module and its one-at-a-time lock."""
+
+    spec: FunctionSpec
+    module: ModuleType
+    handler: Callable[[dict[str, Any], Any], Any]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.spec.logical_id
+
+
+def _route_rule_path(path: str) -> str:
+    """``/a/{id}/b/{proxy+}`` -> ``/a/<id>/b/<path:proxy>`` (werkzeug rule syntax)."""
+    path = re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\+\}", r"<path:\1>", path)
+    return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", r"<\1>", path)
+
+
+def _json_response(status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None) -> Response:
+    return Response(json.dumps(payload), status=status, headers=dict(headers or {}), mimetype="application/json")
+
+
+def lambda_result_to_response(result: Any) -> Response:
+    """Turn a Lambda proxy result (payload format 2.0) into an HTTP response, as API Gateway does.
+
+    A dict with ``statusCode`` is used as is (``headers``, ``cookies``, ``body``,
+    ``isBase64Encoded``); any other JSON value means 200 with that value as the JSON body.
+    A malformed result is API Gateway's 500 ``{"message": "Internal Server Error"}``.
+    """
+    if not (isinstance(result, dict) and "statusCode" in result):
+        body = result if isinstance(result, str) else json.dumps(result)
+        return Response(body, status=200, mimetype="application/json")
+    try:
+        status = int(result["statusCode"])
+        raw_body = result.get("body") or ""
+        data = base64.b64decode(raw_body) if result.get("isBase64Encoded") else str(raw_body).encode("utf-8")
+        headers = [(str(k), str(v)) for k, v in (result.get("headers") or {}).items()]
+        headers += [("Set-Cookie", str(c)) for c in result.get("cookies") or []]
+    except (TypeError, ValueError) as exc:
+        log.error("malformed Lambda proxy result: %s", type(exc).__name__)
+        return _json_response(500, {"message": "Internal Server Error"})
+    has_type = any(k.lower() == "content-type" for k, _ in headers)
+    return Response(data, status=status, headers=headers, mimetype=None if has_type else "application/json")
+
+
+class _QuietRequestHandler(WSGIRequestHandler):
+    """werkzeug's handler without its access log (it prints query strings); we log our own line."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        return None
+
+
+# ------------------------------------------------------------------------------------ the stack
+class LocalStack:
+    """Start moto, tables, environment, handlers, demo data and the HTTP endpoint; stop them all.
+
+    Usage::
+
+        with LocalStack() as stack:
+            requests.get(f"{stack.base_url}/v1/health")
+
+    Attributes (after start): ``base_url``, ``moto_url``, ``table_names`` (logical id -> name),
+    ``repo`` (a ``DynamoRepository`` on the stack's tables), ``functions``, ``env``, ``llm_provider``.
+    Only one stack may run in a process at a time (handlers share process-wide state).
+    """
+
+    _active: LocalStack | None = None
+    _env_lock = threading.RLock()
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        moto_port: int = 0,
+        moto_mode: Literal["thread", "process"] = "thread",
+        isolated: bool = False,
+        seed: bool = True,
+        now: datetime | None = None,
+        env_overrides: Mapping[str, str] | None = None,
+        anthropic_api_key: str | None = None,
+        template_path: Path | None = None,
+        gateway_timeout_s: float = GATEWAY_TIMEOUT_S,
+    ) -> None:
+        """
+        Args:
+            port / moto_port: 0 = a free port.
+            moto_mode: ``thread`` (ThreadedMotoServer, one process) or ``process`` (a child
+                process: moto state isolated from ``mock_aws`` users in this process).
+            isolated: apply the stack's environment only during start and invocations.
+            seed: seed the demo projects (at ``now``, default the current time).
+            env_overrides: function environment variables that win over the template.
+            anthropic_api_key: default ``$ANTHROPIC_API_KEY``; when set the provider is
+                ``anthropic`` and the key is stored in moto Secrets Manager.
+        """
+        self._host = host
+        self._port = port
+        self._moto = _Moto(moto_mode, host, moto_port)
+        self._isolated = isolated
+        self._seed = seed
+        self._now = now
+        self._env_overrides = dict(env_overrides or {})
+        self._api_key = anthropic_api_key if anthropic_api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        self._template_path = template_path
+        self._gateway_timeout_s = gateway_timeout_s
+
+        self.table_names: dict[str, str] = {}
+        self.functions: dict[str, LocalFunction] = {}
+        self.env: dict[str, str] = {}
+        self.llm_provider = "offline"
+        self._routes: dict[str, tuple[LocalFunction, RouteSpec]] = {}
+        self._url_map = Map([], strict_slashes=False, merge_slashes=False)
+        self._saved_env: dict[str, str] | None = None
+        self._http: BaseWSGIServer | None = None
+        self._http_thread: threading.Thread | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._bound_marker: Any = None
+
+    # ------------------------------------------------------------------------- lifecycle
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def start(self) -> LocalStack:
+        """Start everything (see the module docstring for the order); on failure, stop what started."""
+        if LocalStack._active is not None:
+            raise LocalStackError("another LocalStack is already running in this process")
+        LocalStack._active = self
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        if str(LAYER_PATH) not in sys.path:  # the layer is /opt/python in Lambda; it stays importable
+            sys.path.insert(0, str(LAYER_PATH))
+        self._moto.start()
+        template = load_template(self._template_path)
+        self.table_names = create_tables(self.aws_client("dynamodb"), template)
+
+        overrides: dict[str, str] = {
+            "LLM_PROVIDER": "anthropic" if self._api_key else "offline",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }
+        for name in _PASS_THROUGH:
+            if os.environ.get(name):
+                overrides[name] = os.environ[name]
+        overrides.update(self._env_overrides)
+        specs = function_specs(template, self.table_names, overrides)
+        function_env = merge_function_environments(specs)
+        function_env.setdefault("POWERTOOLS_METRICS_NAMESPACE", "AgentMemory")
+        function_env.setdefault("POWERTOOLS_SERVICE_NAME", "agent-memory")
+        self.llm_provider = function_env.get("LLM_PROVIDER", "offline")
+        if self.llm_provider == "anthropic":
+            if not self._api_key:
+                raise LocalStackError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (it is put into moto Secrets Manager)")
+            secret_name = function_env.get("ANTHROPIC_SECRET_NAME")
+            if not secret_name:
+                raise LocalStackError("the template sets no ANTHROPIC_SECRET_NAME")
+            self._put_secret(secret_name, self._api_key)
+        self.env = {
+            **function_env,
+            **_DUMMY_CREDENTIALS,
+            "AWS_ENDPOINT_URL": self.moto_url,
+            "AWS_REGION": LOCAL_REGION,
+            "AWS_DEFAULT_REGION": LOCAL_REGION,
+        }
+
+        if not self._isolated:
+            self._saved_env = dict(os.environ)
+            self._apply_env()
+        with self._env_scope():
+            from agent_memory.config import get_settings
+
+            get_settings.cache_clear()  # handlers read the settings at import: make them read ours
+            for spec in specs:
+                self.functions[spec.logical_id] = self._import_function(spec)
+            get_settings.cache_clear()  # do not leave our settings cached for others in this process
+            self._bind_models()
+            if self._seed:
+                from agent_memory.data.repository import DynamoRepository
+                from agent_memory.demo.seed import seed_demo
+
+                seed_demo(DynamoRepository(), now=self._now or datetime.now(UTC))
+
+        for logical_id, function in self.functions.items():
+            for route in function.spec.routes:
+                key = f"{logical_id} {route.method} {route.path}"
+                self._routes[key] = (function, route)
+                methods = None if route.method == "ANY" else [route.method]
+                path = "/<path:proxy>" if route.path == "$default" else _route_rule_path(route.path)
+                self._url_map.add(Rule(path, methods=methods, endpoint=key))
+        self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="lambda")
+        self._http = make_server(
+            self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietRequestHandler
+        )
+        self._port = int(self._http.server_address[1])
+        self._http_thread = threading.Thread(target=self._http.serve_forever, name="local-http-api", daemon=True)
+        self._http_thread.start()
+
+    def stop(self) -> None:
+        """Stop the HTTP server and moto, unload the handlers, restore the environment."""
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+        if self._http_thread is not None:
+            self._http_thread.join(timeout=10)
+            self._http_thread = None
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+        for function in self.functions.values():
+            sys.modules.pop(function.module.__name__, None)
+        self.functions.clear()
+        self._moto.stop()
+        if self._saved_env is not None:
+            os.environ.clear()
+            os.environ.update(self._saved_env)
+            self._saved_env = None
+        if LocalStack._active is self:
+            LocalStack._active = None
+
+    # ------------------------------------------------------------------------ properties
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the local HTTP API."""
+        return f"http://{self._host}:{self._port}"
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def moto_url(self) -> str:
+        """Endpoint of the embedded AWS (``AWS_ENDPOINT_URL`` of the functions)."""
+        return self._moto.url
+
+    @property
+    def repo(self) -> Any:
+        """A ``DynamoRepository`` on this stack's tables (models re-bound if someone re-bound them)."""
+        from agent_memory.data.repository import DynamoRepository
+
+        with self._env_scope():
+            self._ensure_bound()
+        return DynamoRepository()
+
+    def aws_client(self, service: str) -> Any:
+        """A boto3 client for the embedded AWS (explicit endpoint and dummy credentials)."""
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self.moto_url,
+            region_name=LOCAL_REGION,
+            aws_access_key_id=_DUMMY_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=_DUMMY_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=_DUMMY_CREDENTIALS["AWS_SESSION_TOKEN"],
+        )
+
+    # ----------------------------------------------------------------------- invocation
+    def invoke(self, logical_id: str, event: dict[str, Any], *, request_id: str | None = None) -> Any:
+        """Invoke a function's handler with ``event`` and a fresh Lambda context (synchronously)."""
+        function = self.functions[logical_id]
+        context = LocalLambdaContext(
+            function.spec.logical_id, function.spec.timeout_s, function.spec.memory_mb, request_id=request_id
+        )
+        with function.lock, self._env_scope():  # one request at a time per "container"
+            if self._isolated:
+                self._ensure_bound()
+            return function.handler(event, context)
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        started = time.monotonic()
+        request = Request(environ)
+        raw_path = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or request.path).split("?", 1)[0]
+        label = "-"
+        try:
+            response, label = self._handle(request, raw_path)
+        except Exception:  # the gateway itself must always answer
+            log.exception("local gateway error")
+            response = _json_response(500, {"message": "Internal Server Error"})
+        log.info(
+            "%s %s -> %d (%.0f ms) [%s]",
+            request.method, raw_path, response.status_code, (time.monotonic() - started) * 1000, label,
+        )
+        return response(environ, start_response)
+
+    def _handle(self, request: Request, raw_path: str) -> tuple[Response, str]:
+        request_id = new_request_id()
+        gateway_headers = {"apigw-requestid": request_id}
+        adapter = self._url_map.bind_to_environ(request.environ)
+        try:
+            key, params = adapter.match()
+        except MethodNotAllowed as exc:
+            allow = ", ".join(sorted(exc.valid_methods or []))
+            return _json_response(405, {"message": "Method Not Allowed"}, {**gateway_headers, "Allow": allow}), "-"
+        except (NotFound, RequestRedirect):
+            return _json_response(404, {"message": "Not Found"}, gateway_headers), "-"
+        function, route = self._routes[str(key)]
+        if request.method == "HEAD" and route.method not in ("HEAD", "ANY"):
+            return _json_response(404, {"message": "Not Found"}, gateway_headers), function.name
+        claims: dict[str, Any] | None = None
+        if route.auth:
+            try:
+                claims = claims_for_request(dict(request.headers.items()))
+            except Unauthorized:
+                headers = {**gateway_headers, "www-authenticate": 'Bearer error="invalid_token"'}
+                return _json_response(401, {"message": "Unauthorized"}, headers), function.name
+        route_key = "$default" if route.path == "$default" else f"{route.method} {route.path}"
+        event = build_http_api_event(
+            method=request.method,
+            path=raw_path,
+            headers=list(request.headers.items()),
+            query_string=request.environ.get("QUERY_STRING", ""),
+            body=request.get_data(cache=False),
+            route_key=route_key,
+            path_parameters={str(k): str(v) for k, v in params.items()} or None,
+            claims=claims,
+            request_id=request_id,
+            source_ip=request.remote_addr or "127.0.0.1",
+        )
+        assert self._executor is not None
+        future = self._executor.submit(self.invoke, function.name, event, request_id=str(uuid.uuid4()))
+        try:
+            result = future.result(timeout=self._gateway_timeout_s)
+        except FutureTimeout:
+            log.warning("%s did not answer within %.0f s (gateway timeout)", function.name, self._gateway_timeout_s)
+            return _json_response(503, {"message": "Service Unavailable"}, gateway_headers), function.name
+        except Exception as exc:  # an unhandled function error is API Gateway's 500
+            log.error("%s raised %s (unhandled function error)", function.name, type(exc).__name__, exc_info=exc)
+            return _json_response(500, {"message": "Internal Server Error"}, gateway_headers), function.name
+        response = lambda_result_to_response(result)
+        for name, value in gateway_headers.items():
+            response.headers.setdefault(name, value)
+        return response, function.name
+
+    # -------------------------------------------------------------------------- helpers
+    def _import_function(self, spec: FunctionSpec) -> LocalFunction:
+        module_path, _, attribute = spec.handler.rpartition(".")
+        if not module_path:
+            raise LocalStackError(f"{spec.logical_id}: handler {spec.handler!r} is not 'module.function'")
+        file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
+        if not file.is_file():
+            raise LocalStackError(f"{spec.logical_id}: handler file {file} does not exist")
+        name = f"local_fn_{spec.logical_id}"
+        module_spec = importlib.util.spec_from_file_location(name, file)
+        if module_spec is None or module_spec.loader is None:
+            raise LocalStackError(f"{spec.logical_id}: cannot import {file}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        handler = getattr(module, attribute, None)
+        if not callable(handler):
+            raise LocalStackError(f"{spec.logical_id}: {file} has no callable {attribute!r}")
+        return LocalFunction(spec=spec, module=module, handler=handler)
+
+    def _put_secret(self, name: str, value: str) -> None:
+        client = self.aws_client("secretsmanager")
+        try:
+            client.create_secret(Name=name, SecretString=value)
+        except client.exceptions.ResourceExistsException:
+            client.put_secret_value(SecretId=name, SecretString=value)
+
+    def _apply_env(self) -> None:
+        os.environ.update(self.env)
+        for name in _REMOVED_FROM_ENV:
+            os.environ.pop(name, None)
+
+    @contextmanager
+    def _env_scope(self) -> Iterator[None]:
+        """The stack's environment, for the duration of the block (isolated mode only)."""
+        if not self._isolated:
+            yield
+            return
+        with LocalStack._env_lock:
+            saved = dict(os.environ)
+            self._apply_env()
+            try:
+                yield
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+
+    def _bind_models(self) -> None:
+        """Bind the PynamoDB models to this stack's tables and create their clients now (the
+        endpoint is read from the environment when a client is created)."""
+        from agent_memory.data import tables
+
+        tables.bind_tables(
+            memory_table=self.table_names["MemoryTable"],
+            sessions_table=self.table_names["SessionsTable"],
+            flow_log_table=self.table_names["FlowLogTable"],
+        )
+        for model in (*tables.MEMORY_MODELS, *tables.SESSION_MODELS, *tables.FLOW_LOG_MODELS):
+            model._get_connection().connection.client  # noqa: B018 - creates the botocore client
+        self._bound_marker = tables.ProjectItem._connection
+
+    def _ensure_bound(self) -> None:
+        from agent_memory.data import tables
+
+        if (
+            tables.ProjectItem._connection is not self._bound_marker
+            or tables.ProjectItem.Meta.table_name != self.table_names["MemoryTable"]
+        ):
+            self._bind_models()
+
+
+def merge_function_environments(specs: list[FunctionSpec]) -> dict[str, str]:
+    """The one environment every function gets locally (they share ``os.environ``).
+
+    Raises:
+        LocalStackError: two functions set the same variable to different values (locally
+            one of them would silently run with the other's value).
+    """
+    merged: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    conflicts: list[str] = []
+    for spec in specs:
+        for name, value in spec.environment.items():
+            if name in merged and merged[name] != value:
+                conflicts.append(f"{name}: {owner[name]}={merged[name]!r} vs {spec.logical_id}={value!r}")
+                continue
+            merged.setdefault(name, value)
+            owner.setdefault(name, spec.logical_id)
+    if conflicts:
+        raise LocalStackError(
+            "functions disagree on environment variables, which the local runtime shares: " + "; ".join(conflicts)
+        )
+    return merged

@@ -1,0 +1,102 @@
+"""Collaborators and caps of the jobs, plus the helpers every job shares (alerts, metrics)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from agent_memory.jobs.models import Alert
+from agent_memory.jobs.notifier import Notifier, cap_alert
+from agent_memory.jobs.store import JobStore
+from agent_memory.llm.port import LLMClient
+from agent_memory.observability import logger, metrics
+
+
+def utc_now() -> datetime:
+    """The current UTC time (aware)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class JobCaps:
+    """Caps and model settings of the jobs.
+
+    Units: tokens as estimated by ``agent_memory.text.estimate_tokens``; bytes are UTF-8 bytes;
+    seconds. ``hot_memory_token_cap`` is seed 001 section 5.1's 2,000 tokens;
+    ``yearly_after_weeks`` its 50 weeks.
+    """
+
+    hot_memory_token_cap: int = 2000
+    max_line_tokens: int = 200
+    report_max_bytes: int = 4000
+    report_point_max_bytes: int = 480
+    report_points_per_section: int = 8
+    yearly_after_weeks: int = 50
+    yearly_summary_max_bytes: int = 8000
+    alert_max_bytes: int = 2000
+    revision_reason_max_bytes: int = 1000
+    llm_model_id: str = "claude-haiku-4-5"
+    llm_max_output_tokens: int = 2048
+    llm_input_token_budget: int = 60_000
+    llm_message_max_bytes: int = 2000
+    llm_timeout_s: float = 120.0
+    conflict_attempts: int = 5
+    conflict_wait_max_s: float = 0.5
+
+
+@dataclass
+class JobDeps:
+    """What a job needs; tests pass fakes.
+
+    - ``store``: storage (``JobsRepository``);
+    - ``llm``: the LLM port, or None for the offline rule-based extractors/compactor/summary
+      (an ``offline`` provider is treated as None: it cannot answer structured calls);
+    - ``notifier``: admin alerts (SNS adapter, in-memory fake);
+    - ``clock``: returns the current aware UTC datetime;
+    - ``caps``: :class:`JobCaps`.
+    """
+
+    store: JobStore
+    llm: LLMClient | None
+    notifier: Notifier
+    clock: Callable[[], datetime] = utc_now
+    caps: JobCaps = field(default_factory=JobCaps)
+
+    @property
+    def structured_llm(self) -> LLMClient | None:
+        """The LLM when it can answer structured calls (not None, not the offline provider)."""
+        if self.llm is None or self.llm.provider == "offline":
+            return None
+        return self.llm
+
+
+def count_metric(name: str, value: int = 1) -> None:
+    """Add a Count metric (a business event of a job; flushed by the handler's ``log_metrics``)."""
+    if value:
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
+def send_alert(deps: JobDeps, alert: Alert) -> bool:
+    """Send ``alert`` at most once per ``dedupe_key``: claim ``ALERT#{key}`` (conditional put),
+    then notify; a failed delivery releases the claim and re-raises (so a retry sends it).
+
+    Returns:
+        True when sent now, False when it had been sent before.
+    """
+    capped = cap_alert(alert, deps.caps.alert_max_bytes)
+    if not deps.store.claim_alert(alert.project_id, alert.dedupe_key, kind=alert.kind, now=deps.clock()):
+        return False
+    try:
+        deps.notifier.notify(capped)
+    except Exception:
+        deps.store.release_alert(alert.project_id, alert.dedupe_key)
+        raise
+    count_metric("AdminAlertsSent")
+    logger.info("admin alert sent", extra={"alert_kind": alert.kind, "project_id": alert.project_id})
+    return True
+
+
+__all__ = ["JobCaps", "JobDeps", "count_metric", "send_alert", "utc_now"]

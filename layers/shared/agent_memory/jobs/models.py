@@ -1,0 +1,124 @@
+"""Domain models of the background jobs (issue 4).
+
+Times are timezone-aware UTC ``datetime`` objects. None of these models is ever logged whole:
+``FlowLogEntry.content`` and ``ReviewItem.text`` hold what users wrote.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: Sections the AI may write (``System Rules`` is admin-only; seed 000 section 2.1, seed 001 5.3).
+AI_SECTIONS: tuple[str, ...] = ("User Preferences", "Active Context", "Lessons Learned")
+SYSTEM_RULES = "System Rules"
+
+ReviewReason = Literal[
+    "relaxes_system_rules",
+    "contradicts_admin_line",
+    "targets_admin_line",
+    "proposes_system_rule",
+]
+
+
+class FlowLogEntry(BaseModel):
+    """One message of the flow log as the jobs read it (the raw stream; seed 001 section 1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str
+    session_id: str
+    role: Literal["user", "assistant"]
+    content: str
+    at: datetime
+    user_id: str | None = None
+    status: str = "ok"
+
+
+class Candidate(BaseModel):
+    """A proposed hot-memory line, from the rule extractor or the LLM extractor.
+
+    ``evidence`` are the ids of the USER messages of the processed day it came from (case
+    B04). ``replaces`` is the ``line_id`` an LLM ``replace`` operation names. ``order`` is
+    the position of the statement in the day (time of its first evidence message, then its
+    position inside that message), so merges apply statements oldest first.
+    """
+
+    text: str
+    section: str
+    role_tag: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    replaces: str | None = None
+    origin: Literal["rules", "llm"] = "rules"
+    order: tuple[str, int] = ("", 0)
+
+
+class ReviewItem(BaseModel):
+    """A candidate held for an admin instead of being promoted (case B09).
+
+    Stored as ``REVIEW#{local day}#{review_id}`` in the project's MemoryTable partition;
+    ``status`` starts ``pending`` (the admin API decides it).
+    """
+
+    project_id: str
+    review_id: str
+    day: str
+    text: str
+    section: str
+    role_tag: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    reason: ReviewReason
+    detail: str | None = None
+    origin: Literal["rules", "llm"] = "rules"
+    status: Literal["pending", "approved", "rejected"] = "pending"
+    created_at: datetime
+    created_by: str = "distiller"
+
+
+class YearlySummary(BaseModel):
+    """``YEAR#{yyyy}``: one complete ISO year of the history book condensed (seed 001 5.1).
+
+    ``weeks`` are the ISO weeks (``YYYY-Www``) whose reports it was built from.
+    """
+
+    project_id: str
+    year: int
+    summary: str
+    weeks: list[str] = Field(default_factory=list)
+    created_at: datetime
+    created_by: str = "pruner"
+
+
+class JobRun(BaseModel):
+    """``JOBRUN#{job}#{key}``: the completion marker of one job for one period.
+
+    ``key`` is the local day (distill), ISO week (archive) or run date (prune). Written in the
+    same TransactWriteItems as the job's result and checked first, so a retry, a duplicate
+    delivery or a manual re-run changes nothing more.
+    """
+
+    project_id: str
+    job: str
+    key: str
+    status: str = "done"
+    completed_at: datetime
+    counts: dict[str, int] = Field(default_factory=dict)
+    hot_version: int | None = None
+
+
+class Alert(BaseModel):
+    """An alert for the project's admins (SNS adapter or in-memory fake).
+
+    ``subject`` is ASCII (an SNS constraint); ``message`` holds counts, ids and token numbers,
+    never message text; both are byte-capped by the notifier with ``truncate_utf8``.
+    ``dedupe_key`` makes the alert send at most once (``ALERT#{dedupe_key}`` item).
+    """
+
+    project_id: str
+    kind: str
+    subject: str
+    message: str
+    dedupe_key: str
+    attributes: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,66 @@
+"""The notifier port: alerts to a project's admins (STYLE.md: every outside dependency has a
+port and an in-memory fake beside it). The SNS adapter is :mod:`agent_memory.jobs.sns_notifier`.
+
+Alert text holds counts, token numbers and line ids, never message text; the subject is
+ASCII (SNS requires it) and both are byte-capped with ``truncate_utf8`` (case B23).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from agent_memory.jobs.models import Alert
+from agent_memory.observability import logger
+from agent_memory.text import truncate_utf8
+
+#: SNS subjects must be ASCII and under 100 characters.
+SUBJECT_MAX_BYTES = 99
+
+
+class Notifier(Protocol):
+    """Delivers one alert to the project's admins. Raises on delivery failure."""
+
+    def notify(self, alert: Alert) -> None:
+        """Deliver ``alert`` (already byte-capped by :func:`cap_alert`)."""
+        ...
+
+
+def cap_alert(alert: Alert, max_bytes: int) -> Alert:
+    """The alert with an ASCII subject of at most 99 bytes and a message of at most
+    ``max_bytes`` UTF-8 bytes (never splitting a character)."""
+    subject = alert.subject.encode("ascii", "replace").decode("ascii").replace("\n", " ")
+    return alert.model_copy(
+        update={
+            "subject": truncate_utf8(subject, SUBJECT_MAX_BYTES),
+            "message": truncate_utf8(alert.message, max_bytes),
+        }
+    )
+
+
+@dataclass
+class InMemoryNotifier:
+    """The fake: keeps every alert it was given (tests assert on ``alerts``)."""
+
+    alerts: list[Alert] = field(default_factory=list)
+    fail: bool = False
+
+    def notify(self, alert: Alert) -> None:
+        """Record ``alert``; raise ``RuntimeError`` when ``fail`` is set (delivery failure)."""
+        if self.fail:
+            raise RuntimeError("notifier unavailable")
+        self.alerts.append(alert)
+
+
+class LoggingNotifier:
+    """For local runs without a topic: logs the alert's kind and project (never its text)."""
+
+    def notify(self, alert: Alert) -> None:
+        """Log one warning line naming the alert kind, project and dedupe key."""
+        logger.warning(
+            "admin alert (no topic configured)",
+            extra={"alert_kind": alert.kind, "project_id": alert.project_id, "dedupe_key": alert.dedupe_key},
+        )
+
+
+__all__ = ["InMemoryNotifier", "LoggingNotifier", "Notifier", "cap_alert"]

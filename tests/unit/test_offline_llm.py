@@ -1,0 +1,195 @@
+"""The offline provider: labelled, deterministic, answers from the request it is given
+(agent_memory.llm.offline; DESIGN "LLM")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Intent, SessionState, WeeklyReport
+from agent_memory.llm.offline import OFFLINE_LABEL, OfflineLLM
+from agent_memory.llm.port import LLMRequest
+from agent_memory.prompt import PromptBudget, assemble_prompt
+from agent_memory.text import estimate_tokens
+
+T0 = datetime(2026, 3, 20, 2, 0, tzinfo=UTC)
+
+#: Demo-like history: several weeks mention enrolment; only W12 and W15 record what was
+#: decided about slow enrolment.
+REPORTS = {
+    1: "[进度] 项目正式启动，EDC 上线。本周入组 0 例，累计入组 0 例（目标 60）。\n"
+       "[决策] 目标入组 60 例，计划 12 个月内完成入组。",
+    4: "[进度] 本周筛选 2 例（P001、P002），入组 0 例，累计入组 0 例（目标 60）。\n"
+       "[决策] 化验单手工录入工作量大，决定试点 OCR 自动识别化验单。",
+    6: "[进度] 本周入组 1 例（P001，2 月 5 日，A 组），累计入组 1 例（目标 60）。\n"
+       "[决策] 2月3日 PI 会议决定：暂停筛选 \"间质性肺炎\" 既往史患者，暂停至方案修订 v1.1 经伦理批准。\n"
+       "[问题] 曾尝试自动录入化验单，但因 OCR 精度不足失败，已回退为人工复核模式。",
+    11: "[进度] 本周入组 1 例（P006），累计入组 6 例（目标 60）。\n"
+        "[问题] 入组进度落后：3 月计划入组 8 例，目前仅 2 例；3 名候选者因往返交通费用和距离拒绝参加。",
+    12: "[进度] 本周入组 0 例，累计入组 6 例（目标 60）。3 月新增 Query 17 条。\n"
+        "[决策] 3月18日 PI 会议决定：增加受试者交通补贴（每次访视本市 200 元、外地 400 元）。原因：入组缓慢。",
+    13: "[进度] 本周入组 1 例（P008），累计入组 7 例（目标 60）。交通补贴伦理备案 3 月 25 日通过。",
+    15: "[进度] 本周入组 1 例（P009），累计入组 8 例（目标 60）。\n"
+        "[决策] 4月8日 PI 会议决定：在门诊增派 CRC。原因：交通补贴后入组仍慢。",
+}
+HOT = HotMemory(project_id="p1", version=2, lines=[
+    HotMemoryLine(line_id="l1", section="System Rules", text="禁止输出患者身份证号", source="admin",
+                  created_at=T0 - timedelta(days=40), created_by="admin-1"),
+    HotMemoryLine(line_id="l2", section="User Preferences", text="报告中不要写患者全名", source="distilled",
+                  role_tag="PI", created_at=T0 - timedelta(days=18), created_by="distiller"),
+    HotMemoryLine(line_id="l3", section="Active Context", text="本周重点：P005 依从性随访", source="distilled",
+                  created_at=T0 - timedelta(days=3), created_by="distiller"),
+])
+
+
+def reports() -> list[WeeklyReport]:
+    return [WeeklyReport(project_id="p1", iso_week=f"2026-W{w:02d}", summary=s,
+                         created_at=T0 - timedelta(days=7 * (20 - w))) for w, s in REPORTS.items()]
+
+
+def request(text: str, intents: tuple[Intent, ...], *, with_history: bool = False, max_tokens: int = 1024,
+            tools: bool = False) -> LLMRequest:
+    from agent_memory.agent import READ_CLINICAL_DATA
+
+    state = SessionState(project_id="p1", session_id="s1", created_at=T0, updated_at=T0)
+    prompt = assemble_prompt(hot_memory=HOT, reports=reports() if with_history else None, session=state,
+                             user_text=text, intents=intents, budget=PromptBudget())
+    return LLMRequest(
+        model="claude-test", system=prompt.system, messages=prompt.messages, max_tokens=max_tokens,
+        tools=[READ_CLINICAL_DATA] if tools else [], tool_choice={"type": "auto"} if tools else None,
+        metadata={"intents": [i.value for i in intents]},
+    )
+
+
+HISTORY_Q = "最近入组太慢了，我们之前有没有讨论过怎么解决？"
+
+
+@pytest.mark.parametrize(("text", "intents", "history"), [
+    ("你好", (Intent.GENERAL,), False),
+    (HISTORY_Q, (Intent.QUERY_HISTORY,), True),
+    ("我上次跟你说的规矩你记得吗", (Intent.MEMORY_RECALL,), False),
+    ("生成本周周报", (Intent.GENERATE_REPORT,), False),
+])
+def test_every_offline_reply_is_labelled_offline(text: str, intents: tuple[Intent, ...], history: bool) -> None:
+    # Given any chat request
+    # When the offline provider answers
+    response = OfflineLLM().complete(request(text, intents, with_history=history))
+
+    # Then the reply says it is offline, in the provider field and in the text
+    assert response.provider == "offline"
+    assert response.text.startswith(OFFLINE_LABEL)
+    assert response.stop_reason == "end_turn"
+
+
+def test_same_request_gives_the_same_reply() -> None:
+    # Given one request (a data question that makes a tool call) and a history request
+    for req in (request("P001 入组了吗？", (Intent.QUERY_DATA,), tools=True),
+                request(HISTORY_Q, (Intent.QUERY_HISTORY,), with_history=True)):
+        # When two provider instances answer it
+        first, second = OfflineLLM().complete(req), OfflineLLM().complete(req)
+
+        # Then the replies are identical, tool-use ids included
+        assert first == second
+
+
+def test_history_question_cites_the_relevant_decision_with_its_iso_week() -> None:
+    # Given demo-like reports where many weeks mention enrolment but W12 records the decision
+    req = request(HISTORY_Q, (Intent.QUERY_HISTORY,), with_history=True)
+
+    # When the offline provider answers "enrolment is too slow, did we discuss a fix?"
+    text = OfflineLLM().complete(req).text
+
+    # Then the W12 transport-subsidy decision is cited, with its ISO week on the same line
+    cited = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    assert 1 <= len(cited) <= 3
+    assert any(ln.startswith("- 2026-W12 ") and "交通补贴" in ln for ln in cited)
+    # and every cited line names its week
+    assert all(ln[2:10].startswith("2026-W") for ln in cited)
+
+
+def test_history_question_about_the_screening_pause_cites_w06() -> None:
+    # Given the same reports
+    req = request("我们为什么暂停了筛选？", (Intent.QUERY_HISTORY,), with_history=True)
+
+    # When asked why screening was paused
+    text = OfflineLLM().complete(req).text
+
+    # Then the first citation is the W06 decision
+    cited = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    assert cited[0].startswith("- 2026-W06 [决策]")
+    assert "暂停筛选" in cited[0]
+
+
+def test_memory_recall_answers_from_the_hot_memory_lines() -> None:
+    # Given hot memory with a preference about patients' full names
+    req = request("关于患者全名的规矩你还记得吗？", (Intent.MEMORY_RECALL,))
+
+    # When the offline provider answers a memory question
+    text = OfflineLLM().complete(req).text
+
+    # Then it quotes the matching hot-memory line
+    assert "报告中不要写患者全名" in text
+    assert text.startswith(OFFLINE_LABEL + "记得")
+
+
+def test_data_question_calls_read_clinical_data_for_the_subject() -> None:
+    # Given a data question with the tool available
+    req = request("P001 入组了吗？", (Intent.QUERY_DATA,), tools=True)
+
+    # When the offline provider answers
+    response = OfflineLLM().complete(req)
+
+    # Then it asks for the subject's record through the tool
+    assert response.stop_reason == "tool_use"
+    assert [(u["name"], u["input"]) for u in response.tool_uses] == [("read_clinical_data", {"subject_id": "P001"})]
+
+
+def test_data_answer_comes_from_the_tool_result() -> None:
+    # Given the tool result for P001 fed back
+    req = request("P001 入组了吗？", (Intent.QUERY_DATA,), tools=True)
+    use = OfflineLLM().complete(req).tool_uses[0]
+    result = '{"subject": {"subject_id": "P001", "status": "enrolled", "enrolment_date": "2026-02-05"}}'
+    follow = replace(req, messages=req.messages + [
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": result}]},
+    ])
+
+    # When the provider answers again
+    text = OfflineLLM().complete(follow).text
+
+    # Then the answer carries the enrolment date read from the tool
+    assert "P001 已入组" in text and "2026-02-05" in text
+
+
+def test_tiny_max_tokens_truncates_with_stop_reason_max_tokens() -> None:
+    # Given the full reply to a memory question
+    full = OfflineLLM().complete(request("我上次跟你说的规矩你记得吗", (Intent.MEMORY_RECALL,))).text
+    assert estimate_tokens(full) > 6
+
+    # When the same request allows only 6 output tokens
+    response = OfflineLLM().complete(request("我上次跟你说的规矩你记得吗", (Intent.MEMORY_RECALL,), max_tokens=6))
+
+    # Then the reply is cut, flagged max_tokens, within the limit and a prefix of the full reply
+    assert response.stop_reason == "max_tokens"
+    assert estimate_tokens(response.text) <= 6
+    assert full.startswith(response.text)
+    assert response.text
+
+
+def test_demo_history_question_about_slow_enrolment_cites_the_w12_subsidy() -> None:
+    # Given the demo project's real history book (47 weeks, nearly all mention enrolment)
+    from agent_memory.demo.weekly_reports import demo_iit_weekly_reports
+
+    state = SessionState(project_id="demo-iit", session_id="s1", created_at=T0, updated_at=T0)
+    prompt = assemble_prompt(hot_memory=HOT, reports=demo_iit_weekly_reports(), session=state, user_text=HISTORY_Q,
+                             intents=(Intent.QUERY_HISTORY,), budget=PromptBudget())
+    req = LLMRequest(model="claude-test", system=prompt.system, messages=prompt.messages, max_tokens=1024,
+                     metadata={"intents": ["QUERY_HISTORY"]})
+
+    # When the offline provider answers the slow-enrolment question
+    text = OfflineLLM().complete(req).text
+
+    # Then the W12 transport-subsidy decision is among the citations
+    assert any(ln.startswith("- 2026-W12 ") and "交通补贴" in ln for ln in text.splitlines())

@@ -1,0 +1,133 @@
+"""UTF-8 byte caps, the token estimate and DynamoDB item sizes (agent_memory.text; case B23, B14)."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_memory.text import (
+    DYNAMODB_ITEM_LIMIT_BYTES,
+    dynamodb_item_size,
+    estimate_tokens,
+    truncate_utf8,
+    utf8_len,
+)
+
+B23_INPUT = "患者主诉头痛🩺三天"
+
+
+def test_b23_input_is_28_utf8_bytes() -> None:
+    # Given the case's input: 8 CJK characters (3 bytes each) and one emoji (4 bytes)
+    # When it is measured
+    # Then it is 28 UTF-8 bytes, as the case states
+    assert utf8_len(B23_INPUT) == 28
+
+
+@pytest.mark.parametrize(
+    ("limit", "expected"),
+    [(10, "患者主"), (21, "患者主诉头痛"), (22, "患者主诉头痛🩺")],
+)
+def test_b23_truncate_never_splits_a_character(limit: int, expected: str) -> None:
+    # Given the case's 28-byte input
+    # When it is capped at the case's limits
+    result = truncate_utf8(B23_INPUT, limit)
+
+    # Then the result is the case's value: a whole-character prefix within the limit
+    assert result == expected
+    encoded = result.encode("utf-8")
+    assert encoded.decode("utf-8", errors="strict") == result
+    assert "\ufffd" not in result
+    assert len(encoded) <= limit
+    assert B23_INPUT.startswith(result)
+
+
+def test_b23_every_limit_gives_the_longest_whole_character_prefix() -> None:
+    # Given the case's input and every limit from 0 to past its length
+    for limit in range(0, 31):
+        # When it is capped
+        result = truncate_utf8(B23_INPUT, limit)
+
+        # Then the result is valid UTF-8 without U+FFFD, fits, is a prefix ...
+        encoded = result.encode("utf-8")
+        assert encoded.decode("utf-8", errors="strict") == result, limit
+        assert "\ufffd" not in result, limit
+        assert len(encoded) <= limit, limit
+        assert B23_INPUT.startswith(result), limit
+        # ... and is the LONGEST such prefix (one more character would not fit)
+        if result != B23_INPUT:
+            assert utf8_len(B23_INPUT[: len(result) + 1]) > limit, limit
+
+
+def test_truncate_keeps_text_that_fits_and_empties_on_non_positive_limits() -> None:
+    # Given a 28-byte text
+    # When the limit is its size, larger, zero or negative
+    # Then it is returned whole for >= 28 and empty for <= 0
+    assert truncate_utf8(B23_INPUT, 28) == B23_INPUT
+    assert truncate_utf8(B23_INPUT, 1_000) == B23_INPUT
+    assert truncate_utf8(B23_INPUT, 0) == ""
+    assert truncate_utf8(B23_INPUT, -5) == ""
+
+
+def test_estimate_tokens_counts_one_token_per_cjk_character() -> None:
+    # Given Chinese text (ideographs and full-width punctuation)
+    # When estimated
+    # Then each character is one token
+    assert estimate_tokens("患者主诉头痛") == 6
+    assert estimate_tokens("入组了吗？") == 5  # the full-width question mark is one token
+
+
+def test_estimate_tokens_counts_latin_runs_in_fours() -> None:
+    # Given Latin words and digits
+    # When estimated
+    # Then each run of letters/digits is ceil(len / 4) tokens and spaces are free
+    assert estimate_tokens("enrolment") == 3  # 9 letters
+    assert estimate_tokens("the patient") == 1 + 2
+    assert estimate_tokens("2026") == 1
+
+
+def test_estimate_tokens_counts_other_symbols_one_each_and_whitespace_free() -> None:
+    # Given ASCII punctuation, an emoji and whitespace
+    # When estimated
+    # Then each non-space symbol is one token; whitespace costs nothing
+    assert estimate_tokens("!?") == 2
+    assert estimate_tokens("🩺") == 1
+    assert estimate_tokens("  \n\t ") == 0
+
+
+def test_estimate_tokens_on_mixed_text_adds_the_rules() -> None:
+    # Given a mixed message: "P001" (1) + 入组了吗 (4) + ？ (1)
+    # When estimated
+    # Then the parts add up
+    assert estimate_tokens("P001 入组了吗？") == 6
+    # and the case input: 8 CJK + 1 emoji
+    assert estimate_tokens(B23_INPUT) == 9
+
+
+def test_estimate_tokens_of_empty_text_is_zero() -> None:
+    # Given empty text / When estimated / Then 0
+    assert estimate_tokens("") == 0
+
+
+def test_dynamodb_item_size_counts_attribute_names_and_utf8_bytes() -> None:
+    # Given a raw item with an ASCII name and value
+    # When measured
+    # Then the name's bytes and the value's bytes are summed
+    assert dynamodb_item_size({"pk": {"S": "p1"}}) == 4
+    # and a longer attribute name costs its extra bytes
+    assert dynamodb_item_size({"pk_long": {"S": "p1"}}) == 9
+    # and Chinese counts 3 UTF-8 bytes per character, in names and in values
+    assert dynamodb_item_size({"内容": {"S": "患者主诉"}}) == 6 + 12
+    # and the emoji counts 4 bytes
+    assert dynamodb_item_size({"c": {"S": B23_INPUT}}) == 1 + 28
+
+
+def test_dynamodb_item_size_counts_list_and_map_overheads() -> None:
+    # Given a list of two strings and a map with one entry
+    # When measured
+    # Then lists/maps add 3 bytes plus 1 per element, map keys count their bytes
+    assert dynamodb_item_size({"l": {"L": [{"S": "ab"}, {"S": "患"}]}}) == 1 + 3 + (1 + 2) + (1 + 3)
+    assert dynamodb_item_size({"m": {"M": {"键": {"S": "ab"}}}}) == 1 + 3 + (3 + 1 + 2)
+
+
+def test_dynamodb_item_limit_is_400_kb() -> None:
+    # Given / When / Then: DynamoDB's item limit is 400 KB = 409,600 bytes
+    assert DYNAMODB_ITEM_LIMIT_BYTES == 400 * 1024
