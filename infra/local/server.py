@@ -67,6 +67,7 @@ def banner(stack: LocalStack) -> str:
 def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     logging.getLogger("infra.local").setLevel(logging.INFO)  # one line per request
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-call access log
     warnings.filterwarnings("ignore", message="No application metrics to publish")
     port = int(os.environ.get("PORT", "3000"))
     moto_port = int(os.environ.get("MOTO_PORT", "0"))

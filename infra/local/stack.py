@@ -587,8 +587,12 @@ class LocalStack:
                 os.environ.update(saved)
 
     def _bind_models(self) -> None:
-        """Bind the PynamoDB models to this stack's tables and create their clients now (the
-        endpoint is read from the environment when a client is created)."""
+        """Bind the PynamoDB models to this stack's tables.
+
+        Isolated mode also creates every model's client now, inside the stack's environment:
+        a botocore client reads ``AWS_ENDPOINT_URL`` when it is created, and code outside an
+        invocation (``stack.repo`` in a test) runs without that variable.
+        """
         from agent_memory.data import tables
 
         tables.bind_tables(
@@ -596,9 +600,10 @@ class LocalStack:
             sessions_table=self.table_names["SessionsTable"],
             flow_log_table=self.table_names["FlowLogTable"],
         )
-        for model in (*tables.MEMORY_MODELS, *tables.SESSION_MODELS, *tables.FLOW_LOG_MODELS):
-            model._get_connection().connection.client  # noqa: B018 - creates the botocore client
-        self._bound_marker = tables.ProjectItem._connection
+        if self._isolated:
+            for model in (*tables.MEMORY_MODELS, *tables.SESSION_MODELS, *tables.FLOW_LOG_MODELS):
+                model._get_connection().connection.client  # noqa: B018 - creates the botocore client
+        self._bound_marker = tables.ProjectItem._get_connection()
 
     def _ensure_bound(self) -> None:
         from agent_memory.data import tables

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
+from infra.local.events import build_http_api_event
 from tests.conftest import FakeLambdaContext
-from tests.support.http_api_events import build_http_api_event
 from tests.support.messages_api import (
     MessagesAPIServer,
     RecordedRequest,
@@ -79,20 +79,21 @@ class ChatEnv:
         request_id: str | None = None,
     ) -> dict[str, Any]:
         """POST a message through ``lambda_handler``; returns the raw proxy response."""
-        if body is None and raw_body is None:
-            body = {"content": content}
-        headers = {"idempotency-key": key} if key else {}
-        path = f"/v1/projects/{project}/sessions/{session}/messages"
+        if raw_body is None:
+            raw_body = json.dumps({"content": content} if body is None else body, ensure_ascii=False)
+        headers = {"content-type": "application/json", "host": "api.local", "user-agent": "pytest"}
+        if key:
+            headers["idempotency-key"] = key
         event = build_http_api_event(
             "POST",
-            path,
-            body=body,
-            raw_body=raw_body,
-            headers=headers,
-            claims={"sub": USER, "custom:projects": f"{PROJECT}:member,no-such-project:member"},
-            route_key="POST /v1/projects/{project_id}/sessions/{session_id}/messages",
-            path_parameters={"project_id": project, "session_id": session},
-            request_id=request_id,
+            f"/v1/projects/{project}/sessions/{session}/messages",
+            headers,
+            "",
+            raw_body.encode("utf-8"),
+            "POST /v1/projects/{project_id}/sessions/{session_id}/messages",
+            {"project_id": project, "session_id": session},
+            {"sub": USER, "custom:projects": f"{PROJECT}:member,no-such-project:member"},
+            request_id,
         )
         result: dict[str, Any] = self.app.lambda_handler(event, context or FakeLambdaContext())
         return result
@@ -662,6 +663,30 @@ def test_retry_after_503_with_the_same_key_stores_the_user_message_once(chat_ide
     # and a third call with the key replays the stored answer
     assert _json(chat_idem.post(DATA_Q, key="key-0003")) == body
     assert len(chat_idem.api.requests) == 2
+
+
+def test_retry_of_a_failed_turn_after_another_turn_keeps_question_and_answer_together(
+    chat_idem: ChatEnv,
+) -> None:
+    chat_idem.api.script(
+        overloaded(retry_after=30), text_reply("B 的回答"), text_reply("A 的回答"), text_reply("C 的回答")
+    )
+    assert _status(chat_idem.post(DATA_Q, key="key-A")) == 503  # turn A fails
+    assert _status(chat_idem.post(MEMORY_Q, key="key-B")) == 200  # turn B succeeds meanwhile
+    assert _status(chat_idem.post(DATA_Q, key="key-A")) == 200  # A is retried and answered
+
+    assert _status(chat_idem.post("你好", key="key-C")) == 200
+
+    messages = chat_idem.api.requests[-1].body["messages"]
+    _assert_alternating_from_user(messages)
+    pairs = [(m["role"], [b["text"] for b in m["content"]]) for m in messages]
+    assert pairs == [
+        ("user", [DATA_Q]),
+        ("assistant", ["A 的回答"]),
+        ("user", [MEMORY_Q]),
+        ("assistant", ["B 的回答"]),
+        ("user", ["你好"]),
+    ]
 
 
 # --- validation ----------------------------------------------------------------------------------

@@ -369,3 +369,55 @@ def test_request_log_has_method_path_status_but_no_body(local_stack: LocalStack,
     lines = [r.getMessage() for r in caplog.records if r.name == "infra.local"]
     assert any(line.startswith("POST /v1/nope -> 404") and "ms" in line for line in lines)
     assert not any(marker in line for line in lines)
+
+
+def test_server_prints_the_curl_example_and_stops_cleanly_on_sigterm() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from infra.local.stack import free_port
+
+    # Given the server started the way `make run` starts it
+    repo_root = Path(__file__).resolve().parents[2]
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
+    env["PORT"] = str(port)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "infra.local.server"],
+        cwd=repo_root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
+    try:
+        deadline = time.monotonic() + 60
+        banner: list[str] = []
+        assert process.stdout is not None
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            banner.append(line)
+            if "Ctrl-C" in line:
+                break
+        text = "".join(banner)
+        # Then it prints the URL, the provider and a ready-to-paste curl for the demo project
+        assert f"http://127.0.0.1:{port}" in text
+        assert "offline" in text
+        assert f"curl -s -X POST http://127.0.0.1:{port}/v1/projects/demo-iit/sessions/demo-1/messages" in text
+        assert '"content": "P001 入组了吗？"' in text
+        assert requests.get(f"http://127.0.0.1:{port}/v1/health", timeout=10).status_code == 200
+    finally:
+        # When it gets SIGTERM, Then it stops by itself with exit code 0
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0

@@ -19,7 +19,13 @@ from agent_memory.chat import ChatConfig, ChatResult, handle_message
 from agent_memory.clinical import DemoClinicalData
 from agent_memory.data.repository import SESSION_ITEM_BUDGET_BYTES
 from agent_memory.domain.models import WeeklyReport
-from agent_memory.errors import InvalidInput, LLMUnavailable, PayloadTooLarge, ProjectNotFound, VersionConflict
+from agent_memory.errors import (
+    InvalidInput,
+    LLMUnavailable,
+    PayloadTooLarge,
+    ProjectNotFound,
+    VersionConflict,
+)
 from agent_memory.llm.offline import OfflineLLM
 from agent_memory.llm.port import LLMRequest, LLMResponse
 from agent_memory.prompt import PromptBudget
@@ -141,6 +147,8 @@ def test_qc_with_a_history_question_runs_qc_without_history(repo: Any) -> None:
     for r in qc:
         assert "history" not in system_blocks(r)
         assert "<history_book weeks=" not in request_text(r)
+    # (hot memory is in both)
+    assert all("严禁在未授权情况下删除数据" in system_blocks(r)["hot_memory"] for r in deps.llm.requests)
     # ... and the history one with it
     assert all("## 2026-W03" in system_blocks(r)["history"] for r in hist)
     # and the response reports both calls

@@ -193,3 +193,24 @@ def test_demo_history_question_about_slow_enrolment_cites_the_w12_subsidy() -> N
 
     # Then the W12 transport-subsidy decision is among the citations
     assert any(ln.startswith("- 2026-W12 ") and "交通补贴" in ln for ln in text.splitlines())
+
+
+def test_repeated_question_gets_a_new_tool_use_id() -> None:
+    # Given a conversation where "P001 入组了吗？" was already answered with a tool call
+    first = request("P001 入组了吗？", (Intent.QUERY_DATA,), tools=True)
+    use = OfflineLLM().complete(first).tool_uses[0]
+    result = '{"subject": {"subject_id": "P001", "status": "enrolled", "enrolment_date": "2026-02-05"}}'
+    again = replace(first, messages=[
+        first.messages[0],
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": result}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "P001 已入组。"}]},
+        {"role": "user", "content": [{"type": "text", "text": "P001 入组了吗？"}]},
+    ])
+
+    # When the same question is asked again
+    second = OfflineLLM().complete(again).tool_uses[0]
+
+    # Then the new tool_use id differs from the one already in the conversation
+    # (tool_use ids must be unique within a conversation, or results cannot be paired)
+    assert second["id"] != use["id"]

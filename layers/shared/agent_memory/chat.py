@@ -11,7 +11,6 @@ the LLM error is re-raised for the handler to answer 503/504 with Retry-After.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -358,8 +357,12 @@ def _write_with_retry(
             now = deps.now()
             project_tz = _zone(time_zone)
             window = list(current.window)
-            for m in new:
-                window.append(m)
+            # The reply to a retried failed turn goes right after the user message it answers,
+            # even if other turns came in between; appended at the end it would join the
+            # latest turn and the retried question would drop out of the recent turns.
+            answered = [i for i, m in enumerate(window) if m.message_id in mark_ok]
+            at = answered[-1] + 1 if answered else len(window)
+            window[at:at] = new
             if mark_ok:
                 window = [m.model_copy(update={"status": "ok"}) if m.message_id in mark_ok else m for m in window]
             window = trim_window(

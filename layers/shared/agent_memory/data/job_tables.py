@@ -15,7 +15,13 @@ through :func:`sync_job_tables`, so no change to that module is needed.
 
 from __future__ import annotations
 
-from pynamodb.attributes import JSONAttribute, ListAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.attributes import (
+    JSONAttribute,
+    ListAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
 from pynamodb.models import Model
 
 from agent_memory.data.tables import ProjectItem, _Base

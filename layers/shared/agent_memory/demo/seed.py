@@ -7,6 +7,7 @@ local runtime (``infra.local``) and the integration tests; never runs in AWS.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import UTC, datetime
 
 from agent_memory.data.repository import DynamoRepository
@@ -52,7 +53,7 @@ def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
             repo.put_project(project)
 
     hot = demo_iit_hot_memory()
-    try:
+    with suppress(VersionConflict):  # already seeded (or edited since): never overwrite
         repo.save_hot_memory(
             hot,
             expected_version=0,
@@ -61,8 +62,6 @@ def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
             now=now,
             tokens=estimate_tokens(hot.render()),
         )
-    except VersionConflict:
-        pass  # already seeded (or edited since): never overwrite
 
     for report in demo_iit_weekly_reports():
         if report.created_at <= now:

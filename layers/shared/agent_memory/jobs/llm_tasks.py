@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,14 +27,12 @@ from agent_memory.jobs.models import AI_SECTIONS, FlowLogEntry
 from agent_memory.llm.port import LLMClient, LLMRequest, SystemBlock, ToolSpec
 from agent_memory.text import estimate_tokens, truncate_utf8
 
-T = TypeVar("T", bound=BaseModel)
-
 
 class StructuredOutputInvalid(DomainError):
     """The reply had no usable tool input (missing tool_use, or validation failed)."""
 
 
-def call_tool(llm: LLMClient, request: LLMRequest, model: type[T]) -> T:
+def call_tool[T: BaseModel](llm: LLMClient, request: LLMRequest, model: type[T]) -> T:
     """Run a forced-tool request and validate the tool input with ``model``.
 
     Raises:

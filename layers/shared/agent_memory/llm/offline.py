@@ -90,7 +90,11 @@ class OfflineLLM:
             subjects = sorted(set(s.upper() for s in _SUBJECT_RE.findall(question)))
             wants_tools = bool(request.tools) and (request.tool_choice or {}).get("type") != "none"
             if wants_tools and intents & {"QUERY_DATA", "QC_TASK"}:
-                tag = hashlib.sha256(question.encode("utf-8")).hexdigest()[:10]
+                # Deterministic (same request -> same id) but unique within a conversation:
+                # the whole conversation is hashed, not only the question, so asking the
+                # same question twice never yields two tool_use blocks with one id.
+                conversation = json.dumps(request.messages, ensure_ascii=False, sort_keys=True, default=str)
+                tag = hashlib.sha256(conversation.encode("utf-8")).hexdigest()[:10]
                 uses = [
                     {"type": "tool_use", "id": f"toolu_offline_{tag}_{i}", "name": "read_clinical_data",
                      "input": {"subject_id": s}}

@@ -1,0 +1,228 @@
+"""Weekly archiving: one ISO week of the flow log -> one history-book report (seed 000 section 2.2;
+issue 4 item 4).
+
+One run = one project, the ISO week before the run date's week in the project's calendar
+(correct at year boundaries and in week 53: 2026-W53 is 2026-12-28..2027-01-03):
+1. ``JOBRUN#archive#{week}`` exists, or the report exists -> nothing to do, no LLM call;
+2. read the week's flow log (7 local days; user AND assistant messages);
+3. no message -> nothing is written and no LLM is called;
+4. summarise into ``[进度]`` / ``[决策]`` / ``[问题]`` points, each citing message ids: the LLM
+   (structured output) when configured, else / on any failure the offline extractive summary;
+5. bound the size (UTF-8 bytes; whole points dropped first, then ``truncate_utf8``);
+6. write the report and the marker in one transaction, never overwriting an existing report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import date
+from zoneinfo import ZoneInfo
+
+from agent_memory.domain.models import Project, WeeklyReport
+from agent_memory.errors import LLMError
+from agent_memory.jobs import JobReport
+from agent_memory.jobs.calendar import archive_week, iso_week_window, zone
+from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
+from agent_memory.jobs.llm_tasks import (
+    ReportOutput,
+    ReportPoint,
+    StructuredOutputInvalid,
+    call_tool,
+    report_request,
+    tool_input_tokens,
+)
+from agent_memory.jobs.models import FlowLogEntry, JobRun
+from agent_memory.observability import logger
+from agent_memory.text import normalise_for_compare, truncate_utf8, utf8_len
+
+JOB = "archive"
+ARCHIVER = "archiver"
+SECTIONS: tuple[tuple[str, str], ...] = (("progress", "进度"), ("decisions", "决策"), ("problems", "问题"))
+
+_DECISION = re.compile(
+    r"决定|决议|确认|同意|批准|通过了|改为|改成|调整为|暂停|恢复|定为|统一|采用|拍板|"
+    r"\bdecid|\bagreed\b|\bapproved?\b|\bconfirmed\b|\bswitch(?:ed)? to\b|\bwill use\b",
+    re.IGNORECASE,
+)
+_PROBLEM = re.compile(
+    r"问题|失败|错误|出错|报错|延迟|推迟|延误|不良事件|(?<![A-Za-z])S?AE(?![A-Za-z])|缺失|偏离|脱落|风险|教训|踩坑|"
+    r"投诉|异常|超窗|漏填|\bissues?\b|\bproblems?\b|\bfail|\berrors?\b|\bdelay|\bbugs?\b|\bdeviation|\bmissing\b|\brisks?\b",
+    re.IGNORECASE,
+)
+_PROGRESS = re.compile(
+    r"入组|筛选|完成|随访|上线|累计|启动|到货|递交|进度|签署|录入|锁库|"
+    r"\benrol|\bscreen|\bcomplet|\bfinished\b|\bvisits?\b|\blaunched\b|\bprogress\b|\bsubmitted\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])")
+_LABEL = re.compile(r"^\s*【[^】]{0,40}】\s*")
+
+
+def summarise_offline(messages: Sequence[FlowLogEntry], tz: ZoneInfo, caps: JobCaps) -> dict[str, list[ReportPoint]]:
+    """The offline extractive summary: sentences of user and assistant messages carrying a
+    decision, problem or progress cue (checked in that order), questions skipped, duplicates
+    merged (their evidence united), at most ``caps.report_points_per_section`` per section.
+
+    Points are prefixed with the local date (``MM-DD``) of their first message.
+    """
+    points: dict[str, list[ReportPoint]] = {k: [] for k, _ in SECTIONS}
+    seen: dict[str, ReportPoint] = {}
+    for m in messages:
+        text = _LABEL.sub("", m.content)
+        for raw in _SENTENCE_END.split(text):
+            sentence = " ".join(raw.split())
+            if not sentence or sentence[-1] in "?？" or re.search(r"[吗么]\s*$", sentence):
+                continue
+            norm = normalise_for_compare(sentence)
+            if len(norm) < 4:
+                continue
+            if norm in seen:
+                if m.message_id not in seen[norm].evidence:
+                    seen[norm].evidence.append(m.message_id)
+                continue
+            section = (
+                "decisions" if _DECISION.search(sentence)
+                else "problems" if _PROBLEM.search(sentence)
+                else "progress" if _PROGRESS.search(sentence)
+                else None
+            )
+            if section is None or len(points[section]) >= caps.report_points_per_section:
+                continue
+            local = m.at.astimezone(tz).strftime("%m-%d")
+            point = ReportPoint(text=f"{local} {sentence}", evidence=[m.message_id])
+            seen[norm] = point
+            points[section].append(point)
+    return points
+
+
+def render_summary(points: dict[str, list[ReportPoint]], caps: JobCaps) -> tuple[str, list[str], int]:
+    """``[进度] text [ids]`` lines, section by section, within ``caps.report_max_bytes``.
+
+    Each point is capped at ``caps.report_point_max_bytes`` (whole characters, ``…`` marks a
+    cut); points that no longer fit are dropped whole. Returns ``(summary, evidence ids,
+    dropped points)``.
+    """
+    lines: list[str] = []
+    evidence: list[str] = []
+    dropped = 0
+    used = 0
+    for key, label in SECTIONS:
+        for p in points.get(key, []):
+            text = " ".join(p.text.split())
+            capped = truncate_utf8(text, caps.report_point_max_bytes)
+            if capped != text:
+                capped = truncate_utf8(capped, caps.report_point_max_bytes - 3) + "…"
+            line = f"[{label}] {capped} [{','.join(p.evidence)}]"
+            cost = utf8_len(line) + 1
+            if used + cost > caps.report_max_bytes:
+                dropped += 1
+                continue
+            lines.append(line)
+            used += cost
+            evidence.extend(e for e in p.evidence if e not in evidence)
+    return truncate_utf8("\n".join(lines), caps.report_max_bytes), evidence, dropped
+
+
+def _llm_points(
+    deps: JobDeps, messages: Sequence[FlowLogEntry], label: str, tz: ZoneInfo
+) -> tuple[dict[str, list[ReportPoint]] | None, str, int]:
+    """The LLM's points with only grounded evidence kept; ``(None, reason, 0)`` to fall back."""
+    llm = deps.structured_llm
+    if llm is None:
+        return None, "offline", 0
+    caps = deps.caps
+    request = report_request(
+        messages, iso_week=label, model=caps.llm_model_id, max_tokens=caps.llm_max_output_tokens,
+        max_bytes_each=caps.llm_message_max_bytes, timeout_s=caps.llm_timeout_s,
+    )
+    if tool_input_tokens(request) > caps.llm_input_token_budget:
+        return None, "input_over_budget", 0
+    try:
+        output = call_tool(llm, request, ReportOutput)
+    except (StructuredOutputInvalid, LLMError) as exc:  # LLMTruncated included: nothing of it is used
+        logger.warning("archiving fell back to the offline summary", extra={"fallback_reason": type(exc).__name__})
+        return None, type(exc).__name__, 0
+    by_id = {m.message_id: m for m in messages}
+    points: dict[str, list[ReportPoint]] = {}
+    ungrounded = 0
+    for key, _ in SECTIONS:
+        kept = []
+        for p in getattr(output, key)[: caps.report_points_per_section]:
+            if not p.evidence or any(e not in by_id for e in p.evidence):
+                ungrounded += 1
+                continue
+            first = min((by_id[e] for e in p.evidence), key=lambda m: m.at)
+            kept.append(ReportPoint(text=f"{first.at.astimezone(tz).strftime('%m-%d')} {p.text}", evidence=p.evidence))
+        points[key] = kept
+    if not any(points.values()):
+        return None, "no_grounded_points", ungrounded
+    return points, "llm", ungrounded
+
+
+def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
+    """Archive the ISO week before ``run_date``'s week for ``project`` (see module docstring).
+
+    Returns:
+        JobReport with counts ``messages``, ``points``, ``points_dropped``, ``ungrounded``,
+        ``summary_bytes``; details ``iso_week``, ``window_utc``, ``summariser`` and
+        ``existing_report`` / ``already_done`` when nothing was written.
+    """
+    store, caps = deps.store, deps.caps
+    pid = project.project_id
+    label, monday = archive_week(run_date)
+    tz = zone(project.time_zone)
+    start, end = iso_week_window(monday, project.time_zone)
+    details: dict[str, object] = {"iso_week": label, "window_utc": [start.isoformat(), end.isoformat()]}
+    counts: dict[str, int] = {}
+
+    def report(changed: bool) -> JobReport:
+        return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
+
+    done = store.get_job_run(pid, JOB, label)
+    if done is not None:
+        details["already_done"] = done.status
+        return report(False)
+    if store.get_weekly_report(pid, label) is not None:
+        details["existing_report"] = True
+        return report(False)
+
+    messages = store.read_flow_log(pid, start, end)
+    counts["messages"] = len(messages)
+    if not messages:
+        return report(False)
+
+    points, summariser, ungrounded = _llm_points(deps, messages, label, tz)
+    if points is None:
+        details["fallback_reason"] = summariser
+        points, summariser = summarise_offline(messages, tz, caps), "offline"
+    if not any(points.values()):
+        users = sum(1 for m in messages if m.role == "user")
+        sessions = len({m.session_id for m in messages})
+        points = {"progress": [ReportPoint(
+            text=f"本周对话 {len(messages)} 条（用户 {users} 条，{sessions} 个会话），未识别到需要归档的进度、决策或问题。",
+            evidence=[messages[0].message_id],
+        )]}
+    summary, evidence, dropped = render_summary(points, caps)
+    details["summariser"] = summariser
+    counts.update(
+        points=sum(len(v) for v in points.values()) - dropped,
+        points_dropped=dropped,
+        ungrounded=ungrounded,
+        summary_bytes=utf8_len(summary),
+    )
+    now = deps.clock()
+    written = store.commit_weekly_report(
+        WeeklyReport(project_id=pid, iso_week=label, summary=summary, created_at=now, created_by=ARCHIVER,
+                     evidence=evidence),
+        JobRun(project_id=pid, job=JOB, key=label, completed_at=now, counts=dict(counts)),
+    )
+    if written:
+        count_metric("ReportsArchived")
+    else:
+        details["existing_report"] = True
+    logger.info("archiving done", extra={"project_id": pid, "iso_week": label, "counts": counts, "written": written})
+    return report(written)
+
+
+__all__ = ["render_summary", "run_archive", "summarise_offline"]

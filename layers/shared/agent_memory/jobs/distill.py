@@ -1,0 +1,240 @@
+"""Daily distillation: yesterday's USER messages -> hot memory (seed 000 section 2.1; issue 4 item 3).
+
+One run = one project, one LOCAL day (the day before the run date, case B17):
+1. ``JOBRUN#distill#{day}`` exists -> nothing to do (idempotency, issue 4 item 6);
+2. read the day's flow log (one Query per UTC-date partition the local day overlaps);
+3. extract candidates: the LLM extractor (structured operations) when an LLM is configured,
+   with the rule extractor as fallback; a truncated structured reply applies NOTHING (B22);
+4. merge (:func:`~agent_memory.jobs.hot_memory_ops.merge_candidates`: grounding B04,
+   duplicates B01, newer-wins B02, admin guard + review queue B09);
+5. enforce the 2,000-token cap on the result as a whole (B07: never clipped; over the cap the
+   stored revision stays unchanged, the failure is recorded and pruning handles it);
+6. save ONE new revision together with the marker; on ``VersionConflict`` (an admin saved
+   meanwhile, B19) re-read and re-apply the same candidates (tenacity, bounded).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from agent_memory.domain.models import HotMemory, Project
+from agent_memory.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.jobs import JobReport
+from agent_memory.jobs.calendar import distill_day, local_day_window
+from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
+from agent_memory.jobs.hot_memory_ops import DISTILLER, MergeResult, document_tokens, merge_candidates
+from agent_memory.jobs.llm_tasks import (
+    ExtractOutput,
+    StructuredOutputInvalid,
+    call_tool,
+    extract_request,
+    tool_input_tokens,
+)
+from agent_memory.jobs.models import Alert, Candidate, FlowLogEntry, JobRun
+from agent_memory.jobs.statements import extract_rule_candidates
+from agent_memory.observability import logger
+from agent_memory.text import truncate_utf8
+
+JOB = "distill"
+
+
+class _Extraction:
+    def __init__(self, candidates: list[Candidate], extractor: str, fallback_reason: str | None = None) -> None:
+        self.candidates = candidates
+        self.extractor = extractor
+        self.fallback_reason = fallback_reason
+
+
+def extract_candidates(deps: JobDeps, hot: HotMemory, messages: list[FlowLogEntry], day: str) -> _Extraction:
+    """Candidates of the day: LLM operations, or the rules when no LLM is configured, the input
+    is over budget, or the reply is unusable (error, no tool, invalid input).
+
+    Raises:
+        LLMTruncated: the structured reply was cut by max_tokens (case B22): the caller must
+            apply nothing, and must NOT fall back to the rules either.
+    """
+    llm = deps.structured_llm
+    if llm is None:
+        return _Extraction(extract_rule_candidates(messages), "rules")
+    caps = deps.caps
+    request = extract_request(
+        hot,
+        messages,
+        day=day,
+        model=caps.llm_model_id,
+        max_tokens=caps.llm_max_output_tokens,
+        max_bytes_each=caps.llm_message_max_bytes,
+        timeout_s=caps.llm_timeout_s,
+    )
+    if tool_input_tokens(request) > caps.llm_input_token_budget:
+        return _Extraction(extract_rule_candidates(messages), "rules_fallback", "input_over_budget")
+    try:
+        output = call_tool(llm, request, ExtractOutput)
+    except LLMTruncated:
+        raise
+    except (StructuredOutputInvalid, LLMError) as exc:
+        logger.warning("distillation fell back to rules", extra={"fallback_reason": type(exc).__name__})
+        return _Extraction(extract_rule_candidates(messages), "rules_fallback", type(exc).__name__)
+    at = {m.message_id: m.at.isoformat() for m in messages}
+    candidates = [
+        Candidate(
+            text=op.text,
+            section=op.section,
+            role_tag=op.role_tag,
+            evidence=op.evidence,
+            replaces=op.line_id if op.op == "replace" else None,
+            origin="llm",
+            order=(min((f"{at[e]}#{e}" for e in op.evidence if e in at), default="~"), i),
+        )
+        for i, op in enumerate(output.operations)
+    ]
+    return _Extraction(candidates, "llm")
+
+
+def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
+    """Distil the local day before ``run_date`` for ``project`` (see module docstring).
+
+    Returns:
+        JobReport with counts ``messages``, ``user_messages``, ``candidates``, ``added``,
+        ``replaced``, ``removed``, ``duplicates``, ``review_queued``, ``rejected`` (total,
+        review included), ``rejected_ungrounded`` / ``_language`` / ``_invalid``,
+        ``tokens_before``, ``tokens_after``; details ``day``, ``window_utc``, ``extractor``
+        and, when nothing could be applied, ``failure`` (``llm_truncated`` / ``over_cap``).
+    """
+    store, caps = deps.store, deps.caps
+    pid = project.project_id
+    day = distill_day(run_date)
+    key = day.isoformat()
+    start, end = local_day_window(day, project.time_zone)
+    details: dict[str, object] = {"day": key, "window_utc": [start.isoformat(), end.isoformat()]}
+    counts: dict[str, int] = {}
+
+    def report(changed: bool) -> JobReport:
+        return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
+
+    done = store.get_job_run(pid, JOB, key)
+    if done is not None:
+        details["already_done"] = done.status
+        return report(False)
+
+    messages = store.read_flow_log(pid, start, end)
+    users = [m for m in messages if m.role == "user"]
+    counts.update(messages=len(messages), user_messages=len(users))
+    if not users:
+        return report(False)
+
+    hot = store.load_hot_memory(pid)
+    try:
+        extraction = extract_candidates(deps, hot, users, key)
+    except LLMTruncated:
+        count_metric("DistillLLMTruncated")
+        logger.warning("distillation reply truncated; nothing applied", extra={"project_id": pid, "day": key})
+        details.update(extractor="llm", failure="llm_truncated")
+        counts["llm_truncated"] = 1
+        return report(False)
+    details["extractor"] = extraction.extractor
+    if extraction.fallback_reason:
+        details["fallback_reason"] = extraction.fallback_reason
+    counts["candidates"] = len(extraction.candidates)
+    day_messages = {m.message_id: m for m in users}
+
+    changed = False
+    merged: MergeResult | None = None
+    for attempt in Retrying(
+        stop=stop_after_attempt(caps.conflict_attempts),
+        wait=wait_random_exponential(multiplier=0.02, max=caps.conflict_wait_max_s),
+        retry=retry_if_exception_type(VersionConflict),
+        reraise=True,
+    ):
+        with attempt:
+            if attempt.retry_state.attempt_number > 1:
+                count_metric("DistillVersionConflicts")
+                done = store.get_job_run(pid, JOB, key)
+                if done is not None:  # a concurrent delivery of the same job finished first
+                    details["already_done"] = done.status
+                    return report(changed)
+                hot = store.load_hot_memory(pid)
+            now = deps.clock()
+            merged = merge_candidates(
+                hot, extraction.candidates, day_messages=day_messages, day=key, now=now,
+                max_line_tokens=caps.max_line_tokens,
+            )
+            tokens_before = document_tokens(hot.lines, pid)
+            tokens_after = document_tokens(merged.lines, pid)
+            _count(counts, merged, tokens_before, tokens_after)
+            if merged.reviews:
+                store.put_review_items(merged.reviews)
+            if merged.changed and tokens_after > caps.hot_memory_token_cap:
+                details["failure"] = "over_cap"
+                count_metric("DistillRejectedOverCap")
+                send_alert(deps, Alert(
+                    project_id=pid,
+                    kind="distill_over_cap",
+                    subject=f"Agent Memory: distillation rejected, hot memory over cap ({pid})",
+                    message=(
+                        f"Project {pid}: distilling {key} would make hot memory {tokens_after} tokens "
+                        f"(cap {caps.hot_memory_token_cap}; now {tokens_before}, version {hot.version}). "
+                        f"Nothing was applied; {len(merged.added)} new and {len(merged.replaced)} replacing "
+                        f"lines wait for pruning or an admin edit."
+                    ),
+                    dedupe_key=f"distill-over-cap#{key}#{hot.version}",
+                ))
+                return report(False)
+            run = JobRun(project_id=pid, job=JOB, key=key, completed_at=now, counts=dict(counts),
+                         hot_version=hot.version)
+            if merged.changed:
+                store.commit_hot_memory(
+                    HotMemory(project_id=pid, lines=merged.lines),
+                    expected_version=hot.version,
+                    actor=DISTILLER,
+                    reason=_reason(key, merged, caps.revision_reason_max_bytes),
+                    now=now,
+                    tokens=tokens_after,
+                    run=run,
+                )
+                changed = True
+            else:
+                store.put_job_run(run)
+    assert merged is not None
+    count_metric("DistilledLinesAdded", len(merged.added))
+    count_metric("DistilledLinesReplaced", len(merged.replaced))
+    count_metric("DistilledDuplicates", merged.duplicates)
+    count_metric("DistilledReviewQueued", len(merged.reviews))
+    count_metric("DistilledRejected", counts["rejected"])
+    logger.info("distillation done", extra={"project_id": pid, "day": key, "counts": counts})
+    return report(changed)
+
+
+def _count(counts: dict[str, int], merged: MergeResult, before: int, after: int) -> None:
+    rejected = sum(merged.rejected.values())
+    counts.update(
+        added=len(merged.added),
+        replaced=len(merged.replaced),
+        removed=len(merged.removed),
+        duplicates=merged.duplicates,
+        review_queued=len(merged.reviews),
+        rejected=rejected + len(merged.reviews),
+        rejected_ungrounded=merged.rejected["ungrounded"],
+        rejected_language=merged.rejected["language"],
+        rejected_invalid=merged.rejected["invalid"],
+        tokens_before=before,
+        tokens_after=after if merged.changed else before,
+    )
+
+
+def _reason(day: str, merged: MergeResult, max_bytes: int) -> str:
+    """The revision reason: which lines were added / replaced / removed, from which messages."""
+    parts = [f"distill {day}"]
+    if merged.added:
+        parts.append("added " + ",".join(merged.added))
+    if merged.replaced:
+        parts.append("replaced " + ",".join(f"{old}->{new}" for old, new in merged.replaced.items()))
+    if merged.removed:
+        parts.append("removed " + ",".join(merged.removed))
+    parts.append("evidence " + ",".join(merged.evidence))
+    return truncate_utf8("; ".join(parts), max_bytes)
+
+
+__all__ = ["extract_candidates", "run_distill"]

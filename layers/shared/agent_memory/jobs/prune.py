@@ -1,0 +1,276 @@
+"""Pruning: keep hot memory under its cap and the history book loadable (seed 001 section 5.1;
+issue 4 item 5).
+
+One run = one project as of the run date:
+1. ``JOBRUN#prune#{date}`` exists -> nothing to do;
+2. yearly summaries: every complete ISO year older than the 50 loaded weeks gets ONE
+   ``YEAR#{yyyy}`` item built from that year's reports (conditional put: idempotent);
+3. hot memory over the cap (2,000 tokens):
+   - admin lines alone over the cap -> ONE alert to the project's admins (nothing the AI may
+     remove would help);
+   - else compact the AI lines (LLM compactor; offline compactor when no LLM is configured or
+     its reply is unusable) and VALIDATE the result (case B07): under the cap, every admin line
+     byte-identical. A rejected result leaves the stored revision unchanged and is recorded
+     (metric ``PruneRejected``, an alert, the marker's status). A truncated reply applies nothing;
+   - a valid result is saved as ONE revision whose reason lists the merged / superseded /
+     evicted / reworded lines, in the same transaction as the marker.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import date, timedelta
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from agent_memory.domain.models import HotMemory, Project, WeeklyReport
+from agent_memory.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.jobs import JobReport
+from agent_memory.jobs.calendar import iso_week_monday, zone
+from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
+from agent_memory.jobs.hot_memory_ops import (
+    PRUNER,
+    Compaction,
+    admin_only_tokens,
+    build_llm_compaction,
+    compact_offline,
+    document_tokens,
+    validate_compaction,
+)
+from agent_memory.jobs.llm_tasks import CompactOutput, StructuredOutputInvalid, call_tool, compact_request
+from agent_memory.jobs.models import Alert, JobRun, YearlySummary
+from agent_memory.observability import logger
+from agent_memory.text import truncate_utf8, utf8_len
+
+JOB = "prune"
+_POINT = re.compile(r"^\s*\[(进度|决策|问题)\]\s*[:：]?\s*(.*)$")
+_EVIDENCE_TAIL = re.compile(r"\s*\[[^\]\[]*\]\s*$")
+
+
+# ------------------------------------------------------------- yearly summaries
+def years_due(project: Project, run_date: date, after_weeks: int) -> list[int]:
+    """Complete ISO years (before ``run_date``'s ISO year) of the project's life with at least
+    one week older than the ``after_weeks`` most recent weeks (the weeks chat loads)."""
+    horizon = iso_week_monday(run_date) - timedelta(weeks=after_weeks)
+    created = iso_week_monday(project.created_at.astimezone(zone(project.time_zone)).date())
+    current = run_date.isocalendar().year
+    return [
+        y
+        for y in range(created.isocalendar().year, current)
+        if max(date.fromisocalendar(y, 1, 1), created) < horizon
+    ]
+
+
+def build_yearly_summary(year: int, reports: list[WeeklyReport], caps: JobCaps) -> str:
+    """An extractive yearly summary from the year's weekly reports (oldest first): the first and
+    last progress points, then every decision and problem prefixed with its week, within
+    ``caps.yearly_summary_max_bytes`` (whole points, then ``truncate_utf8``)."""
+    if not reports:
+        return f"[{year} 年度总结] 本年没有周报（项目无归档活动）。"
+    weeks = [r.iso_week for r in reports]
+    head = f"[{year} 年度总结] 共 {len(reports)} 周有周报（{weeks[0]}–{weeks[-1]}）。"
+    progress: list[str] = []
+    others: list[str] = []
+    for r in reports:
+        week = r.iso_week.split("-")[1]
+        for raw in r.summary.splitlines():
+            m = _POINT.match(raw)
+            if not m:
+                continue
+            label, text = m.group(1), _EVIDENCE_TAIL.sub("", m.group(2)).strip()
+            point = truncate_utf8(f"[{label}] {week} {text}", caps.report_point_max_bytes)
+            (progress if label == "进度" else others).append(point)
+    chosen = ([progress[0], progress[-1]] if len(progress) > 1 else progress) + others
+    lines = [head]
+    used = utf8_len(head)
+    skipped = 0
+    for point in chosen:
+        if used + utf8_len(point) + 1 > caps.yearly_summary_max_bytes - 80:
+            skipped += 1
+            continue
+        lines.append(point)
+        used += utf8_len(point) + 1
+    if skipped:
+        lines.append(f"……其余 {skipped} 条见各周周报。")
+    return truncate_utf8("\n".join(lines), caps.yearly_summary_max_bytes)
+
+
+def summarise_years(deps: JobDeps, project: Project, run_date: date) -> list[int]:
+    """Write the missing ``YEAR#`` summaries; returns the years written (idempotent).
+
+    Calls: none when no year is due; else one Query of ``YEAR#`` and, when a due year lacks
+    its summary, one Query of that range of reports.
+    """
+    store, caps = deps.store, deps.caps
+    due = years_due(project, run_date, caps.yearly_after_weeks)
+    if not due:
+        return []
+    existing = {s.year for s in store.load_yearly_summaries(project.project_id)}
+    missing = [y for y in due if y not in existing]
+    if not missing:
+        return []
+    reports = store.list_reports_between(project.project_id, f"{min(missing)}-W01", f"{max(missing)}-W53")
+    by_year: dict[int, list[WeeklyReport]] = defaultdict(list)
+    for r in reports:
+        by_year[int(r.iso_week[:4])].append(r)
+    written = []
+    now = deps.clock()
+    for year in missing:
+        reps = sorted(by_year.get(year, []), key=lambda r: r.iso_week)
+        summary = YearlySummary(
+            project_id=project.project_id,
+            year=year,
+            summary=build_yearly_summary(year, reps, caps),
+            weeks=[r.iso_week for r in reps],
+            created_at=now,
+        )
+        if store.put_yearly_summary(summary):
+            written.append(year)
+    count_metric("YearlySummariesWritten", len(written))
+    return written
+
+
+# ----------------------------------------------------------------- compaction
+def _compact(deps: JobDeps, hot: HotMemory) -> tuple[Compaction | None, str]:
+    """A proposed compaction and who made it; ``(None, "llm_truncated")`` when the LLM's
+    reply was cut (nothing of it may be used, case B22)."""
+    cap = deps.caps.hot_memory_token_cap
+    llm = deps.structured_llm
+    if llm is None:
+        return compact_offline(hot, cap), "offline"
+    caps = deps.caps
+    request = compact_request(
+        hot, cap_tokens=cap, model=caps.llm_model_id, max_tokens=caps.llm_max_output_tokens,
+        timeout_s=caps.llm_timeout_s,
+    )
+    try:
+        output = call_tool(llm, request, CompactOutput)
+    except LLMTruncated:
+        return None, "llm_truncated"
+    except (StructuredOutputInvalid, LLMError) as exc:
+        logger.warning("compaction fell back to offline", extra={"fallback_reason": type(exc).__name__})
+        return compact_offline(hot, cap), "offline_fallback"
+    return build_llm_compaction(hot, [ln.model_dump() for ln in output.lines], now=deps.clock()), "llm"
+
+
+def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
+    """Prune ``project`` as of ``run_date`` (see module docstring).
+
+    Returns:
+        JobReport with counts ``tokens_before``, ``tokens_after``, ``admin_tokens``,
+        ``merged``, ``superseded``, ``evicted``, ``reworded``, ``yearly_summaries``; details
+        ``status`` (``under_cap`` / ``compacted`` / ``rejected`` / ``admin_over_cap`` /
+        ``llm_truncated``), ``compactor`` and ``problems`` of a rejected compaction.
+    """
+    store, caps = deps.store, deps.caps
+    pid = project.project_id
+    key = run_date.isoformat()
+    cap = caps.hot_memory_token_cap
+    details: dict[str, object] = {}
+    counts: dict[str, int] = {}
+
+    def report(changed: bool) -> JobReport:
+        return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
+
+    done = store.get_job_run(pid, JOB, key)
+    if done is not None:
+        details["already_done"] = done.status
+        return report(False)
+
+    years = summarise_years(deps, project, run_date)
+    counts["yearly_summaries"] = len(years)
+    if years:
+        details["years"] = years
+    changed = bool(years)
+
+    for attempt in Retrying(
+        stop=stop_after_attempt(caps.conflict_attempts),
+        wait=wait_random_exponential(multiplier=0.02, max=caps.conflict_wait_max_s),
+        retry=retry_if_exception_type(VersionConflict),
+        reraise=True,
+    ):
+        with attempt:
+            if attempt.retry_state.attempt_number > 1:
+                done = store.get_job_run(pid, JOB, key)
+                if done is not None:
+                    details["already_done"] = done.status
+                    return report(changed)
+            hot = store.load_hot_memory(pid)
+            tokens = document_tokens(hot.lines, pid)
+            admin_tokens = admin_only_tokens(hot)
+            counts.update(tokens_before=tokens, tokens_after=tokens, admin_tokens=admin_tokens)
+            now = deps.clock()
+            if tokens <= cap:
+                status = "under_cap"
+            elif admin_tokens > cap:
+                status = "admin_over_cap"
+                count_metric("HotMemoryAdminOverCap")
+                send_alert(deps, Alert(
+                    project_id=pid,
+                    kind="admin_over_cap",
+                    subject=f"Agent Memory: admin lines exceed the hot-memory cap ({pid})",
+                    message=(
+                        f"Project {pid}: the admin-written lines of hot memory alone are {admin_tokens} tokens, "
+                        f"over the {cap}-token cap (whole document {tokens} tokens, version {hot.version}). "
+                        "The AI never changes admin lines; please shorten them in the memory editor."
+                    ),
+                    dedupe_key=f"admin-over-cap#{hot.version}",
+                ))
+            else:
+                comp, compactor = _compact(deps, hot)
+                details["compactor"] = compactor
+                if comp is None:
+                    status = "llm_truncated"
+                    problems: list[str] = ["llm_truncated"]
+                    after = tokens
+                else:
+                    problems, after = validate_compaction(hot, comp.lines, cap)
+                    counts.update(
+                        tokens_after=after if not problems else tokens,
+                        merged=sum(len(v) for v in comp.merged.values()),
+                        superseded=len(comp.superseded),
+                        evicted=len(comp.evicted),
+                        reworded=len(comp.reworded),
+                    )
+                    counts["proposed_tokens"] = after
+                if problems:
+                    status = "rejected" if comp is not None else status
+                    details["problems"] = problems
+                    count_metric("PruneRejected")
+                    send_alert(deps, Alert(
+                        project_id=pid,
+                        kind="prune_rejected",
+                        subject=f"Agent Memory: hot-memory compaction rejected ({pid})",
+                        message=(
+                            f"Project {pid}: hot memory is {tokens} tokens (cap {cap}, version {hot.version}). "
+                            f"The {compactor} compaction ({after} tokens) was rejected: {', '.join(problems)}. "
+                            "The stored revision is unchanged."
+                        ),
+                        dedupe_key=f"prune-rejected#{hot.version}#{compactor}",
+                    ))
+                else:
+                    assert comp is not None
+                    run = JobRun(project_id=pid, job=JOB, key=key, status="compacted", completed_at=now,
+                                 counts=dict(counts), hot_version=hot.version)
+                    reason = truncate_utf8(
+                        f"prune {key}: {tokens}->{after} tokens ({compactor}); {comp.describe()}",
+                        caps.revision_reason_max_bytes,
+                    )
+                    store.commit_hot_memory(
+                        HotMemory(project_id=pid, lines=comp.lines), expected_version=hot.version, actor=PRUNER,
+                        reason=reason, now=now, tokens=after, run=run,
+                    )
+                    count_metric("HotMemoryCompacted")
+                    count_metric("HotMemoryLinesEvicted", len(comp.evicted))
+                    details["status"] = "compacted"
+                    logger.info("pruning done", extra={"project_id": pid, "date": key, "counts": counts})
+                    return report(True)
+            details["status"] = status
+            store.put_job_run(JobRun(project_id=pid, job=JOB, key=key, status=status, completed_at=now,
+                                     counts=dict(counts), hot_version=hot.version))
+    logger.info("pruning done", extra={"project_id": pid, "date": key, "counts": counts})
+    return report(changed)
+
+
+__all__ = ["build_yearly_summary", "run_prune", "summarise_years", "years_due"]

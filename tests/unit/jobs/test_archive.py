@@ -1,0 +1,201 @@
+"""Weekly archiving (issue 4 item 4): the previous ISO week of the project's calendar (year
+boundaries, week 53), evidence on every point, bounded size, no write and no LLM call for an
+empty week, never overwriting a report, idempotent re-runs."""
+
+from __future__ import annotations
+
+import re
+
+from agent_memory.data.jobs_repository import JobsRepository
+from agent_memory.domain.models import WeeklyReport
+from agent_memory.jobs.llm_tasks import REPORT_TOOL_NAME
+from agent_memory.text import utf8_len
+from tests.unit.jobs.support import (
+    FixedClock,
+    ScriptedLLM,
+    add_project,
+    make_deps,
+    run,
+    say,
+    snapshot,
+    tool_reply,
+    utc,
+)
+
+POINT = re.compile(r"^\[(进度|决策|问题)\] \d\d-\d\d .+ \[[^\]]+\]$")
+
+
+def test_week_53_covers_2026_12_28_to_2027_01_03(jobs_repo: JobsRepository) -> None:
+    # Given messages just outside and inside ISO week 2026-W53 (Asia/Shanghai)
+    add_project(jobs_repo)
+    say("p1", "m-w52", "P010 完成 V3 随访。", utc("2026-12-27T23:59:59+08:00"))
+    say("p1", "m-first", "P011 完成筛选，下周入组。", utc("2026-12-28T00:00:00+08:00"))
+    say("p1", "m-last", "决定元旦后恢复筛选。", utc("2027-01-03T23:59:59+08:00"))
+    say("p1", "m-w01", "P012 入组完成。", utc("2027-01-04T00:00:00+08:00"))
+
+    # When archiving runs on Monday 2027-01-04
+    report = run(make_deps(jobs_repo, clock=FixedClock(utc("2027-01-04T03:00:00+08:00"))),
+                 "archive", "p1", "2027-01-04")
+
+    # Then one report for 2026-W53 holds exactly the week's messages
+    assert report.details["iso_week"] == "2026-W53"
+    assert report.details["window_utc"] == ["2026-12-27T16:00:00+00:00", "2027-01-03T16:00:00+00:00"]
+    stored = jobs_repo.get_weekly_report("p1", "2026-W53")
+    assert stored is not None
+    assert sorted(stored.evidence) == ["m-first", "m-last"]
+    assert "[决策] 01-03 决定元旦后恢复筛选。 [m-last]" in stored.summary.splitlines()
+
+
+def test_week_1_of_2026_starts_in_2025(jobs_repo: JobsRepository) -> None:
+    # Given a message on 2025-12-30 (ISO week 2026-W01)
+    add_project(jobs_repo, created_at=utc("2025-12-01T09:00:00+08:00"))
+    say("p1", "m-1", "伦理批件已获得，EDC 完成上线。", utc("2025-12-30T10:00:00+08:00"))
+
+    # When archiving runs on Monday 2026-01-05
+    report = run(make_deps(jobs_repo), "archive", "p1", "2026-01-05")
+
+    # Then the report is 2026-W01 and cites the 2025 message
+    assert report.details["iso_week"] == "2026-W01"
+    stored = jobs_repo.get_weekly_report("p1", "2026-W01")
+    assert stored is not None and stored.evidence == ["m-1"]
+
+
+def test_empty_week_writes_nothing_and_calls_no_llm(jobs_repo: JobsRepository) -> None:
+    # Given a project without a message in 2026-W10 and a recording LLM
+    add_project(jobs_repo)
+    say("p1", "m-other-week", "P001 完成 V2 随访。", utc("2026-03-16T10:00:00+08:00"))
+    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
+    before = snapshot()
+
+    # When 2026-W10 is archived
+    report = run(make_deps(jobs_repo, llm=llm), "archive", "p1", "2026-03-16")
+
+    # Then nothing is written and the LLM was never called
+    assert report.counts["messages"] == 0 and not report.changed
+    assert llm.requests == []
+    assert snapshot() == before
+
+
+def test_existing_report_is_never_overwritten(jobs_repo: JobsRepository) -> None:
+    # Given an admin-corrected report for 2026-W10 and that week's messages
+    add_project(jobs_repo)
+    corrected = WeeklyReport(project_id="p1", iso_week="2026-W10", summary="[进度] 管理员修订：本周入组 2 例。",
+                             revision=2, created_at=utc("2026-03-10T09:00:00+08:00"), created_by="u-pi-zhang")
+    jobs_repo.put_weekly_report(corrected)
+    say("p1", "m-1", "P005 入组完成。", utc("2026-03-05T10:00:00+08:00"))
+    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
+    before = snapshot()
+
+    # When archiving runs again for that week
+    report = run(make_deps(jobs_repo, llm=llm), "archive", "p1", "2026-03-09")
+
+    # Then the report is untouched and no LLM was called
+    assert report.details["existing_report"] is True
+    assert jobs_repo.get_weekly_report("p1", "2026-W10") == corrected
+    assert llm.requests == []
+    assert snapshot() == before
+
+
+def test_offline_report_has_progress_decisions_problems_each_citing_messages(jobs_repo: JobsRepository) -> None:
+    # Given a week of user and assistant messages
+    add_project(jobs_repo)
+    say("p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"), user_id="u-crc-wang")
+    say("p1", "m-2", "P007 入组了吗？", utc("2026-03-02T10:05:00+08:00"))
+    say("p1", "m-3", "【离线模式 offline】P007 已入组，入组日期 2026-02-26。", utc("2026-03-02T10:05:02+08:00"),
+        role="assistant")
+    say("p1", "m-4", "周三 PI 会议决定：暂停筛选间质性肺炎既往史患者。", utc("2026-03-04T15:00:00+08:00"))
+    say("p1", "m-5", "EDC 同步失败了，中心编码参数填错。", utc("2026-03-05T09:00:00+08:00"))
+    say("p1", "m-6", "好的。", utc("2026-03-05T09:01:00+08:00"))
+
+    # When 2026-W10 is archived offline
+    report = run(make_deps(jobs_repo), "archive", "p1", "2026-03-09")
+
+    # Then every line is a [进度]/[决策]/[问题] point with its local date and message ids; no questions
+    stored = jobs_repo.get_weekly_report("p1", "2026-W10")
+    assert stored is not None
+    lines = stored.summary.splitlines()
+    assert all(POINT.match(ln) for ln in lines), lines
+    assert lines == [
+        "[进度] 03-02 P007 今天完成 V2 随访。 [m-1]",
+        "[进度] 03-02 P007 已入组，入组日期 2026-02-26。 [m-3]",
+        "[决策] 03-04 周三 PI 会议决定：暂停筛选间质性肺炎既往史患者。 [m-4]",
+        "[问题] 03-05 EDC 同步失败了，中心编码参数填错。 [m-5]",
+    ]
+    assert stored.evidence == ["m-1", "m-3", "m-4", "m-5"]
+    assert report.details["summariser"] == "offline" and report.changed
+
+
+def test_report_size_is_bounded_in_utf8_bytes_with_whole_points(jobs_repo: JobsRepository) -> None:
+    # Given a busy week of long messages
+    add_project(jobs_repo)
+    for i in range(30):
+        say("p1", f"m-{i:02d}", f"第{i}条：决定调整随访窗口，" + "详细说明🩺" * 60 + "。",
+            utc(f"2026-03-03T{8 + i // 4:02d}:{(i % 4) * 10:02d}:00+08:00"))
+
+    # When archived with a 1,500-byte cap
+    report = run(make_deps(jobs_repo, report_max_bytes=1500, report_point_max_bytes=300), "archive", "p1",
+                 "2026-03-09")
+
+    # Then the summary fits, holds whole points only (each within its own cap) and counts the rest
+    stored = jobs_repo.get_weekly_report("p1", "2026-W10")
+    assert stored is not None
+    assert utf8_len(stored.summary) <= 1500
+    assert "\ufffd" not in stored.summary
+    assert all(POINT.match(ln) for ln in stored.summary.splitlines())
+    assert report.counts["points_dropped"] > 0
+    assert report.counts["summary_bytes"] == utf8_len(stored.summary)
+
+
+def test_llm_report_keeps_only_points_citing_messages_of_the_week(jobs_repo: JobsRepository) -> None:
+    # Given a week of messages and an LLM citing one real and one invented message
+    add_project(jobs_repo)
+    say("p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"))
+    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {
+        "progress": [{"text": "P007 完成 V2 随访。", "evidence": ["m-1"]}],
+        "decisions": [{"text": "决定放宽入排标准。", "evidence": ["m-404"]}],
+        "problems": [],
+    }))
+
+    # When archived
+    report = run(make_deps(jobs_repo, llm=llm), "archive", "p1", "2026-03-09")
+
+    # Then only the grounded point is kept and the other is counted
+    stored = jobs_repo.get_weekly_report("p1", "2026-W10")
+    assert stored is not None
+    assert stored.summary == "[进度] 03-02 P007 完成 V2 随访。 [m-1]"
+    assert report.counts["ungrounded"] == 1 and report.details["summariser"] == "llm"
+    assert llm.requests[0].tool_choice == {"type": "tool", "name": REPORT_TOOL_NAME}
+
+
+def test_truncated_llm_report_is_not_used_and_the_offline_summary_is_written(jobs_repo: JobsRepository) -> None:
+    # Given an LLM reply cut by max_tokens (case B22 for the archiving call)
+    add_project(jobs_repo)
+    say("p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"))
+    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [{"text": "P00", "evidence": ["m-1"]}]},
+                                 stop_reason="max_tokens"))
+
+    # When archived
+    report = run(make_deps(jobs_repo, llm=llm), "archive", "p1", "2026-03-09")
+
+    # Then nothing of the cut reply is used: the offline summary is stored
+    stored = jobs_repo.get_weekly_report("p1", "2026-W10")
+    assert stored is not None and stored.summary == "[进度] 03-02 P007 今天完成 V2 随访。 [m-1]"
+    assert report.details["summariser"] == "offline"
+    assert report.details["fallback_reason"] == "LLMTruncated"
+
+
+def test_rerunning_archive_changes_nothing(jobs_repo: JobsRepository) -> None:
+    # Given an archived week
+    add_project(jobs_repo)
+    say("p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"))
+    deps = make_deps(jobs_repo)
+    first = run(deps, "archive", "p1", "2026-03-09")
+    before = snapshot()
+
+    # When the same run is delivered again, and a manual run on another day of the next week
+    again = run(deps, "archive", "p1", "2026-03-09")
+    manual = run(deps, "archive", "p1", "2026-03-12")
+
+    # Then nothing changed
+    assert first.changed and not again.changed and not manual.changed
+    assert snapshot() == before

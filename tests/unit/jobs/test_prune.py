@@ -1,0 +1,324 @@
+"""Pruning (issue 4 item 5): validated compaction (case B07), one alert when admin lines alone
+exceed the cap, compacted lines logged in the revision history, yearly summaries beyond 50 weeks,
+the SNS adapter and byte-capped alert text."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from agent_memory.data.jobs_repository import JobsRepository
+from agent_memory.domain.models import HotMemoryLine, WeeklyReport
+from agent_memory.jobs.hot_memory_ops import document_tokens
+from agent_memory.jobs.llm_tasks import COMPACT_TOOL_NAME
+from agent_memory.jobs.models import Alert
+from agent_memory.jobs.notifier import InMemoryNotifier, cap_alert
+from agent_memory.jobs.sns_notifier import SnsNotifier
+from agent_memory.observability import metrics
+from agent_memory.text import utf8_len
+from tests.unit.jobs.support import (
+    FixedClock,
+    ScriptedLLM,
+    add_project,
+    line,
+    make_deps,
+    run,
+    save_hot,
+    snapshot,
+    tool_reply,
+    utc,
+)
+
+NOW = utc("2026-03-10T04:00:00+08:00")
+
+
+def filler(n: int, length: int = 99) -> str:
+    """``length`` Han characters (one token each) that share no bigram with another ``n``."""
+    return "".join(chr(0x4E00 + n * 211 + k) for k in range(length))
+
+
+def over_cap_document() -> tuple[list[HotMemoryLine], list[HotMemoryLine]]:
+    """Case B07's hot memory: 800 tokens of admin lines, 1,500 of AI lines (2,320 rendered)."""
+    admin = [line(f"adm-{i}", "System Rules" if i < 4 else "User Preferences", filler(i), tag=None)
+             for i in range(8)]
+    ai = [line(f"ai-{i:02d}", "Active Context" if i < 8 else "Lessons Learned", filler(20 + i), source="distilled",
+               at=f"2026-02-{i + 1:02d}T02:00:00+08:00", evidence=(f"m-{i}",)) for i in range(15)]
+    return admin, ai
+
+
+def proposal(lines: list[HotMemoryLine], **changes: Any) -> dict[str, Any]:
+    return {"lines": [{"line_id": ln.line_id, "section": ln.section, "text": ln.text, "role_tag": ln.role_tag}
+                      for ln in lines], **changes}
+
+
+def seeded(jobs_repo: JobsRepository) -> tuple[list[HotMemoryLine], list[HotMemoryLine]]:
+    add_project(jobs_repo)
+    admin, ai = over_cap_document()
+    save_hot(jobs_repo, "p1", admin + ai)
+    return admin, ai
+
+
+def _over_cap(admin: list[HotMemoryLine], ai: list[HotMemoryLine]) -> dict[str, Any]:
+    return proposal(admin + ai[:14])
+
+
+def _admin_dropped(admin: list[HotMemoryLine], ai: list[HotMemoryLine]) -> dict[str, Any]:
+    return proposal(admin[:3] + admin[4:] + ai[:10])
+
+
+def _admin_reworded(admin: list[HotMemoryLine], ai: list[HotMemoryLine]) -> dict[str, Any]:
+    out = proposal(admin + ai[:8])
+    out["lines"][0]["text"] = admin[0].text[:60] + "（精简）"
+    return out
+
+
+@pytest.mark.parametrize(
+    ("build", "problem"),
+    [(_over_cap, "over_cap"), (_admin_dropped, "admin_line_dropped:adm-3"), (_admin_reworded, "admin_line_changed:adm-0")],
+    ids=["a-over-cap", "b-admin-line-dropped", "c-admin-line-reworded"],
+)
+def test_b07_invalid_compaction_is_rejected_and_the_stored_revision_unchanged(
+    jobs_repo: JobsRepository, build: Any, problem: str
+) -> None:
+    # Given 2,320 tokens of hot memory (1,500 AI, 800 admin) and a compactor returning a bad document
+    admin, ai = seeded(jobs_repo)
+    llm = ScriptedLLM(tool_reply(COMPACT_TOOL_NAME, build(admin, ai)))
+    notifier = InMemoryNotifier()
+    hot_before = jobs_repo.load_hot_memory("p1")
+
+    # When pruning runs
+    report = run(make_deps(jobs_repo, llm=llm, notifier=notifier, clock=FixedClock(NOW)), "prune", "p1",
+                 "2026-03-10")
+
+    # Then the result is rejected: stored revision unchanged, failure recorded (metric, alert, marker)
+    assert problem in report.details["problems"]
+    assert report.details["status"] == "rejected" and not report.changed
+    assert jobs_repo.load_hot_memory("p1") == hot_before
+    assert jobs_repo.get_hot_memory_revision("p1", 2) is None
+    assert "PruneRejected" in metrics.metric_set
+    assert [a.kind for a in notifier.alerts] == ["prune_rejected"]
+    marker = jobs_repo.get_job_run("p1", "prune", "2026-03-10")
+    assert marker is not None and marker.status == "rejected"
+    # and the path reports its token counts
+    assert report.counts["tokens_before"] == document_tokens(admin + ai) == 2320
+    assert report.counts["tokens_after"] == 2320
+    assert report.counts["proposed_tokens"] > 0
+
+
+def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(jobs_repo: JobsRepository) -> None:
+    # Given 2,320 tokens of hot memory and a compactor merging the AI lines
+    admin, ai = seeded(jobs_repo)
+    merged = {"line_id": None, "section": "Active Context", "text": "当前重点：" + filler(90, 40),
+              "merged_from": [ln.line_id for ln in ai[:8]]}
+    llm = ScriptedLLM(tool_reply(COMPACT_TOOL_NAME, {"lines": [*proposal(admin)["lines"], merged,
+                                                                *proposal(ai[8:11])["lines"]]}))
+
+    # When pruning runs
+    report = run(make_deps(jobs_repo, llm=llm, clock=FixedClock(NOW)), "prune", "p1", "2026-03-10")
+
+    # Then one new revision holds the admin lines byte-identical and the compacted AI lines
+    hot = jobs_repo.load_hot_memory("p1")
+    assert report.changed and hot.version == 2
+    assert [ln.model_dump_json() for ln in hot.lines if ln.source == "admin"] == [
+        ln.model_dump_json() for ln in admin]
+    new = next(ln for ln in hot.lines if ln.created_by == "pruner")
+    assert new.evidence == [f"m-{i}" for i in range(8)]
+    assert report.counts["tokens_after"] == document_tokens(hot.lines) <= 2000
+    revision = jobs_repo.get_hot_memory_revision("p1", 2)
+    assert revision is not None
+    from agent_memory.data.tables import HotMemoryRevisionItem
+
+    reason = HotMemoryRevisionItem.get("p1", "HOTREV#0000000002").reason
+    assert reason is not None and "merged" in reason and "ai-00" in reason
+    assert "evicted ai-11,ai-12,ai-13,ai-14" in reason
+
+
+def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(jobs_repo: JobsRepository) -> None:
+    # Given admin lines, an old and a new reply-language line, a repeated rule and many AI lines
+    add_project(jobs_repo)
+    admin, ai = over_cap_document()
+    extra = [
+        line("lang-old", "User Preferences", "回复使用中文", source="distilled", at="2026-01-05T02:00:00+08:00",
+             evidence=("m-a",)),
+        line("name-1", "User Preferences", "报告中不要写患者全名", source="distilled", at="2026-01-06T02:00:00+08:00",
+             evidence=("m-b",)),
+        line("name-2", "User Preferences", "不要写患者全名。", source="distilled", at="2026-03-06T02:00:00+08:00",
+             evidence=("m-c",)),
+        line("lang-new", "User Preferences", "Answer in English.", source="distilled",
+             at="2026-03-07T02:00:00+08:00", evidence=("m-d",)),
+    ]
+    save_hot(jobs_repo, "p1", admin + ai + extra)
+
+    # When pruning runs offline
+    report = run(make_deps(jobs_repo, clock=FixedClock(NOW)), "prune", "p1", "2026-03-10")
+
+    # Then: duplicates merged into the newest, superseded dropped, oldest evicted, under the cap
+    hot = jobs_repo.load_hot_memory("p1")
+    ids = [ln.line_id for ln in hot.lines]
+    assert report.details["compactor"] == "offline" and report.changed
+    assert document_tokens(hot.lines) <= 2000
+    assert [ln for ln in hot.lines if ln.source == "admin"] == admin
+    assert "lang-new" in ids and "lang-old" not in ids
+    assert "name-2" in ids and "name-1" not in ids
+    assert next(ln for ln in hot.lines if ln.line_id == "name-2").evidence == ["m-c", "m-b"]
+    assert "ai-00" not in ids and "ai-14" in ids
+    from agent_memory.data.tables import HotMemoryRevisionItem
+
+    reason = HotMemoryRevisionItem.get("p1", "HOTREV#0000000002").reason or ""
+    assert "merged name-2<-name-1" in reason and "superseded lang-old" in reason and "evicted ai-00" in reason
+
+
+def test_admin_lines_alone_over_the_cap_send_one_alert(jobs_repo: JobsRepository) -> None:
+    # Given 2,100 tokens of admin lines
+    add_project(jobs_repo)
+    admin = [line(f"adm-{i}", "System Rules", filler(i)) for i in range(21)]
+    save_hot(jobs_repo, "p1", admin)
+    notifier = InMemoryNotifier()
+    deps = make_deps(jobs_repo, notifier=notifier, clock=FixedClock(NOW))
+
+    # When pruning runs, is delivered twice, and runs again the next day
+    reports = [run(deps, "prune", "p1", d) for d in ("2026-03-10", "2026-03-10", "2026-03-11")]
+
+    # Then exactly one alert reached the admins, hot memory untouched
+    assert [a.kind for a in notifier.alerts] == ["admin_over_cap"]
+    alert = notifier.alerts[0]
+    assert alert.project_id == "p1" and "2100" in alert.message
+    assert alert.subject.isascii() and len(alert.subject) <= 99
+    assert jobs_repo.load_hot_memory("p1").lines == admin
+    assert reports[0].details["status"] == "admin_over_cap"
+    assert reports[0].counts["admin_tokens"] == 2105
+
+
+def test_failed_alert_delivery_is_sent_again_by_the_retry(jobs_repo: JobsRepository) -> None:
+    # Given admin lines over the cap and an SNS outage
+    add_project(jobs_repo)
+    save_hot(jobs_repo, "p1", [line(f"adm-{i}", "System Rules", filler(i)) for i in range(21)])
+    notifier = InMemoryNotifier(fail=True)
+    deps = make_deps(jobs_repo, notifier=notifier, clock=FixedClock(NOW))
+
+    # When the first attempt fails and the SQS retry runs
+    with pytest.raises(RuntimeError):
+        run(deps, "prune", "p1", "2026-03-10")
+    notifier.fail = False
+    run(deps, "prune", "p1", "2026-03-10")
+
+    # Then the alert went out once
+    assert len(notifier.alerts) == 1
+
+
+def test_alert_text_is_byte_capped_without_splitting_characters() -> None:
+    # Given an alert with a long multi-byte message and a non-ASCII subject
+    alert = Alert(project_id="p1", kind="k", subject="热记忆超限 hot memory over cap " + "x" * 200,
+                  message="患者主诉头痛🩺三天" * 50, dedupe_key="k#1")
+
+    # When capped at 22 bytes
+    capped = cap_alert(alert, 22)
+
+    # Then the message is the longest whole-character prefix and the subject is short ASCII
+    assert capped.message == "患者主诉头痛🩺"
+    assert capped.subject.isascii() and utf8_len(capped.subject) <= 99
+
+
+def test_sns_notifier_publishes_to_the_topic_with_project_attributes() -> None:
+    # Given an SNS client expecting one publish
+    client = boto3.client("sns", region_name="eu-west-1")
+    stub = Stubber(client)
+    topic = "arn:aws:sns:eu-west-1:123456789012:agent-memory-admin-alerts"
+    stub.add_response("publish", {"MessageId": "1"}, {
+        "TopicArn": topic, "Subject": "Agent Memory: test", "Message": "Project p1: 2100 tokens",
+        "MessageAttributes": {"project_id": {"DataType": "String", "StringValue": "p1"},
+                              "kind": {"DataType": "String", "StringValue": "admin_over_cap"}},
+    })
+
+    # When an alert is delivered
+    with stub:
+        SnsNotifier(topic, client=client).notify(Alert(project_id="p1", kind="admin_over_cap",
+                                                       subject="Agent Memory: test",
+                                                       message="Project p1: 2100 tokens", dedupe_key="x"))
+
+    # Then exactly that publish was made
+        stub.assert_no_pending_responses()
+
+
+# ------------------------------------------------------------------------ yearly summaries
+def _report(week: str, text: str) -> WeeklyReport:
+    return WeeklyReport(project_id="p1", iso_week=week, summary=text, created_at=utc("2026-01-01T00:00:00Z"))
+
+
+def test_years_beyond_50_weeks_get_one_yearly_summary_each(jobs_repo: JobsRepository) -> None:
+    # Given a project running since 2024 with reports in 2024, 2025 and 2026
+    add_project(jobs_repo, created_at=utc("2024-01-02T09:00:00+08:00"))
+    for week, text in [
+        ("2024-W01", "[进度] 01-02 项目启动。 [m-1]"),
+        ("2024-W30", "[决策] 07-24 决定增加 S02 中心。 [m-2]\n[问题] 07-25 EDC 同步失败。 [m-3]"),
+        ("2024-W52", "[进度] 12-23 累计入组 20 例。 [m-4]"),
+        ("2025-W10", "[决策] 03-05 决定暂停筛选间质性肺炎既往史患者。 [m-5]"),
+        ("2025-W40", "[进度] 10-01 累计入组 45 例。 [m-6]"),
+        ("2026-W05", "[进度] 01-28 累计入组 52 例。 [m-7]"),
+    ]:
+        jobs_repo.put_weekly_report(_report(week, text))
+    deps = make_deps(jobs_repo, clock=FixedClock(NOW))
+
+    # When pruning runs on 2026-03-10
+    report = run(deps, "prune", "p1", "2026-03-10")
+
+    # Then 2024 and 2025 (complete, partly older than 50 weeks) have one summary each, 2026 none
+    summaries = jobs_repo.load_yearly_summaries("p1")
+    assert [(s.year, s.weeks) for s in summaries] == [
+        (2024, ["2024-W01", "2024-W30", "2024-W52"]),
+        (2025, ["2025-W10", "2025-W40"]),
+    ]
+    assert summaries[0].summary.splitlines() == [
+        "[2024 年度总结] 共 3 周有周报（2024-W01–2024-W52）。",
+        "[进度] W01 01-02 项目启动。",
+        "[进度] W52 12-23 累计入组 20 例。",
+        "[决策] W30 07-24 决定增加 S02 中心。",
+        "[问题] W30 07-25 EDC 同步失败。",
+    ]
+    assert report.counts["yearly_summaries"] == 2
+
+    # and running again (the next day) changes nothing
+    before = snapshot()
+    deps.clock = FixedClock(NOW + timedelta(days=1))
+    again = run(deps, "prune", "p1", "2026-03-11")
+    assert again.counts["yearly_summaries"] == 0
+    assert [i for i in _items(snapshot()) if i["sk"]["S"].startswith("YEAR#")] == [
+        i for i in _items(before) if i["sk"]["S"].startswith("YEAR#")]
+
+
+def test_a_year_still_inside_the_50_loaded_weeks_is_not_summarised(jobs_repo: JobsRepository) -> None:
+    # Given a project that started in June 2025
+    add_project(jobs_repo, created_at=utc("2025-06-02T09:00:00+08:00"))
+    jobs_repo.put_weekly_report(_report("2025-W23", "[进度] 06-02 项目启动。 [m-1]"))
+
+    # When pruning runs on 2026-01-05 (all of 2025's weeks are among the 50 loaded ones)
+    run(make_deps(jobs_repo, clock=FixedClock(NOW)), "prune", "p1", "2026-01-05")
+
+    # Then no yearly summary is written yet
+    assert jobs_repo.load_yearly_summaries("p1") == []
+
+
+def _items(raw: str) -> list[dict[str, Any]]:
+    import json
+
+    return json.loads(raw)
+
+
+def test_rerunning_prune_changes_nothing(jobs_repo: JobsRepository) -> None:
+    # Given a compacted project
+    seeded(jobs_repo)
+    deps = make_deps(jobs_repo, clock=FixedClock(NOW))
+    first = run(deps, "prune", "p1", "2026-03-10")
+    before = snapshot()
+
+    # When the same run is delivered again
+    again = run(deps, "prune", "p1", "2026-03-10")
+
+    # Then nothing changed
+    assert first.changed and not again.changed
+    assert again.details["already_done"] == "compacted"
+    assert snapshot() == before
