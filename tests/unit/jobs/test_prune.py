@@ -186,7 +186,7 @@ def test_admin_lines_alone_over_the_cap_send_one_alert(jobs_repo: JobsRepository
     # Then exactly one alert reached the admins, hot memory untouched
     assert [a.kind for a in notifier.alerts] == ["admin_over_cap"]
     alert = notifier.alerts[0]
-    assert alert.project_id == "p1" and "2100" in alert.message
+    assert alert.project_id == "p1" and "2105 tokens" in alert.message
     assert alert.subject.isascii() and len(alert.subject) <= 99
     assert jobs_repo.load_hot_memory("p1").lines == admin
     assert reports[0].details["status"] == "admin_over_cap"
