@@ -121,7 +121,7 @@ def chat_figures() -> dict[str, float]:
                                   content=text, patient_id=None, deadline=None)
 
         # warm up the session and the container
-        for i in range(3):
+        for _ in range(3):
             turn("你好，今天有什么安排？", "bench-rt")
         non_history = "我上次跟你说的那个只要看结果的规矩，你记得吗？"  # MEMORY_RECALL: no tool call
         history = "我们为什么暂停了筛选？"
@@ -138,8 +138,8 @@ def chat_figures() -> dict[str, float]:
         weeks = 156
         reports = [
             WeeklyReport(project_id="x", iso_week=f"{2024 + w // 52}-W{w % 52 + 1:02d}",
-                         summary=("[进度]: 本周入组 3 人，累计 %d 人。\n[决策]: PI 会议决定调整随访窗口并复核 AE 报告。\n"
-                                  "[问题]: 2 个中心 CRF 录入延迟，已安排 CRC 跟进。") % (3 * w),
+                         summary=(f"[进度]: 本周入组 3 人，累计 {3 * w} 人。\n[决策]: PI 会议决定调整随访窗口并复核 AE 报告。\n"
+                                  "[问题]: 2 个中心 CRF 录入延迟，已安排 CRC 跟进。"),
                          created_at=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(weeks=w))
             for w in range(weeks)
         ]
@@ -158,7 +158,7 @@ def chat_figures() -> dict[str, float]:
             client.get_item(TableName=names["MemoryTable"], Key={"pk": {"S": "demo-iit"}, "sk": {"S": "HOT"}})
             get_times.append(time.perf_counter() - t)
         turn_times = []
-        for i in range(15):
+        for _ in range(15):
             t = time.perf_counter()
             turn(non_history, "bench-warm")
             turn_times.append(time.perf_counter() - t)

@@ -9,10 +9,9 @@ they need. A missing or invalid variable fails the cold start with a message nam
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Literal
-
-import os
 
 from pydantic import BaseModel, ConfigDict, Field
 

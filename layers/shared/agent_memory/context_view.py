@@ -11,7 +11,12 @@ from typing import Any, Protocol
 
 from agent_memory.domain.models import HotMemory, MessageRecord, WeeklyReport
 from agent_memory.errors import MessageNotFound
-from agent_memory.prompt import render_history_block, render_hot_memory_block, select_recent_turns, turns_to_messages
+from agent_memory.prompt import (
+    render_history_block,
+    render_hot_memory_block,
+    select_recent_turns,
+    turns_to_messages,
+)
 
 
 class ContextStore(Protocol):
@@ -81,16 +86,16 @@ def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[
         found = store.get_messages(project_id, session_id, ids)
         window = [found[i] for i in ids if i in found]
         messages = turns_to_messages(select_recent_turns(window, max_turns=len(ids) or 1))
-        lines = []
+        rendered: list[str] = []
         for m in messages:
             for b in m["content"]:
                 if b["type"] == "text":
-                    lines.append(f"{m['role']}: {b['text']}")
+                    rendered.append(f"{m['role']}: {b['text']}")
                 elif b["type"] == "tool_use":
-                    lines.append(f"{m['role']}: [tool_use {b['name']} {b['input']}]")
+                    rendered.append(f"{m['role']}: [tool_use {b['name']} {b['input']}]")
                 else:
-                    lines.append(f"{m['role']}: [tool_result {b['content']}]")
-        return "\n".join(lines), False
+                    rendered.append(f"{m['role']}: [tool_result {b['content']}]")
+        return "\n".join(rendered), False
     if name == "user_message":
         found = store.get_messages(project_id, session_id, [ref.get("message_id", "")])
         msg = next(iter(found.values()), None)

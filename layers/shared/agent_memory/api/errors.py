@@ -20,7 +20,7 @@ from agent_memory.observability import logger, metrics
 
 def _request_id(app: ApiGatewayResolver) -> str:
     try:
-        return str(app.current_event.request_context.request_id)
+        return str(app.current_event.request_context.request_id)  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - no event (unit tests): no id
         return ""
 

@@ -18,12 +18,14 @@ from datetime import datetime
 from agent_memory.domain.models import HotMemory, HotMemoryLine
 from agent_memory.jobs.models import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.jobs.statements import (
+    Analysis,
     analyse,
     contradicts,
     is_duplicate,
     languages_present,
     relaxes_system_rules,
     stable_id,
+    supersedes,
 )
 from agent_memory.text import estimate_tokens
 
@@ -84,13 +86,13 @@ def merge_candidates(
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
        ``language`` (case B04: Chinese stays Chinese);
-    4. admin guard: relaxing the System Rules, targeting an admin line or contradicting one
-       -> review queue, never applied (case B09);
+    4. admin guard: relaxing the System Rules, targeting an admin line, contradicting one or
+       changing one of its details -> review queue, never applied (case B09);
     5. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
        line keeps its provenance (case B01);
-    6. same subject as AI lines (contradiction, different reply language, or the LLM's
-       ``replace``) -> the first such line is replaced in place and the others removed, so
-       exactly one line holds the subject (case B02);
+    6. same subject as AI lines (contradiction, a changed detail of the same statement, a
+       different reply language, or the LLM's ``replace``) -> the first such line is replaced
+       in place and the others removed, so exactly one line holds the subject (case B02);
     7. otherwise added at the end.
 
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
@@ -127,7 +129,7 @@ def merge_candidates(
                 _review(hot.project_id, cand, text, evidence, day, now, "targets_admin_line", target.line_id)
             )
             continue
-        clash = next((ln for ln in admin if contradicts(info, analyse(ln.text))), None)
+        clash = next((ln for ln in admin if _conflicts(info, analyse(ln.text))), None)
         if clash is not None:
             result.reviews.append(
                 _review(hot.project_id, cand, text, evidence, day, now, "contradicts_admin_line", clash.line_id)
@@ -151,7 +153,7 @@ def merge_candidates(
         same_subject = [
             ln
             for ln in lines
-            if ln.source != "admin" and (ln is target or contradicts(info, analyse(ln.text)))
+            if ln.source != "admin" and (ln is target or _conflicts(info, analyse(ln.text)))
         ]
         if same_subject:
             first = same_subject[0]
@@ -169,6 +171,11 @@ def merge_candidates(
             result.added.append(new_line.line_id)
         result.evidence.extend(e for e in evidence if e not in result.evidence)
     return result
+
+
+def _conflicts(candidate: Analysis, line: Analysis) -> bool:
+    """Same subject, different content: a contradiction or a changed detail (newer wins)."""
+    return contradicts(candidate, line) or supersedes(candidate, line)
 
 
 def _review(
@@ -281,7 +288,7 @@ def compact_offline(hot: HotMemory, cap_tokens: int) -> Compaction:
             keep[dup_of.line_id] = dup_of.model_copy(update={"evidence": merged_evidence})
             comp.merged.setdefault(dup_of.line_id, []).append(ln.line_id)
             continue
-        if any(contradicts(info, analyse(k.text)) for k in keep.values()):
+        if any(_conflicts(info, analyse(k.text)) for k in keep.values()):
             comp.superseded.append(ln.line_id)
             continue
         keep[ln.line_id] = ln

@@ -332,8 +332,7 @@ def normalise_core(text: str) -> str:
 
 
 def _grams(content: str) -> Iterable[str]:
-    words = re.findall(r"[a-z0-9]{3,}", content)
-    yield from words
+    yield from re.findall(r"[a-z][a-z0-9]{2,}|[0-9]+[a-z0-9]*", content)
     for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff]+", content):
         yield from (run[i : i + 2] for i in range(len(run) - 1))
 
@@ -364,8 +363,9 @@ def same_topic(a: Analysis, b: Analysis) -> bool:
 
 
 def is_duplicate(candidate: Analysis, line: Analysis) -> bool:
-    """Same meaning (case B01): same polarity and equal cores, or one core contained in the
-    other (at least 4 Han characters / 12 letters), or the same reply-language value."""
+    """``candidate`` adds nothing to ``line`` (case B01): the same reply-language value, or the
+    same polarity and equal cores, one core contained in the other (at least 4 Han characters /
+    12 letters), or every content bigram / word / number of the candidate already in the line."""
     if candidate.reply_language and line.reply_language:
         return _language_values_agree(candidate.reply_language, line.reply_language)
     if candidate.negative != line.negative:
@@ -374,7 +374,19 @@ def is_duplicate(candidate: Analysis, line: Analysis) -> bool:
         return True
     short, long_ = sorted((candidate.core, line.core), key=len)
     minimum = 4 if _HAN.search(short) else 12
-    return len(short) >= minimum and short in long_
+    if len(short) >= minimum and short in long_:
+        return True
+    return len(candidate.grams) >= 3 and candidate.grams <= line.grams
+
+
+def supersedes(candidate: Analysis, line: Analysis) -> bool:
+    """A newer wording of the same statement that changes a detail (``上午 9 点`` -> ``上午 10 点``):
+    same polarity, at least 80 % of the smaller text's bigrams / words / numbers shared, and not
+    a duplicate. A newer one replaces an AI line; against an admin line it is held for review."""
+    if candidate.negative != line.negative or is_duplicate(candidate, line):
+        return False
+    small = min(len(candidate.grams), len(line.grams))
+    return small >= 3 and len(candidate.grams & line.grams) / small >= 0.8
 
 
 def _language_values_agree(new: str, old: str) -> bool:
@@ -414,4 +426,5 @@ __all__ = [
     "same_topic",
     "split_statements",
     "stable_id",
+    "supersedes",
 ]
