@@ -304,7 +304,7 @@ class LocalStack:
         self.env: dict[str, str] = {}
         self.llm_provider = "offline"
         self._routes: dict[str, tuple[LocalFunction, RouteSpec]] = {}
-        self._url_map = Map([], strict_slashes=False, merge_slashes=False)
+        self._url_map = Map([], merge_slashes=False)  # "/v1/health/" is not "/v1/health", as in API Gateway
         self._saved_env: dict[str, str] | None = None
         self._http: BaseWSGIServer | None = None
         self._http_thread: threading.Thread | None = None

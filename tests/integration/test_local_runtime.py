@@ -325,6 +325,7 @@ def test_unknown_route_is_404_json(local_stack: LocalStack) -> None:
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/json")
     assert response.json() == {"message": "Not Found"}
+    assert requests.get(f"{local_stack.base_url}/v1/health/", timeout=10).status_code == 404
 
 
 def test_wrong_method_is_405_json(local_stack: LocalStack) -> None:

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+_SHARED_SESSION: Any = None
 
-@pytest.fixture(autouse=True, scope="session")
-def _one_botocore_session() -> Iterator[None]:
+
+@pytest.fixture(autouse=True)
+def _one_botocore_session(monkeypatch: pytest.MonkeyPatch) -> None:
     """PynamoDB builds a new botocore session (and loads its data files again, ~0.2 s) for
     every model's connection; the job tests touch a dozen models per test, so they share one."""
+    global _SHARED_SESSION
     import moto  # noqa: F401  (registers its botocore handlers before the session is built)
     import pynamodb.connection.base as base
 
-    shared = base.get_session()
-    original = base.get_session
-    base.get_session = lambda: shared
-    yield
-    base.get_session = original
+    if _SHARED_SESSION is None:
+        _SHARED_SESSION = base.get_session()
+    shared = _SHARED_SESSION
+    monkeypatch.setattr(base, "get_session", lambda: shared)
 
 
 @pytest.fixture
