@@ -25,7 +25,9 @@ N_CONSULTATIONS = 60
 def _consultations() -> list[dict[str, Any]]:
     path = DATA if DATA.exists() else FALLBACK
     rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
-    return rows[:N_CONSULTATIONS]
+    # The source has a few repeated consult ids: keep the first of each (one session each).
+    unique = list({row["consult_id"]: row for row in reversed(rows)}.values())[::-1]
+    return unique[:N_CONSULTATIONS]
 
 
 def _flow_log(stack: Any) -> list[dict[str, Any]]:

@@ -83,6 +83,9 @@ def send_alert(deps: JobDeps, alert: Alert) -> bool:
     """Send ``alert`` at most once per ``dedupe_key``: claim ``ALERT#{key}`` (conditional put),
     then notify; a failed delivery releases the claim and re-raises (so a retry sends it).
 
+    At most once: a crash between the claim and the publish loses that one alert rather than
+    risking duplicates on every retry; a delivery error (the common failure) is retried.
+
     Returns:
         True when sent now, False when it had been sent before.
     """
