@@ -52,6 +52,11 @@ class Settings(BaseModel):
     react_max_steps: int = Field(default=4, ge=1, le=10, alias="REACT_MAX_STEPS")
     clinical_data_source: Literal["demo"] = Field(default="demo", alias="CLINICAL_DATA_SOURCE")
 
+    # Background jobs (issue 4): the fan-out queue (dispatcher) and the admin-alert topic
+    # (worker; read by ``agent_memory.jobs.runner.build_job_deps``). Empty = not configured.
+    job_queue_url: str = Field(default="", alias="JOB_QUEUE_URL")
+    alert_topic_arn: str = Field(default="", alias="ADMIN_ALERTS_TOPIC_ARN")
+
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:

@@ -5,7 +5,7 @@ Key layout (every base-table key starts with the project id; case B08):
 | table | pk | sk |
 |---|---|---|
 | MemoryTable | ``{project_id}`` | ``PROJECT`` / ``HOT`` / ``HOTREV#{version:010d}`` / ``REPORT#{YYYY-Www}`` / ``YEAR#{YYYY}`` / ``ACTIVE#{local date}`` |
-| SessionsTable | ``{project_id}#{session_id}`` | ``SESSION`` / ``MSG#{message_id}`` / ``DIAG#...`` |
+| SessionsTable | ``{project_id}#{session_id}`` | ``SESSION`` / ``MSG#{message_id}`` / ``DIAG#{diagnosis_id}`` |
 | FlowLogTable | ``{project_id}#{UTC date}`` | ``{UTC ISO time}#{message_id}`` |
 
 Table names are bound at cold start by :func:`bind_tables` (they come from the
@@ -211,6 +211,30 @@ class MessageItem(_Base):
     source = UnicodeAttribute(default="chat")
 
 
+class DiagnosisItem(_Base):
+    """``sk = DIAG#{diagnosis_id}``: a diagnosis report with the symptoms as they were when it
+    was taken (``symptoms_snapshot``: a copy, later turns never change it).
+
+    With a patient, ``patient_pk = {project}#{patient}`` and ``patient_sk =
+    DIAG#{created_at}#{diagnosis_id}`` put it in the PatientIndex beside the patient's
+    sessions (whose ``patient_sk`` starts with a digit, so the two never mix in a range).
+    """
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-sessions"
+
+    project_id = UnicodeAttribute()
+    session_id = UnicodeAttribute()
+    diagnosis_id = UnicodeAttribute()
+    patient_id = UnicodeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    created_by = UnicodeAttribute(null=True)
+    report = Utf8JSONAttribute(default=dict)
+    symptoms_snapshot = Utf8JSONAttribute(default=list)
+    patient_pk = UnicodeAttribute(null=True)
+    patient_sk = UnicodeAttribute(null=True)
+
+
 # --------------------------------------------------------------- FlowLogTable
 class FlowLogItem(_Base):
     """The raw stream: every message verbatim. The chat role may only PUT these."""
@@ -236,7 +260,7 @@ MEMORY_MODELS: tuple[type[Model], ...] = (
     WeeklyReportItem,
     ActivityItem,
 )
-SESSION_MODELS: tuple[type[Model], ...] = (SessionItem, MessageItem)
+SESSION_MODELS: tuple[type[Model], ...] = (SessionItem, MessageItem, DiagnosisItem)
 FLOW_LOG_MODELS: tuple[type[Model], ...] = (FlowLogItem,)
 
 

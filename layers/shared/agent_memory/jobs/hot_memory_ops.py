@@ -65,6 +65,7 @@ class MergeResult:
 
     @property
     def changed(self) -> bool:
+        """True when the document differs from the input (a line added, replaced or removed)."""
         return bool(self.added or self.replaced or self.removed)
 
 

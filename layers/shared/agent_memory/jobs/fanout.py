@@ -1,0 +1,164 @@
+"""Fan-out of the scheduled jobs: for a scheduled (or backfill) run, which projects get one
+:class:`~agent_memory.jobs.JobRequest` each, and for which run date (issue 4 items 1, 2, 6).
+
+Knows nothing of events, boto3 or SQS: the dispatcher handler parses EventBridge Scheduler's
+``Input`` into :class:`~agent_memory.jobs.ScheduleInput` and passes the collaborators (the
+activity index, the queue, the clock).
+
+Periods are LOCAL dates in the schedule's time zone. ``D`` is the run's local date
+(``ScheduleInput.date``, default: today in that zone when the dispatcher runs). The projects
+enqueued are those with an activity marker (``ACTIVE#{local date}``, written by every chat turn)
+on one of these dates:
+
+- distill: ``D - 1``, the local day it distils (case B17);
+- archive: the 7 days (Monday..Sunday) of the ISO week before ``D``'s week, the week it
+  archives (correct across year boundaries and in week 53: run 2027-01-04 -> 2026-W53 =
+  2026-12-28..2027-01-03);
+- prune: ``D - PRUNE_LOOKBACK_DAYS .. D``. Hot memory grows only through distillation and the
+  history book only through archiving, and both run only for active projects; so a project
+  idle for longer than that has nothing new to prune (an earlier prune run already saw its
+  last change). The 8 dates cover Monday's archive of the whole previous week.
+
+A backfill (``ScheduleInput.project_id``) enqueues that one project and reads no index.
+Every request carries the run date ``D`` (the job logic derives its own day / week from it,
+see :mod:`agent_memory.jobs.calendar`). The jobs are idempotent, so enqueueing a project twice
+(a retried dispatch, a duplicate delivery) changes nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import date, datetime, timedelta
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from agent_memory.errors import DomainError
+from agent_memory.jobs import JobName, JobRequest, ScheduleInput
+from agent_memory.jobs.calendar import archive_week, distill_day, zone
+
+#: Days before the run date whose activity makes a project due for pruning (plus the run date).
+PRUNE_LOOKBACK_DAYS = 7
+
+
+class EnqueueFailed(DomainError):
+    """Some job requests could not be enqueued (after the queue adapter's retries).
+
+    The dispatcher lets it propagate: the invocation fails, Lambda's asynchronous retries run
+    the dispatch again (idempotent downstream), then its on-failure destination (the schedule
+    DLQ, which alarms) receives the event.
+    """
+
+    def __init__(self, reason: str, failed: int) -> None:
+        super().__init__(reason)
+        self.failed = failed
+
+
+class ActivityReader(Protocol):
+    """Who was active (implemented by ``agent_memory.data.activity_repository.ActivityRepository``)."""
+
+    def active_projects(self, local_dates: Sequence[date]) -> list[str]:
+        """Distinct project ids with an activity marker on any of ``local_dates``."""
+        ...
+
+
+class JobSender(Protocol):
+    """The fan-out queue (implemented by ``agent_memory.data.job_queue.SqsJobQueue``)."""
+
+    def send(self, requests: Sequence[JobRequest]) -> int:
+        """Enqueue one message per request; returns how many were enqueued.
+
+        Raises:
+            EnqueueFailed: some requests could not be enqueued.
+        """
+        ...
+
+
+class DispatchReport(BaseModel):
+    """What one dispatch did (ids and counts only)."""
+
+    job: JobName
+    run_date: date
+    time_zone: str
+    activity_dates: list[date]
+    projects: int
+    enqueued: int
+    backfill: bool
+
+
+def request_key(request: JobRequest) -> str:
+    """The stable identity of a request, ``{job}#{project_id}#{run date}``: the same for a
+    re-dispatch of the same run (sent as the ``job_key`` message attribute)."""
+    return f"{request.job}#{request.project_id}#{request.date.isoformat()}"
+
+
+def run_date_of(schedule: ScheduleInput, now: datetime) -> date:
+    """The run's local date: ``schedule.date`` or the date of ``now`` (aware) in the schedule's zone.
+
+    Raises:
+        zoneinfo.ZoneInfoNotFoundError: unknown ``time_zone``.
+    """
+    if schedule.date is not None:
+        return schedule.date
+    return now.astimezone(zone(schedule.time_zone)).date()
+
+
+def activity_dates(job: JobName, run_date: date) -> list[date]:
+    """The local dates whose activity markers make a project due for ``job`` run on ``run_date``
+    (oldest first; see the module docstring)."""
+    if job == "distill":
+        return [distill_day(run_date)]
+    if job == "archive":
+        _, monday = archive_week(run_date)
+        return [monday + timedelta(days=i) for i in range(7)]
+    return [run_date - timedelta(days=i) for i in range(PRUNE_LOOKBACK_DAYS, -1, -1)]
+
+
+def plan_requests(schedule: ScheduleInput, run_date: date, activity: ActivityReader) -> list[JobRequest]:
+    """One request per project due (sorted by project id, no duplicates); a backfill names its project."""
+    if schedule.project_id is not None:
+        projects = [schedule.project_id]
+    else:
+        projects = sorted(set(activity.active_projects(activity_dates(schedule.job, run_date))))
+    return [JobRequest(job=schedule.job, project_id=p, date=run_date) for p in projects]
+
+
+def dispatch(
+    schedule: ScheduleInput,
+    *,
+    activity: ActivityReader,
+    sender: JobSender,
+    clock: Callable[[], datetime],
+) -> DispatchReport:
+    """Enqueue one :class:`JobRequest` per project due for ``schedule`` (see the module docstring).
+
+    Raises:
+        EnqueueFailed: some requests were not enqueued (the others were; a re-run is harmless).
+        zoneinfo.ZoneInfoNotFoundError: unknown time zone in the schedule's input.
+    """
+    run_date = run_date_of(schedule, clock())
+    requests = plan_requests(schedule, run_date, activity)
+    enqueued = sender.send(requests) if requests else 0
+    return DispatchReport(
+        job=schedule.job,
+        run_date=run_date,
+        time_zone=schedule.time_zone,
+        activity_dates=[] if schedule.project_id else activity_dates(schedule.job, run_date),
+        projects=len(requests),
+        enqueued=enqueued,
+        backfill=schedule.project_id is not None,
+    )
+
+
+__all__ = [
+    "PRUNE_LOOKBACK_DAYS",
+    "ActivityReader",
+    "DispatchReport",
+    "EnqueueFailed",
+    "JobSender",
+    "activity_dates",
+    "dispatch",
+    "plan_requests",
+    "request_key",
+    "run_date_of",
+]
