@@ -28,7 +28,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agent_memory.api.auth import authorize, caller_from_event
 from agent_memory.api.errors import error_response, register_error_handlers
 from agent_memory.api.requests import ChatRequest
-from agent_memory.chat import handle_message
+from agent_memory.chat import ChatResult, handle_message
 from agent_memory.config import get_settings
 from agent_memory.ids import idempotency_hash
 from agent_memory.llm.deadline import deadline_from_context
@@ -67,8 +67,22 @@ def run_turn(turn: dict[str, Any]) -> dict[str, Any]:
         deadline=turn["deadline"],
         idempotency_hash=turn.get("key_hash"),
     )
-    metrics.add_metric(name="ChatTurns", unit="Count", value=1)
+    _record_metrics(result)
     return result.model_dump(mode="json")
+
+
+def _record_metrics(result: ChatResult) -> None:
+    """One metric per business event: the turn, each routed intent, history weeks loaded and
+    prompt tokens by layer (counts only, never text)."""
+    metrics.add_metric(name="ChatTurns", unit="Count", value=1)
+    for intent in result.intents:
+        metrics.add_metric(name=f"IntentRouted_{intent}", unit="Count", value=1)
+    for call in result.calls:
+        metrics.add_metric(name="HistoryWeeksLoaded", unit="Count", value=call.history_weeks)
+        for layer, tokens in call.layers.items():
+            metrics.add_metric(name=f"PromptTokens_{layer}", unit="Count", value=tokens)
+    if result.truncated:
+        metrics.add_metric(name="RepliesTruncated", unit="Count", value=1)
 
 
 @app.post("/v1/projects/<project_id>/sessions/<session_id>/messages")

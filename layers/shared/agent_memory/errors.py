@@ -87,3 +87,15 @@ class LLMBadRequest(LLMError):
 
 class LLMTruncated(LLMError):
     """A structured (tool) output was cut by max_tokens; nothing may be applied (case B22)."""
+
+
+class AlreadyExists(DomainError):
+    """A create with an id that is already taken (HTTP 409)."""
+
+
+class DiagnosisNotFound(DomainError):
+    """The diagnosis does not exist for this session / patient (HTTP 404)."""
+
+
+class InvalidContinuationToken(DomainError):
+    """A listing's ``next_token`` is not one this service issued for this listing (HTTP 400)."""

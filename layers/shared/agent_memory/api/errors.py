@@ -83,8 +83,17 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
     @app.exception_handler(e.ProjectNotFound)
     @app.exception_handler(e.SessionNotFound)
     @app.exception_handler(e.MessageNotFound)
+    @app.exception_handler(e.DiagnosisNotFound)
     def _not_found(exc: e.DomainError) -> Response:
         return error_response(app, HTTPStatus.NOT_FOUND, "not_found", exc.reason)
+
+    @app.exception_handler(e.AlreadyExists)
+    def _exists(exc: e.AlreadyExists) -> Response:
+        return error_response(app, HTTPStatus.CONFLICT, "already_exists", exc.reason)
+
+    @app.exception_handler(e.InvalidContinuationToken)
+    def _bad_token(exc: e.InvalidContinuationToken) -> Response:
+        return error_response(app, HTTPStatus.BAD_REQUEST, "invalid_next_token", exc.reason)
 
     @app.exception_handler(e.VersionConflict)
     def _conflict(exc: e.VersionConflict) -> Response:

@@ -211,6 +211,17 @@ class MessageItem(_Base):
     source = UnicodeAttribute(default="chat")
 
 
+class DiagnosisPatientIndex(GlobalSecondaryIndex["DiagnosisItem"]):
+    """The PatientIndex read as diagnosis items (``patient_sk`` begins with ``DIAG#``)."""
+
+    class Meta:
+        index_name = "PatientIndex"
+        projection = AllProjection()
+
+    patient_pk = UnicodeAttribute(hash_key=True)
+    patient_sk = UnicodeAttribute(range_key=True)
+
+
 class DiagnosisItem(_Base):
     """``sk = DIAG#{diagnosis_id}``: a diagnosis report with the symptoms as they were when it
     was taken (``symptoms_snapshot``: a copy, later turns never change it).
@@ -233,6 +244,7 @@ class DiagnosisItem(_Base):
     symptoms_snapshot = Utf8JSONAttribute(default=list)
     patient_pk = UnicodeAttribute(null=True)
     patient_sk = UnicodeAttribute(null=True)
+    patient_index = DiagnosisPatientIndex()
 
 
 # --------------------------------------------------------------- FlowLogTable
