@@ -11,7 +11,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: venv sam-venv run test test-fast lint validate build deploy bench pr token job clean
+.PHONY: venv sam-venv run test test-fast lint validate build deploy bench pr token job dispatch demo-jobs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -32,6 +32,30 @@ sam-venv: $(SAM_VENV)/.installed
 ## run: start the local stack (moto + HTTP endpoint + demo data) on http://127.0.0.1:$(PORT)
 run: venv
 	PORT=$(PORT) $(PY) -m infra.local.server
+
+## token: print a dev JWT the local API accepts (the token alone on the last line), e.g.
+##   TOKEN=$$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)
+## PROJECT takes several ids (demo-iit,demo-clinic) and per-project roles (demo-iit:admin,demo-clinic:member).
+token: venv
+	@$(PY) -m infra.local.token --user "$(or $(USER),dev)" --project "$(or $(PROJECT),demo-iit)" --role "$(or $(ROLE),member)"
+
+## job: run a background job by hand (backfill) for one project and the period DATE names:
+##   make job JOB=distill|archive|prune PROJECT=<id> DATE=YYYY-MM-DD   (archive: the ISO week containing DATE)
+## against the running `make run` stack; AWS=1 sends it to the deployed queue of STAGE instead.
+job: venv
+	@test -n "$(JOB)" -a -n "$(PROJECT)" -a -n "$(DATE)" || { echo "usage: make job JOB=distill|archive|prune PROJECT=<id> DATE=YYYY-MM-DD [AWS=1 STAGE=dev]"; exit 2; }
+	$(PY) -m infra.jobs run --job $(JOB) --project $(PROJECT) --date $(DATE) $(if $(AWS),--aws --stage $(STAGE),)
+
+## dispatch: a scheduled run as EventBridge Scheduler triggers it (the schedule's Input), then the worker:
+##   make dispatch JOB=distill [DATE=<run date>] [AWS=1 STAGE=dev]
+dispatch: venv
+	@test -n "$(JOB)" || { echo "usage: make dispatch JOB=distill|archive|prune [DATE=YYYY-MM-DD] [AWS=1 STAGE=dev]"; exit 2; }
+	$(PY) -m infra.jobs dispatch --job $(JOB) $(if $(DATE),--date $(DATE),) $(if $(AWS),--aws --stage $(STAGE),)
+
+## demo-jobs: against the running `make run` stack, chat a day of durable preferences, distill the day,
+## archive the week, print the memory and the report (GET routes)
+demo-jobs: venv
+	$(PY) -m infra.demo_jobs
 
 ## test: lint, type-check, then every test (unit, integration over HTTP, infra checks of the template)
 test: venv sam-venv

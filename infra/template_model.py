@@ -5,12 +5,18 @@
 tests build their world from this module instead of repeating any of it.
 
 Only what a local run needs is resolved: ``Ref`` to a parameter (its ``Default``), to a table
-(its local name), a few pseudo parameters, ``Fn::Sub``, ``Fn::GetAtt <table>.Arn``, ``Fn::If`` over
-the template's conditions. Anything else raises :class:`UnresolvableValue` naming the value.
+(its local name), to a queue (its URL) or a topic (its ARN), a few pseudo parameters, ``Fn::Sub``,
+``Fn::GetAtt <table>.Arn`` / ``<queue>.Arn`` / ``<queue>.QueueName``, ``Fn::If`` over the
+template's conditions. Anything else raises :class:`UnresolvableValue` naming the value.
+
+Queues and topics (the job fan-out, the admin alerts) resolve to the names the local stack gives
+them (:func:`create_queues`, :func:`create_topics`: the logical id, plus a prefix) or, when none
+were created, to placeholders of the same shape (so the template can be read without moto).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +31,10 @@ DEFAULT_TEMPLATE_PATH = REPO_ROOT / "template.yaml"
 TABLE_TYPE = "AWS::DynamoDB::Table"
 FUNCTION_TYPE = "AWS::Serverless::Function"
 HTTP_API_TYPE = "AWS::Serverless::HttpApi"
+QUEUE_TYPE = "AWS::SQS::Queue"
+TOPIC_TYPE = "AWS::SNS::Topic"
+SCHEDULE_EVENT_TYPE = "ScheduleV2"
+SQS_EVENT_TYPE = "SQS"
 
 # Stand-ins for the pseudo parameters when the template is read outside CloudFormation.
 LOCAL_PSEUDO_PARAMETERS: dict[str, str] = {
@@ -166,6 +176,161 @@ def create_tables(dynamodb_client: Any, template: Mapping[str, Any], name_prefix
     return names
 
 
+# ------------------------------------------------------------------------------- queues and topics
+
+
+@dataclass(frozen=True)
+class LocalResource:
+    """A queue or topic as the functions see it: ``ref`` (``!Ref``: queue URL / topic ARN),
+    ``arn`` and ``name`` (``QueueName`` / ``TopicName``)."""
+
+    logical_id: str
+    type: str
+    ref: str
+    arn: str
+    name: str
+
+
+def placeholder_resources(template: Mapping[str, Any], name_prefix: str = "") -> dict[str, LocalResource]:
+    """Every queue and topic of the template with the URL / ARN it would have in the local
+    account (:data:`LOCAL_PSEUDO_PARAMETERS`), named ``prefix + logical id``; nothing is created."""
+    region = LOCAL_PSEUDO_PARAMETERS["AWS::Region"]
+    account = LOCAL_PSEUDO_PARAMETERS["AWS::AccountId"]
+    out: dict[str, LocalResource] = {}
+    for logical_id in resources_of_type(template, QUEUE_TYPE):
+        name = f"{name_prefix}{logical_id}"
+        out[logical_id] = LocalResource(
+            logical_id, QUEUE_TYPE, f"https://sqs.{region}.amazonaws.com/{account}/{name}",
+            f"arn:aws:sqs:{region}:{account}:{name}", name,
+        )
+    for logical_id in resources_of_type(template, TOPIC_TYPE):
+        name = f"{name_prefix}{logical_id}"
+        arn = f"arn:aws:sns:{region}:{account}:{name}"
+        out[logical_id] = LocalResource(logical_id, TOPIC_TYPE, arn, arn, name)
+    return out
+
+
+def create_queues(sqs_client: Any, template: Mapping[str, Any], name_prefix: str = "") -> dict[str, LocalResource]:
+    """Create every ``AWS::SQS::Queue`` (dead-letter targets first) with its visibility timeout,
+    retention and redrive policy; return ``{logical_id: LocalResource}``. Idempotent."""
+    queues = resources_of_type(template, QUEUE_TYPE)
+    created: dict[str, LocalResource] = {}
+
+    def create(logical_id: str) -> None:
+        if logical_id in created:
+            return
+        props = queues[logical_id].get("Properties") or {}
+        attributes: dict[str, str] = {}
+        for key in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds"):
+            if key in props:
+                attributes[key] = _scalar_to_str(props[key])
+        redrive = props.get("RedrivePolicy")
+        if redrive:
+            target = redrive["deadLetterTargetArn"]
+            if not (isinstance(target, dict) and "Fn::GetAtt" in target and target["Fn::GetAtt"][0] in queues):
+                raise UnresolvableValue(f"{logical_id}.RedrivePolicy: dead-letter target {target!r} is not a queue here")
+            create(target["Fn::GetAtt"][0])
+            attributes["RedrivePolicy"] = json.dumps({
+                "deadLetterTargetArn": created[target["Fn::GetAtt"][0]].arn,
+                "maxReceiveCount": int(redrive["maxReceiveCount"]),
+            })
+        name = f"{name_prefix}{logical_id}"
+        url = sqs_client.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        arn = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        created[logical_id] = LocalResource(logical_id, QUEUE_TYPE, url, arn, name)
+
+    for logical_id in queues:
+        create(logical_id)
+    return created
+
+
+def create_topics(sns_client: Any, template: Mapping[str, Any], name_prefix: str = "") -> dict[str, LocalResource]:
+    """Create every ``AWS::SNS::Topic``; return ``{logical_id: LocalResource}``. Idempotent."""
+    out: dict[str, LocalResource] = {}
+    for logical_id in resources_of_type(template, TOPIC_TYPE):
+        name = f"{name_prefix}{logical_id}"
+        arn = sns_client.create_topic(Name=name)["TopicArn"]
+        out[logical_id] = LocalResource(logical_id, TOPIC_TYPE, arn, arn, name)
+    return out
+
+
+# ------------------------------------------------------------------------- schedules, queue events
+
+
+@dataclass
+class ScheduleSpec:
+    """A ``ScheduleV2`` event of a function, with its ``Input`` resolved to the local string."""
+
+    function: str
+    event: str
+    expression: str
+    time_zone: str
+    input: str
+    retry_policy: dict[str, Any]
+    dead_letter_arn: str | None
+
+
+@dataclass
+class QueueEventSpec:
+    """An ``SQS`` event source of a function."""
+
+    function: str
+    event: str
+    queue: str
+    batch_size: int
+    report_batch_item_failures: bool
+
+
+def schedule_specs(
+    template: Mapping[str, Any], resources: Mapping[str, LocalResource] | None = None
+) -> list[ScheduleSpec]:
+    """Every ``ScheduleV2`` event (``Input`` and time zone resolved with the parameter defaults)."""
+    resolver = _Resolver(template, {}, resources)
+    out: list[ScheduleSpec] = []
+    for function, resource in resources_of_type(template, FUNCTION_TYPE).items():
+        for event_name, event in ((resource.get("Properties") or {}).get("Events") or {}).items():
+            if event.get("Type") != SCHEDULE_EVENT_TYPE:
+                continue
+            props = event.get("Properties") or {}
+            where = f"{function}.{event_name}"
+            dlq = (props.get("DeadLetterConfig") or {}).get("Arn")
+            out.append(
+                ScheduleSpec(
+                    function=function,
+                    event=event_name,
+                    expression=resolver.resolve(props["ScheduleExpression"], where),
+                    time_zone=resolver.resolve(props.get("ScheduleExpressionTimezone", "UTC"), where),
+                    input=resolver.resolve(props.get("Input", "{}"), where),
+                    retry_policy=dict(props.get("RetryPolicy") or {}),
+                    dead_letter_arn=resolver.resolve(dlq, where) if dlq is not None else None,
+                )
+            )
+    return out
+
+
+def queue_event_specs(template: Mapping[str, Any]) -> list[QueueEventSpec]:
+    """Every ``SQS`` event source (the queue's logical id, batch size, partial batch responses)."""
+    out: list[QueueEventSpec] = []
+    for function, resource in resources_of_type(template, FUNCTION_TYPE).items():
+        for event_name, event in ((resource.get("Properties") or {}).get("Events") or {}).items():
+            if event.get("Type") != SQS_EVENT_TYPE:
+                continue
+            props = event.get("Properties") or {}
+            queue = props["Queue"]
+            if not (isinstance(queue, dict) and "Fn::GetAtt" in queue):
+                raise UnresolvableValue(f"{function}.{event_name}: Queue {queue!r} is not a GetAtt of a queue")
+            out.append(
+                QueueEventSpec(
+                    function=function,
+                    event=event_name,
+                    queue=queue["Fn::GetAtt"][0],
+                    batch_size=int(props.get("BatchSize", 10)),
+                    report_batch_item_failures="ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or []),
+                )
+            )
+    return out
+
+
 # ----------------------------------------------------------------------------------------- functions
 
 
@@ -195,14 +360,17 @@ def function_specs(
     template: Mapping[str, Any],
     table_names: Mapping[str, str],
     overrides: Mapping[str, str] | None = None,
+    resources: Mapping[str, LocalResource] | None = None,
 ) -> list[FunctionSpec]:
     """Every ``AWS::Serverless::Function`` with ``Globals.Function`` merged under its own properties.
 
     Environment values: ``Ref`` to a table -> ``table_names[logical_id]``; ``Ref`` to a parameter ->
-    its ``Default``; literals -> ``str``. ``overrides`` (keyed by env variable name) win over the
-    template and may add variables the template does not set (e.g. ``ANTHROPIC_BASE_URL`` locally).
+    its ``Default``; ``Ref`` to a queue / topic -> its URL / ARN from ``resources`` (default:
+    :func:`placeholder_resources`); literals -> ``str``. ``overrides`` (keyed by env variable name)
+    win over the template and may add variables the template does not set (e.g.
+    ``ANTHROPIC_BASE_URL`` locally).
     """
-    resolver = _Resolver(template, table_names)
+    resolver = _Resolver(template, table_names, resources)
     globals_function = (template.get("Globals") or {}).get("Function") or {}
     specs: list[FunctionSpec] = []
     for logical_id, resource in resources_of_type(template, FUNCTION_TYPE).items():
@@ -276,9 +444,15 @@ def _scalar_to_str(value: Any) -> str:
 class _Resolver:
     """Turns template values into the strings a local run uses."""
 
-    def __init__(self, template: Mapping[str, Any], table_names: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        table_names: Mapping[str, str],
+        resources: Mapping[str, LocalResource] | None = None,
+    ) -> None:
         self._template = template
         self._tables = dict(table_names)
+        self._resources = dict(resources) if resources is not None else placeholder_resources(template)
         self._parameters = parameter_defaults(template)
         self._conditions: Mapping[str, Any] = template.get("Conditions") or {}
 
@@ -305,12 +479,14 @@ class _Resolver:
     def _ref(self, name: Any, where: str) -> str:
         if name in self._tables:
             return self._tables[name]
+        if name in self._resources:
+            return self._resources[name].ref
         if name in self._parameters:
             return self._parameters[name]
         if name in LOCAL_PSEUDO_PARAMETERS:
             return LOCAL_PSEUDO_PARAMETERS[name]
-        raise UnresolvableValue(f"{where}: Ref {name!r} is neither a table, a parameter with a default, "
-                                "nor a pseudo parameter")
+        raise UnresolvableValue(f"{where}: Ref {name!r} is neither a table, a queue, a topic, a parameter "
+                                "with a default, nor a pseudo parameter")
 
     def _get_att(self, argument: Any, where: str) -> str:
         logical_id, attribute = argument
@@ -318,6 +494,9 @@ class _Resolver:
             region = LOCAL_PSEUDO_PARAMETERS["AWS::Region"]
             account = LOCAL_PSEUDO_PARAMETERS["AWS::AccountId"]
             return f"arn:aws:dynamodb:{region}:{account}:table/{self._tables[logical_id]}"
+        if logical_id in self._resources and attribute in ("Arn", "QueueName", "TopicName"):
+            resource = self._resources[logical_id]
+            return resource.arn if attribute == "Arn" else resource.name
         raise UnresolvableValue(f"{where}: cannot resolve GetAtt {logical_id}.{attribute} locally")
 
     def _sub(self, argument: Any, where: str) -> str:

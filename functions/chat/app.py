@@ -27,6 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.api.auth import authorize, caller_from_event
 from agent_memory.api.errors import error_response, register_error_handlers
+from agent_memory.api.routes_policy import route_guard
 from agent_memory.api.requests import ChatRequest
 from agent_memory.chat import ChatResult, handle_message
 from agent_memory.config import get_settings
@@ -129,6 +130,7 @@ def post_message(project_id: str, session_id: str, body: ChatRequest) -> dict[st
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
+@route_guard(app)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (API Gateway HTTP API, payload format 2.0)."""
     app.append_context(started=time.monotonic())

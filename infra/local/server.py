@@ -6,32 +6,47 @@ provider unless ``ANTHROPIC_API_KEY`` is set (then the key is stored in moto Sec
 removed from the environment, so the handler reads it the way it does in AWS).
 
 Environment: ``PORT`` (default 3000), ``MOTO_PORT`` (default: a free port), ``ANTHROPIC_API_KEY``,
-``ANTHROPIC_BASE_URL``, ``LOCAL_DEV_PROJECTS`` (the dev user's projects and roles,
-``demo-iit:admin,demo-clinic:admin`` by default).
+``ANTHROPIC_BASE_URL``.
+Every route but the public ones needs ``Authorization: Bearer <jwt>``, verified like API Gateway's
+JWT authorizer does (``infra.local.token``); ``make token`` prints one.
 Logs one line per request (method, path, status, duration, function); never bodies.
+
+While it runs, ``.local/stack.json`` (see :data:`STACK_FILE`) describes the stack for other
+processes: URLs, table / queue / topic names and the functions' environment (no secrets).
+``python -m infra.jobs`` (``make job``) reads it to run the background jobs against this stack.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import sys
 import threading
 import warnings
+from pathlib import Path
 from types import FrameType
 
-from infra.local.stack import DEV_USER, LocalStack, LocalStackError, dev_projects_claim
+from infra.local.stack import REPO_ROOT, LocalStack, LocalStackError
+from infra.local.token import LOCAL_AUDIENCE, LOCAL_ISSUER
+
+#: Where the running server describes itself (``LocalStack.describe()``); removed on stop.
+#: ``LOCAL_STACK_FILE`` overrides it (tests, or two servers side by side).
+STACK_FILE = Path(os.environ.get("LOCAL_STACK_FILE") or REPO_ROOT / ".local" / "stack.json")
 
 EXAMPLE_DATA_QUESTION = "P001 入组了吗？"
 EXAMPLE_HISTORY_QUESTION = "最近入组太慢了，我们之前有没有讨论过怎么解决？"
+#: The shell line that puts a dev token into ``$TOKEN`` (the curl examples use it).
+TOKEN_COMMAND = "TOKEN=$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)"
+AUTH_HEADER = "-H \"Authorization: Bearer $TOKEN\""
 
 
 def curl_example(base_url: str, content: str, session: str = "demo-1") -> str:
     """A ready-to-paste curl posting ``{"content": ...}`` to the demo project's chat route."""
     return (
         f"curl -s -X POST {base_url}/v1/projects/demo-iit/sessions/{session}/messages \\\n"
-        f"    -H 'content-type: application/json' \\\n"
+        f"    {AUTH_HEADER} -H 'content-type: application/json' \\\n"
         f"    -d '{{\"content\": \"{content}\"}}'"
     )
 
@@ -49,15 +64,22 @@ def banner(stack: LocalStack) -> str:
             f"  API:        {stack.base_url}",
             f"  LLM:        {llm}",
             f"  AWS (moto): {stack.moto_url}  tables: {', '.join(sorted(stack.table_names.values()))}",
-            f"  auth:       requests without Authorization run as {DEV_USER} (custom:projects {dev_projects_claim()})",
+            f"  auth:       Bearer JWT, verified locally (issuer {LOCAL_ISSUER}, audience {LOCAL_AUDIENCE})",
             f"  demo data:  project demo-iit (hot memory, {reports} weekly reports), project demo-clinic",
+            f"  editor:     {stack.base_url}/admin  (paste a token of a project admin)",
+            f"  OpenAPI:    {stack.base_url}/v1/openapi.json",
             "",
+            "Get a dev token first (in the shell you run curl from):",
+            "  " + TOKEN_COMMAND,
             "Ask about current data:",
             "  " + curl_example(stack.base_url, EXAMPLE_DATA_QUESTION),
             "Ask about history (loads the weekly reports):",
             "  " + curl_example(stack.base_url, EXAMPLE_HISTORY_QUESTION),
             "Health:",
             f"  curl -s {stack.base_url}/v1/health",
+            "Background jobs (in another shell; see README 'Background jobs'):",
+            "  make job JOB=distill PROJECT=demo-iit DATE=$(date +%F)",
+            f"  curl -s {AUTH_HEADER} {stack.base_url}/v1/projects/demo-iit/memory",
             "",
             "Ctrl-C to stop.",
         ]
@@ -86,13 +108,48 @@ def main() -> int:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
         return 1
     try:
+        write_stack_file(stack)
         print(banner(stack), flush=True)
         while not stop.wait(0.5):
             pass
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
+        remove_stack_file()
         stack.stop()
     return 0
+
+
+def write_stack_file(stack: LocalStack) -> None:
+    """Describe the running stack in :data:`STACK_FILE` (for ``python -m infra.jobs``), unless
+    another server that is still running wrote it (that one keeps it)."""
+    try:
+        owner = int(json.loads(STACK_FILE.read_text(encoding="utf-8")).get("pid", 0))
+    except (OSError, ValueError, TypeError):
+        owner = 0
+    if owner and owner != os.getpid() and _alive(owner):
+        print(f"note: {STACK_FILE} belongs to the local server with pid {owner}; not replaced", file=sys.stderr)
+        return
+    STACK_FILE.parent.mkdir(parents=True, exist_ok=True)
+    STACK_FILE.write_text(json.dumps(stack.describe(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stack_file() -> None:
+    """Remove :data:`STACK_FILE` if this process wrote it (another server may have replaced it)."""
+    try:
+        if json.loads(STACK_FILE.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            STACK_FILE.unlink()
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

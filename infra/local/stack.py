@@ -51,7 +51,16 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from infra.local.events import LocalLambdaContext, build_http_api_event, new_request_id
-from infra.template_model import FunctionSpec, RouteSpec, create_tables, function_specs, load_template
+from infra.template_model import (
+    FunctionSpec,
+    LocalResource,
+    RouteSpec,
+    create_queues,
+    create_tables,
+    create_topics,
+    function_specs,
+    load_template,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAYER_PATH = REPO_ROOT / "layers" / "shared"
@@ -82,48 +91,30 @@ class Unauthorized(Exception):
 
 
 # --------------------------------------------------------------------------------------- claims
-DEV_USER = "dev-user"
+def claims_for_request(headers: Mapping[str, str]) -> dict[str, Any]:
+    """The JWT claims the HTTP API's JWT authorizer would hand the function for this request.
 
+    Verified the way the authorizer verifies them (``infra.local.token.verify_token``): the
+    ``Authorization`` header (``Bearer <jwt>`` or the bare JWT, as the authorizer accepts), an RS256
+    signature by the local key, the local issuer and audience, an unexpired ``exp``. ``make token``
+    prints tokens it accepts.
 
-def dev_projects_claim() -> str:
-    """The dev user's ``custom:projects`` claim: ``LOCAL_DEV_PROJECTS`` or admin of both demos."""
-    return os.environ.get("LOCAL_DEV_PROJECTS") or "demo-iit:admin,demo-clinic:admin"
-
-
-def claims_for_request(headers: Mapping[str, str]) -> dict[str, Any] | None:
-    """The JWT claims the HTTP API authorizer would hand the function for this request.
-
-    LOCAL STAND-IN, the one place to replace with real JWT verification:
-    - no ``Authorization`` header: the dev user's claims (``sub`` ``dev-user``; ``custom:projects``
-      from ``LOCAL_DEV_PROJECTS``, default ``demo-iit:admin,demo-clinic:admin``, the format
-      ``agent_memory.api.auth`` reads);
-    - ``Authorization: Bearer <jwt>``: the token's claims, decoded WITHOUT verifying the signature,
-      issuer, audience or expiry (local development only);
-    - anything else: :class:`Unauthorized` (API Gateway's 401).
+    Raises:
+        Unauthorized: no header or a token the authorizer would refuse (API Gateway's 401, the
+            function is not invoked).
     """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    authorization = lowered.get("authorization")
-    if not authorization:
-        now = int(time.time())
-        return {
-            "sub": DEV_USER,
-            "username": DEV_USER,
-            "custom:projects": dev_projects_claim(),
-            "token_use": "id",
-            "auth_time": now,
-            "iat": now,
-            "exp": now + 3600,
-        }
-    import jwt
+    from infra.local.token import InvalidToken, verify_token
 
-    token = authorization.split(" ", 1)[1].strip() if " " in authorization else authorization.strip()
+    lowered = {k.lower(): v for k, v in headers.items()}
+    authorization = (lowered.get("authorization") or "").strip()
+    if not authorization:
+        raise Unauthorized("no Authorization header")
+    scheme, _, rest = authorization.partition(" ")
+    token = rest.strip() if scheme.lower() == "bearer" and rest.strip() else authorization
     try:
-        claims = jwt.decode(token, options={"verify_signature": False})
-    except jwt.PyJWTError as exc:
+        return verify_token(token)
+    except InvalidToken as exc:
         raise Unauthorized(str(exc)) from None
-    if not isinstance(claims, dict):
-        raise Unauthorized("token payload is not an object")
-    return claims
 
 
 # ------------------------------------------------------------------------------------------ moto
@@ -255,7 +246,8 @@ class LocalStack:
             requests.get(f"{stack.base_url}/v1/health")
 
     Attributes (after start): ``base_url``, ``moto_url``, ``table_names`` (logical id -> name),
-    ``repo`` (a ``DynamoRepository`` on the stack's tables), ``functions``, ``env``, ``llm_provider``.
+    ``resources`` (queues and topics: logical id -> ``LocalResource``), ``repo`` (a
+    ``DynamoRepository`` on the stack's tables), ``functions``, ``env``, ``llm_provider``.
     Only one stack may run in a process at a time (handlers share process-wide state).
     """
 
@@ -300,6 +292,7 @@ class LocalStack:
         self._gateway_timeout_s = gateway_timeout_s
 
         self.table_names: dict[str, str] = {}
+        self.resources: dict[str, LocalResource] = {}
         self.functions: dict[str, LocalFunction] = {}
         self.env: dict[str, str] = {}
         self.llm_provider = "offline"
@@ -337,6 +330,12 @@ class LocalStack:
         self._moto.start()
         template = load_template(self._template_path)
         self.table_names = create_tables(self.aws_client("dynamodb"), template)
+        # The job fan-out queues and the admin-alert topic (moto SQS / SNS); the local stack does
+        # not poll the queue by itself: `python -m infra.jobs` delivers its messages to the worker.
+        self.resources = {
+            **create_queues(self.aws_client("sqs"), template),
+            **create_topics(self.aws_client("sns"), template),
+        }
 
         overrides: dict[str, str] = {
             "LLM_PROVIDER": "anthropic" if self._api_key else "offline",
@@ -346,7 +345,7 @@ class LocalStack:
             if os.environ.get(name):
                 overrides[name] = os.environ[name]
         overrides.update(self._env_overrides)
-        specs = function_specs(template, self.table_names, overrides)
+        specs = function_specs(template, self.table_names, overrides, self.resources)
         function_env = merge_function_environments(specs)
         function_env.setdefault("POWERTOOLS_METRICS_NAMESPACE", "AgentMemory")
         function_env.setdefault("POWERTOOLS_SERVICE_NAME", "agent-memory")
@@ -435,6 +434,24 @@ class LocalStack:
     def moto_url(self) -> str:
         """Endpoint of the embedded AWS (``AWS_ENDPOINT_URL`` of the functions)."""
         return self._moto.url
+
+    def describe(self) -> dict[str, Any]:
+        """What another process needs to use this stack (``.local/stack.json``, written by
+        ``infra.local.server``; read by ``python -m infra.jobs``): the URLs, the table, queue and
+        topic names and the functions' environment (no secret: the Anthropic key is in moto
+        Secrets Manager, never in the environment)."""
+        return {
+            "base_url": self.base_url,
+            "moto_url": self.moto_url,
+            "region": LOCAL_REGION,
+            "table_names": dict(self.table_names),
+            "resources": {
+                k: {"type": r.type, "ref": r.ref, "arn": r.arn, "name": r.name} for k, r in self.resources.items()
+            },
+            "env": {k: v for k, v in self.env.items() if k not in _REMOVED_FROM_ENV},
+            "llm_provider": self.llm_provider,
+            "pid": os.getpid(),
+        }
 
     @property
     def repo(self) -> Any:

@@ -25,7 +25,7 @@ from infra.local.stack import (
     lambda_result_to_response,
     merge_function_environments,
 )
-from infra.template_model import FunctionSpec, load_template, table_specs
+from infra.template_model import FUNCTION_TYPE, FunctionSpec, load_template, resources_of_type, table_specs
 
 CHAT_ROUTE = "POST /v1/projects/{project_id}/sessions/{session_id}/messages"
 
@@ -216,7 +216,9 @@ def test_the_template_functions_agree_on_their_environment(local_stack: LocalSta
     assert local_stack.env["MEMORY_TABLE"] == local_stack.table_names["MemoryTable"]
     assert local_stack.env["AWS_ENDPOINT_URL"] == local_stack.moto_url
     assert "ANTHROPIC_API_KEY" not in local_stack.env
-    assert set(local_stack.functions) == {"ChatFunction", "ApiFunction"}
+    # every function of the template is loaded (chat, API, sessions, admin, the job dispatcher and worker)
+    assert set(local_stack.functions) == set(resources_of_type(load_template(), FUNCTION_TYPE))
+    assert {"ChatFunction", "ApiFunction", "JobDispatcherFunction", "JobWorkerFunction"} <= set(local_stack.functions)
 
 
 def test_the_stack_environment_does_not_leak_into_this_process(local_stack: LocalStack) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
@@ -39,6 +39,9 @@ from agent_memory.llm.port import LLMClient, LLMRequest
 from agent_memory.prompt import AssembledPrompt, PromptBudget, assemble_prompt
 from agent_memory.session_cache import SessionCache
 from agent_memory.text import utf8_len
+
+if TYPE_CHECKING:
+    from agent_memory.session_memory import SessionMemory, TurnMemory
 
 #: Byte budget of the window inside the session item (JSON, UTF-8). Together with facts
 #: and summary budgets it keeps the session item far under DynamoDB's 400 KB (case B14).
@@ -79,6 +82,8 @@ class ChatDeps:
     config: ChatConfig = field(default_factory=ChatConfig)
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     monotonic: Callable[[], float] = time.monotonic
+    #: Session memory (issue 3): symptom facts, earlier diagnoses, rolling summary. None = off.
+    memory: SessionMemory | None = None
 
 
 class CallReport(BaseModel):
@@ -170,6 +175,15 @@ def handle_message(
         idempotency_hash=idempotency_hash,
     )
 
+    # Session memory (issue 3): this message's facts BEFORE any LLM call, so the prompt's
+    # session block already holds them; re-applied at write time to the session as re-read.
+    turn_memory: TurnMemory | None = None
+    memory_session = session
+    if deps.memory is not None:
+        memory_session, turn_memory = deps.memory.before_turn(
+            session, user_msg, patient_id=patient_id, time_zone=ctx.project.time_zone, deadline=deadline
+        )
+
     classification = deps.classifier.classify(content, deadline=deadline)
     plans = plan_calls(classification.intents)
     reports: list[WeeklyReport] | None = None
@@ -177,7 +191,7 @@ def handle_message(
         reports = deps.store.load_history(project_id, limit_weeks=cfg.budget.history_weeks)
 
     # The prompt sees the window WITHOUT a reused failed message (it is the current message).
-    prompt_session = session.model_copy(
+    prompt_session = memory_session.model_copy(
         update={"window": [m for m in session.window if m.message_id != user_msg.message_id]}
     )
     outcomes: list[_CallOutcome] = []
@@ -188,7 +202,8 @@ def handle_message(
         if reused is None:
             failed = user_msg.model_copy(update={"status": "failed"})
             _write_with_retry(deps, ctx.project.time_zone, project_id, session_id, session, patient_id, user_id,
-                              new=[failed], flow=[failed], mark_ok=[], contexts={}, reply_to={})
+                              new=[failed], flow=[failed], mark_ok=[], contexts={}, reply_to={},
+                              memory=turn_memory)
         raise
 
     reply_at = deps.now()
@@ -209,6 +224,7 @@ def handle_message(
         deps, ctx.project.time_zone, project_id, session_id, session, patient_id, user_id,
         new=new, flow=flow, mark_ok=mark_ok,
         contexts={assistant.message_id: manifest}, reply_to={assistant.message_id: user_msg.message_id},
+        memory=turn_memory,
     )
     return ChatResult(
         message_id=assistant.message_id,
@@ -344,9 +360,11 @@ def _write_with_retry(
     mark_ok: list[str],
     contexts: dict[str, dict[str, Any]],
     reply_to: dict[str, str],
+    memory: TurnMemory | None = None,
 ) -> None:
     """Apply the turn; if another turn changed the session meanwhile (optimistic lock),
-    re-read the session and re-apply the window update (the LLM is not called again)."""
+    re-read the session and re-apply the window update (the LLM is not called again).
+    ``memory``: the turn's facts, folded into the re-read session's facts (issue 3)."""
     from agent_memory.data.repository import TurnWrite  # data access is bound by the handler
 
     current = session
@@ -365,6 +383,7 @@ def _write_with_retry(
             window[at:at] = new
             if mark_ok:
                 window = [m.model_copy(update={"status": "ok"}) if m.message_id in mark_ok else m for m in window]
+            full_window = window
             window = trim_window(
                 window, keep_user_turns=deps.config.budget.recent_turns + 2, budget_bytes=WINDOW_BUDGET_BYTES
             )
@@ -375,6 +394,8 @@ def _write_with_retry(
                 "patient_id": current.patient_id or patient_id,
                 "created_by": current.created_by or user_id,
             })
+            if deps.memory is not None and memory is not None:  # facts + rolling summary (issue 3)
+                updated = deps.memory.apply(current, updated, memory, full_window=full_window, cache=deps.cache)
             deps.store.record_turn(TurnWrite(
                 session=updated,
                 expected_version=current.version,

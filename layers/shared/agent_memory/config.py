@@ -52,6 +52,13 @@ class Settings(BaseModel):
     react_max_steps: int = Field(default=4, ge=1, le=10, alias="REACT_MAX_STEPS")
     clinical_data_source: Literal["demo"] = Field(default="demo", alias="CLINICAL_DATA_SOURCE")
 
+    # Session memory (issue 3): symptom extractor and rolling summary ("llm" needs the anthropic
+    # provider; otherwise the offline rules / extractive summary are used), transcript caps.
+    symptom_extractor: Literal["rules", "llm"] = Field(default="rules", alias="SYMPTOM_EXTRACTOR")
+    session_summariser: Literal["extractive", "llm"] = Field(default="llm", alias="SESSION_SUMMARISER")
+    max_transcript_bytes: int = Field(default=1_000_000, ge=1024, le=2_000_000, alias="MAX_TRANSCRIPT_BYTES")
+    max_report_bytes: int = Field(default=100_000, ge=1024, le=250_000, alias="MAX_REPORT_BYTES")
+
     # Background jobs (issue 4): the fan-out queue (dispatcher) and the admin-alert topic
     # (worker; read by ``agent_memory.jobs.runner.build_job_deps``). Empty = not configured.
     job_queue_url: str = Field(default="", alias="JOB_QUEUE_URL")

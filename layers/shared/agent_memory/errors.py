@@ -44,6 +44,48 @@ class InvalidInput(DomainError):
     """Input is well-formed JSON but semantically invalid (HTTP 422)."""
 
 
+class NotFound(DomainError):
+    """Base of the admin API's "no such thing in this project" errors (HTTP 404)."""
+
+
+class LineNotFound(NotFound):
+    """No hot-memory line with that id in the current version (HTTP 404)."""
+
+
+class RevisionNotFound(NotFound):
+    """No stored hot-memory revision with that version (HTTP 404)."""
+
+
+class ReviewItemNotFound(NotFound):
+    """No review-queue item with that id (HTTP 404)."""
+
+
+class ReportNotFound(NotFound):
+    """No weekly report for that ISO week (HTTP 404)."""
+
+
+class PreconditionRequired(DomainError):
+    """A write that needs ``If-Match`` (the version it is based on) came without it (HTTP 428)."""
+
+
+class OverTokenCap(DomainError):
+    """A hot-memory write would exceed the token cap; nothing is stored, nothing clipped
+    (HTTP 422 ``over_token_cap`` with ``tokens`` and ``cap``; case B07)."""
+
+    def __init__(self, reason: str, tokens: int, cap: int) -> None:
+        super().__init__(reason)
+        self.tokens = tokens
+        self.cap = cap
+
+
+class AlreadyDecided(DomainError):
+    """A review-queue item was already approved or rejected (HTTP 409)."""
+
+    def __init__(self, reason: str, status: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
 class VersionConflict(DomainError):
     """An optimistic-lock condition failed (HTTP 409 with the current version)."""
 

@@ -179,6 +179,13 @@ def render_session_block(session: SessionState, intents: Sequence[Intent], max_t
                 extra.append(str(s["trend"]))
             rendered.append(f"- {s.get('name')}: {status}" + (f" ({', '.join(extra)})" if extra else ""))
         parts.append("Symptoms so far:\n" + "\n".join(rendered))
+    diagnoses = session.facts.get("diagnoses") if session.facts else None
+    if diagnoses:  # ids and times only; the full reports load on demand (seed 002 section 5.3)
+        rendered = []
+        for d in diagnoses:
+            key = f": {', '.join(str(x) for x in d.get('symptoms') or [])}" if d.get("symptoms") else ""
+            rendered.append(f"- {d.get('diagnosis_id')} at {d.get('at')} (session {d.get('session_id')}){key}")
+        parts.append("Diagnosis records of this patient (full reports on request by id):\n" + "\n".join(rendered))
     if session.summary:
         parts.append("Summary of earlier turns:\n" + session.summary)
     notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)

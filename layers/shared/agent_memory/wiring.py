@@ -13,6 +13,10 @@ from agent_memory.data.tables import bind_tables
 
 if TYPE_CHECKING:
     from agent_memory.chat import ChatDeps
+    from agent_memory.data.sessions_repository import SessionsRepository
+    from agent_memory.llm.port import LLMClient
+    from agent_memory.session_memory import SessionMemory
+    from agent_memory.sessions import SessionsDeps
 
 
 def bind(settings: Settings) -> DynamoRepository:
@@ -42,12 +46,15 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and llm.provider == "anthropic"
         else rules
     )
+    from agent_memory.data.sessions_repository import SessionsRepository
+
     return ChatDeps(
         store=repo,
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(),
         cache=SessionCache(max_messages=50),
+        memory=build_session_memory(settings, SessionsRepository(), llm=llm),
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,
             max_output_tokens=settings.llm_max_output_tokens,
@@ -60,5 +67,50 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
                 history_tokens=settings.history_token_budget,
                 recent_turns=settings.recent_turns,
             ),
+        ),
+    )
+
+
+def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: LLMClient | None) -> SessionMemory:
+    """Symptom extractor + rolling summariser (issue 3). The LLM variants only with a real
+    provider (``llm.provider == "anthropic"``) and when configured; each falls back offline."""
+    from agent_memory.session_memory import SessionMemory
+    from agent_memory.session_summary import ExtractiveSummariser, LLMSummariser, Summariser
+    from agent_memory.symptoms import LLMSymptomExtractor, RuleSymptomExtractor, SymptomExtractor
+
+    rules = RuleSymptomExtractor()
+    real = llm is not None and llm.provider == "anthropic"
+    extractor: SymptomExtractor = (
+        LLMSymptomExtractor(llm, settings.fast_model_id, fallback=rules)
+        if real and llm is not None and settings.symptom_extractor == "llm"
+        else rules
+    )
+    summariser: Summariser = (
+        LLMSummariser(llm, settings.fast_model_id)
+        if real and llm is not None and settings.session_summariser == "llm"
+        else ExtractiveSummariser()
+    )
+    return SessionMemory(
+        extractor=extractor, summariser=summariser, patients=repo, reader=repo, recent_turns=settings.recent_turns
+    )
+
+
+def build_sessions_deps(settings: Settings) -> SessionsDeps:
+    """The session routes' collaborators: no LLM at all (rule extractor, extractive summary),
+    so the sessions function never imports ``anthropic``."""
+    from agent_memory.data.sessions_repository import SessionsRepository
+    from agent_memory.sessions import SessionsConfig, SessionsDeps
+
+    bind(settings)
+    repo = SessionsRepository()
+    return SessionsDeps(
+        store=repo,
+        memory=build_session_memory(settings, repo, llm=None),
+        config=SessionsConfig(
+            max_message_bytes=settings.max_message_bytes,
+            max_transcript_bytes=settings.max_transcript_bytes,
+            max_report_bytes=settings.max_report_bytes,
+            recent_turns=settings.recent_turns,
+            flow_log_retention_days=settings.flow_log_retention_days,
         ),
     )

@@ -102,6 +102,26 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
             extra={"current_version": exc.current_version},
         )
 
+    @app.exception_handler(e.NotFound)
+    def _admin_not_found(exc: e.NotFound) -> Response:
+        return error_response(app, HTTPStatus.NOT_FOUND, "not_found", exc.reason)
+
+    @app.exception_handler(e.PreconditionRequired)
+    def _precondition_required(exc: e.PreconditionRequired) -> Response:
+        return error_response(app, HTTPStatus.PRECONDITION_REQUIRED, "precondition_required", exc.reason)
+
+    @app.exception_handler(e.OverTokenCap)
+    def _over_cap(exc: e.OverTokenCap) -> Response:
+        metrics.add_metric(name="HotMemoryOverCapRejected", unit="Count", value=1)
+        return error_response(
+            app, HTTPStatus.UNPROCESSABLE_ENTITY, "over_token_cap", exc.reason,
+            extra={"tokens": exc.tokens, "cap": exc.cap},
+        )
+
+    @app.exception_handler(e.AlreadyDecided)
+    def _already_decided(exc: e.AlreadyDecided) -> Response:
+        return error_response(app, HTTPStatus.CONFLICT, "already_decided", exc.reason, extra={"status": exc.status})
+
     @app.exception_handler(e.LLMUnavailable)
     def _unavailable(exc: e.LLMUnavailable) -> Response:
         metrics.add_metric(name="LLMUnavailable", unit="Count", value=1)

@@ -44,7 +44,7 @@ class SqsJobQueue:
         self._queue_url = queue_url
         self._client = client
         self._entry_attempts = entry_attempts
-        self._wait = wait_exponential_jitter(initial=wait_initial_s, max=wait_max_s)
+        self._wait = wait_exponential_jitter(multiplier=wait_initial_s, max=wait_max_s, jitter=wait_initial_s)
 
     def _sqs(self) -> Any:
         if self._client is None:

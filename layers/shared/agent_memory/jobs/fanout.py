@@ -19,6 +19,13 @@ on one of these dates:
   idle for longer than that has nothing new to prune (an earlier prune run already saw its
   last change). The 8 dates cover Monday's archive of the whole previous week.
 
+Daylight saving time: EventBridge Scheduler SKIPS a cron time that does not exist locally (the
+spring-forward hour: 02:00 on the last Sunday of March in Europe/Berlin). So when the previous
+scheduled run date (``D - 1``; ``D - 7`` for the weekly archive) was a short local day, this run
+also does that run's work: its projects are enqueued with that run date too (case B17's Berlin
+variant: no day is missed). Where the skipped hour did not hold the schedule, those requests find
+the job already done (``JOBRUN#`` markers) and change nothing.
+
 A backfill (``ScheduleInput.project_id``) enqueues that one project and reads no index.
 Every request carries the run date ``D`` (the job logic derives its own day / week from it,
 see :mod:`agent_memory.jobs.calendar`). The jobs are idempotent, so enqueueing a project twice
@@ -35,7 +42,7 @@ from pydantic import BaseModel
 
 from agent_memory.errors import DomainError
 from agent_memory.jobs import JobName, JobRequest, ScheduleInput
-from agent_memory.jobs.calendar import archive_week, distill_day, zone
+from agent_memory.jobs.calendar import archive_week, distill_day, local_midnight_utc, zone
 
 #: Days before the run date whose activity makes a project due for pruning (plus the run date).
 PRUNE_LOOKBACK_DAYS = 7
@@ -80,6 +87,7 @@ class DispatchReport(BaseModel):
     job: JobName
     run_date: date
     time_zone: str
+    run_dates: list[date]
     activity_dates: list[date]
     projects: int
     enqueued: int
@@ -114,13 +122,28 @@ def activity_dates(job: JobName, run_date: date) -> list[date]:
     return [run_date - timedelta(days=i) for i in range(PRUNE_LOOKBACK_DAYS, -1, -1)]
 
 
+def is_short_day(day: date, tz: str) -> bool:
+    """True when ``day`` has fewer than 24 hours in zone ``tz`` (clocks sprang forward)."""
+    return local_midnight_utc(day + timedelta(days=1), tz) - local_midnight_utc(day, tz) < timedelta(hours=24)
+
+
+def run_dates(job: JobName, run_date: date, tz: str) -> list[date]:
+    """The run dates whose work this run does, oldest first: its own, preceded by the previous
+    scheduled run date when that was a short local day (Scheduler may have skipped it)."""
+    previous = run_date - timedelta(days=7 if job == "archive" else 1)
+    return [previous, run_date] if is_short_day(previous, tz) else [run_date]
+
+
 def plan_requests(schedule: ScheduleInput, run_date: date, activity: ActivityReader) -> list[JobRequest]:
-    """One request per project due (sorted by project id, no duplicates); a backfill names its project."""
+    """One request per project due and run date (by run date, then project id; no duplicates);
+    a backfill names its project and its run date only."""
     if schedule.project_id is not None:
-        projects = [schedule.project_id]
-    else:
-        projects = sorted(set(activity.active_projects(activity_dates(schedule.job, run_date))))
-    return [JobRequest(job=schedule.job, project_id=p, date=run_date) for p in projects]
+        return [JobRequest(job=schedule.job, project_id=schedule.project_id, date=run_date)]
+    requests: list[JobRequest] = []
+    for day in run_dates(schedule.job, run_date, schedule.time_zone):
+        projects = sorted(set(activity.active_projects(activity_dates(schedule.job, day))))
+        requests.extend(JobRequest(job=schedule.job, project_id=p, date=day) for p in projects)
+    return requests
 
 
 def dispatch(
@@ -139,14 +162,17 @@ def dispatch(
     run_date = run_date_of(schedule, clock())
     requests = plan_requests(schedule, run_date, activity)
     enqueued = sender.send(requests) if requests else 0
+    backfill = schedule.project_id is not None
+    dates = [] if backfill else run_dates(schedule.job, run_date, schedule.time_zone)
     return DispatchReport(
         job=schedule.job,
         run_date=run_date,
         time_zone=schedule.time_zone,
-        activity_dates=[] if schedule.project_id else activity_dates(schedule.job, run_date),
-        projects=len(requests),
+        run_dates=dates or [run_date],
+        activity_dates=sorted({d for r in dates for d in activity_dates(schedule.job, r)}),
+        projects=len({r.project_id for r in requests}),
         enqueued=enqueued,
-        backfill=schedule.project_id is not None,
+        backfill=backfill,
     )
 
 
@@ -158,7 +184,9 @@ __all__ = [
     "JobSender",
     "activity_dates",
     "dispatch",
+    "is_short_day",
     "plan_requests",
     "request_key",
     "run_date_of",
+    "run_dates",
 ]

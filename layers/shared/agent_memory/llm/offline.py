@@ -131,7 +131,13 @@ class OfflineLLM:
             return "质控仅基于当前数据执行；未指定受试者，未发现可核查的记录。"
         if "CONSULTATION" in intents:
             session = system.get("session", "")
-            symptoms = [ln[2:] for ln in session.splitlines() if ln.startswith("- ")]
+            # Only the symptom lines (the block also lists diagnosis records and the summary).
+            section = session.split("Symptoms so far:", 1)[1].split("\n\n", 1)[0] if "Symptoms so far:" in session else ""
+            symptoms = []
+            for ln in section.splitlines()[1:]:
+                if not ln.startswith("- "):
+                    break
+                symptoms.append(ln[2:])
             noted = "；".join(symptoms) if symptoms else "您描述的情况"
             return f"已记录：{noted}。请问症状持续多久了？有没有发烧？"
         return "已收到。"

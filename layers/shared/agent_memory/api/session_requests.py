@@ -1,0 +1,39 @@
+"""Request bodies of the session routes (issue 3); bad input -> 422 with a reason."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_memory.api.requests import ID_PATTERN
+from agent_memory.domain.session_models import TranscriptTurn
+from agent_memory.sessions import MAX_TRANSCRIPT_TURNS
+
+
+class CreateSessionRequest(BaseModel):
+    """Body of ``POST /v1/projects/{project_id}/sessions``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    patient_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    type: Literal["consultation", "research"] = "consultation"
+    name: str | None = Field(default=None, max_length=200)
+
+
+class TranscriptRequest(BaseModel):
+    """Body of ``POST .../sessions/{session_id}/transcript``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: list[TranscriptTurn] = Field(min_length=1, max_length=MAX_TRANSCRIPT_TURNS)
+
+
+class DiagnosisRequest(BaseModel):
+    """Body of ``POST .../sessions/{session_id}/diagnoses``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    report: dict[str, Any]
+    diagnosis_id: str | None = Field(default=None, pattern=ID_PATTERN)

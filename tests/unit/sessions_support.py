@@ -1,0 +1,83 @@
+"""Builders for session-memory tests: a clinic project in moto, ChatDeps and SessionsDeps with
+session memory on, and small fakes (a scripted extractor, a counting store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.unit.symptoms_stub import install
+
+install()  # until agent_memory.symptoms lands (no-op once it exists)
+
+from agent_memory.chat import ChatDeps, ChatResult, handle_message  # noqa: E402
+from agent_memory.data.sessions_repository import SessionsRepository  # noqa: E402
+from agent_memory.domain.models import Project  # noqa: E402
+from agent_memory.session_memory import SessionMemory  # noqa: E402
+from agent_memory.session_summary import ExtractiveSummariser, Summariser  # noqa: E402
+from agent_memory.sessions import SessionsConfig, SessionsDeps  # noqa: E402
+from agent_memory.symptoms import RuleSymptomExtractor, SymptomFact  # noqa: E402
+from tests.unit.chat_support import T0, Clock, make_deps  # noqa: E402
+
+CLINIC = "clinic-1"
+
+
+def seed_clinic(repo: Any, project_id: str = CLINIC, time_zone: str = "Asia/Shanghai") -> None:
+    repo.put_project(Project(project_id=project_id, name=project_id, time_zone=time_zone, kind="clinic",
+                             created_at=T0 - timedelta(days=10)))
+
+
+def memory(repo: SessionsRepository, extractor: Any = None, summariser: Summariser | None = None,
+           recent_turns: int = 10) -> SessionMemory:
+    return SessionMemory(
+        extractor=extractor or RuleSymptomExtractor(), summariser=summariser or ExtractiveSummariser(),
+        patients=repo, reader=repo, recent_turns=recent_turns,
+    )
+
+
+def chat_deps(repo: SessionsRepository, *, clock: Clock | None = None, llm: Any = None, extractor: Any = None,
+              summariser: Summariser | None = None, **config: Any) -> ChatDeps:
+    deps = make_deps(repo, llm=llm, **config)
+    if clock is not None:
+        deps.now = clock
+    deps.memory = memory(repo, extractor, summariser, recent_turns=deps.config.budget.recent_turns)
+    return deps
+
+
+def sessions_deps(repo: SessionsRepository, *, clock: Clock | None = None, extractor: Any = None,
+                  **config: Any) -> SessionsDeps:
+    return SessionsDeps(store=repo, memory=memory(repo, extractor), config=SessionsConfig(**config),
+                        now=clock or Clock())
+
+
+def say(deps: ChatDeps, content: str, *, session_id: str = "s1", patient_id: str | None = None,
+        project_id: str = CLINIC) -> ChatResult:
+    return handle_message(deps, project_id=project_id, session_id=session_id, user_id="u1", content=content,
+                          patient_id=patient_id, deadline=None)
+
+
+def symptoms_of(repo: SessionsRepository, session_id: str, project_id: str = CLINIC) -> dict[str, dict[str, Any]]:
+    session = repo.get_session(project_id, session_id)
+    assert session is not None
+    return {s["name"]: s for s in session.facts.get("symptoms", [])}
+
+
+@dataclass
+class ScriptedExtractor:
+    """Returns ``per_message`` distinct symptoms for every message (names never repeat)."""
+
+    per_message: int = 1
+    calls: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def extract(self, text: str, *, message_id: str, at_local: datetime, question: str | None) -> list[SymptomFact]:
+        self.calls.append((text, question))
+        n = len(self.calls)
+        return [
+            SymptomFact(name=f"症状{n:04d}-{i:02d}", status="present", evidence=[message_id])
+            for i in range(self.per_message)
+        ]
+
+
+def utc(*args: int) -> datetime:
+    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
