@@ -11,7 +11,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: venv sam-venv run test test-fast lint validate build deploy bench pr token job dispatch demo-jobs clean
+.PHONY: venv sam-venv run test test-fast lint validate build deploy bench pr token job dispatch demo-jobs openapi clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -56,6 +56,10 @@ dispatch: venv
 ## archive the week, print the memory and the report (GET routes)
 demo-jobs: venv
 	$(PY) -m infra.demo_jobs
+
+## openapi: regenerate functions/api/openapi.json (served at /v1/openapi.json) from every handler's routes
+openapi: venv
+	$(PY) -m infra.openapi
 
 ## test: lint, type-check, then every test (unit, integration over HTTP, infra checks of the template)
 test: venv sam-venv

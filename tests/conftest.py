@@ -89,3 +89,37 @@ def repo(aws: dict[str, str]) -> Any:
 
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------------- the local stack
+# Here (not in tests/integration) because the browser tests use it too, and only one LocalStack
+# may run in a process: every suite shares this session-scoped one.
+@pytest.fixture(scope="session")
+def local_stack() -> Iterator[Any]:
+    """The local stack on free ports, demo data seeded, offline LLM.
+
+    Isolated: moto runs as a child process and the stack's AWS environment is applied only while
+    it starts and while a handler runs, so tests that use moto's ``mock_aws`` and ``bind_tables``
+    in the same process are not affected by it (and vice versa).
+    """
+    from infra.local.stack import LocalStack
+
+    with LocalStack(
+        port=0,
+        moto_port=0,
+        moto_mode="process",
+        isolated=True,
+        anthropic_api_key="",
+        env_overrides={"LLM_PROVIDER": "offline"},
+    ) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+def api() -> Iterator[Any]:
+    """A ``requests`` session with the dev user's bearer token (admin of both demo projects):
+    what tests use to call the local endpoint as an authenticated user."""
+    from tests.support.auth import authorized_session
+
+    with authorized_session() as session:
+        yield session

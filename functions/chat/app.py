@@ -27,8 +27,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.api.auth import authorize, caller_from_event
 from agent_memory.api.errors import error_response, register_error_handlers
-from agent_memory.api.routes_policy import route_guard
 from agent_memory.api.requests import ChatRequest
+from agent_memory.api.routes_policy import route_guard
 from agent_memory.chat import ChatResult, handle_message
 from agent_memory.config import get_settings
 from agent_memory.ids import idempotency_hash

@@ -12,7 +12,6 @@ from datetime import UTC, date, datetime
 from importlib import resources
 from typing import Any
 
-import jwt
 import pytest
 import requests
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
@@ -25,7 +24,9 @@ from infra.local.stack import (
     lambda_result_to_response,
     merge_function_environments,
 )
+from infra.local.token import mint_token
 from infra.template_model import FUNCTION_TYPE, FunctionSpec, load_template, resources_of_type, table_specs
+from tests.support.auth import bearer
 
 CHAT_ROUTE = "POST /v1/projects/{project_id}/sessions/{session_id}/messages"
 
@@ -34,12 +35,13 @@ def _session() -> str:
     return f"it-{uuid.uuid4().hex[:12]}"
 
 
-def _post_message(stack: LocalStack, content: str, **kwargs: Any) -> requests.Response:
+def _post_message(stack: LocalStack, content: str, headers: dict[str, str] | None = None) -> requests.Response:
+    """POST a message as the dev user (admin of the demo projects) unless ``headers`` say otherwise."""
     return requests.post(
         f"{stack.base_url}/v1/projects/demo-iit/sessions/{_session()}/messages",
         json={"content": content},
+        headers=bearer() if headers is None else headers,
         timeout=30,
-        **kwargs,
     )
 
 
@@ -165,17 +167,18 @@ def test_lambda_context_counts_down_from_the_timeout() -> None:
 
 
 # --------------------------------------------------------------------------- gateway pieces
-def test_claims_for_request_injects_dev_claims_without_authorization() -> None:
-    claims = claims_for_request({"content-type": "application/json"})
-    assert claims is not None
-    assert claims["sub"] == "dev-user"
-    assert "demo-iit:admin" in claims["custom:projects"]
+def test_claims_for_request_refuses_a_request_without_authorization() -> None:
+    from infra.local.stack import Unauthorized
+
+    with pytest.raises(Unauthorized):
+        claims_for_request({"content-type": "application/json"})
 
 
-def test_claims_for_request_reads_a_bearer_token() -> None:
-    token = jwt.encode({"sub": "u-42", "custom:projects": "demo-iit:member"}, "k" * 32, algorithm="HS256")
+def test_claims_for_request_returns_the_claims_of_a_verified_token() -> None:
+    token = mint_token("u-42", ["demo-iit:member"])
     claims = claims_for_request({"Authorization": f"Bearer {token}"})
-    assert claims == {"sub": "u-42", "custom:projects": "demo-iit:member"}
+    assert claims["sub"] == "u-42"
+    assert claims["custom:projects"] == "demo-iit:member"
 
 
 def test_lambda_result_to_response_follows_the_proxy_format() -> None:
@@ -337,6 +340,13 @@ def test_wrong_method_is_405_json(local_stack: LocalStack) -> None:
     assert "GET" in response.headers["allow"]
 
 
+def test_a_request_without_a_token_is_401_before_the_function(local_stack: LocalStack) -> None:
+    response = _post_message(local_stack, "你好", headers={})
+    assert response.status_code == 401
+    assert response.json() == {"message": "Unauthorized"}
+    assert response.headers["www-authenticate"].startswith("Bearer")
+
+
 def test_a_malformed_bearer_token_is_401_before_the_function(local_stack: LocalStack) -> None:
     response = _post_message(local_stack, "你好", headers={"Authorization": "Bearer not-a-jwt"})
     assert response.status_code == 401
@@ -414,6 +424,9 @@ def test_server_prints_the_curl_example_and_stops_cleanly_on_sigterm() -> None:
         assert "offline" in text
         assert f"curl -s -X POST http://127.0.0.1:{port}/v1/projects/demo-iit/sessions/demo-1/messages" in text
         assert '"content": "P001 入组了吗？"' in text
+        # with a dev token from `make token` on every curl
+        assert "TOKEN=$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)" in text
+        assert '-H "Authorization: Bearer $TOKEN"' in text
         assert requests.get(f"http://127.0.0.1:{port}/v1/health", timeout=10).status_code == 200
     finally:
         # When it gets SIGTERM, Then it stops by itself with exit code 0

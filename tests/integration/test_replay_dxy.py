@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "dxy_train.jsonl"
 FALLBACK = Path(__file__).resolve().parents[1] / "fixtures" / "dxy_sample.jsonl"
@@ -39,7 +38,7 @@ def _flow_log(stack: Any) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_replay_real_consultations_every_turn_recorded_once(local_stack: Any) -> None:
+def test_replay_real_consultations_every_turn_recorded_once(local_stack: Any, api: Any) -> None:
     # Given real consultations, each replayed into its own session
     consultations = _consultations()
     assert len(consultations) >= 50
@@ -52,7 +51,7 @@ def test_replay_real_consultations_every_turn_recorded_once(local_stack: Any) ->
             if turn["role"] != "patient":
                 continue
             # When each patient turn is posted
-            resp = requests.post(
+            resp = api.post(
                 f"{local_stack.base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
                 json={"content": turn["content"], "patient_id": f"pt-{row['consult_id']}"},
                 timeout=30,
@@ -80,14 +79,14 @@ def test_replay_real_consultations_every_turn_recorded_once(local_stack: Any) ->
 
 
 @pytest.mark.slow
-def test_replay_long_visit_prompt_carries_at_most_ten_turns(local_stack: Any) -> None:
+def test_replay_long_visit_prompt_carries_at_most_ten_turns(local_stack: Any, api: Any) -> None:
     # Given one long visit: the patient turns of several consultations in one session
     turns = [t["content"] for row in _consultations()[:8] for t in row["turns"] if t["role"] == "patient"]
     assert len(turns) > 12
     session = "dxy-long-visit"
     seen = []
     for content in turns:
-        resp = requests.post(
+        resp = api.post(
             f"{local_stack.base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
             json={"content": content}, timeout=30,
         )
@@ -99,7 +98,7 @@ def test_replay_long_visit_prompt_carries_at_most_ten_turns(local_stack: Any) ->
     assert all(n == 10 for n in seen[10:])
     # And the context endpoint shows exactly those 10 turns for the last reply
     last_id = resp.json()["message_id"]
-    ctx = requests.get(
+    ctx = api.get(
         f"{local_stack.base_url}/v1/projects/{PROJECT}/sessions/{session}/messages/{last_id}/context", timeout=30
     )
     assert ctx.status_code == 200, ctx.text

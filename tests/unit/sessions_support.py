@@ -7,18 +7,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.unit.symptoms_stub import install
-
-install()  # until agent_memory.symptoms lands (no-op once it exists)
-
-from agent_memory.chat import ChatDeps, ChatResult, handle_message  # noqa: E402
-from agent_memory.data.sessions_repository import SessionsRepository  # noqa: E402
-from agent_memory.domain.models import Project  # noqa: E402
-from agent_memory.session_memory import SessionMemory  # noqa: E402
-from agent_memory.session_summary import ExtractiveSummariser, Summariser  # noqa: E402
-from agent_memory.sessions import SessionsConfig, SessionsDeps  # noqa: E402
-from agent_memory.symptoms import RuleSymptomExtractor, SymptomFact  # noqa: E402
-from tests.unit.chat_support import T0, Clock, make_deps  # noqa: E402
+from agent_memory.chat import ChatDeps, ChatResult, handle_message
+from agent_memory.data.sessions_repository import SessionsRepository
+from agent_memory.domain.models import Project
+from agent_memory.session_memory import SessionMemory
+from agent_memory.session_summary import ExtractiveSummariser, Summariser
+from agent_memory.sessions import SessionsConfig, SessionsDeps
+from agent_memory.symptoms import RuleSymptomExtractor, SymptomFact
+from tests.unit.chat_support import T0, Clock, make_deps
 
 CLINIC = "clinic-1"
 
@@ -79,5 +75,5 @@ class ScriptedExtractor:
         ]
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)

@@ -12,18 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from tests.unit.sessions_support import (
-    CLINIC,
-    ScriptedExtractor,
-    chat_deps,
-    say,
-    seed_clinic,
-    sessions_deps,
-    symptoms_of,
-    utc,
-)
-
-from agent_memory import sessions  # noqa: I001 - after the support module (it installs the extractor stub)
+from agent_memory import sessions
 from agent_memory.data.repository import SESSION_ITEM_BUDGET_BYTES
 from agent_memory.data.sessions_repository import SessionsRepository
 from agent_memory.domain.session_models import TranscriptTurn
@@ -37,6 +26,16 @@ from agent_memory.errors import (
 )
 from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.unit.chat_support import Clock, RecordingLLM
+from tests.unit.sessions_support import (
+    CLINIC,
+    ScriptedExtractor,
+    chat_deps,
+    say,
+    seed_clinic,
+    sessions_deps,
+    symptoms_of,
+    utc,
+)
 
 
 @pytest.fixture
@@ -206,9 +205,10 @@ def test_b14a_messages_at_the_size_limit_with_facts_and_diagnoses_stay_under_bud
 ) -> None:
     # Given a patient with 30 earlier diagnoses and messages just under the 32 KB limit
     sdeps = sessions_deps(srepo)
+    earlier = _write_sessions(srepo, "pt-big", 1)[0]
     for i in range(30):
-        sessions.add_diagnosis(sdeps, project_id=CLINIC, session_id=_write_sessions(srepo, "pt-big", 1)[0]
-                               if i == 0 else "v-pt-big-000", user_id="doc", report={"i": i}, diagnosis_id=f"d{i:02d}")
+        sessions.add_diagnosis(sdeps, project_id=CLINIC, session_id=earlier, user_id="doc", report={"i": i},
+                               diagnosis_id=f"d{i:02d}")
     deps = chat_deps(srepo, extractor=ScriptedExtractor(per_message=60))
     content = "患" * 10_900
 
@@ -229,7 +229,7 @@ def _write_sessions(repo: SessionsRepository, patient_id: str, n: int, project_i
 
     ids = []
     for i in range(n):
-        at = utc(2026, 1, 1) .replace(minute=i % 60, hour=i // 60)
+        at = utc(2026, 1, 1, i // 60, i % 60)
         sid = f"v-{patient_id}-{i:03d}"
         repo.create_session(SessionState(project_id=project_id, session_id=sid, patient_id=patient_id,
                                          type="consultation", created_at=at, updated_at=at))
@@ -238,7 +238,9 @@ def _write_sessions(repo: SessionsRepository, patient_id: str, n: int, project_i
 
 
 def _all_pages(repo: SessionsRepository, patient_id: str, limit: int, page_size: int | None = None) -> tuple[list[str], int]:
-    token, seen, pages = None, [], 0
+    token: str | None = None
+    seen: list[str] = []
+    pages = 0
     while True:
         page = repo.list_patient_sessions(CLINIC, patient_id, limit=limit, next_token=token, page_size=page_size)
         pages += 1
@@ -576,3 +578,41 @@ def test_turns_beyond_the_window_are_summarised_so_early_facts_stay_in_the_promp
     assert "孩子头痛三天了" not in sent
     assert "Summary of earlier turns" in block and "孩子头痛三天了" in block
     assert "头痛: present" in block
+
+
+# ---------------------------------------------------------------- the function
+def test_sessions_function_never_imports_anthropic() -> None:
+    # Given the sessions handler imported in a fresh interpreter with the function's environment
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('sessions_app', {str(root / 'functions/sessions/app.py')!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "print('anthropic' in sys.modules, type(module.deps.memory.extractor).__name__)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root / "layers/shared"), "FLOW_LOG_TABLE": "f", "MEMORY_TABLE": "m",
+           "SESSIONS_TABLE": "s", "LLM_PROVIDER": "anthropic", "SYMPTOM_EXTRACTOR": "llm"}
+
+    # When it loads, Then anthropic was never imported and the extractor is the rule-based one
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "RuleSymptomExtractor"]
+
+
+def test_messages_between_reads_the_range_the_window_no_longer_holds(srepo: SessionsRepository) -> None:
+    # Given a session with 8 messages
+    deps = chat_deps(srepo)
+    for i in range(4):
+        say(deps, f"第{i}句")
+    ids = [m.message_id for m in srepo.list_messages(CLINIC, "s1")]
+
+    # When the messages strictly between the 2nd and the 7th are read, and the newest 2 before the 5th
+    between = srepo.messages_between(CLINIC, "s1", after_id=ids[1], before_id=ids[6])
+    newest = srepo.messages_between(CLINIC, "s1", after_id=None, before_id=ids[4], limit=2)
+
+    # Then
+    assert [m.message_id for m in between] == ids[2:6]
+    assert [m.message_id for m in newest] == ids[2:4]

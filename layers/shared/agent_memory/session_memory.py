@@ -32,7 +32,7 @@ from agent_memory.domain.session_models import DiagnosisRef
 from agent_memory.prompt import select_recent_turns
 from agent_memory.session_cache import SessionCache
 from agent_memory.session_summary import SUMMARY_BUDGET_BYTES, ExtractiveSummariser, Summariser
-from agent_memory.symptoms import SymptomExtractor, SymptomFact, merge_facts
+from agent_memory.symptoms import LLMSymptomExtractor, SymptomExtractor, SymptomFact, merge_facts
 from agent_memory.text import truncate_utf8, utf8_len
 
 #: Byte budget of ``facts`` (symptoms + diagnosis references) in the session item.
@@ -191,13 +191,19 @@ class SessionMemory:
 
     # ------------------------------------------------------ before the LLM
     def extract(
-        self, messages: Sequence[MessageRecord], *, prior: Sequence[MessageRecord], time_zone: str
+        self,
+        messages: Sequence[MessageRecord],
+        *,
+        prior: Sequence[MessageRecord],
+        time_zone: str,
+        deadline: float | None = None,
     ) -> list[list[SymptomFact]]:
         """Facts of each user message of ``messages`` (``[]`` for assistant messages).
 
         The question a message answers is the latest assistant message before it, in
         ``prior`` (the window as read) followed by ``messages``; ``at_local`` is its time in
-        the project's zone (relative dates resolve against the local day; case B11).
+        the project's zone (relative dates resolve against the local day; case B11). The LLM
+        extractor gets the turn's ``deadline`` (it answers with the rules when time is short).
         """
         zone = ZoneInfo(time_zone)
         sequence = [*prior, *messages]
@@ -207,9 +213,14 @@ class SessionMemory:
             if m.role != "user" or not m.content.strip():
                 out.append([])
                 continue
-            out.append(list(self.extractor.extract(
-                m.content, message_id=m.message_id, at_local=m.at.astimezone(zone), question=question,
-            )))
+            at_local = m.at.astimezone(zone)
+            if isinstance(self.extractor, LLMSymptomExtractor):
+                facts = self.extractor.extract(m.content, message_id=m.message_id, at_local=at_local,
+                                               question=question, deadline=deadline)
+            else:
+                facts = self.extractor.extract(m.content, message_id=m.message_id, at_local=at_local,
+                                               question=question)
+            out.append(list(facts))
         return out
 
     def before_turn(
@@ -229,7 +240,7 @@ class SessionMemory:
             prior = prior[: ids.index(user_msg.message_id)]
         turn = TurnMemory(
             project_id=session.project_id, session_id=session.session_id, time_zone=time_zone, deadline=deadline,
-            fact_updates=self.extract([user_msg], prior=prior, time_zone=time_zone),
+            fact_updates=self.extract([user_msg], prior=prior, time_zone=time_zone, deadline=deadline),
         )
         turn.diagnosis_refs = self.load_diagnosis_refs(session, patient_id)
         return self.preview(session, turn), turn

@@ -30,12 +30,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, Protocol
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from agent_memory.domain.models import MessageRecord, Project, SessionState, TurnContext
 from agent_memory.domain.session_models import (
-    Comparison,
     CompareSide,
+    Comparison,
     Diagnosis,
     DiagnosisRef,
     SessionPage,
@@ -417,7 +417,7 @@ def add_diagnosis(
         )
     for attempt in range(WRITE_ATTEMPTS):
         session = _require_session(deps, project_id, session_id)
-        now = deps.now()
+        now = deps.now().astimezone(UTC)
         did = diagnosis_id or f"d{int(now.timestamp() * 1000):013d}{secrets.token_hex(4)}"
         diagnosis = Diagnosis(
             project_id=project_id, session_id=session_id, diagnosis_id=did, patient_id=session.patient_id,

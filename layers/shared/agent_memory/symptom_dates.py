@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -173,8 +174,11 @@ def _exact(day: date) -> ResolvedDate:
 # settled in find_time_phrases: the longest wins.
 
 
-def _rules() -> list[tuple[re.Pattern[str], object]]:
-    rules: list[tuple[str, object]] = [
+_Resolver = Callable[[re.Match[str], date], "ResolvedDate | None"]
+
+
+def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
+    rules: list[tuple[str, _Resolver]] = [
         # Absolute dates.
         (r"(\d{4})\s*[-/年.]\s*(\d{1,2})\s*[-/月.]\s*(\d{1,2})\s*[日号]?" + _SUFFIX,
          lambda m, t: _calendar(t, int(m.group(2)), int(m.group(3)), int(m.group(1)))),
@@ -291,16 +295,19 @@ def find_time_phrases(text: str, at_local: datetime | date, *, normalised: bool 
     for pattern, resolver in _RULES:
         for m in pattern.finditer(norm):
             try:
-                resolved = resolver(m, today)  # type: ignore[operator]
+                resolved = resolver(m, today)
             except ValueError:
                 resolved = None
             if resolved is not None:
                 found.append((m.start(), m.end(), resolved))
     found.sort(key=lambda f: (-(f[1] - f[0]), f[0]))
     taken: list[tuple[int, int, ResolvedDate | None]] = []
+    occupied = [False] * (len(norm) + 1)
     for cand in found:
-        if all(cand[1] <= s or cand[0] >= e for s, e, _ in taken):
+        if not any(occupied[cand[0] : cand[1]]):
             taken.append(cand)
+            for k in range(cand[0], cand[1]):
+                occupied[k] = True
     taken.sort(key=lambda f: f[0])
     return [TimePhrase(s, e, norm[s:e].strip(), r) for s, e, r in taken]
 

@@ -8,9 +8,14 @@ sentences or ids:
    misspellings, English, TCM and adult complaints) loaded on top. Surface forms are matched
    longest first, so a form that CONTAINS a negation (不出汗 = 无汗, 吃不下 = 厌食, 睡不好 = 烦躁不安,
    no appetite) is one mention that asserts its symptom; its inner 不 is never a negation cue.
-   Besides plain forms there are three kinds of pattern: *part + quality* with modifiers between
-   (喉咙有点红 / 肚子有些涨 / 尿量也比平时少 / 鼻音较重), *temperatures* (38.5度, 39℃, 体温37.8,
-   101°F -> 发烧 from 37.3 °C) and a guarded bare 烧 (烧到39度, 不烧了, but not 烧伤 / 红烧).
+   Besides plain forms there are kinds of pattern: *part + quality* with modifiers between
+   (喉咙有点红 / 肚子有些涨 / 尿量也比平时少 / 鼻音较重 / 不太想吃饭), the same with a negation
+   inside (嗓子不疼 / 大便不稀 -> denied; 头不痛了 -> resolved), *normal states* (体温正常 ->
+   发烧 denied, 精神很好 -> 精神萎靡 denied), *temperatures* (38.5度, 39℃, 体温37.8, 101°F ->
+   发烧 from 37.3 °C) and a guarded bare 烧 (烧到39度, 不烧了, but not 烧伤 / 红烧). A few lexicon
+   forms are guarded by context (吐 in 吐槽 / 吐口水, 难受 after another complaint) or too generic
+   to count alone (喝水, 炎症). A form listed under two names that IS one of them yields only
+   that name (揉眼睛 is not also 抽搐).
 2. **Negation** - a cue (没有 / 没 / 无 / 不 / 否认 / 未 / 未见 / 并无 / 不是 / 不存在 / 没发现 /
    不再 ...; no / not / n't / never / without / denies / negative for ...) negates the chain of
    symptoms that follows it: first any number of *filler* words (subjects 孩子/宝宝/he, time
@@ -45,13 +50,14 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-from agent_memory.symptom_dates import ResolvedDate, find_durations, find_time_phrases
+from agent_memory.symptom_dates import ResolvedDate, TimePhrase, find_durations, find_time_phrases
 
 Status = Literal["present", "denied"]
 Trend = Literal["worsening", "improving"]
@@ -161,7 +167,7 @@ _TOO_GENERIC = frozenset({"喝水", "炎症"})
 
 # Modifiers allowed between a body part and its quality (喉咙有点红, 尿量也比平时少).
 _MOD = (
-    r"(?:有点儿?|有些|有一点|一点|稍微|稍|略微|略|很|比较|较|特别|非常|也|还|都|一直|明显|老是|总是|经常|"
+    r"(?:有点儿?|有些|有一点|一点|稍微|稍|略微|略|很|比较|较|特别|非常|也|还|都|一直|明显|老是|总是|经常|不太|不怎么|不是很|不是特别|"
     r"发|变得|变|越来越|比平时|比以前|比之前|比往常|好像|还是|又|更|偶尔|会|容易|时有|有|是|感觉|觉得|"
     r"也比平时|也比以前|的|说|看着|看起来|摸着)"
 )
@@ -174,7 +180,7 @@ _PART_QUALITY: tuple[tuple[str, str], ...] = (
     ("腹痛", r"(?:肚子|腹部|肚肚|小肚子|胃|肚脐)" + _MODS + r"(?:疼|痛)"),
     ("舌苔发白", r"舌苔" + _MODS + r"(?:发白|厚白|白)"),
     ("尿少", r"(?:尿量|小便量|尿|小便|尿尿)" + _MODS + r"(?:减少|少)"),
-    ("厌食", r"(?:饭量|食欲|胃口|奶量|进食|食量|吃奶|吃饭)" + _MODS + r"(?:下降|减少|减退|有减|减|少|小|差|不好|不佳|不振|一般|不如以前)"),
+    ("厌食", r"(?:饭量|食欲|胃口|奶量|进食|食量|吃奶|吃饭)" + _MODS + r"(?:下降|减少|减退|有减|减|少|小|差|不(?:太|怎么|是很|大)?(?:好|佳|香)|不振|一般|不如以前)"),
     ("大便酸臭", r"(?:大便|便便|粑粑|屎)" + _MODS + r"(?:酸臭|有酸味|酸味|发酸|酸|很臭|臭)"),
     ("稀便", r"(?:大便|便便|粑粑)" + _MODS + r"(?:稀|水样|不成形|次数多|次数增多)"),
     ("绿便", r"(?:大便|便便|粑粑)" + _MODS + r"(?:发绿|绿色|绿)"),
@@ -184,7 +190,7 @@ _PART_QUALITY: tuple[tuple[str, str], ...] = (
     ("头痛", r"(?<![孢])头" + _MODS + r"(?:疼|痛|晕)"),
     ("呼吸困难", r"呼吸" + _MODS + r"(?:急促|困难|费力|急|快)"),
     ("喘气", r"呼吸" + _MODS + r"(?:粗|沉重)"),
-    ("精神萎靡", r"精神(?:状态)?" + _MODS + r"(?:差|不好|不佳|欠佳|萎靡|不振)"),
+    ("精神萎靡", r"精神(?:状态)?" + _MODS + r"(?:差|不(?:太|怎么|是很|大)?(?:好|佳)|欠佳|萎靡|不振)"),
     ("盗汗", r"出(?:了|过)?(?:一些|一点|很多|好多|不少|许多|大量|些|点)?(?:虚)?汗|汗" + _MODS + r"(?:很多|多|不少)"),
     ("厌食", r"(?:不|没)(?:太|怎么|是很|大|好好|爱|想|愿意|愿|肯|喜欢){1,3}(?:吃|喝|进食)(?:饭|东西|奶|辅食|母乳|水)?(?!药)"),
     ("烦躁不安", r"睡(?:的|得|觉)?(?:不好|不踏实|不安稳|不安|不着|不香|不实)"),
@@ -195,6 +201,34 @@ _PART_QUALITY: tuple[tuple[str, str], ...] = (
     ("放屁", r"放(?:了|的)?屁"),
     ("肚子咕噜叫", r"(?:肚子|肚肚|肠子)" + _MODS + r"(?:咕噜|咕咕)"),
     ("体重减轻", r"体重" + _MODS + r"(?:增长)?(?:慢|缓慢|较慢|下降|减轻|不长|没长|不增|减少)"),
+)
+
+#: Denials written inside a part + quality phrase (嗓子不疼, 头不痛了, 大便不稀, 鼻子不堵):
+#: (name, part, quality). A trailing 了 makes it a resolution (present, improving).
+_PART_NEG: tuple[tuple[str, str, str], ...] = (
+    ("咽部不适", r"喉咙|嗓子|咽喉|咽部|扁桃体", r"红肿|发红|红|肿|疼|痛|痒|干|哑|发炎"),
+    ("腹胀", r"肚子|腹部|肚肚|小肚子|胃", r"胀|涨|鼓"),
+    ("腹痛", r"肚子|腹部|肚肚|小肚子|胃|肚脐", r"疼|痛"),
+    ("尿少", r"尿量|小便量|尿|小便", r"减少|少"),
+    ("厌食", r"饭量|食欲|胃口|奶量|食量", r"减少|少|小|差"),
+    ("大便酸臭", r"大便|便便|粑粑", r"酸臭|酸|臭"),
+    ("稀便", r"大便|便便|粑粑", r"稀|水样"),
+    ("鼻塞", r"鼻子", r"塞|堵"),
+    ("揉鼻子", r"鼻子", r"痒"),
+    ("揉眼睛", r"眼睛", r"红|痒|肿"),
+    ("头痛", r"(?<![孢])头", r"疼|痛|晕"),
+    ("呼吸困难", r"呼吸", r"急促|困难|费力|急|快"),
+    ("精神萎靡", r"精神(?:状态)?", r"差|萎靡"),
+    ("皮疹", r"皮肤|身上", r"痒"),
+)
+_PART_NEG_CUE = r"(?:不再|并不|一点也不|一点都不|也不|都不|不|没有|没|无)"
+
+#: A normal state stated outright denies the symptom (体温正常 -> 发烧 denied; 体温正常了 ->
+#: it resolved): (name, regex).
+_NORMAL_STATE: tuple[tuple[str, str], ...] = (
+    ("发烧", r"(?:体温|温度)" + _MODS + r"(?:正常|不高)"),
+    ("精神萎靡", r"精神(?:状态)?" + _MODS + r"(?:很好|挺好|好|不错|正常|良好|可以|还行|佳)(?!转|多|些|点)"),
+    ("厌食", r"(?:食欲|胃口|吃奶|吃饭|奶量)" + _MODS + r"(?:很好|挺好|好|不错|正常|良好|可以|还行|佳)(?!转|多|些|点)"),
 )
 
 _TEMPERATURE = (
@@ -225,12 +259,13 @@ class Mention:
     onset_phrase: str | None = None
     negated_by: int | None = None
     explicit_denial: bool = False
+    inner_negation: str | None = None
 
 
 def find_mentions(norm: str) -> list[Mention]:
     """All symptom mentions, non-overlapping, longest first (then leftmost)."""
     lex = load_lexicon()
-    cands: list[tuple[int, int, tuple[str, ...], str]] = []
+    cands: list[tuple[int, int, tuple[str, ...], str, str | None]] = []
     n = len(norm)
     for i in range(n):
         for length in lex.cjk_lengths:
@@ -249,29 +284,36 @@ def find_mentions(norm: str) -> list[Mention]:
                     continue
                 if after and re.match(after, norm[i + length :]):
                     continue
-            cands.append((i, i + length, names, piece))
+            cands.append((i, i + length, names, piece, None))
     if lex.ascii_pattern is not None:
         for m in lex.ascii_pattern.finditer(norm):
-            cands.append((m.start(), m.end(), lex.ascii[m.group(0)], m.group(0)))
+            cands.append((m.start(), m.end(), lex.ascii[m.group(0)], m.group(0), None))
     for name, pattern in _PART_QUALITY:
         for m in re.finditer(pattern, norm):
-            cands.append((m.start(), m.end(), (name,), m.group(0)))
+            cands.append((m.start(), m.end(), (name,), m.group(0), None))
+    for name, part, quality in _PART_NEG:
+        for m in re.finditer(f"(?:{part}){_MODS}(?P<neg>{_PART_NEG_CUE})(?:{quality})", norm):
+            flag = "no_longer" if m.group("neg") == "不再" else "neg"
+            cands.append((m.start(), m.end(), (name,), m.group(0), flag))
+    for name, pattern in _NORMAL_STATE:
+        for m in re.finditer(pattern, norm):
+            cands.append((m.start(), m.end(), (name,), m.group(0), "neg"))
     for m in re.finditer(_TEMPERATURE, norm):
         whole = m.group(1) or m.group(3)
         frac = m.group(2) or m.group(4) or ""
         if float(whole + frac) >= 37.3:
-            cands.append((m.start(), m.end(), ("发烧",), m.group(0)))
+            cands.append((m.start(), m.end(), ("发烧",), m.group(0), None))
     for m in re.finditer(_TEMPERATURE_ZH, norm):
-        cands.append((m.start(), m.end(), ("发烧",), m.group(0)))
+        cands.append((m.start(), m.end(), ("发烧",), m.group(0), None))
     for m in re.finditer(_FAHRENHEIT, norm):
         if float(m.group(1) + (m.group(2) or "")) >= 99.5:
-            cands.append((m.start(), m.end(), ("发烧",), m.group(0)))
+            cands.append((m.start(), m.end(), ("发烧",), m.group(0), None))
     for m in re.finditer(_BARE_FEVER, norm):
-        cands.append((m.start(), m.end(), ("发烧",), m.group(0)))
+        cands.append((m.start(), m.end(), ("发烧",), m.group(0), None))
     # Longest first; on a tie a form that starts with a negation (没有精神) yields to one that
     # does not (精神萎靡), so "没有精神萎靡" reads as a denial; then leftmost.
     cands.sort(key=lambda c: (-(c[1] - c[0]), c[3][:1] in "不没无未", c[0]))
-    taken: list[tuple[int, int, tuple[str, ...], str]] = []
+    taken: list[tuple[int, int, tuple[str, ...], str, str | None]] = []
     occupied = [False] * (n + 1)
     for c in cands:
         if any(occupied[c[0] : c[1]]):
@@ -280,7 +322,7 @@ def find_mentions(norm: str) -> list[Mention]:
             occupied[k] = True
         taken.append(c)
     taken.sort(key=lambda c: c[0])
-    return [Mention(start=s, end=e, names=ns, surface=f) for s, e, ns, f in taken]
+    return [Mention(start=s, end=e, names=ns, surface=f, inner_negation=g) for s, e, ns, f, g in taken]
 
 
 # --------------------------------------------------------------------------------------
@@ -315,14 +357,14 @@ _FILL_EN = (
     r"experiencing|feel|feels|felt|feeling|reports?|reported|really|much|been|be|is|are|was|were|he|she|"
     r"they|it|i|we|my|his|her|their|child|kid|son|daughter|baby|patient|complain(?:s|ed|ing)? of|"
     r"a lot of|also|even|currently|now|today|yet|ever|develop(?:s|ed)?|suffer(?:s|ed|ing)? from|with|"
-    r"think|believe|seem to|seems to|appear to|do|does|did|any more|anymore"
+    r"think|believe|seem to|seems to|appear to|do|does|did|any more|anymore|that|true that"
 )
 _FILLER = re.compile(r"\s+|(?:" + _FILL_ZH + r")|(?<![a-z])(?:" + _FILL_EN + r")(?![a-z])")
 _MAX_FILL = 16
 _CONNECT_ZH = re.compile(r"(?:的?(?:症状|现象|情况|表现))?(?:、|和|及|以及|与|或者|或是|或|跟|同|/|\s)?")
 _CONNECT_EN = re.compile(r"\s*(?:,\s*(?:and|or|nor)?|and|or|nor|/|&)?\s*(?:(?:a|an|any|the|other)\s+)?")
 _POST_NEG = re.compile(
-    r"(?:的?(?:症状|现象|情况|表现))?(?:也|都|均|还|倒|就|并|暂时|目前|现在|一直|从来|根本|基本|已经|已|完全)*"
+    r"(?:的?(?:症状|现象|情况|表现))?(?:也|都|均|还|倒是|倒|就|并|暂时|目前|现在|一直|从来|根本|基本|已经|已|完全|是)*"
     r"(没有|没|无|未见|不存在|未出现|没出现|没发现|消失|好|停|止住)(?:过)?(了|啦)?"
     r"(?=$|[,;。.!?、\s]|呢|啊|哦|吧|呀|的)"
 )
@@ -346,15 +388,21 @@ def _cues(norm: str, mentions: list[Mention]) -> list[_Cue]:
         for k in range(m.start, m.end):
             covered[k] = True
     masked = [False] * (len(norm) + 1)
-    for m in _A_NOT_A.finditer(norm):
-        for k in range(m.start(), m.end()):
+    for q in _A_NOT_A.finditer(norm):
+        for k in range(q.start(), q.end()):
             masked[k] = True
     out = []
-    for m in _CUE.finditer(norm):
-        if any(covered[m.start() : m.end()]) or any(masked[m.start() : m.end()]):
+    for c in _CUE.finditer(norm):
+        if any(covered[c.start() : c.end()]) or any(masked[c.start() : c.end()]):
             continue
-        out.append(_Cue(m.start(), m.end(), m.group(0)))
+        out.append(_Cue(c.start(), c.end(), c.group(0)))
     return out
+
+
+def mentions_negation(norm: str) -> bool:
+    """Whether normalised text without symptoms carries a negation (A-not-A questions such as
+    有没有 / 是不是 do not count): 孩子现在没有 / 不存在 / he doesn't."""
+    return bool(_CUE.search(_A_NOT_A.sub("", norm)))
 
 
 def _skip_fillers(norm: str, pos: int, by_start: dict[int, Mention], cue_at: dict[int, _Cue]) -> int | None:
@@ -384,6 +432,7 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
     """Set ``status`` / ``resolved`` / ``explicit_denial`` of mentions from negation cues."""
     by_start = {m.start: m for m in mentions}
     ordered = sorted(mentions, key=lambda m: m.start)
+    position = {m.start: k for k, m in enumerate(ordered)}
     cues = _cues(norm, mentions)
     cue_at = {c.start: c for c in cues}
     consumed: set[int] = set()
@@ -413,7 +462,7 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
         if first is None or first.negated_by is not None:
             continue
         chain = [first]
-        k = ordered.index(first)
+        k = position[first.start]
         while k + 1 < len(ordered) and _connected(norm, ordered[k], ordered[k + 1]):
             chain.append(ordered[k + 1])
             k += 1
@@ -423,7 +472,7 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
             if m.surface in _RESOLUTION_FORMS:
                 # 不退烧 / 没退烧: the fever persists.
                 continue
-            if parity == 0:
+            if parity == 0 or m.inner_negation is not None:  # 不是嗓子不疼: a double negation
                 m.status = "present"
             elif resolved_le:
                 m.status = "present"
@@ -431,6 +480,15 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
             else:
                 m.status = "denied"
                 m.explicit_denial = True
+    for m in mentions:
+        if m.inner_negation is None or m.negated_by is not None:
+            continue
+        m.negated_by = -1
+        if m.inner_negation == "neg" and _LE_AFTER.match(norm, m.end):
+            m.resolved = True  # 头不痛了
+        else:
+            m.status = "denied"  # 嗓子不疼 / 头不再痛
+            m.explicit_denial = True
     _apply_post_negation(norm, mentions)
 
 
@@ -512,12 +570,16 @@ def _clauses(norm: str) -> list[_Span]:
     return spans
 
 
-def _clause_of(spans: list[_Span], pos: int) -> int:
-    best = 0
-    for i, span in enumerate(spans):
-        if span.start <= pos:
-            best = i
-    return best
+class _ClauseIndex:
+    """Clause lookup by position (binary search over clause starts)."""
+
+    def __init__(self, spans: list[_Span]) -> None:
+        self.spans = spans
+        self._starts = [span.start for span in spans]
+
+    def of(self, pos: int) -> int:
+        """Index of the clause holding ``pos`` (the last clause starting at or before it)."""
+        return max(0, bisect_right(self._starts, pos) - 1)
 
 
 def trend_matches(norm: str, mentions: list[Mention]) -> list[tuple[int, int, Trend]]:
@@ -527,12 +589,12 @@ def trend_matches(norm: str, mentions: list[Mention]) -> list[tuple[int, int, Tr
         for k in range(m.start, m.end):
             covered[k] = True
     out: list[tuple[int, int, Trend]] = []
-    for m in _TREND.finditer(norm):
-        if any(covered[m.start() : m.end()]):
+    for t in _TREND.finditer(norm):
+        if any(covered[t.start() : t.end()]):
             continue
-        if _TREND_NEG_BEFORE.search(norm[max(0, m.start() - 6) : m.start()]):
+        if _TREND_NEG_BEFORE.search(norm[max(0, t.start() - 6) : t.start()]):
             continue
-        out.append((m.start(), m.end(), "worsening" if m.group("worse") else "improving"))
+        out.append((t.start(), t.end(), "worsening" if t.group("worse") else "improving"))
     return out
 
 
@@ -557,20 +619,27 @@ def analyse(text: str, at_local: datetime | date) -> MessageAnalysis:
     mentions = find_mentions(norm)
     apply_negation(norm, mentions)
     for m in mentions:
-        if m.surface in _RESOLUTION_FORMS and m.negated_by is None and m.status == "present":
-            if not _REMEDY_AFTER.match(norm, m.end) and not re.search(r"[不没未无难]\S?$", norm[max(0, m.start - 2) : m.start]):
-                m.resolved = True
+        if (
+            m.surface in _RESOLUTION_FORMS
+            and m.negated_by is None
+            and m.status == "present"
+            and not _REMEDY_AFTER.match(norm, m.end)
+            and not re.search(r"[不没未无难]\S?$", norm[max(0, m.start - 2) : m.start])
+        ):
+            # 退烧了 / 烧退了: going away; 不退烧 / 退烧药 are not.
+            m.resolved = True
         if m.resolved:
             m.status = "present"
             m.trend = "improving"
     spans = _clauses(norm)
+    index = _ClauseIndex(spans)
     for m in mentions:
-        spans[_clause_of(spans, m.start)].mentions.append(m)
+        spans[index.of(m.start)].mentions.append(m)
     trends = trend_matches(norm, mentions)
     trend_clauses: set[int] = set()
     distance: dict[int, int] = {}
     for t_start, _t_end, trend in trends:
-        ci = _clause_of(spans, t_start)
+        ci = index.of(t_start)
         targets = [m for m in spans[ci].mentions if m.status == "present"]
         if not targets and ci > 0 and spans[ci - 1].sentence == spans[ci].sentence:
             targets = [m for m in spans[ci - 1].mentions if m.status == "present"]
@@ -584,31 +653,37 @@ def analyse(text: str, at_local: datetime | date) -> MessageAnalysis:
             if id(m) not in distance or gap < distance[id(m)]:
                 distance[id(m)] = gap
                 m.trend = trend
-    dated = _apply_onsets(norm, mentions, spans, trend_clauses, at_local)
+    dated = _apply_onsets(norm, mentions, index, trend_clauses, at_local)
     return MessageAnalysis(norm=norm, mentions=mentions, trends=trends, dated=dated)
 
 
 def _apply_onsets(
     norm: str,
     mentions: list[Mention],
-    spans: list[_Span],
+    index: _ClauseIndex,
     trend_clauses: set[int],
     at_local: datetime | date,
 ) -> list[tuple[int, int, str, ResolvedDate]]:
+    spans = index.spans
     phrases = [p for p in find_time_phrases(norm, at_local, normalised=True) if p.resolved is not None]
-    occupied = [(p.start, p.end) for p in phrases] + [(m.start, m.end) for m in mentions]
+    taken = [False] * (len(norm) + 1)
+    for start, end in [(p.start, p.end) for p in phrases] + [(m.start, m.end) for m in mentions]:
+        for k in range(start, end):
+            taken[k] = True
     durations = [
-        d for d in find_durations(norm, at_local)
-        if d.resolved is not None and all(d.end <= s or d.start >= e for s, e in occupied)
+        d for d in find_durations(norm, at_local) if d.resolved is not None and not any(taken[d.start : d.end])
     ]
     dated: list[tuple[int, int, str, ResolvedDate]] = [
         (p.start, p.end, p.phrase, p.resolved) for p in phrases if p.resolved is not None
     ]
+    by_clause: dict[int, list[TimePhrase]] = {}
+    for p in phrases:
+        by_clause.setdefault(index.of(p.start), []).append(p)
     carried: tuple[str, ResolvedDate] | None = None
     for ci, span in enumerate(spans):
         if ci > 0 and spans[ci - 1].sentence != span.sentence:
             carried = None
-        in_clause = [p for p in phrases if span.start <= p.start < span.end]
+        in_clause = by_clause.get(ci, [])
         present = [m for m in span.mentions if m.status == "present" and not m.resolved]
         if not present:
             if in_clause and ci not in trend_clauses:
@@ -633,7 +708,7 @@ def _apply_onsets(
     for d in durations:
         if d.resolved is None:
             continue
-        ci = _clause_of(spans, d.start)
+        ci = index.of(d.start)
         if ci in trend_clauses:
             continue
         prior = [m for m in spans[ci].mentions if m.end <= d.start and d.start - m.end <= 8]
@@ -656,6 +731,7 @@ __all__ = [
     "apply_negation",
     "find_mentions",
     "load_lexicon",
+    "mentions_negation",
     "normalise",
     "trend_matches",
 ]

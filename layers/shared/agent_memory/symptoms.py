@@ -46,9 +46,11 @@ from agent_memory.observability import logger
 from agent_memory.symptom_dates import ResolvedDate, find_time_phrases, resolve_phrase
 from agent_memory.symptom_rules import (
     Mention,
+    MessageAnalysis,
     analyse,
     find_mentions,
     load_lexicon,
+    mentions_negation,
     normalise,
     trend_matches,
 )
@@ -156,13 +158,15 @@ def _facts_from_mentions(mentions: Sequence[Mention], message_id: str) -> list[S
             facts.append(SymptomFact(name=name, status="denied", evidence=[message_id]))
             continue
         last_present = present[-1]
-        later_denial = any(m.status == "denied" and m.start > last_present.start for m in ms)
+        # 之前发烧，现在没有发烧: the same words denied later in the message -> it resolved.
+        later_denial = any(
+            m.status == "denied" and m.start > last_present.start and m.surface == last_present.surface for m in ms
+        )
         trend: Trend | None = last_present.trend
         if later_denial and trend is None:
             trend = "improving"
-        dated = [m for m in present if m.onset is not None]
-        earliest = min(dated, key=lambda m: m.onset.start) if dated else None  # type: ignore[union-attr]
-        fields = _onset_fields(earliest.onset, earliest.onset_phrase) if earliest else {}
+        dated = [(m.onset, m.onset_phrase) for m in present if m.onset is not None]
+        fields = _onset_fields(*min(dated, key=lambda d: d[0].start)) if dated else {}
         facts.append(SymptomFact(name=name, status="present", trend=trend, evidence=[message_id], **fields))
     return facts
 
@@ -212,10 +216,7 @@ def _answer_polarity(norm: str, has_mentions: bool) -> Literal["yes", "no", "res
     if len(short) > 24:
         return None
     # A short restatement without the symptom word: 孩子现在没有 / 宝宝有过 / 昨天开始的.
-    from agent_memory.symptom_rules import _A_NOT_A, _CUE  # local: private helpers
-
-    masked = _A_NOT_A.sub("", short)
-    if _CUE.search(masked):
+    if mentions_negation(short):
         return "resolved" if re.search(r"(?:没有|没|不)了$", short) else "no"
     if _YES_WORDS.search(short):
         return "yes"
@@ -232,18 +233,20 @@ class RuleSymptomExtractor:
         analysis = analyse(text, at_local)
         facts = _facts_from_mentions(analysis.mentions, message_id)
         if question:
-            facts.extend(self._answer_facts(analysis.norm, analysis, facts, message_id, at_local, question))
+            facts.extend(self._answer_facts(analysis.norm, analysis, facts, message_id, question))
         return facts
 
     @staticmethod
     def _answer_facts(
         norm: str,
-        analysis: Any,
+        analysis: MessageAnalysis,
         facts: list[SymptomFact],
         message_id: str,
-        at_local: datetime,
         question: str,
     ) -> list[SymptomFact]:
+        """Facts for the symptoms the doctor's ``question`` names that the answer does not
+        restate: a short yes / no (是的 / 没有 / 不是 / yes / no), a resolution (没有了), or a
+        bare time or trend (昨天开始的 / 好多了) answers for them."""
         names, asked_trend = _question_names(question)
         stated = {f.name for f in facts}
         pending = [n for n in names if n not in stated]
@@ -252,8 +255,7 @@ class RuleSymptomExtractor:
         polarity = _answer_polarity(norm, has_mentions=bool(analysis.mentions))
         if polarity is None:
             # An answer with only a time or a trend still confirms: Q 发烧吗 A 昨天开始的.
-            dated = [d for d in analysis.dated]
-            if analysis.mentions or (not dated and not analysis.trends):
+            if analysis.mentions or (not analysis.dated and not analysis.trends):
                 return []
             polarity = "yes"
         if polarity == "no":
@@ -550,9 +552,11 @@ class LLMSymptomExtractor:
         # One fact per name, as the rules give: fold duplicates (present wins within a message).
         folded: dict[str, SymptomFact] = {}
         for f in facts:
-            if f.name in folded and folded[f.name].status == "present" and f.status == "denied":
-                continue
-            folded[f.name] = f if f.name not in folded else _merge_one(folded[f.name], f)
+            held = folded.get(f.name)
+            if held is None:
+                folded[f.name] = f
+            elif not (held.status == "present" and f.status == "denied"):
+                folded[f.name] = _merge_one(held, f)
         return list(folded.values())
 
     def _fall_back(

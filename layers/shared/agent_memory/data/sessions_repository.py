@@ -26,7 +26,6 @@ import binascii
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError
 from pynamodb.transactions import TransactWrite

@@ -39,7 +39,8 @@ DEMO_PROJECTS: tuple[Project, ...] = (
 
 
 def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
-    """Create the demo projects, the demo-iit hot memory and its weekly reports if absent.
+    """Create the demo projects, the demo-iit hot memory and its weekly reports, and the
+    demo-clinic visits (:mod:`agent_memory.demo.clinic_sessions`) if absent.
 
     Args:
         repo: a repository whose tables are already bound (``bind_tables``).
@@ -66,3 +67,9 @@ def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
     for report in demo_iit_weekly_reports():
         if report.created_at <= now:
             repo.put_weekly_report(report, overwrite=False)
+
+    # demo-clinic: patients' visits (transcripts, facts, one diagnosis, a follow-up); issue 3.
+    from agent_memory.data.sessions_repository import SessionsRepository
+    from agent_memory.demo.clinic_sessions import seed_demo_visits
+
+    seed_demo_visits(SessionsRepository(), DEMO_CLINIC_PROJECT_ID, now=now)

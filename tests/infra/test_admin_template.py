@@ -1,0 +1,66 @@
+"""The admin function's place in template.yaml (issue 5): least privilege, routes, public pages.
+
+Linting (cfn-lint, ``sam validate --lint``) of the whole template is in ``test_template.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_memory.api.routes_policy import ROUTE_POLICY, route_key_of
+from infra.template_model import load_template
+
+
+@pytest.fixture(scope="module")
+def resources() -> dict[str, Any]:
+    return load_template()["Resources"]  # type: ignore[no-any-return]
+
+
+def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for policy in function["Properties"].get("Policies") or []:
+        assert isinstance(policy, dict) and set(policy) <= {"Version", "Statement"}, policy  # inline only
+        out.extend(policy["Statement"])
+    return out
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]
+
+
+def test_admin_function_may_only_read_and_write_the_memory_table(resources: dict[str, Any]) -> None:
+    statements = _statements(resources["AdminFunction"])
+    assert len(statements) == 1
+    (statement,) = statements
+    assert statement["Effect"] == "Allow"
+    assert statement["Resource"] == {"Fn::GetAtt": ["MemoryTable", "Arn"]}
+    assert set(_actions(statement)) == {
+        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
+    }
+    text = json.dumps(resources["AdminFunction"])
+    for other in ("SessionsTable", "FlowLogTable", "IdempotencyTable", "secretsmanager", "*"):
+        assert other not in json.dumps(statements), other
+    assert "anthropic" not in text.lower()
+
+
+def test_admin_routes_belong_to_the_admin_function_and_are_admin_only(resources: dict[str, Any]) -> None:
+    events = resources["AdminFunction"]["Properties"]["Events"]
+    keys = {route_key_of(e["Properties"]["Method"], e["Properties"]["Path"]): e["Properties"] for e in events.values()}
+    assert "PUT /v1/projects/{project_id}/memory" in keys
+    assert "PUT /v1/projects/{project_id}/reports/{iso_week}" in keys
+    for key, props in keys.items():
+        if key in ("GET /admin", "GET /admin/editor.js"):
+            assert ROUTE_POLICY[key] == "public" and props["Auth"] == {"Authorizer": "NONE"}
+        else:
+            assert ROUTE_POLICY[key] == "admin", key
+            assert "Auth" not in props, key  # the API's default JWT authorizer applies
+
+
+def test_admin_function_has_its_log_group(resources: dict[str, Any]) -> None:
+    props = resources["AdminFunction"]["Properties"]
+    assert props["LoggingConfig"]["LogGroup"] == {"Ref": "AdminFunctionLogGroup"}
+    assert resources["AdminFunctionLogGroup"]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}

@@ -1,0 +1,149 @@
+"""Access control of EVERY route of template.yaml, over HTTP through the local stack (case B08).
+
+The routes are enumerated from the template (``infra.template_model.function_specs``), so a route
+someone adds is covered without touching this file, and it must have an entry in the one declared
+policy table (``agent_memory.api.routes_policy.ROUTE_POLICY``) or the test fails.
+
+Per route: 401 without a token and with an expired one (the gateway, before the function); 403 for
+a user of another project (P2's admin calling P1 - both projects use session ``s-001`` and patient
+``pt-1``); 403 for a member on an admin route; neither 401 nor 403 (nor a 5xx) for an allowed
+caller. Public routes answer without a token.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+import requests
+
+from agent_memory.api.routes_policy import ROUTE_POLICY, route_key_of
+from agent_memory.domain.models import Project
+from infra.local.stack import LocalStack
+from infra.local.token import mint_token
+from infra.template_model import RouteSpec, function_specs, load_template, table_specs
+from tests.support.auth import bearer
+
+_TEMPLATE = load_template()
+_SPECS = function_specs(_TEMPLATE, {t.logical_id: t.logical_id for t in table_specs(_TEMPLATE)})
+ROUTES: list[tuple[str, RouteSpec]] = [(spec.logical_id, route) for spec in _SPECS for route in spec.routes]
+PROTECTED = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method, r.path)) != "public"]
+PUBLIC = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method, r.path)) == "public"]
+
+#: Same ids in both projects (B08): only the project in the path differs.
+PATH_VALUES = {"session_id": "s-001", "patient_id": "pt-1", "version": "1", "iso_week": "2026-W05"}
+
+
+def _id(item: tuple[str, RouteSpec]) -> str:
+    return f"{item[1].method} {item[1].path}"
+
+
+def _url(stack: LocalStack, route: RouteSpec, project_id: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        return project_id if name == "project_id" else PATH_VALUES.get(name, "x-1")
+
+    return stack.base_url + re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\+?\}", value, route.path)
+
+
+def _call(stack: LocalStack, route: RouteSpec, project_id: str, headers: dict[str, str]) -> requests.Response:
+    body = {} if route.method in ("POST", "PUT", "PATCH") else None
+    return requests.request(
+        route.method, _url(stack, route, project_id), headers=headers, json=body, timeout=30
+    )
+
+
+@pytest.fixture(scope="module")
+def projects(local_stack: LocalStack) -> dict[str, str]:
+    """Two projects P1 and P2 (fresh ids, so other tests' data never matters)."""
+    suffix = uuid.uuid4().hex[:8]
+    ids = {"P1": f"acl-p1-{suffix}", "P2": f"acl-p2-{suffix}"}
+    for project_id in ids.values():
+        local_stack.repo.put_project(
+            Project(project_id=project_id, name=project_id, created_at=datetime(2026, 1, 5, tzinfo=UTC))
+        )
+    return ids
+
+
+# ------------------------------------------------------------------------------ the policy table
+def test_every_template_route_has_exactly_one_declared_policy() -> None:
+    keys = [route_key_of(r.method, r.path) for _, r in ROUTES]
+    missing = sorted(k for k in keys if k not in ROUTE_POLICY)
+    assert missing == [], f"routes without an entry in agent_memory/api/routes_policy.py: {missing}"
+    assert len(keys) == len(set(keys)), "a route is declared twice in template.yaml"
+    stale = sorted(set(ROUTE_POLICY) - set(keys))
+    assert stale == [], f"policy entries for routes the template does not declare: {stale}"
+
+
+@pytest.mark.parametrize("item", ROUTES, ids=_id)
+def test_only_public_routes_opt_out_of_the_jwt_authorizer(item: tuple[str, RouteSpec]) -> None:
+    _, route = item
+    public = ROUTE_POLICY.get(route_key_of(route.method, route.path)) == "public"
+    assert route.auth is not public, f"{_id(item)}: template auth={route.auth} but policy says public={public}"
+
+
+# ---------------------------------------------------------------------------------- over HTTP
+@pytest.mark.parametrize("item", PUBLIC, ids=_id)
+def test_public_route_answers_without_a_token(local_stack: LocalStack, item: tuple[str, RouteSpec]) -> None:
+    response = _call(local_stack, item[1], "demo-iit", {})
+    assert response.status_code == 200, response.text
+
+
+@pytest.mark.parametrize("item", PROTECTED, ids=_id)
+def test_b08_route_is_401_without_a_valid_token(
+    local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
+) -> None:
+    _, route = item
+    expired = mint_token("u-acl", [f"{projects['P1']}:admin"], ttl_s=60, now=time.time() - 3600)
+    for headers in ({}, {"Authorization": f"Bearer {expired}"}, {"Authorization": "Bearer x.y.z"}):
+        response = _call(local_stack, route, projects["P1"], headers)
+        assert response.status_code == 401, (headers.keys(), response.text)
+        assert response.json() == {"message": "Unauthorized"}
+
+
+@pytest.mark.parametrize("item", PROTECTED, ids=_id)
+def test_b08_route_is_403_for_a_user_of_another_project(
+    local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
+) -> None:
+    # Given P2's admin (same session / patient ids exist in both projects), When they call P1's route
+    response = _call(local_stack, item[1], projects["P1"], bearer(f"{projects['P2']}:admin", "u-p2-admin"))
+    # Then 403, whatever the body or the ids
+    assert response.status_code == 403, response.text
+    assert response.json()["error"] == "forbidden"
+
+
+@pytest.mark.parametrize("item", PROTECTED, ids=_id)
+def test_route_is_403_for_a_member_when_it_is_an_admin_route(
+    local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
+) -> None:
+    _, route = item
+    access = ROUTE_POLICY[route_key_of(route.method, route.path)]
+    response = _call(local_stack, route, projects["P1"], bearer(f"{projects['P1']}:member", "u-p1-member"))
+    if access == "admin":
+        assert response.status_code == 403, response.text
+    else:
+        assert response.status_code not in (401, 403), response.text
+        assert response.status_code < 500, response.text
+
+
+@pytest.mark.parametrize("item", PROTECTED, ids=_id)
+def test_route_admits_the_project_admin(
+    local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
+) -> None:
+    response = _call(local_stack, item[1], projects["P1"], bearer(f"{projects['P1']}:admin", "u-p1-admin"))
+    assert response.status_code not in (401, 403), response.text
+    assert response.status_code < 500, response.text
+
+
+def test_a_token_for_several_projects_opens_each_of_them(local_stack: LocalStack, projects: dict[str, str]) -> None:
+    headers = bearer(f"{projects['P1']}:member,{projects['P2']}:admin", "u-both")
+    for project_id in projects.values():
+        response = requests.get(f"{local_stack.base_url}/v1/projects/{project_id}/memory", headers=headers, timeout=30)
+        assert response.status_code == 200, response.text
+    # and the role is per project: admin in P2, member in P1
+    p2 = requests.get(f"{local_stack.base_url}/v1/projects/{projects['P2']}/memory/audit", headers=headers, timeout=30)
+    p1 = requests.get(f"{local_stack.base_url}/v1/projects/{projects['P1']}/memory/audit", headers=headers, timeout=30)
+    assert (p2.status_code, p1.status_code) == (200, 403)

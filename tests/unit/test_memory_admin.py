@@ -1,0 +1,194 @@
+"""The hot-memory editor's logic (``agent_memory.memory_admin``): Markdown parsing, provenance
+matching, If-Match, the cap (B07) and optimistic locking (B19) with the real repository on moto."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from agent_memory import memory_admin as admin
+from agent_memory.data.admin_repository import AdminRepository
+from agent_memory.demo.hot_memory import demo_iit_hot_memory
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
+from agent_memory.errors import (
+    InvalidInput,
+    LineNotFound,
+    OverTokenCap,
+    PreconditionRequired,
+    VersionConflict,
+)
+from agent_memory.text import estimate_tokens
+
+T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+T1 = datetime(2026, 3, 11, 2, 0, tzinfo=UTC)
+
+
+def _line(line_id: str, section: str, text: str, source: str = "distilled", tag: str | None = None) -> HotMemoryLine:
+    return HotMemoryLine(
+        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        role_tag=tag, created_at=T0, created_by="distiller" if source == "distilled" else "u-pi",
+        evidence=["m1"] if source == "distilled" else [],
+    )
+
+
+# ------------------------------------------------------------------------------- parsing
+def test_parse_reads_the_format_render_writes() -> None:
+    drafts = admin.parse_markdown(
+        "\ufeff# system rules\r\n- 禁止A\n\n## User Preferences ##\n*   [PI]   只看  数据\n+ [CRC] 周五提醒\nplain line\n"
+    )
+    assert [(d.section, d.role_tag, d.text, d.lineno) for d in drafts] == [
+        ("System Rules", None, "禁止A", 2),
+        ("User Preferences", "PI", "只看 数据", 5),
+        ("User Preferences", "CRC", "周五提醒", 6),
+        ("User Preferences", None, "plain line", 7),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("markdown", "fragment"),
+    [
+        ("- orphan", "line 1: a memory line must come after"),
+        ("# Notes\n- x", "line 1: unknown section 'Notes'"),
+        ("# Active Context\n- [PI]", "line 2: the line has a role tag but no text"),
+        ("# Active Context\n- a  b\n- a b", "line 3: repeats line 2"),
+    ],
+)
+def test_parse_refuses_what_it_cannot_place(markdown: str, fragment: str) -> None:
+    with pytest.raises(InvalidInput, match=fragment):
+        admin.parse_markdown(markdown)
+
+
+def test_the_rendered_demo_memory_parses_back_to_the_same_lines() -> None:
+    hot = demo_iit_hot_memory()
+    plan = admin.plan_edit(hot, admin.parse_markdown(hot.render()), actor="u-x", now=T1)
+    assert plan.lines == hot.lines
+    assert (plan.added, plan.removed) == ([], [])
+
+
+def test_a_line_that_looks_tagged_keeps_its_identity() -> None:
+    hot = HotMemory(project_id="p", lines=[_line("a", "Active Context", "[注意] 先核对")])
+    plan = admin.plan_edit(hot, admin.parse_markdown(hot.render()), actor="u-x", now=T1)
+    assert plan.lines == hot.lines
+
+
+def test_plan_keeps_matched_lines_and_makes_new_ones_admin_lines() -> None:
+    hot = HotMemory(project_id="p", lines=[
+        _line("a", "User Preferences", "只看数据", tag="PI"),
+        _line("b", "Lessons Learned", "不需要查年龄"),
+        _line("c", "Lessons Learned", "不需要查年龄"),
+    ])
+    markdown = "# Lessons Learned\n- 不需要查年龄\n- 要查年龄\n# User Preferences\n- [PI] 只看数据"
+    plan = admin.plan_edit(hot, admin.parse_markdown(markdown), actor="u-admin", now=T1)
+    assert [ln.line_id for ln in plan.lines][0] == "b"  # the first of two identical lines is kept
+    assert plan.lines[2] == hot.lines[0]
+    new = plan.lines[1]
+    assert (new.source, new.created_by, new.created_at, new.evidence) == ("admin", "u-admin", T1, [])
+    assert plan.added == [new.line_id] and plan.removed == ["c"]
+
+
+@pytest.mark.parametrize(("header", "version"), [('"7"', 7), ('W/"7"', 7), ("7", 7), (' "12" ', 12)])
+def test_if_match_names_a_version(header: str, version: int) -> None:
+    assert admin.parse_if_match(header) == version
+
+
+def test_if_match_is_required_and_must_be_a_version() -> None:
+    with pytest.raises(PreconditionRequired):
+        admin.parse_if_match(None)
+    for bad in ("*", '"v7"', "", "-1"):
+        with pytest.raises((InvalidInput, PreconditionRequired)):
+            admin.parse_if_match(bad)
+
+
+def test_diff_names_added_and_removed_lines() -> None:
+    before = HotMemory(project_id="p", version=1, lines=[_line("a", "Active Context", "x"), _line("b", "Active Context", "y")])
+    after = HotMemory(project_id="p", version=2, lines=[_line("a", "Active Context", "x"), _line("c", "Active Context", "z")])
+    diff = admin.diff_revisions(before, after)
+    assert (diff.previous_version, diff.added_line_ids, diff.removed_line_ids) == (1, ["c"], ["b"])
+    assert "-- y" in diff.unified and "+- z" in diff.unified
+
+
+# -------------------------------------------------------------------- with the repository
+@pytest.fixture
+def store(aws: dict[str, str]) -> AdminRepository:
+    repo = AdminRepository()
+    repo.put_project(Project(project_id="p1", name="P1", created_at=T0))
+    return repo
+
+
+def _seed(store: AdminRepository, lines: list[HotMemoryLine], versions: int = 1) -> HotMemory:
+    hot = HotMemory(project_id="p1", lines=lines)
+    for v in range(versions):
+        hot = store.save_hot_memory(hot, expected_version=v, actor="seed", reason=None, now=T0,
+                                    tokens=estimate_tokens(hot.render()))
+    return hot
+
+
+def _put(store: AdminRepository, markdown: str, if_match: int, cap: int = 2000) -> admin.ChangeResult:
+    return admin.put_memory(store, "p1", markdown=markdown, reason="r", if_match=if_match, actor="u-admin", now=T1,
+                            cap=cap)
+
+
+def test_b19_put_based_on_an_old_version_is_a_conflict_naming_the_current_one(store: AdminRepository) -> None:
+    hot = _seed(store, [_line("a", "Active Context", "x")], versions=7)
+    store.save_hot_memory(hot, expected_version=7, actor="distiller", reason=None, now=T0, tokens=1)  # -> v8
+    with pytest.raises(VersionConflict) as caught:
+        _put(store, "# Active Context\n- x\n- admin", if_match=7)
+    assert caught.value.current_version == 8
+    assert store.load_hot_memory("p1").version == 8
+
+
+def test_b19_a_save_racing_between_read_and_write_loses_on_the_condition(store: AdminRepository, monkeypatch: Any) -> None:
+    # Given the admin's read sees v1 but another writer commits v2 before the admin's write lands
+    _seed(store, [_line("a", "Active Context", "x")])
+    real_load = store.load_hot_memory
+
+    def racing_load(project_id: str) -> HotMemory:
+        seen = real_load(project_id)
+        store.save_hot_memory(seen, expected_version=seen.version, actor="distiller", reason=None, now=T0, tokens=1)
+        return seen
+
+    monkeypatch.setattr(store, "load_hot_memory", racing_load)
+    with pytest.raises(VersionConflict) as caught:
+        _put(store, "# Active Context\n- x\n- admin", if_match=1)
+    assert caught.value.current_version == 2
+    assert [ln.text for ln in real_load("p1").lines] == ["x"]
+
+
+def test_b07_put_over_the_cap_raises_with_the_count_and_stores_nothing(store: AdminRepository) -> None:
+    _seed(store, [_line("a", "Active Context", "x")])
+    markdown = "# Active Context\n" + "\n".join("- " + "字" * 100 + str(i) for i in range(26))
+    with pytest.raises(OverTokenCap) as caught:
+        _put(store, markdown, if_match=1)
+    assert caught.value.cap == 2000 and caught.value.tokens == estimate_tokens(markdown)
+    assert store.load_hot_memory("p1").version == 1
+
+
+def test_deleting_lines_is_allowed_even_over_the_cap(store: AdminRepository) -> None:
+    # Given a document over a (lowered) cap: the kill switch must still work
+    lines = [_line(f"l{i}", "Active Context", "字" * 100 + str(i)) for i in range(5)]
+    _seed(store, lines)
+    result = admin.delete_line(store, "p1", "l0", reason=None, if_match=1, actor="u-admin", now=T1, cap=100)
+    assert result.changed and result.memory.over_cap and result.memory.tokens > 100
+    # and a PUT that only removes lines too; one that adds a line does not
+    kept = "# Active Context\n" + "\n".join(f"- {ln.text}" for ln in lines[2:])
+    assert _put(store, kept, if_match=2, cap=100).memory.version == 3
+    with pytest.raises(OverTokenCap):
+        _put(store, kept + "\n- new", if_match=3, cap=100)
+
+
+def test_delete_of_a_missing_line_is_not_found(store: AdminRepository) -> None:
+    _seed(store, [_line("a", "Active Context", "x")])
+    with pytest.raises(LineNotFound):
+        admin.delete_line(store, "p1", "zz", reason=None, if_match=1, actor="u", now=T1, cap=2000)
+
+
+def test_every_change_writes_one_revision_and_one_audit_record(store: AdminRepository) -> None:
+    _seed(store, [_line("a", "Active Context", "x")])
+    result = _put(store, "# Active Context\n- x\n- y", if_match=1)
+    revision = store.get_revision("p1", 2)
+    assert revision is not None and revision.summary.created_by == "u-admin"
+    assert revision.summary.tokens == result.memory.tokens
+    (record,) = store.list_audit("p1", limit=10, cursor=None).items
+    assert (record.audit_id, record.action, record.at, record.reason) == (result.audit_id, "memory.put", T1, "r")
