@@ -29,7 +29,6 @@ from zoneinfo import ZoneInfo
 
 from agent_memory.domain.models import MessageRecord, SessionState
 from agent_memory.domain.session_models import DiagnosisRef
-from agent_memory.prompt import select_recent_turns
 from agent_memory.session_cache import SessionCache
 from agent_memory.session_summary import SUMMARY_BUDGET_BYTES, ExtractiveSummariser, Summariser
 from agent_memory.symptoms import LLMSymptomExtractor, SymptomExtractor, SymptomFact, merge_facts
@@ -295,19 +294,22 @@ class SessionMemory:
     ) -> tuple[str, str | None]:
         """(summary, last message id it covers) after this write.
 
-        Everything before the first turn the NEXT prompt will show (the recent turns of the
-        trimmed window) and after the last summarised message is summarised now, while the
-        pre-trim window still holds it; so a message is always summarised before the window
-        drops it, by turn count or by bytes. Only a session whose early messages were dropped
-        before it had any summary (``summary_through`` unset) has a gap to read back.
+        Summarised now, while the pre-trim window still holds them: the messages before the
+        last ``recent_turns`` user messages (the span the next prompt's recent turns come
+        from; a failed message waiting for its retry counts, so it is not summarised) and any
+        message the window's trim drops (by turn count or by bytes), after the last summarised
+        one. So a message is always summarised before the window drops it; only a session whose
+        early messages were dropped before it had any summary (``summary_through`` unset) has a
+        gap to read back.
         """
-        recent = select_recent_turns(updated.window, self.recent_turns)
         through = (current.facts or {}).get("summary_through")
         through = through if isinstance(through, str) else None
-        if not recent:
-            return current.summary, through
         ids = [m.message_id for m in full_window]
-        horizon = ids.index(recent[0][0].message_id)
+        users = [i for i, m in enumerate(full_window) if m.role == "user"]
+        span_start = users[-self.recent_turns] if 0 < self.recent_turns <= len(users) else (
+            0 if self.recent_turns else len(full_window))
+        trim_start = len(full_window) - len(updated.window)
+        horizon = max(span_start, trim_start)
         gap: list[MessageRecord] = []
         if through in ids:
             start = ids.index(through) + 1  # type: ignore[arg-type]

@@ -6,8 +6,10 @@ Claims used (a Cognito user pool or any OIDC issuer can carry them):
   ``"demo-iit:admin,demo-clinic:member"`` (API Gateway HTTP API passes every claim as a
   string; arrays arrive as ``"[a b]"``, which is accepted too).
 
-Every project route calls :func:`authorize`: no valid claims -> 401, a project the user is
-not in -> 403, an admin route for a member -> 403 (case B08).
+Every route is checked against the one route -> role table
+(:mod:`agent_memory.api.routes_policy`, applied by ``route_guard`` before the handler runs), which
+calls :func:`authorize`: no valid claims -> 401, a project the user is not in -> 403, an admin
+route for a member -> 403 (case B08).
 """
 
 from __future__ import annotations
