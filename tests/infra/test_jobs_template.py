@@ -26,16 +26,19 @@ from infra.template_model import (
     resources_of_type,
     schedule_specs,
 )
-from tests.infra.test_template import (  # noqa: F401 - fixtures used by name
+from tests.infra.test_template import (
     DYNAMODB_READ_ACTIONS,
     _action_allows,
     _as_list,
     _flow_log_read_violations,
     _policy_statements,
     _statements_referencing_flow_log,
-    dummy_aws_credentials,
-    translated_template,
 )
+
+# The fixtures of test_template.py, registered here under these names: dummy AWS credentials
+# (autouse) and the SAM-translated template.
+from tests.infra.test_template import dummy_aws_credentials as _dummy_aws_credentials  # noqa: F401,E402
+from tests.infra.test_template import translated_template as _translated_template  # noqa: F401,E402
 
 TABLES = ["FlowLogTable", "MemoryTable", "SessionsTable", "IdempotencyTable"]
 # job -> (event, cron expression, local hour, weekday field)
@@ -254,9 +257,9 @@ def test_read_actions_checked_include_query(resources: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------ SAM-translated (slow)
 @pytest.mark.slow
-def test_sam_generates_schedules_in_the_zone_with_dlq_permission(translated_template: Path) -> None:
+def test_sam_generates_schedules_in_the_zone_with_dlq_permission(_translated_template: Path) -> None:
     # Given the template after the SAM transform,
-    cfn = json.loads(translated_template.read_text(encoding="utf-8"))["Resources"]
+    cfn = json.loads(_translated_template.read_text(encoding="utf-8"))["Resources"]
     schedules = {k: r for k, r in cfn.items() if r["Type"] == "AWS::Scheduler::Schedule"}
     # Then each schedule keeps its zone, Input, retry policy and DLQ, and its role may send to the DLQ.
     assert len(schedules) == 3

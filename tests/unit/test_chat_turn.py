@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -321,9 +320,7 @@ def test_b14a_long_session_stays_under_item_limit(repo: Any, aws: dict[str, str]
     assert all(len(s) == 3000 for s in sent)
 
     # When they are sent one turn after another
-    started = time.perf_counter()
     results = [send(deps, s) for s in sent]
-    elapsed = time.perf_counter() - started
 
     # Then every turn succeeded and every message reads back whole, in order
     stored = repo.list_messages("p1", "s1")
@@ -334,7 +331,6 @@ def test_b14a_long_session_stays_under_item_limit(repo: Any, aws: dict[str, str]
     size = dynamodb_item_size(session_item(aws, "p1", "s1"))
     assert size < SESSION_ITEM_BUDGET_BYTES < DYNAMODB_ITEM_LIMIT_BYTES
     assert repo.get_session("p1", "s1").message_count == 200
-    assert elapsed < 60, f"100 turns took {elapsed:.1f}s"
 
 
 def test_b14a_messages_at_the_size_limit_keep_the_session_item_under_budget(repo: Any, aws: dict[str, str]) -> None:

@@ -64,7 +64,7 @@ class SqsJobQueue:
             EnqueueFailed: entries still failing after the retries (the other chunks are sent).
         """
         failed = 0
-        for chunk in batched(requests, SQS_BATCH_MAX):
+        for chunk in batched(requests, SQS_BATCH_MAX, strict=False):
             failed += self._send_chunk(chunk)
         if failed:
             raise EnqueueFailed(f"{failed} of {len(requests)} job requests were not enqueued", failed=failed)
