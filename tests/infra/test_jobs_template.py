@@ -257,7 +257,7 @@ def test_read_actions_checked_include_query(resources: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------ SAM-translated (slow)
 @pytest.mark.slow
-def test_sam_generates_schedules_in_the_zone_with_dlq_permission(_translated_template: Path) -> None:
+def test_sam_generates_schedules_in_the_zone_with_dlq_permission(_translated_template: Path) -> None:  # noqa: F811
     # Given the template after the SAM transform,
     cfn = json.loads(_translated_template.read_text(encoding="utf-8"))["Resources"]
     schedules = {k: r for k, r in cfn.items() if r["Type"] == "AWS::Scheduler::Schedule"}

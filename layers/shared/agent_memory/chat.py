@@ -31,6 +31,7 @@ from agent_memory.domain.models import (
     ToolCall,
     TurnContext,
     WeeklyReport,
+    YearlySummary,
 )
 from agent_memory.errors import InvalidInput, LLMError, PayloadTooLarge, VersionConflict
 from agent_memory.ids import new_message_id
@@ -54,6 +55,8 @@ class ChatStore(Protocol):
     def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
 
     def load_history(self, project_id: str, *, limit_weeks: int, page_size: int | None = None) -> list[WeeklyReport]: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
     def record_turn(self, write: Any) -> None: ...
 
@@ -187,8 +190,13 @@ def handle_message(
     classification = deps.classifier.classify(content, deadline=deadline)
     plans = plan_calls(classification.intents)
     reports: list[WeeklyReport] | None = None
+    yearly: list[YearlySummary] = []
     if any(p.load_history for p in plans):
         reports = deps.store.load_history(project_id, limit_weeks=cfg.budget.history_weeks)
+        if len(reports) >= cfg.budget.history_weeks:
+            # More history than the week cap may exist: older periods come through the
+            # yearly summaries (seed 001 section 5.1). One more Query, only then.
+            yearly = deps.store.load_yearly_summaries(project_id)
 
     # The prompt sees the window WITHOUT a reused failed message (it is the current message).
     prompt_session = memory_session.model_copy(
@@ -197,7 +205,7 @@ def handle_message(
     outcomes: list[_CallOutcome] = []
     try:
         for plan in plans:
-            outcomes.append(_run_call(deps, ctx.hot_memory, prompt_session, plan, reports, content, project_id, deadline))
+            outcomes.append(_run_call(deps, ctx.hot_memory, prompt_session, plan, reports, content, project_id, deadline, yearly))
     except LLMError:
         if reused is None:
             failed = user_msg.model_copy(update={"status": "failed"})
@@ -264,11 +272,13 @@ def _run_call(
     content: str,
     project_id: str,
     deadline: float | None,
+    yearly: list[YearlySummary] | None = None,
 ) -> _CallOutcome:
     cfg = deps.config
     prompt = assemble_prompt(
         hot_memory=hot,
         reports=reports if plan.load_history else None,  # a QC call never sees history
+        yearly=(yearly or []) if plan.load_history else [],
         session=session,
         user_text=content,
         intents=plan.intents,

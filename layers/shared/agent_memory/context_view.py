@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from agent_memory.domain.models import HotMemory, MessageRecord, WeeklyReport
+from agent_memory.domain.models import HotMemory, MessageRecord, WeeklyReport, YearlySummary
 from agent_memory.errors import MessageNotFound
 from agent_memory.prompt import (
     render_history_block,
@@ -31,6 +31,8 @@ class ContextStore(Protocol):
     def get_reports(self, project_id: str, weeks: list[str]) -> list[WeeklyReport]: ...
 
     def get_project(self, project_id: str) -> Any: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
 
 def turn_context(store: ContextStore, project_id: str, session_id: str, message_id: str) -> dict[str, Any]:
@@ -80,7 +82,9 @@ def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[
         reports = sorted(store.get_reports(project_id, weeks), key=lambda r: r.iso_week)
         revisions = ref.get("revisions", {})
         changed = any(revisions.get(r.iso_week, r.revision) != r.revision for r in reports) or len(reports) != len(weeks)
-        return render_history_block(reports), changed
+        wanted_years = set(ref.get("years", []))
+        years = [y for y in store.load_yearly_summaries(project_id) if y.year in wanted_years] if wanted_years else []
+        return render_history_block(reports, years), changed
     if name == "recent_turns":
         ids = list(ref.get("message_ids", []))
         found = store.get_messages(project_id, session_id, ids)

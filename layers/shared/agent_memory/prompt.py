@@ -23,6 +23,7 @@ from agent_memory.domain.models import (
     MessageRecord,
     SessionState,
     WeeklyReport,
+    YearlySummary,
 )
 from agent_memory.llm.port import SystemBlock
 from agent_memory.text import estimate_tokens
@@ -157,10 +158,45 @@ def render_report(report: WeeklyReport) -> str:
     return f"## {report.iso_week}\n{report.summary.strip()}"
 
 
-def render_history_block(reports: Sequence[WeeklyReport]) -> str:
-    """The delimited history block (oldest week first)."""
-    body = "\n\n".join(render_report(r) for r in reports)
-    return f'<history_book weeks="{len(reports)}">\n{body}\n</history_book>'
+def select_yearly(
+    yearly: Sequence[YearlySummary], weeks: Sequence[WeeklyReport], *, max_tokens: int
+) -> list[YearlySummary]:
+    """Yearly summaries for the periods older than the loaded weeks (seed 001 section 5.1:
+    beyond 50 weeks, older years come through yearly summaries), newest year first within
+    ``max_tokens``; returned oldest first. A year is used when it is older than the oldest
+    loaded week's ISO year, or is that year but the loaded weeks do not start at its W01."""
+    if not yearly:
+        return []
+    if weeks:
+        oldest = min(r.iso_week for r in weeks)
+        oldest_year, oldest_week = int(oldest[:4]), int(oldest[6:])
+    else:
+        oldest_year, oldest_week = 10_000, 1
+    eligible = [
+        y for y in yearly if y.year < oldest_year or (y.year == oldest_year and oldest_week > 1)
+    ]
+    kept: list[YearlySummary] = []
+    used = 0
+    for y in sorted(eligible, key=lambda y: y.year, reverse=True):
+        cost = estimate_tokens(render_yearly(y))
+        if used + cost > max_tokens:
+            break
+        kept.append(y)
+        used += cost
+    return sorted(kept, key=lambda y: y.year)
+
+
+def render_yearly(summary: YearlySummary) -> str:
+    """One year in the history block: ``## 2025 (yearly summary)`` then the summary."""
+    return f"## {summary.year} (yearly summary)\n{summary.summary.strip()}"
+
+
+def render_history_block(reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary] = ()) -> str:
+    """The delimited history block: yearly summaries of older years, then the weeks, oldest first."""
+    parts = [render_yearly(y) for y in yearly] + [render_report(r) for r in reports]
+    body = "\n\n".join(parts)
+    years = f' years="{len(yearly)}"' if yearly else ""
+    return f'<history_book weeks="{len(reports)}"{years}>\n{body}\n</history_book>'
 
 
 # -------------------------------------------------------------------- session
@@ -276,6 +312,7 @@ def assemble_prompt(
     user_text: str,
     intents: Sequence[Intent],
     budget: PromptBudget,
+    yearly: Sequence[YearlySummary] = (),
 ) -> AssembledPrompt:
     """Assemble one LLM context.
 
@@ -310,10 +347,13 @@ def assemble_prompt(
     if reports is not None:
         selected = select_history(reports, max_weeks=budget.history_weeks, max_tokens=budget.history_tokens)
         history_weeks = [r.iso_week for r in selected]
-        history_text = render_history_block(selected)
+        used = sum(estimate_tokens(render_report(r)) for r in selected)
+        years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
+        history_text = render_history_block(selected, years)
         blocks.append(PromptBlock(
             "history", history_text, estimate_tokens(history_text),
-            ref={"weeks": history_weeks, "revisions": {r.iso_week: r.revision for r in selected}},
+            ref={"weeks": history_weeks, "revisions": {r.iso_week: r.revision for r in selected},
+                 "years": [y.year for y in years]},
         ))
         system.append(SystemBlock("history", history_text, cache=True))
 

@@ -283,24 +283,6 @@ class JobsRepository(DynamoRepository):
         )
         return [_report(i) for i in items]
 
-    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]:
-        """Every ``YEAR#{yyyy}`` summary of the project, oldest year first (one Query).
-
-        Chat uses them for periods older than the 50 loaded weeks (seed 001 section 5.1).
-        """
-        sync_job_tables()
-        return [
-            YearlySummary(
-                project_id=project_id,
-                year=int(i.year),
-                summary=i.summary,
-                weeks=list(i.weeks or []),
-                created_at=i.created_at,
-                created_by=i.created_by,
-            )
-            for i in YearSummaryItem.query(project_id, YearSummaryItem.sk.startswith("YEAR#"))
-        ]
-
     def put_yearly_summary(self, summary: YearlySummary) -> bool:
         """Write ``YEAR#{yyyy}`` unless it exists (idempotent); False when it existed."""
         sync_job_tables()

@@ -39,6 +39,7 @@ from agent_memory.domain.models import (
     ToolCall,
     TurnContext,
     WeeklyReport,
+    YearlySummary,
 )
 from agent_memory.errors import (
     ItemTooLarge,
@@ -228,6 +229,26 @@ class DynamoRepository:
             session_pk(project_id, session_id), MessageItem.sk.startswith("MSG#"), page_size=page_size
         )
         return [_message(item) for item in items]
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]:
+        """Every ``YEAR#{yyyy}`` summary of the project, oldest year first (one Query).
+
+        Chat uses them for periods older than the loaded weeks (seed 001 section 5.1).
+        """
+        from agent_memory.data.job_tables import YearSummaryItem, sync_job_tables
+
+        sync_job_tables()
+        return [
+            YearlySummary(
+                project_id=project_id,
+                year=int(i.year),
+                summary=i.summary,
+                weeks=list(i.weeks or []),
+                created_at=i.created_at,
+                created_by=i.created_by,
+            )
+            for i in YearSummaryItem.query(project_id, YearSummaryItem.sk.startswith("YEAR#"))
+        ]
 
     def get_hot_memory_revision(self, project_id: str, version: int) -> HotMemory | None:
         """A stored hot-memory version (``HOTREV#``), or None if it was never stored."""

@@ -148,6 +148,20 @@ class WeeklyReport(BaseModel):
     evidence: list[str] = Field(default_factory=list)
 
 
+class YearlySummary(BaseModel):
+    """``YEAR#{yyyy}``: one complete ISO year of the history book condensed (seed 001 5.1).
+
+    ``weeks`` are the ISO weeks (``YYYY-Www``) whose reports it was built from.
+    """
+
+    project_id: str
+    year: int
+    summary: str
+    weeks: list[str] = Field(default_factory=list)
+    created_at: datetime
+    created_by: str = "pruner"
+
+
 class Project(BaseModel):
     """A tenant. ``time_zone`` is the IANA zone of the project's calendar."""
 

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_memory.domain.models import YearlySummary
+
 #: Sections the AI may write (``System Rules`` is admin-only; seed 000 section 2.1, seed 001 5.3).
 AI_SECTIONS: tuple[str, ...] = ("User Preferences", "Active Context", "Lessons Learned")
 SYSTEM_RULES = "System Rules"
@@ -77,20 +79,6 @@ class ReviewItem(BaseModel):
     created_by: str = "distiller"
 
 
-class YearlySummary(BaseModel):
-    """``YEAR#{yyyy}``: one complete ISO year of the history book condensed (seed 001 5.1).
-
-    ``weeks`` are the ISO weeks (``YYYY-Www``) whose reports it was built from.
-    """
-
-    project_id: str
-    year: int
-    summary: str
-    weeks: list[str] = Field(default_factory=list)
-    created_at: datetime
-    created_by: str = "pruner"
-
-
 class JobRun(BaseModel):
     """``JOBRUN#{job}#{key}``: the completion marker of one job for one period.
 
@@ -122,3 +110,6 @@ class Alert(BaseModel):
     message: str
     dedupe_key: str
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+__all__ = ["YearlySummary"]
