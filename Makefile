@@ -11,7 +11,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: venv sam-venv run test test-fast lint validate build deploy bench pr token job dispatch demo-jobs openapi clean
+.PHONY: system-deps venv sam-venv run test test-fast lint validate build deploy bench pr token job dispatch demo-jobs openapi clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -20,6 +20,15 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	touch $@
 
 venv: $(VENV)/.installed
+
+## system-deps: Debian packages the tests need (.ci/apt-packages: Chromium for the browser test)
+system-deps:
+	@missing=""; for p in $$(cat .ci/apt-packages); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
 
 $(SAM_VENV)/.installed:
 	$(PYTHON_FOR_VENV) -m venv $(SAM_VENV)
@@ -62,7 +71,7 @@ openapi: venv
 	$(PY) -m infra.openapi
 
 ## test: lint, type-check, then every test (unit, integration over HTTP, infra checks of the template)
-test: venv sam-venv
+test: venv sam-venv system-deps
 	$(PY) -m ruff check .
 	$(PY) -m mypy
 	SAM_CLI=$(abspath $(SAM)) $(PY) -m pytest -n 2 --dist loadfile
