@@ -18,7 +18,7 @@ from pynamodb.attributes import ListAttribute, NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from agent_memory.data.job_tables import ReviewQueueItem, sync_job_tables
-from agent_memory.data.tables import ProjectItem, Utf8JSONAttribute, _Base
+from agent_memory.data.tables import ProjectItem, Utf8JSONAttribute, _Base, register_models
 
 
 class AuditItem(_Base):
@@ -64,6 +64,7 @@ class ReviewDecisionItem(ReviewQueueItem):
 
 
 ADMIN_MODELS: tuple[type[Model], ...] = (AuditItem, ReportRevisionItem, ReviewDecisionItem)
+register_models("memory", *ADMIN_MODELS)
 
 
 _synced_with: list[object] = [None]

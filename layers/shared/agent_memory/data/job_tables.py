@@ -24,7 +24,7 @@ from pynamodb.attributes import (
 )
 from pynamodb.models import Model
 
-from agent_memory.data.tables import ProjectItem, _Base
+from agent_memory.data.tables import ProjectItem, _Base, register_models
 
 
 class ReviewQueueItem(_Base):
@@ -85,6 +85,7 @@ class AlertSentItem(_Base):
 
 
 JOB_MODELS: tuple[type[Model], ...] = (ReviewQueueItem, JobRunItem, YearSummaryItem, AlertSentItem)
+register_models("memory", *JOB_MODELS)
 
 
 def sync_job_tables() -> None:

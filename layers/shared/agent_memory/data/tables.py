@@ -276,19 +276,39 @@ SESSION_MODELS: tuple[type[Model], ...] = (SessionItem, MessageItem, DiagnosisIt
 FLOW_LOG_MODELS: tuple[type[Model], ...] = (FlowLogItem,)
 
 
-def bind_tables(*, memory_table: str, sessions_table: str, flow_log_table: str) -> None:
-    """Point every model at its table (names from the environment) and reset connections.
+_REGISTRY: dict[str, list[type[Model]]] = {
+    "memory": list(MEMORY_MODELS),
+    "sessions": list(SESSION_MODELS),
+    "flow_log": list(FLOW_LOG_MODELS),
+}
+_BOUND: dict[str, str] = {}
 
-    Called once at cold start (and by tests that create their own tables). The region
-    comes from ``AWS_REGION``; the endpoint from botocore's ``AWS_ENDPOINT_URL`` (local runtime).
-    """
-    region = _region()
-    for models, name in (
-        (MEMORY_MODELS, memory_table),
-        (SESSION_MODELS, sessions_table),
-        (FLOW_LOG_MODELS, flow_log_table),
-    ):
+
+def _bind(model: type[Model], table_name: str) -> None:
+    model.Meta.table_name = table_name
+    model.Meta.region = _region()
+    model._connection = None
+
+
+def register_models(table: str, *models: type[Model]) -> None:
+    """Register more models living on one of the tables (``memory``, ``sessions``,
+    ``flow_log``), e.g. the job and admin items, so that :func:`bind_tables` binds them too
+    (and they are bound at once when the tables already are)."""
+    _REGISTRY[table].extend(models)
+    if table in _BOUND:
         for model in models:
-            model.Meta.table_name = name
-            model.Meta.region = region
-            model._connection = None
+            _bind(model, _BOUND[table])
+
+
+def bind_tables(*, memory_table: str, sessions_table: str, flow_log_table: str) -> None:
+    """Point every registered model at its table (names from the environment) and reset
+    their connections.
+
+    Called once at cold start (and by tests that create their own tables or switch between
+    moto in-process and the local stack). The region comes from ``AWS_REGION``; the
+    endpoint from botocore's ``AWS_ENDPOINT_URL`` (local runtime).
+    """
+    _BOUND.update(memory=memory_table, sessions=sessions_table, flow_log=flow_log_table)
+    for table, models in _REGISTRY.items():
+        for model in models:
+            _bind(model, _BOUND[table])
