@@ -141,7 +141,7 @@ def test_route_admits_the_project_admin(
 def test_a_token_for_several_projects_opens_each_of_them(local_stack: LocalStack, projects: dict[str, str]) -> None:
     headers = bearer(f"{projects['P1']}:member,{projects['P2']}:admin", "u-both")
     for project_id in projects.values():
-        response = requests.get(f"{local_stack.base_url}/v1/projects/{project_id}/memory", headers=headers, timeout=30)
+        response = requests.get(f"{local_stack.base_url}/v1/projects/{project_id}/reports", headers=headers, timeout=30)
         assert response.status_code == 200, response.text
     # and the role is per project: admin in P2, member in P1
     p2 = requests.get(f"{local_stack.base_url}/v1/projects/{projects['P2']}/memory/audit", headers=headers, timeout=30)

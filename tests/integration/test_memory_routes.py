@@ -47,8 +47,8 @@ def new_project(stack: LocalStack) -> str:
 
 # --------------------------------------------------------------------------------------- memory
 def test_memory_returns_markdown_lines_with_provenance_and_the_version_as_etag(local_stack: LocalStack) -> None:
-    # Given the seeded demo project, When a member reads its hot memory,
-    response = get(local_stack, "/v1/projects/demo-iit/memory")
+    # Given the seeded demo project, When an admin reads its hot memory,
+    response = get(local_stack, "/v1/projects/demo-iit/memory", token("demo-iit:admin"))
     # Then the body has the Markdown the chat injects and every line's provenance,
     assert response.status_code == 200
     body = response.json()
@@ -64,7 +64,7 @@ def test_memory_returns_markdown_lines_with_provenance_and_the_version_as_etag(l
 
 def test_memory_of_a_project_without_hot_memory_is_empty_version_zero(local_stack: LocalStack) -> None:
     project_id = new_project(local_stack)
-    response = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:member"))
+    response = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:admin"))
     assert response.status_code == 200
     assert (response.json()["version"], response.json()["lines"], response.headers["ETag"]) == (0, [], '"0"')
 
@@ -138,7 +138,7 @@ def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: Loc
     _chat(local_stack, project_id, "From now on, always list the missing CRF fields by subject number.")
     today = datetime.now(ZoneInfo("Asia/Shanghai")).date()
     jobs = LocalJobs.for_stack(local_stack)
-    before = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:member"))
+    before = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:admin"))
     # When the day is distilled through the dispatcher (the schedule's Input, this project) and the
     # week is archived by the backfill command's path,
     distilled = jobs.dispatch("distill", today + timedelta(days=1), project_id)
@@ -146,7 +146,7 @@ def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: Loc
     # Then the memory has the user's preferences as distilled lines citing their messages, with a new ETag,
     assert distilled["delivery"] == {"batches": 1, "records": 1, "failed": 0}
     assert archived["response"] == {"batchItemFailures": []}
-    memory = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:member"))
+    memory = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:admin"))
     lines = memory.json()["lines"]
     assert memory.headers["ETag"] != before.headers["ETag"]
     assert {ln["source"] for ln in lines} == {"distilled"}
@@ -159,7 +159,7 @@ def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: Loc
     # Re-running both changes nothing.
     jobs.dispatch("distill", today + timedelta(days=1), project_id)
     jobs.run("archive", project_id, today)
-    again = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:member"))
+    again = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:admin"))
     assert again.headers["ETag"] == memory.headers["ETag"]
 
 

@@ -53,9 +53,9 @@ ROUTE_POLICY: Mapping[str, Access] = {
     # ---------------------------------------------------------------- inspection (ApiFunction)
     f"GET {_P}/sessions/{{session_id}}/messages/{{message_id}}/context": "admin",
     # ---------------------------------------------------------------- hot memory
-    # Reading is open to members (the document is in every member's prompt); changing it and its
-    # history (revisions, review queue, audit) is for the project's admins.
-    f"GET {_P}/memory": "member",
+    # The hot-memory API is the admins' (issue 5: "Hot-memory API (admin)"): reading it with its
+    # provenance, changing it and its history (revisions, review queue, audit).
+    f"GET {_P}/memory": "admin",
     f"PUT {_P}/memory": "admin",
     f"DELETE {_P}/memory/lines/{{line_id}}": "admin",
     f"GET {_P}/memory/revisions": "admin",
