@@ -7,6 +7,7 @@ reasons never contain message text, prompts or secrets.
 from __future__ import annotations
 
 import math
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -45,13 +46,24 @@ def error_response(
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
 
 
+_SAFE_LOC = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+def _safe_loc(part: object) -> str:
+    """A location element of a validation error, or ``<value>`` when it is not a plain field
+    name or index (it could be request content, e.g. a form key made of the whole body)."""
+    text = str(part)
+    return text if _SAFE_LOC.match(text) else "<value>"
+
+
 def register_error_handlers(app: ApiGatewayResolver) -> None:
     """Attach the mapping of every domain exception to ``app``."""
 
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
         details = [
-            {"loc": [str(x) for x in err.get("loc", ())], "msg": str(err.get("msg", ""))[:200], "type": err.get("type")}
+            {"loc": [_safe_loc(x) for x in err.get("loc", ())], "msg": str(err.get("msg", ""))[:200],
+             "type": err.get("type")}
             for err in exc.errors()
         ]
         reason = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"

@@ -16,8 +16,11 @@ fails for any route without an entry (case B08).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -112,6 +115,55 @@ def authorize_event(event: Mapping[str, Any]) -> Caller | None:
     return caller
 
 
+#: Every path parameter (ids, ISO weeks, versions): letters, digits, ``.``, ``_``, ``-``; 1..128
+#: characters, starting with a letter or digit (the same rule as ids in request bodies).
+PATH_PARAMETER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _error(event: Mapping[str, Any], status: int, code: str, reason: str) -> dict[str, Any]:
+    request_id = str(((event.get("requestContext") or {}).get("requestId")) or "")
+    body = {"error": code, "reason": reason, "retryable": False, "request_id": request_id}
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(body, ensure_ascii=False),
+        "isBase64Encoded": False,
+    }
+
+
+def request_problem(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Reject malformed requests before routing, with a JSON 4xx whose reason never quotes
+    the request's content:
+
+    - a path parameter outside :data:`PATH_PARAMETER_RE` -> 400 (a 2,000-character session
+      id would otherwise reach DynamoDB's 1,024-byte key limit; ``..``, ``%2F``, NUL refused);
+    - a body that is not UTF-8 -> 400;
+    - a body on POST/PUT/PATCH that is not declared ``application/json`` -> 415 (otherwise
+      the body would be read as a form and echoed in validation errors).
+    Returns None when the request may proceed.
+    """
+    for name, value in ((event.get("pathParameters") or {}) or {}).items():
+        if not isinstance(value, str) or not PATH_PARAMETER_RE.match(value):
+            return _error(event, 400, "invalid_path_parameter",
+                          f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'")
+    raw = event.get("body")
+    if raw is None or raw == "":
+        return None
+    if event.get("isBase64Encoded"):
+        try:
+            base64.b64decode(raw, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return _error(event, 400, "invalid_encoding", "the body must be UTF-8 text")
+    method = str(((event.get("requestContext") or {}).get("http") or {}).get("method") or "").upper()
+    if method in _BODY_METHODS:
+        headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+        media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if media != "application/json" and not media.endswith("+json"):
+            return _error(event, 415, "unsupported_media_type", "send the body as JSON with Content-Type: application/json")
+    return None
+
+
 def denial_response(event: Mapping[str, Any], exc: Unauthorized | Forbidden) -> dict[str, Any]:
     """The proxy result for a refused request (same body shape as ``agent_memory.api.errors``)."""
     unauthorized = isinstance(exc, Unauthorized)
@@ -147,6 +199,9 @@ def route_guard(app: ApiGatewayResolver) -> Callable[[Handler], Handler]:
                 caller = authorize_event(event)
             except (Unauthorized, Forbidden) as exc:
                 return denial_response(event, exc)
+            problem = request_problem(event)
+            if problem is not None:
+                return problem
             if caller is not None:
                 app.append_context(caller=caller)
             return handler(event, context)
@@ -178,6 +233,7 @@ __all__ = [
     "authorize_event",
     "current_caller",
     "denial_response",
+    "request_problem",
     "route_guard",
     "route_key_of",
 ]
