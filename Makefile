@@ -61,8 +61,8 @@ dispatch: venv
 	@test -n "$(JOB)" || { echo "usage: make dispatch JOB=distill|archive|prune [DATE=YYYY-MM-DD] [AWS=1 STAGE=dev]"; exit 2; }
 	$(PY) -m infra.jobs dispatch --job $(JOB) $(if $(DATE),--date $(DATE),) $(if $(AWS),--aws --stage $(STAGE),)
 
-## demo-jobs: against the running `make run` stack, chat a day of durable preferences, distill the day,
-## archive the week, print the memory and the report (GET routes)
+## demo-jobs: against the running `make run` stack, import a day of durable preferences dated a week ago
+## (a day and a week that are over), distill the day, archive the week, print the memory and the report
 demo-jobs: venv
 	$(PY) -m infra.demo_jobs
 

@@ -1,15 +1,22 @@
 """``make demo-jobs``: the background jobs on the running local stack, end to end (issue 4 item 7).
 
-1. chats a day of conversation into the demo project over HTTP: durable preferences
+1. imports a day of conversation into the demo project over HTTP: durable preferences
    ("以后别…", "记住…", "from now on…"), a decision and some progress;
 2. distils that day and archives that week, the way ``make job`` runs them (the worker handler
    with the SQS event Lambda sends);
 3. prints the hot memory (the distilled lines with their provenance) and the week's report
    through ``GET /v1/projects/{id}/memory`` and ``GET /v1/projects/{id}/reports``.
 
+Which day: the jobs only complete a period that is OVER in the project's time zone (a run for
+today merges what exists but leaves the day open; the current week is not archived at all, so
+the real report is not blocked). So the demo BACKDATES its conversation: it posts the turns
+through the transcript import (``POST .../sessions/{id}/transcript``, turns recorded elsewhere,
+with their local times) on the same weekday one week ago. That day and its ISO week (the
+previous one) are over, so distill and archive do exactly what their scheduled runs would do.
+
 Start ``make run`` first (in another shell). The jobs are idempotent: a second demo on the same
-day posts new messages but changes nothing in the memory or the report (the day and the week are
-already done); restart ``make run`` for a fresh stack.
+day imports new messages but changes nothing in the memory or the report (the day and the week
+are already done); restart ``make run`` for a fresh stack.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import argparse
 import sys
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -27,6 +34,8 @@ import requests
 from infra.jobs import JobsCliError, LocalJobs, local_description
 
 DEMO_PROJECT = "demo-iit"
+#: How far back the demo conversation is dated: the same weekday of the previous ISO week.
+BACKDATE = timedelta(days=7)
 #: A day of conversation: what the PI and the CRC typed (user messages only are distilled).
 DAY = (
     "以后别发英文摘要，周报统一用中文。",
@@ -51,19 +60,24 @@ def run_demo(
     today: date,
     out: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Chat ``DAY`` into ``project_id``, distil ``today``, archive its week; print and return
+    """Import ``DAY`` into ``project_id`` dated ``today - BACKDATE`` (project local time; see
+    the module docstring), distil that day, archive its week; print and return
     ``{"memory": ..., "reports": ..., "distill": ..., "archive": ...}``."""
     session = f"demo-jobs-{uuid.uuid4().hex[:8]}"
-    out(f"1. a day of conversation in {project_id} (session {session}):")
-    for content in DAY:
-        response = requests.post(f"{base_url}/v1/projects/{project_id}/sessions/{session}/messages",
-                                 json={"content": content}, headers=dict(headers), timeout=30)
-        response.raise_for_status()
-        out(f"   user: {content}")
+    day = today - BACKDATE
+    out(f"1. a day of conversation in {project_id} on {day} (one week ago, so the day and its week are over;"
+        f" session {session}):")
+    turns = [{"role": "patient", "content": content, "at": f"{day.isoformat()}T{9 + i:02d}:00:00"}
+             for i, content in enumerate(DAY)]  # no offset: read in the project's time zone
+    response = requests.post(f"{base_url}/v1/projects/{project_id}/sessions/{session}/transcript",
+                             json={"turns": turns}, headers=dict(headers), timeout=30)
+    response.raise_for_status()
+    for turn in turns:
+        out(f"   {turn['at'][11:16]} user: {turn['content']}")
     before = requests.get(f"{base_url}/v1/projects/{project_id}/memory", headers=dict(headers), timeout=30)
-    out(f"\n2. distil {today} and archive {iso_week(today)} (the worker, as `make job` runs it)")
-    distill = jobs.run("distill", project_id, today)
-    archive = jobs.run("archive", project_id, today)
+    out(f"\n2. distil {day} and archive {iso_week(day)} (the worker, as `make job` runs it)")
+    distill = jobs.run("distill", project_id, day)
+    archive = jobs.run("archive", project_id, day)
     for name, result in (("distill", distill), ("archive", archive)):
         failed = result["response"].get("batchItemFailures")
         out(f"   {name}: run date {result['request']['date']}, {'FAILED' if failed else 'ok'}")
@@ -80,7 +94,7 @@ def run_demo(
     if before.headers.get("ETag") == memory.headers["ETag"]:
         out("   (unchanged: this day was already distilled; the jobs never redo a day)")
 
-    week = iso_week(today)
+    week = iso_week(day)
     reports = requests.get(f"{base_url}/v1/projects/{project_id}/reports", params={"from": week, "to": week},
                            headers=dict(headers), timeout=30)
     reports.raise_for_status()

@@ -23,7 +23,7 @@ import logging
 import os
 import signal
 import sys
-import threading
+import time
 import warnings
 from pathlib import Path
 from types import FrameType
@@ -78,12 +78,34 @@ def banner(stack: LocalStack) -> str:
             "Health:",
             f"  curl -s {stack.base_url}/v1/health",
             "Background jobs (in another shell; see README 'Background jobs'):",
-            "  make job JOB=distill PROJECT=demo-iit DATE=$(date +%F)",
+            "  make job JOB=distill PROJECT=demo-iit DATE=$(TZ=Asia/Shanghai date +%F)",
+            "  (DATE = the day to distill, in the project's time zone Asia/Shanghai: here its today,",
+            "   which is merged so far but not marked done until the day is over)",
             f"  curl -s {AUTH_HEADER} {stack.base_url}/v1/projects/demo-iit/memory",
             "",
             "Ctrl-C to stop.",
         ]
     )
+
+
+#: How often the main thread looks at the stop flag (seconds).
+POLL_S = 0.2
+#: Set by the SIGINT / SIGTERM handler, read by the main loop. A plain boolean on purpose: a
+#: signal handler runs between bytecodes of the main thread, so it must not take a lock (e.g.
+#: ``threading.Event.set()`` while the main thread is inside ``Event.wait()`` can deadlock).
+_stop_requested = False
+
+
+def request_stop(signum: int, frame: FrameType | None) -> None:
+    """The signal handler: only records the request; shutdown runs in the main thread."""
+    global _stop_requested
+    _stop_requested = True
+
+
+def install_stop_handlers() -> None:
+    """Route SIGINT (Ctrl-C) and SIGTERM to :func:`request_stop`."""
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
 
 
 def main() -> int:
@@ -94,13 +116,7 @@ def main() -> int:
     port = int(os.environ.get("PORT", "3000"))
     moto_port = int(os.environ.get("MOTO_PORT", "0"))
 
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, request_stop)
-    signal.signal(signal.SIGTERM, request_stop)
+    install_stop_handlers()
 
     try:
         stack = LocalStack(port=port, moto_port=moto_port, moto_mode="thread").start()
@@ -110,8 +126,8 @@ def main() -> int:
     try:
         write_stack_file(stack)
         print(banner(stack), flush=True)
-        while not stop.wait(0.5):
-            pass
+        while not _stop_requested:
+            time.sleep(POLL_S)
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
         remove_stack_file()

@@ -437,3 +437,63 @@ def test_server_prints_the_curl_example_and_stops_cleanly_on_sigterm() -> None:
             process.kill()
             raise
     assert code == 0
+
+
+def test_the_stop_signal_handler_only_sets_a_flag_and_takes_no_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+    import sys
+
+    from infra.local import server
+
+    # Given the server module before any stop request
+    monkeypatch.setattr(server, "_stop_requested", False)
+    calls: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls.append(frame.f_code.co_qualname)
+        elif event == "c_call":
+            calls.append(getattr(arg, "__qualname__", repr(arg)))
+
+    # When the handler runs (as it would between two bytecodes of the main thread)
+    sys.setprofile(profile)
+    try:
+        server.request_stop(signal.SIGTERM, None)
+    finally:
+        sys.setprofile(None)
+
+    # Then it set the flag and called nothing else: no Event.set(), no lock acquired
+    assert server._stop_requested is True
+    assert calls[: calls.index("setprofile")] == ["request_stop"]
+
+
+def test_server_stops_cleanly_when_sigterm_and_sigint_arrive_several_times_in_a_row(tmp_path: Any) -> None:
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from infra.local.stack import free_port
+
+    # Given a fresh server started the way `make run` starts it, ready to serve
+    stack_file = tmp_path / "stack.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
+    env.update({"PORT": str(free_port()), "LOCAL_STACK_FILE": str(stack_file)})
+    process = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=Path(__file__).resolve().parents[2],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "Ctrl-C" in line:
+                break
+        # When SIGTERM, SIGINT and SIGTERM again arrive back to back (shutdown already under way)
+        for signum in (signal.SIGTERM, signal.SIGTERM, signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+            process.send_signal(signum)
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # Then it stopped by itself with exit code 0 and removed its stack file
+    assert code == 0
+    assert not stack_file.exists()

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -123,26 +123,30 @@ def test_unknown_project_is_404(local_stack: LocalStack) -> None:
 
 
 # ------------------------------------------------------------------------- jobs on the local stack
-def _chat(stack: LocalStack, project_id: str, content: str) -> None:
+def _import_turns(stack: LocalStack, project_id: str, day: date, *contents: str) -> None:
+    """The PI's turns recorded on ``day`` (project local time), through the transcript import."""
+    turns = [{"role": "patient", "content": c, "at": f"{day.isoformat()}T{10 + i:02d}:00:00"}
+             for i, c in enumerate(contents)]
     response = requests.post(
-        f"{stack.base_url}/v1/projects/{project_id}/sessions/s-{uuid.uuid4().hex[:8]}/messages",
-        json={"content": content}, headers=token(f"{project_id}:admin"), timeout=30,
+        f"{stack.base_url}/v1/projects/{project_id}/sessions/s-{uuid.uuid4().hex[:8]}/transcript",
+        json={"turns": turns}, headers=token(f"{project_id}:admin"), timeout=30,
     )
     assert response.status_code == 200, response.text
 
 
 def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: LocalStack) -> None:
-    # Given a project where a PI stated durable preferences today (local),
+    # Given a project where a PI stated durable preferences a week ago (local; that day and its
+    # ISO week are over, so the jobs complete them),
     project_id = new_project(local_stack)
-    _chat(local_stack, project_id, "以后别发英文摘要，统一用中文。")
-    _chat(local_stack, project_id, "From now on, always list the missing CRF fields by subject number.")
-    today = datetime.now(ZoneInfo("Asia/Shanghai")).date()
+    day = datetime.now(ZoneInfo("Asia/Shanghai")).date() - timedelta(days=7)
+    _import_turns(local_stack, project_id, day, "以后别发英文摘要，统一用中文。",
+                  "From now on, always list the missing CRF fields by subject number.")
     jobs = LocalJobs.for_stack(local_stack)
     before = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:admin"))
     # When the day is distilled through the dispatcher (the schedule's Input, this project) and the
     # week is archived by the backfill command's path,
-    distilled = jobs.dispatch("distill", today + timedelta(days=1), project_id)
-    archived = jobs.run("archive", project_id, today)
+    distilled = jobs.dispatch("distill", day + timedelta(days=1), project_id)
+    archived = jobs.run("archive", project_id, day)
     # Then the memory has the user's preferences as distilled lines citing their messages, with a new ETag,
     assert distilled["delivery"] == {"batches": 1, "records": 1, "failed": 0}
     assert archived["response"] == {"batchItemFailures": []}
@@ -152,13 +156,13 @@ def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: Loc
     assert {ln["source"] for ln in lines} == {"distilled"}
     assert any("英文摘要" in ln["text"] for ln in lines) and all(ln["evidence"] for ln in lines)
     # and the week's report is listed.
-    week = f"{today.isocalendar()[0]}-W{today.isocalendar()[1]:02d}"
+    week = f"{day.isocalendar()[0]}-W{day.isocalendar()[1]:02d}"
     reports = get(local_stack, f"/v1/projects/{project_id}/reports?from={week}&to={week}",
                   token(f"{project_id}:member")).json()["reports"]
     assert [r["iso_week"] for r in reports] == [week]
     # Re-running both changes nothing.
-    jobs.dispatch("distill", today + timedelta(days=1), project_id)
-    jobs.run("archive", project_id, today)
+    jobs.dispatch("distill", day + timedelta(days=1), project_id)
+    jobs.run("archive", project_id, day)
     again = get(local_stack, f"/v1/projects/{project_id}/memory", token(f"{project_id}:admin"))
     assert again.headers["ETag"] == memory.headers["ETag"]
 

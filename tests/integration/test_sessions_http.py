@@ -197,6 +197,61 @@ def test_transcript_import_resolves_short_answers_and_rejects_bad_input_writing_
     assert facts == {"头痛": "present", "发烧": "denied", "咳嗽": "present"}
 
 
+@pytest.mark.parametrize("turn", [
+    {"role": "patient", "content": "头痛", "at": "0001-01-01T00:00:00Z"},
+    {"role": "patient", "content": "头痛", "at": "2099-01-01T00:00:00Z"},
+    {"role": "patient", "content": "头痛", "at": 1773100000},
+    {"role": "patient", "content": "头痛", "at": "2026-03-10"},
+    {"role": "patient", "content": "头痛", "at": None, "speaker": "张三"},
+], ids=["year-1", "year-2099", "epoch-int", "bare-date", "extra-field"])
+def test_transcript_turn_with_a_bad_time_or_an_unknown_field_is_422_writing_nothing(
+    local_stack: LocalStack, clinic: str, turn: dict[str, Any]
+) -> None:
+    api = Api(local_stack, clinic)
+    sid = _sid()
+    response = api.post(f"/sessions/{sid}/transcript", {"turns": [turn]})
+    assert response.status_code == 422, response.text
+    assert "turns" in response.json()["reason"]
+    assert api.get(f"/sessions/{sid}").status_code == 404
+
+
+def test_transcript_with_times_out_of_order_is_422_naming_the_turn(local_stack: LocalStack, clinic: str) -> None:
+    api = Api(local_stack, clinic)
+    sid = _sid()
+    response = api.post(f"/sessions/{sid}/transcript", {"turns": [
+        {"role": "patient", "content": "头痛", "at": "2026-03-09T10:00:00+08:00"},
+        {"role": "doctor", "content": "多久了？", "at": "2026-03-09T10:05:00+08:00"},
+        {"role": "patient", "content": "两天", "at": "2026-03-09T09:00:00+08:00"},
+    ]})
+    assert response.status_code == 422, response.text
+    assert "turns[2]" in response.json()["reason"]
+    assert api.get(f"/sessions/{sid}").status_code == 404
+
+
+# ------------------------------------------------------------------- diagnoses
+def test_diagnosis_with_a_report_nested_too_deep_is_422_and_the_diagnoses_stay_readable(
+    local_stack: LocalStack, clinic: str
+) -> None:
+    # Given a session and a report nested 40 levels deep (the limit is 32)
+    api = Api(local_stack, clinic)
+    sid = _sid()
+    assert api.post("/sessions", {"session_id": sid, "patient_id": None, "type": "consultation",
+                                  "name": None}).status_code == 201
+    report: dict[str, Any] = {"证型": "风寒表实证"}
+    for _ in range(39):
+        report = {"下一层": report}
+
+    # When it is posted, Then 422 with the reason
+    response = api.post(f"/sessions/{sid}/diagnoses", {"report": report, "diagnosis_id": None})
+    assert response.status_code == 422, response.text
+    assert "nested more than 32 levels" in response.json()["reason"]
+
+    # and nothing was stored: the listing is readable and empty, the count unchanged
+    listed = api.get(f"/sessions/{sid}/diagnoses")
+    assert listed.status_code == 200 and listed.json() == {"diagnoses": []}
+    assert api.get(f"/sessions/{sid}").json()["diagnosis_count"] == 0
+
+
 # ------------------------------------------------------------------- listings
 def test_project_listing_and_demo_clinic_seed(local_stack: LocalStack, clinic: str) -> None:
     # The module's project lists its sessions, newest first

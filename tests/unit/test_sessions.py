@@ -7,15 +7,17 @@ from __future__ import annotations
 import base64
 import json
 import os
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
+from pydantic import ValidationError
 
 from agent_memory import sessions
 from agent_memory.data.repository import SESSION_ITEM_BUDGET_BYTES
-from agent_memory.data.sessions_repository import SessionsRepository
-from agent_memory.domain.session_models import TranscriptTurn
+from agent_memory.data.sessions_repository import UNREADABLE_REPORT_KEY, SessionsRepository
+from agent_memory.domain.session_models import Diagnosis, TranscriptTurn
 from agent_memory.errors import (
     AlreadyExists,
     DiagnosisNotFound,
@@ -24,6 +26,7 @@ from agent_memory.errors import (
     PayloadTooLarge,
     SessionNotFound,
 )
+from agent_memory.ids import new_message_id
 from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.unit.chat_support import Clock, RecordingLLM
 from tests.unit.sessions_support import (
@@ -616,3 +619,111 @@ def test_messages_between_reads_the_range_the_window_no_longer_holds(srepo: Sess
     # Then
     assert [m.message_id for m in between] == ids[2:6]
     assert [m.message_id for m in newest] == ids[2:4]
+
+
+# ------------------------------------------------------------ unstorable diagnosis reports
+def nested(depth: int) -> dict[str, Any]:
+    """A report whose objects nest ``depth`` levels (the report itself is level 1)."""
+    report: dict[str, Any] = {"证型": "风寒表实证"}
+    for _ in range(depth - 1):
+        report = {"下一层": report}
+    return report
+
+
+def test_diagnosis_with_a_report_nested_1000_levels_is_refused_before_anything_is_written(
+    srepo: SessionsRepository, aws: dict[str, str]
+) -> None:
+    # Given a session
+    sdeps = sessions_deps(srepo)
+    sessions.create_session(sdeps, project_id=CLINIC, user_id="doc", session_id="deep", patient_id="pt-d",
+                            session_type="consultation", name=None)
+    before = scan(aws, "SessionsTable")
+
+    # When a diagnosis with a report nested 1,000 levels deep is added, Then it is refused (422)
+    with pytest.raises(InvalidInput, match="nested more than 32 levels"):
+        sessions.add_diagnosis(sdeps, project_id=CLINIC, session_id="deep", user_id="doc", report=nested(1000),
+                               diagnosis_id=None)
+
+    # and nothing was written: no diagnosis, the session's count unchanged
+    assert scan(aws, "SessionsTable") == before
+    assert sessions.get_session(sdeps, project_id=CLINIC, session_id="deep").diagnosis_count == 0
+
+
+def test_diagnosis_with_a_report_nested_32_levels_is_stored_and_read_back(srepo: SessionsRepository) -> None:
+    # Given a session and a report at the nesting limit
+    sdeps = sessions_deps(srepo)
+    say(chat_deps(srepo), "头痛", session_id="deep32", patient_id="pt-d")
+    report = nested(32)
+
+    # When it is added
+    sessions.add_diagnosis(sdeps, project_id=CLINIC, session_id="deep32", user_id="doc", report=report,
+                           diagnosis_id="d-32")
+
+    # Then it reads back unchanged and serialises as JSON
+    (listed,) = sessions.list_diagnoses(sdeps, project_id=CLINIC, session_id="deep32")
+    assert listed.model_dump(mode="json")["report"] == report
+
+
+def test_a_too_deep_report_stored_earlier_reads_as_a_placeholder_instead_of_failing(srepo: SessionsRepository) -> None:
+    # Given a diagnosis stored before reports were checked (straight through the repository)
+    sdeps = sessions_deps(srepo)
+    say(chat_deps(srepo), "头痛", session_id="legacy", patient_id="pt-l")
+    session = srepo.get_session(CLINIC, "legacy")
+    assert session is not None
+    stored = Diagnosis(project_id=CLINIC, session_id="legacy", diagnosis_id="d-old", patient_id="pt-l",
+                       created_at=utc(2026, 3, 10), report=nested(1000))
+    srepo.add_diagnosis(stored, session.model_copy(update={"diagnosis_count": 1}), expected_version=session.version)
+
+    # When the session's diagnoses and the diagnosis are read and serialised
+    listed = [d.model_dump(mode="json") for d in sessions.list_diagnoses(sdeps, project_id=CLINIC, session_id="legacy")]
+    one = sessions.get_diagnosis(sdeps, project_id=CLINIC, session_id="legacy", diagnosis_id="d-old")
+
+    # Then both work, the report replaced by a placeholder saying why
+    assert [d["diagnosis_id"] for d in listed] == ["d-old"]
+    assert one.model_dump(mode="json")["report"] == {
+        UNREADABLE_REPORT_KEY: "the report is nested more than 32 levels deep"}
+
+
+# ---------------------------------------------------------------- transcript times
+def test_transcript_with_decreasing_times_is_refused_naming_the_turn_and_writes_nothing(
+    srepo: SessionsRepository, aws: dict[str, str]
+) -> None:
+    # Given turns whose second is earlier than the first
+    sdeps = sessions_deps(srepo)
+    body = [TranscriptTurn.model_validate({"role": "patient", "content": "头痛", "at": "2026-03-09T10:00:00Z"}),
+            TranscriptTurn.model_validate({"role": "doctor", "content": "多久了？", "at": "2026-03-09T09:00:00Z"})]
+    before = len(scan(aws, "SessionsTable")), len(scan(aws, "FlowLogTable"))
+
+    # When imported, Then 422 naming turn 1, and nothing was written
+    with pytest.raises(InvalidInput, match=r"turns\[1\]"):
+        sessions.import_transcript(sdeps, project_id=CLINIC, session_id="order", user_id="clinic", turns=body)
+    assert (len(scan(aws, "SessionsTable")), len(scan(aws, "FlowLogTable"))) == before
+
+
+@pytest.mark.parametrize("at", ["1999-12-31T23:59:59Z", "2026-03-12T00:00:00Z", "0001-01-01T00:00:00"])
+def test_transcript_time_outside_2000_to_a_day_after_now_is_refused(srepo: SessionsRepository, at: str) -> None:
+    # Given the clock at 2026-03-10T02:00Z and a turn before 2000, after now + 1 day, or before year 1 in UTC
+    sdeps = sessions_deps(srepo)
+    body = [TranscriptTurn.model_validate({"role": "patient", "content": "头痛", "at": at})]
+
+    # When imported, Then it is refused (422) and the session does not exist
+    with pytest.raises(InvalidInput, match=r"turns\[0\]\.at must be between 2000-01-01"):
+        sessions.import_transcript(sdeps, project_id=CLINIC, session_id="range", user_id="clinic", turns=body)
+    assert srepo.get_session(CLINIC, "range") is None
+
+
+@pytest.mark.parametrize("at", [1773100000, "1773100000", "2026-03-10", True])
+def test_transcript_turn_time_must_be_an_iso_datetime_string(at: Any) -> None:
+    with pytest.raises(ValidationError, match="ISO-8601 date-time"):
+        TranscriptTurn.model_validate({"role": "patient", "content": "头痛", "at": at})
+
+
+def test_transcript_turn_refuses_unknown_fields() -> None:
+    with pytest.raises(ValidationError, match="extra"):
+        TranscriptTurn.model_validate({"role": "patient", "content": "头痛", "at": None, "speaker": "张三"})
+
+
+@pytest.mark.parametrize("at", [datetime(1969, 12, 31, 23, 59, tzinfo=UTC), datetime(2300, 1, 1, tzinfo=UTC)])
+def test_message_ids_are_never_made_for_times_outside_1970_to_2286(at: datetime) -> None:
+    with pytest.raises(ValueError, match="sortable ids"):
+        new_message_id(at)

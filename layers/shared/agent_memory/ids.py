@@ -6,10 +6,30 @@ import hashlib
 import secrets
 from datetime import datetime
 
+#: Ids carry the epoch milliseconds in 13 digits: 1970-01-01 up to (not including) 2286-11-20.
+_EPOCH_MS_LIMIT = 10**13
+
+
+def epoch_ms(at: datetime) -> int:
+    """Milliseconds since 1970-01-01 UTC of the aware ``at``, as the 13 digits of a sortable id.
+
+    Raises:
+        ValueError: ``at`` is before 1970 (a negative number would give an id like ``m-62…``
+            that sorts before every other) or not representable in 13 digits.
+    """
+    ms = int(at.timestamp() * 1000)
+    if not 0 <= ms < _EPOCH_MS_LIMIT:
+        raise ValueError(f"{at.isoformat()} is outside the range of sortable ids (1970-01-01 .. 2286-11-20)")
+    return ms
+
 
 def new_message_id(now: datetime) -> str:
-    """A message id that sorts by creation time: ``m{epoch ms, 13 digits}{8 random hex}``."""
-    return f"m{int(now.timestamp() * 1000):013d}{secrets.token_hex(4)}"
+    """A message id that sorts by creation time: ``m{epoch ms, 13 digits}{8 random hex}``.
+
+    Raises:
+        ValueError: ``now`` is before 1970 or after 2286 (see :func:`epoch_ms`).
+    """
+    return f"m{epoch_ms(now):013d}{secrets.token_hex(4)}"
 
 
 def idempotency_hash(*parts: str) -> str:

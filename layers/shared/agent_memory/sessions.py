@@ -41,6 +41,7 @@ from agent_memory.domain.session_models import (
     SessionPage,
     TranscriptTurn,
     TrendChange,
+    report_problem,
 )
 from agent_memory.errors import (
     DiagnosisNotFound,
@@ -49,6 +50,7 @@ from agent_memory.errors import (
     SessionNotFound,
     VersionConflict,
 )
+from agent_memory.ids import epoch_ms
 from agent_memory.session_memory import MAX_DIAGNOSIS_REFS, SessionMemory, TurnMemory, merge_diagnosis_refs
 from agent_memory.text import utf8_len
 
@@ -58,6 +60,9 @@ MAX_TRANSACT_ITEMS = 100
 MAX_TRANSCRIPT_TURNS = 200
 #: Write attempts on an optimistic-lock conflict (another writer changed the session).
 WRITE_ATTEMPTS = 4
+#: Earliest ``at`` of a transcript turn; the latest is the import time + ``TRANSCRIPT_FUTURE_SLACK``.
+TRANSCRIPT_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+TRANSCRIPT_FUTURE_SLACK = timedelta(days=1)
 
 
 class SessionsStore(Protocol):
@@ -243,7 +248,9 @@ def import_transcript(
     The session is created on first use (type ``consultation``), like a chat session.
 
     Raises:
-        InvalidInput (422): no turns, too many, or an empty one.
+        InvalidInput (422): no turns, too many, an empty one, or a time (``at``, resolved in the
+            project's zone) before 2000-01-01, more than a day after now, or before the
+            previous turn's (the reason names the turn index).
         PayloadTooLarge (413): a turn over ``max_message_bytes`` or the request over
             ``max_transcript_bytes``.
         ProjectNotFound (404). Nothing is written in any of these cases.
@@ -292,20 +299,35 @@ def _transcript_messages(
     turns: Sequence[TranscriptTurn], *, user_id: str, now: datetime, zone: ZoneInfo
 ) -> list[MessageRecord]:
     """Messages of the turns: times resolved (naive = project local; missing = previous + 1 ms,
-    or the import time for the first), ids sortable by time and, within a millisecond, by order."""
+    or the import time for the first), ids sortable by time and, within a millisecond, by order.
+
+    Raises:
+        InvalidInput: a time before :data:`TRANSCRIPT_EARLIEST`, after ``now`` +
+            :data:`TRANSCRIPT_FUTURE_SLACK`, or before the previous turn's time.
+    """
     out: list[MessageRecord] = []
     previous: datetime | None = None
+    latest = now.astimezone(UTC) + TRANSCRIPT_FUTURE_SLACK
     for seq, t in enumerate(turns):
-        if t.at is None:
-            at = previous + timedelta(milliseconds=1) if previous else now
-        elif t.at.tzinfo is None:
-            at = t.at.replace(tzinfo=zone)
-        else:
-            at = t.at
-        at = at.astimezone(UTC)
+        try:
+            if t.at is None:
+                at = previous + timedelta(milliseconds=1) if previous else now
+            elif t.at.tzinfo is None:
+                at = t.at.replace(tzinfo=zone)
+            else:
+                at = t.at
+            at = at.astimezone(UTC)
+            in_range = TRANSCRIPT_EARLIEST <= at <= latest
+        except OverflowError:  # e.g. 0001-01-01T00:00 read at +08:00 is before year 1 in UTC
+            in_range = False
+        if not in_range:
+            raise InvalidInput(f"turns[{seq}].at must be between {TRANSCRIPT_EARLIEST.date().isoformat()} "
+                               "and one day after now")
+        if previous is not None and at < previous:
+            raise InvalidInput(f"turns[{seq}].at is earlier than turns[{seq - 1}].at; times must not decrease")
         previous = at
         out.append(MessageRecord(
-            message_id=f"m{int(at.timestamp() * 1000):013d}{seq % 0x10000:04x}{secrets.token_hex(2)}",
+            message_id=f"m{epoch_ms(at):013d}{seq % 0x10000:04x}{secrets.token_hex(2)}",
             role="user" if t.role == "patient" else "assistant",
             content=t.content,
             at=at,
@@ -406,9 +428,14 @@ def add_diagnosis(
     of the facts as read in the same optimistic-lock cycle that writes it).
 
     Raises:
+        InvalidInput (422): the report is not storable JSON (nested more than
+            ``MAX_REPORT_DEPTH`` levels, NaN, a non-JSON value); checked before any write.
         PayloadTooLarge (413): the report is over ``max_report_bytes``.
         SessionNotFound (404), AlreadyExists (409).
     """
+    problem = report_problem(report)
+    if problem is not None:
+        raise InvalidInput(f"report: {problem}")
     size = utf8_len(json.dumps(report, ensure_ascii=False, separators=(",", ":")))
     if size > deps.config.max_report_bytes:
         raise PayloadTooLarge(

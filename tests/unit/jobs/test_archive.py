@@ -61,14 +61,15 @@ def test_week_1_of_2026_starts_in_2025(jobs_repo: JobsRepository) -> None:
 
 
 def test_empty_week_writes_nothing_and_calls_no_llm(jobs_repo: JobsRepository) -> None:
-    # Given a project without a message in 2026-W10 and a recording LLM
+    # Given a project without a message in 2026-W11 and a recording LLM
     add_project(jobs_repo)
     say("p1", "m-other-week", "P001 完成 V2 随访。", utc("2026-03-16T10:00:00+08:00"))
     llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
     before = snapshot()
 
-    # When 2026-W10 is archived
-    report = run(make_deps(jobs_repo, llm=llm), "archive", "p1", "2026-03-16")
+    # When 2026-W11 is archived after it is over
+    report = run(make_deps(jobs_repo, llm=llm, clock=FixedClock(utc("2026-03-16T03:00:00+08:00"))),
+                 "archive", "p1", "2026-03-16")
 
     # Then nothing is written and the LLM was never called
     assert report.counts["messages"] == 0 and not report.changed
@@ -199,3 +200,87 @@ def test_rerunning_archive_changes_nothing(jobs_repo: JobsRepository) -> None:
     # Then nothing changed
     assert first.changed and not again.changed and not manual.changed
     assert snapshot() == before
+
+
+# ------------------------------------------------------------------ a week still in progress
+def test_archiving_the_current_week_writes_nothing_and_says_so(jobs_repo: JobsRepository) -> None:
+    # Given a message on Tuesday of 2026-W11, a recording LLM and a clock on Tuesday noon
+    add_project(jobs_repo)
+    say("p1", "m-tue", "今天 PI 会议决定：S02 中心暂停筛选一周。", utc("2026-03-10T10:00:00+08:00"))
+    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
+    before = snapshot()
+
+    # When the current week is archived by hand (`make job JOB=archive DATE=2026-03-10`: run date 03-16)
+    report = run(make_deps(jobs_repo, llm=llm, clock=FixedClock(utc("2026-03-10T12:00:00+08:00"))),
+                 "archive", "p1", "2026-03-16")
+
+    # Then no report and no marker are written, no LLM is called, and the report says why
+    assert not report.changed and report.details["reason"] == "period_not_over"
+    assert report.details["iso_week"] == "2026-W11"
+    assert snapshot() == before and llm.requests == []
+
+
+def test_scheduled_archive_after_a_manual_run_of_the_current_week_covers_the_whole_week(
+    jobs_repo: JobsRepository,
+) -> None:
+    # Given 2026-W11 archived by hand on Tuesday, then a later decision on Friday of that week
+    add_project(jobs_repo)
+    say("p1", "m-tue", "P021 今天完成筛选并入组。", utc("2026-03-10T10:00:00+08:00"))
+    run(make_deps(jobs_repo, clock=FixedClock(utc("2026-03-10T12:00:00+08:00"))), "archive", "p1", "2026-03-16")
+    say("p1", "m-fri", "周五 PI 会议决定：S02 中心暂停筛选一周。", utc("2026-03-13T15:00:00+08:00"))
+
+    # When the scheduled run archives the week on Monday 2026-03-16
+    report = run(make_deps(jobs_repo, clock=FixedClock(utc("2026-03-16T03:00:00+08:00"))),
+                 "archive", "p1", "2026-03-16")
+
+    # Then the week's report is written and cites both messages
+    stored = jobs_repo.get_weekly_report("p1", "2026-W11")
+    assert report.changed and stored is not None
+    assert stored.evidence == ["m-tue", "m-fri"]
+
+
+# ------------------------------------------------------------------ quotes of old history
+def test_offline_report_leaves_out_assistant_quotes_of_old_reports_and_keeps_the_users_decisions(
+    jobs_repo: JobsRepository,
+) -> None:
+    # Given a week in which the assistant quoted the history book and hot memory, and a user decided something
+    add_project(jobs_repo)
+    say("p1", "m-q", "我们之前有没有讨论过入组太慢怎么解决？", utc("2026-03-02T10:00:00+08:00"))
+    say("p1", "m-hist", "【离线模式 offline】根据周报（history book）：\n"
+        "- 2026-W07 [决策] 02-11 PI 会议决定：增加 S03 中心。 [m0211-1]\n"
+        "- 2026-W05 [问题] 01-28 EDC 同步失败。 [m0128-1]", utc("2026-03-02T10:00:02+08:00"), role="assistant")
+    say("p1", "m-hot", "【离线模式 offline】记得，热记忆中记录着：\n- 决定周报统一用中文。",
+        utc("2026-03-03T10:00:02+08:00"), role="assistant")
+    say("p1", "m-cite", "上次 2026-W08 已决定延长筛选期。\n本周 P021 完成筛选。",
+        utc("2026-03-03T11:00:00+08:00"), role="assistant")
+    say("p1", "m-own", "周三 PI 会议决定：暂停筛选间质性肺炎既往史患者。", utc("2026-03-04T15:00:00+08:00"))
+
+    # When 2026-W10 is archived offline
+    run(make_deps(jobs_repo), "archive", "p1", "2026-03-09")
+
+    # Then the report holds the user's decision and the reply's own news, none of the quotes
+    stored = jobs_repo.get_weekly_report("p1", "2026-W10")
+    assert stored is not None
+    assert stored.summary.splitlines() == [
+        "[进度] 03-03 本周 P021 完成筛选。 [m-cite]",
+        "[决策] 03-04 周三 PI 会议决定：暂停筛选间质性肺炎既往史患者。 [m-own]",
+    ]
+
+
+def test_llm_archiver_is_told_and_shown_only_this_weeks_events(jobs_repo: JobsRepository) -> None:
+    # Given a week with an assistant reply quoting the history book and a user's decision
+    add_project(jobs_repo)
+    say("p1", "m-hist", "根据周报（history book）：\n- 2026-W07 [决策] PI 会议决定：增加 S03 中心。",
+        utc("2026-03-02T10:00:02+08:00"), role="assistant")
+    say("p1", "m-own", "周三 PI 会议决定：暂停筛选。", utc("2026-03-04T15:00:00+08:00"))
+    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {
+        "progress": [], "decisions": [{"text": "暂停筛选。", "evidence": ["m-own"]}], "problems": []}))
+
+    # When archived with the LLM
+    run(make_deps(jobs_repo, llm=llm), "archive", "p1", "2026-03-09")
+
+    # Then the request carries the user's message but not the quote, and the instructions forbid quotes
+    (request,) = llm.requests
+    sent = request.messages[0]["content"]
+    assert "m-own" in sent and "m-hist" not in sent and "2026-W07" not in sent
+    assert "quotes the history book" in request.system[0].text

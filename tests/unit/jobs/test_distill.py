@@ -558,3 +558,39 @@ def test_duplicate_delivery_running_concurrently_applies_once(jobs_repo: JobsRep
     hot = jobs_repo.load_hot_memory("p1")
     assert hot.version == 1 and len(hot.lines) == 1
     assert report.details["already_done"] == "done" and not report.changed
+
+
+# ------------------------------------------------------------------ a day still in progress
+def test_distilling_today_merges_what_exists_but_writes_no_marker(jobs_repo: JobsRepository) -> None:
+    # Given a preference stated this morning (local 2026-03-10) and a clock at noon that day
+    add_project(jobs_repo)
+    say("p1", "m-am", "以后别发英文摘要。", utc("2026-03-10T09:00:00+08:00"))
+    noon = FixedClock(utc("2026-03-10T12:00:00+08:00"))
+
+    # When today is distilled by hand (`make job JOB=distill DATE=2026-03-10`: run date 03-11)
+    report = run(make_deps(jobs_repo, clock=noon), "distill", "p1", "2026-03-11")
+
+    # Then the morning's line is merged, the report says the day is not over, and no marker exists
+    assert report.changed and report.details["reason"] == "period_not_over"
+    assert [ln.evidence for ln in hot_lines(jobs_repo)] == [["m-am"]]
+    assert jobs_repo.get_job_run("p1", "distill", "2026-03-10") is None
+
+
+def test_scheduled_run_after_a_manual_run_of_the_same_day_distils_the_later_messages(
+    jobs_repo: JobsRepository,
+) -> None:
+    # Given today distilled by hand at noon, then a preference stated in the afternoon
+    add_project(jobs_repo)
+    say("p1", "m-am", "以后别发英文摘要。", utc("2026-03-10T09:00:00+08:00"))
+    run(make_deps(jobs_repo, clock=FixedClock(utc("2026-03-10T12:00:00+08:00"))), "distill", "p1", "2026-03-11")
+    say("p1", "m-pm", "记住：P005 依从性差，需每日提醒。", utc("2026-03-10T15:00:00+08:00"))
+
+    # When the scheduled run distils that day after midnight
+    report = run(make_deps(jobs_repo, clock=FixedClock(utc("2026-03-11T02:00:00+08:00"))),
+                 "distill", "p1", "2026-03-11")
+
+    # Then the afternoon's line is added, the morning's is a duplicate, and the day is marked done
+    assert report.changed and "reason" not in report.details
+    assert report.counts["added"] == 1 and report.counts["duplicates"] == 1
+    assert sorted(e for ln in hot_lines(jobs_repo) for e in ln.evidence) == ["m-am", "m-pm"]
+    assert jobs_repo.get_job_run("p1", "distill", "2026-03-10") is not None

@@ -10,7 +10,7 @@ import pytest
 from agent_memory.config import Settings
 from agent_memory.data.jobs_repository import JobsRepository, flow_log_sort_key_bound, utc_dates_overlapping
 from agent_memory.errors import ProjectNotFound
-from agent_memory.jobs.calendar import archive_week, distill_day, local_day_window, run_date_for
+from agent_memory.jobs.calendar import archive_week, distill_day, local_day_window, period_over, run_date_for
 from agent_memory.jobs.notifier import InMemoryNotifier, LoggingNotifier
 from agent_memory.jobs.runner import JobDeps, build_job_deps
 from agent_memory.jobs.sns_notifier import SnsNotifier
@@ -153,3 +153,12 @@ def test_b15_flow_log_read_follows_every_page(jobs_repo: JobsRepository) -> None
 
     # Then every message is read once, in time order
     assert [e.message_id for e in entries] == [f"m-{i}" for i in range(7)]
+
+
+@pytest.mark.parametrize(("now", "over"), [
+    ("2026-03-10T23:59:59+08:00", False),
+    ("2026-03-11T00:00:00+08:00", True),
+])
+def test_a_local_day_is_over_at_the_next_local_midnight(now: str, over: bool) -> None:
+    _, end = local_day_window(date(2026, 3, 10), "Asia/Shanghai")
+    assert period_over(end, utc(now)) is over

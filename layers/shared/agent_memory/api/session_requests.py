@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory.api.requests import ID_PATTERN
-from agent_memory.domain.session_models import TranscriptTurn
+from agent_memory.domain.session_models import TranscriptTurn, report_problem
 from agent_memory.sessions import MAX_TRANSCRIPT_TURNS
 
 
@@ -31,9 +31,19 @@ class TranscriptRequest(BaseModel):
 
 
 class DiagnosisRequest(BaseModel):
-    """Body of ``POST .../sessions/{session_id}/diagnoses``."""
+    """Body of ``POST .../sessions/{session_id}/diagnoses``. The report is checked before
+    anything is written: JSON values only, nested at most 32 levels (422 otherwise), so every
+    stored report can be read back."""
 
     model_config = ConfigDict(extra="forbid")
 
     report: dict[str, Any]
     diagnosis_id: str | None = Field(default=None, pattern=ID_PATTERN)
+
+    @field_validator("report")
+    @classmethod
+    def _storable(cls, report: dict[str, Any]) -> dict[str, Any]:
+        problem = report_problem(report)
+        if problem is not None:
+            raise ValueError(problem)
+        return report

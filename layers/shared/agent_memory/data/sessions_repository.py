@@ -40,7 +40,13 @@ from agent_memory.data.repository import (
 )
 from agent_memory.data.tables import DiagnosisItem, MessageItem, SessionItem
 from agent_memory.domain.models import MessageRecord, SessionState
-from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionListItem, SessionPage
+from agent_memory.domain.session_models import (
+    Diagnosis,
+    DiagnosisRef,
+    SessionListItem,
+    SessionPage,
+    report_problem,
+)
 from agent_memory.errors import (
     AlreadyExists,
     DiagnosisNotFound,
@@ -48,10 +54,13 @@ from agent_memory.errors import (
     ItemTooLarge,
     VersionConflict,
 )
+from agent_memory.observability import logger
 from agent_memory.text import dynamodb_item_size, utf8_len
 
 #: Largest stored diagnosis item (report + snapshot), far under DynamoDB's 400 KB.
 DIAGNOSIS_ITEM_BUDGET_BYTES = 300_000
+#: The only key of the report shown for a stored report that cannot be read back (too deep).
+UNREADABLE_REPORT_KEY = "_unreadable_report"
 #: Sort keys of sessions in both indexes: ``{ISO time}#{session_id}``.
 _SESSION_SORT_KEY = re.compile(r"^\d{4}-\d{2}-\d{2}T[0-9:.]+Z#[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _TOKEN_MAX_CHARS = 2048
@@ -272,6 +281,14 @@ def _decode_token(token: str | None, *, index_pk: str, index_sk: str, partition:
 
 
 def _diagnosis(item: DiagnosisItem) -> Diagnosis:
+    report = item.report or {}
+    problem = report_problem(report)
+    if problem is not None:
+        # Stored before reports were checked: show a placeholder rather than fail every
+        # read of the session's diagnoses (the API could not serialise it).
+        logger.warning("stored diagnosis report unreadable",
+                       extra={"project_id": item.project_id, "diagnosis_id": item.diagnosis_id})
+        report = {UNREADABLE_REPORT_KEY: problem}
     return Diagnosis(
         project_id=item.project_id,
         session_id=item.session_id,
@@ -279,9 +296,9 @@ def _diagnosis(item: DiagnosisItem) -> Diagnosis:
         patient_id=item.patient_id,
         created_at=item.created_at,
         created_by=item.created_by,
-        report=item.report or {},
+        report=report,
         symptoms_snapshot=list(item.symptoms_snapshot or []),
     )
 
 
-__all__ = ["DIAGNOSIS_ITEM_BUDGET_BYTES", "SessionsRepository"]
+__all__ = ["DIAGNOSIS_ITEM_BUDGET_BYTES", "UNREADABLE_REPORT_KEY", "SessionsRepository"]

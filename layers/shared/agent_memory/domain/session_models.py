@@ -10,10 +10,41 @@ The session item's ``facts`` dict (``SessionState.facts``) holds, all bounded in
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: Deepest nesting of a diagnosis report: objects and arrays, the report itself is level 1.
+#: (Pydantic refuses to serialise much deeper values: a stored report must stay readable.)
+MAX_REPORT_DEPTH = 32
+
+
+def report_problem(report: Any, *, max_depth: int = MAX_REPORT_DEPTH) -> str | None:
+    """Why ``report`` cannot be stored as a diagnosis report, or None when it can: it must be
+    a JSON object of JSON values only (string keys; finite numbers) nested at most
+    ``max_depth`` levels. Iterative, so any depth is checked without recursion."""
+    if not isinstance(report, dict):
+        return "the report must be a JSON object"
+    stack: list[tuple[Any, int]] = [(report, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict | list):
+            if depth > max_depth:
+                return f"the report is nested more than {max_depth} levels deep"
+            if isinstance(value, dict):
+                if not all(isinstance(k, str) for k in value):
+                    return "the report's object keys must be strings"
+                stack.extend((v, depth + 1) for v in value.values())
+            else:
+                stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                return "the report must not contain NaN or Infinity"
+        elif value is not None and not isinstance(value, str | int | bool):
+            return f"the report holds a value that is not JSON ({type(value).__name__})"
+    return None
 
 
 class DiagnosisRef(BaseModel):
@@ -70,14 +101,35 @@ class SessionPage(BaseModel):
     next_token: str | None = None
 
 
+#: An ISO-8601 date-time: a date, ``T`` (or a space) and at least hours and minutes.
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
 class TranscriptTurn(BaseModel):
     """One turn recorded elsewhere: ``patient`` becomes a user message, ``doctor`` an assistant
     message. ``at`` without an offset is read in the project's time zone; ``None`` takes the
-    previous turn's time (+1 ms) or, for the first turn, the time of the import."""
+    previous turn's time (+1 ms) or, for the first turn, the time of the import.
+
+    ``at`` is an ISO-8601 date-time string, never a number (epoch) nor a bare date; it must lie
+    between 2000-01-01 and one day after the import and not be earlier than the previous turn's
+    (422 naming the turn otherwise). Unknown fields are refused.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     role: Literal["patient", "doctor"]
     content: str
     at: datetime | None = None
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _iso_datetime(cls, value: Any) -> Any:
+        if value is None or isinstance(value, datetime):  # a datetime: a Python caller (the demo seed)
+            return value
+        if isinstance(value, str) and _ISO_DATETIME.match(value):
+            return value
+        raise ValueError("at must be an ISO-8601 date-time string such as 2026-03-10T09:30:00+08:00 "
+                         "(not a number, not a bare date)")
 
 
 class CompareSide(BaseModel):

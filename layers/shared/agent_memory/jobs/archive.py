@@ -7,9 +7,17 @@ One run = one project, the ISO week before the run date's week in the project's 
 2. read the week's flow log (7 local days; user AND assistant messages);
 3. no message -> nothing is written and no LLM is called;
 4. summarise into ``[进度]`` / ``[决策]`` / ``[问题]`` points, each citing message ids: the LLM
-   (structured output) when configured, else / on any failure the offline extractive summary;
+   (structured output) when configured, else / on any failure the offline extractive summary.
+   Both see only what happened THIS week (:func:`week_content`): user messages and the
+   assistant's own answers (tool results), never what an assistant reply quotes from the history
+   book (lines citing ISO weeks or yearly summaries) or from hot memory / the weekly reports;
 5. bound the size (UTF-8 bytes; whole points dropped first, then ``truncate_utf8``);
 6. write the report and the marker in one transaction, never overwriting an existing report.
+
+A week still in progress (its end, local Monday midnight, after ``deps.clock()``: a manual run
+for the current week) is NOT archived at all: nothing is read or written (details ``reason =
+"period_not_over"``), since a report is never overwritten and a partial one would block the
+real one.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from zoneinfo import ZoneInfo
 from agent_memory.domain.models import Project, WeeklyReport
 from agent_memory.errors import LLMError
 from agent_memory.jobs import JobReport
-from agent_memory.jobs.calendar import archive_week, iso_week_window, zone
+from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
 from agent_memory.jobs.llm_tasks import (
     ReportOutput,
@@ -57,19 +65,40 @@ _PROGRESS = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])")
 _LABEL = re.compile(r"^\s*【[^】]{0,40}】\s*")
+#: A line of an assistant reply citing the history book: an ISO week or a yearly summary.
+_CITES_HISTORY = re.compile(r"(?<!\d)\d{4}-W\d{1,2}(?!\d)|年度总结|yearly summary", re.IGNORECASE)
+#: An assistant reply quoting the project's memory (history book, weekly reports, hot memory).
+_QUOTES_MEMORY = re.compile(r"history[ _]book|hot[ _]memory|周报|热记忆|历史记录", re.IGNORECASE)
+
+
+def week_content(m: FlowLogEntry) -> str:
+    """What of ``m`` may be archived as an event of its week (``""``: nothing).
+
+    A user message whole. An assistant reply quotes old history when it answers from the
+    history book or hot memory (the offline provider's ``根据周报（history book）：- 2026-W12 …``,
+    ``热记忆中记录着：…``): such a reply is skipped whole, and any other reply loses its lines
+    citing an ISO week or a yearly summary, so old decisions are never re-archived as new ones.
+    """
+    if m.role == "user":
+        return m.content
+    text = _LABEL.sub("", m.content)
+    if _QUOTES_MEMORY.search(text):
+        return ""
+    return "\n".join(ln for ln in text.splitlines() if not _CITES_HISTORY.search(ln))
 
 
 def summarise_offline(messages: Sequence[FlowLogEntry], tz: ZoneInfo, caps: JobCaps) -> dict[str, list[ReportPoint]]:
     """The offline extractive summary: sentences of user and assistant messages carrying a
     decision, problem or progress cue (checked in that order), questions skipped, duplicates
     merged (their evidence united), at most ``caps.report_points_per_section`` per section.
+    Only the messages' :func:`week_content` is read (no quotes of old reports or hot memory).
 
     Points are prefixed with the local date (``MM-DD``) of their first message.
     """
     points: dict[str, list[ReportPoint]] = {k: [] for k, _ in SECTIONS}
     seen: dict[str, ReportPoint] = {}
     for m in messages:
-        text = _LABEL.sub("", m.content)
+        text = _LABEL.sub("", week_content(m))
         for raw in _SENTENCE_END.split(text):
             sentence = " ".join(raw.split())
             if not sentence or sentence[-1] in "?？" or re.search(r"[吗么]\s*$", sentence):
@@ -127,11 +156,18 @@ def render_summary(points: dict[str, list[ReportPoint]], caps: JobCaps) -> tuple
 def _llm_points(
     deps: JobDeps, messages: Sequence[FlowLogEntry], label: str, tz: ZoneInfo
 ) -> tuple[dict[str, list[ReportPoint]] | None, str, int]:
-    """The LLM's points with only grounded evidence kept; ``(None, reason, 0)`` to fall back."""
+    """The LLM's points with only grounded evidence kept; ``(None, reason, 0)`` to fall back.
+
+    The LLM gets the messages' :func:`week_content` only (replies quoting old history left
+    out), so it can neither read nor cite them."""
     llm = deps.structured_llm
     if llm is None:
         return None, "offline", 0
     caps = deps.caps
+    own = [(m, week_content(m)) for m in messages]
+    messages = [m if text == m.content else m.model_copy(update={"content": text}) for m, text in own if text.strip()]
+    if not messages:
+        return None, "nothing_of_this_week", 0
     request = report_request(
         messages, iso_week=label, model=caps.llm_model_id, max_tokens=caps.llm_max_output_tokens,
         max_bytes_each=caps.llm_message_max_bytes, timeout_s=caps.llm_timeout_s,
@@ -166,7 +202,8 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     Returns:
         JobReport with counts ``messages``, ``points``, ``points_dropped``, ``ungrounded``,
         ``summary_bytes``; details ``iso_week``, ``window_utc``, ``summariser`` and
-        ``existing_report`` / ``already_done`` when nothing was written.
+        ``existing_report`` / ``already_done`` / ``reason = "period_not_over"`` when nothing
+        was written.
     """
     store, caps = deps.store, deps.caps
     pid = project.project_id
@@ -179,6 +216,9 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     def report(changed: bool) -> JobReport:
         return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
 
+    if not period_over(end, deps.clock()):
+        details["reason"] = "period_not_over"
+        return report(False)
     done = store.get_job_run(pid, JOB, label)
     if done is not None:
         details["already_done"] = done.status
@@ -225,4 +265,4 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     return report(written)
 
 
-__all__ = ["render_summary", "run_archive", "summarise_offline"]
+__all__ = ["render_summary", "run_archive", "summarise_offline", "week_content"]

@@ -7,6 +7,11 @@ Scheduler's schedule in that zone fires on, see ``ScheduleInput``):
 - prune runs as of the run date.
 Windows are half-open ``[start, end)`` in UTC, built from local midnights, so consecutive days
 tile time exactly (a 23-hour or 25-hour DST day included): no message is missed or read twice.
+
+A period is OVER once its window's end (local midnight after it, as a UTC instant) is not after
+the clock (:func:`period_over`). A job run by hand for a period still in progress (today, the
+current week) must not write its completion marker or its final result: the scheduled run for
+that period would then skip the messages that come later.
 """
 
 from __future__ import annotations
@@ -53,6 +58,11 @@ def iso_week_window(monday: date, tz: str) -> tuple[datetime, datetime]:
     return local_midnight_utc(monday, tz), local_midnight_utc(monday + timedelta(days=7), tz)
 
 
+def period_over(window_end: datetime, now: datetime) -> bool:
+    """Whether a period whose UTC window ends at ``window_end`` is over at ``now`` (aware)."""
+    return window_end <= now
+
+
 def distill_day(run_date: date) -> date:
     """The local day a distillation run on ``run_date`` processes (yesterday)."""
     return run_date - timedelta(days=1)
@@ -95,6 +105,7 @@ __all__ = [
     "iso_week_window",
     "local_day_window",
     "local_midnight_utc",
+    "period_over",
     "run_date_for",
     "zone",
 ]

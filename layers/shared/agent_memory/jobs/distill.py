@@ -11,6 +11,11 @@ One run = one project, one LOCAL day (the day before the run date, case B17):
    stored revision stays unchanged, the failure is recorded and pruning handles it);
 6. save ONE new revision together with the marker; on ``VersionConflict`` (an admin saved
    meanwhile, B19) re-read and re-apply the same candidates (tenacity, bounded).
+
+A day still in progress (its end, local midnight, after ``deps.clock()``: a manual run for
+today) is merged as far as it goes, but WITHOUT the marker (details ``reason =
+"period_not_over"``): the scheduled run after midnight then distils the whole day (the merge is
+idempotent, so what was merged early is a duplicate then).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.errors import LLMError, LLMTruncated, VersionConflict
 from agent_memory.jobs import JobReport
-from agent_memory.jobs.calendar import distill_day, local_day_window
+from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
 from agent_memory.jobs.hot_memory_ops import DISTILLER, MergeResult, document_tokens, merge_candidates
 from agent_memory.jobs.llm_tasks import (
@@ -100,7 +105,8 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         JobReport with counts ``messages``, ``user_messages``, ``candidates``, ``added``,
         ``replaced``, ``removed``, ``duplicates``, ``review_queued``, ``rejected`` (total,
         review included), ``rejected_ungrounded`` / ``_language`` / ``_invalid``,
-        ``tokens_before``, ``tokens_after``; details ``day``, ``window_utc``, ``extractor``
+        ``tokens_before``, ``tokens_after``; details ``day``, ``window_utc``, ``extractor``,
+        ``reason = "period_not_over"`` when the day is still in progress (merged, no marker)
         and, when nothing could be applied, ``failure`` (``llm_truncated`` / ``over_cap``).
     """
     store, caps = deps.store, deps.caps
@@ -118,6 +124,9 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     if done is not None:
         details["already_done"] = done.status
         return report(False)
+    final = period_over(end, deps.clock())  # False: the day is not over, so no marker
+    if not final:
+        details["reason"] = "period_not_over"
 
     messages = store.read_flow_log(pid, start, end)
     users = [m for m in messages if m.role == "user"]
@@ -183,7 +192,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
                 ))
                 return report(False)
             run = JobRun(project_id=pid, job=JOB, key=key, completed_at=now, counts=dict(counts),
-                         hot_version=hot.version)
+                         hot_version=hot.version) if final else None
             if merged.changed:
                 store.commit_hot_memory(
                     HotMemory(project_id=pid, lines=merged.lines),
@@ -195,7 +204,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
                     run=run,
                 )
                 changed = True
-            else:
+            elif run is not None:
                 store.put_job_run(run)
     assert merged is not None
     count_metric("DistilledLinesAdded", len(merged.added))

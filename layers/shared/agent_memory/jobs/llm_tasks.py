@@ -261,6 +261,7 @@ REPORT_TOOL = ToolSpec(
 REPORT_INSTRUCTIONS = """You write the weekly report (history book) of a clinical research project from one ISO week of conversation.
 Three lists: progress (进度: enrolment, visits, milestones with numbers), decisions (决策: what was decided, by whom, why), problems (问题: failures, adverse events, delays, lessons learned).
 Each point is one short sentence in the language of the conversation and cites the ids of the messages it is based on in "evidence". Do not invent anything that is not in the messages.
+Report only what happened in THIS week: base points on the users' messages and on tool results. When an assistant message quotes the history book (earlier weekly reports, lines citing an ISO week such as 2026-W12 or a yearly summary) or the hot memory, that is old context, not an event of this week: never turn it into a point.
 Answer only with the tool."""
 
 

@@ -9,6 +9,11 @@ merge and the report put are idempotent by themselves too).
 ``time_zone``): distill processes the day before it, archive the ISO week before its week,
 prune runs as of it. :func:`agent_memory.jobs.calendar.run_date_for` maps a target day/week to
 the run date for backfills.
+
+A period is complete only once it is over in the project's local time (its window's end is not
+after ``deps.clock()``). A run for a period still in progress (a manual run for today or the
+current week) never writes the ``JOBRUN#`` marker: distill merges what exists so far, archive
+writes nothing at all; both report ``details["reason"] == "period_not_over"``.
 """
 
 from __future__ import annotations
