@@ -76,20 +76,6 @@ class AdminRepository(DynamoRepository):
     """:class:`DynamoRepository` plus the admin API's reads and writes (module docstring)."""
 
     # ------------------------------------------------------------------ hot memory
-    def load_hot_memory(self, project_id: str) -> HotMemory:
-        """The current hot memory, strongly consistent (version 0 when none was stored)."""
-        try:
-            item = HotMemoryItem.get(project_id, "HOT", consistent_read=True)
-        except DoesNotExist:
-            return HotMemory(project_id=project_id, version=0)
-        return HotMemory(
-            project_id=project_id,
-            version=int(item.version or 0),
-            lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
-            updated_at=item.updated_at,
-            updated_by=item.updated_by,
-        )
-
     def commit_hot_memory(
         self,
         hot: HotMemory,

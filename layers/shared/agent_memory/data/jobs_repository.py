@@ -30,7 +30,7 @@ from agent_memory.data.job_tables import (
 )
 from agent_memory.data.repository import DynamoRepository
 from agent_memory.data.tables import FlowLogItem, HotMemoryItem, HotMemoryRevisionItem, WeeklyReportItem
-from agent_memory.domain.models import HotMemory, HotMemoryLine, WeeklyReport
+from agent_memory.domain.models import HotMemory, WeeklyReport
 from agent_memory.errors import ItemTooLarge, VersionConflict
 from agent_memory.jobs.models import FlowLogEntry, JobRun, ReviewItem, YearlySummary
 from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
@@ -60,20 +60,6 @@ class JobsRepository(DynamoRepository):
     """:class:`DynamoRepository` plus what the jobs need (module docstring lists the calls)."""
 
     # ------------------------------------------------------------ hot memory
-    def load_hot_memory(self, project_id: str) -> HotMemory:
-        """The current hot memory, strongly consistent (``version == 0`` when none is stored)."""
-        try:
-            item = HotMemoryItem.get(project_id, "HOT", consistent_read=True)
-        except DoesNotExist:
-            return HotMemory(project_id=project_id, version=0)
-        return HotMemory(
-            project_id=project_id,
-            version=int(item.version or 0),
-            lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
-            updated_at=item.updated_at,
-            updated_by=item.updated_by,
-        )
-
     def commit_hot_memory(
         self,
         hot: HotMemory,

@@ -250,6 +250,13 @@ class DynamoRepository:
             for i in YearSummaryItem.query(project_id, YearSummaryItem.sk.startswith("YEAR#"))
         ]
 
+    def load_hot_memory(self, project_id: str) -> HotMemory:
+        """The current hot memory, strongly consistent (``version == 0`` when none is stored)."""
+        try:
+            return _hot_memory(HotMemoryItem.get(project_id, "HOT", consistent_read=True))
+        except DoesNotExist:
+            return HotMemory(project_id=project_id, version=0)
+
     def get_hot_memory_revision(self, project_id: str, version: int) -> HotMemory | None:
         """A stored hot-memory version (``HOTREV#``), or None if it was never stored."""
         try:
