@@ -29,9 +29,9 @@ from agent_memory.data.admin_tables import (
     sync_admin_tables,
 )
 from agent_memory.data.repository import DynamoRepository, _report
-from agent_memory.data.tables import HotMemoryItem, HotMemoryRevisionItem, WeeklyReportItem
+from agent_memory.data.tables import HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, WeeklyReport
-from agent_memory.errors import AlreadyDecided, InvalidInput, ItemTooLarge, VersionConflict
+from agent_memory.errors import AlreadyDecided, InvalidInput, VersionConflict
 from agent_memory.memory_admin import (
     AuditRecord,
     Page,
@@ -41,10 +41,8 @@ from agent_memory.memory_admin import (
     review_item_id,
     split_review_item_id,
 )
-from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 
 #: Hot-memory and revision items stay this far under DynamoDB's 400 KB item limit.
-_HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 
 
 def _iso(at: Any) -> str:
@@ -97,25 +95,9 @@ class AdminRepository(DynamoRepository):
             ItemTooLarge: over the item byte budget.
         """
         sync_admin_tables()
-        new_version = expected_version + 1
-        lines = [ln.model_dump(mode="json") for ln in hot.lines]
-        item = HotMemoryItem(hot.project_id, "HOT", lines=lines, updated_at=now, updated_by=actor)
-        if expected_version:
-            item.version = expected_version
-        revision = HotMemoryRevisionItem(
-            hot.project_id,
-            f"HOTREV#{new_version:010d}",
-            revision=new_version,
-            lines=lines,
-            created_at=now,
-            created_by=actor,
-            reason=reason,
-            tokens=tokens,
+        item, revision, new_version = self._hot_memory_items(
+            hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens
         )
-        for candidate in (item, revision):
-            size = dynamodb_item_size(candidate.serialize())
-            if size > _HOT_ITEM_MAX_BYTES:
-                raise ItemTooLarge(f"hot memory item would be {size} bytes")
         try:
             with TransactWrite(connection=self._connection()) as tx:
                 tx.save(item)

@@ -29,14 +29,12 @@ from agent_memory.data.job_tables import (
     sync_job_tables,
 )
 from agent_memory.data.repository import DynamoRepository
-from agent_memory.data.tables import FlowLogItem, HotMemoryItem, HotMemoryRevisionItem, WeeklyReportItem
+from agent_memory.data.tables import FlowLogItem, HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.models import HotMemory, WeeklyReport
-from agent_memory.errors import ItemTooLarge, VersionConflict
+from agent_memory.errors import VersionConflict
 from agent_memory.jobs.models import FlowLogEntry, JobRun, ReviewItem, YearlySummary
-from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 
 #: Hot-memory and revision items stay this far under DynamoDB's 400 KB item limit (case B14).
-_HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 
 
 def flow_log_sort_key_bound(at: datetime) -> str:
@@ -81,25 +79,9 @@ class JobsRepository(DynamoRepository):
             ItemTooLarge: the hot-memory item would be over its byte budget (case B14).
         """
         sync_job_tables()
-        new_version = expected_version + 1
-        lines = [ln.model_dump(mode="json") for ln in hot.lines]
-        item = HotMemoryItem(hot.project_id, "HOT", lines=lines, updated_at=now, updated_by=actor)
-        if expected_version:
-            item.version = expected_version
-        revision = HotMemoryRevisionItem(
-            hot.project_id,
-            f"HOTREV#{new_version:010d}",
-            revision=new_version,
-            lines=lines,
-            created_at=now,
-            created_by=actor,
-            reason=reason,
-            tokens=tokens,
+        item, revision, new_version = self._hot_memory_items(
+            hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens
         )
-        for candidate in (item, revision):
-            size = dynamodb_item_size(candidate.serialize())
-            if size > _HOT_ITEM_MAX_BYTES:
-                raise ItemTooLarge(f"hot memory item would be {size} bytes")
         try:
             with TransactWrite(connection=self._connection()) as tx:
                 tx.save(item)

@@ -52,6 +52,8 @@ from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 #: Byte budget of the session item (window + facts + summary + metadata), kept well
 #: under DynamoDB's 400 KB item limit so a turn can never hit it (case B14).
 SESSION_ITEM_BUDGET_BYTES = 350_000
+#: Byte budget of the hot-memory item and of each of its revision items.
+HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 #: Byte budget of one message item (content + context manifest + tool calls).
 MESSAGE_ITEM_BUDGET_BYTES = 380_000
 
@@ -363,29 +365,9 @@ class DynamoRepository:
         Raises:
             VersionConflict: someone saved first (carries the current version).
         """
-        new_version = expected_version + 1
-        item = HotMemoryItem(
-            hot.project_id,
-            "HOT",
-            lines=[ln.model_dump(mode="json") for ln in hot.lines],
-            updated_at=now,
-            updated_by=actor,
+        item, revision, new_version = self._hot_memory_items(
+            hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens
         )
-        if expected_version:
-            item.version = expected_version
-        revision = HotMemoryRevisionItem(
-            hot.project_id,
-            f"HOTREV#{new_version:010d}",
-            revision=new_version,
-            lines=item.lines,
-            created_at=now,
-            created_by=actor,
-            reason=reason,
-            tokens=tokens,
-        )
-        size = dynamodb_item_size(item.serialize())
-        if size > DYNAMODB_ITEM_LIMIT_BYTES - 10_000:
-            raise ItemTooLarge(f"hot memory item would be {size} bytes")
         try:
             with TransactWrite(connection=self._connection()) as tx:
                 tx.save(item)
@@ -394,6 +376,42 @@ class DynamoRepository:
             current = self._current_hot_version(hot.project_id)
             raise VersionConflict("hot memory changed", current_version=current) from None
         return hot.model_copy(update={"version": new_version, "updated_at": now, "updated_by": actor})
+
+    @staticmethod
+    def _hot_memory_items(
+        hot: HotMemory, *, expected_version: int, actor: str, reason: str | None, now: datetime, tokens: int
+    ) -> tuple[HotMemoryItem, HotMemoryRevisionItem, int]:
+        """The ``HOT`` item (its VersionAttribute conditions the write on ``expected_version``)
+        and the ``HOTREV#{new version}`` revision item of a new hot-memory version, both
+        checked against the item byte budget. Every writer of hot memory (chat seed, jobs,
+        admin API) builds its transaction from these two items.
+
+        Returns:
+            (hot item, revision item, new version).
+
+        Raises:
+            ItemTooLarge: an item would exceed DynamoDB's 400 KB item limit (minus 10 KB).
+        """
+        new_version = expected_version + 1
+        lines = [ln.model_dump(mode="json") for ln in hot.lines]
+        item = HotMemoryItem(hot.project_id, "HOT", lines=lines, updated_at=now, updated_by=actor)
+        if expected_version:
+            item.version = expected_version
+        revision = HotMemoryRevisionItem(
+            hot.project_id,
+            f"HOTREV#{new_version:010d}",
+            revision=new_version,
+            lines=lines,
+            created_at=now,
+            created_by=actor,
+            reason=reason,
+            tokens=tokens,
+        )
+        for candidate in (item, revision):
+            size = dynamodb_item_size(candidate.serialize())
+            if size > HOT_ITEM_MAX_BYTES:
+                raise ItemTooLarge(f"hot memory item would be {size} bytes")
+        return item, revision, new_version
 
     def _current_hot_version(self, project_id: str) -> int:
         try:
