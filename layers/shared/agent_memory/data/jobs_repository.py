@@ -28,7 +28,7 @@ from agent_memory.data.job_tables import (
     YearSummaryItem,
     sync_job_tables,
 )
-from agent_memory.data.repository import DynamoRepository
+from agent_memory.data.repository import DynamoRepository, _report
 from agent_memory.data.tables import FlowLogItem, HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.models import HotMemory, WeeklyReport
 from agent_memory.errors import VersionConflict
@@ -300,16 +300,6 @@ def _job_run_item(run: JobRun) -> JobRunItem:
     )
 
 
-def _report(item: WeeklyReportItem) -> WeeklyReport:
-    return WeeklyReport(
-        project_id=item.pk,
-        iso_week=item.iso_week,
-        summary=item.summary,
-        revision=int(item.revision),
-        created_at=item.created_at,
-        created_by=item.created_by,
-        evidence=list(item.evidence or []),
-    )
 
 
 __all__ = ["JobsRepository", "flow_log_sort_key_bound", "utc_dates_overlapping"]
