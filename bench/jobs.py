@@ -145,8 +145,8 @@ def _env() -> None:
 
 def _seed(n_projects: int) -> list[str]:
     """Projects, activity markers and flow logs (see the module docstring); returns the active ids."""
-    from agent_memory.data.repository import flow_log_keys
-    from agent_memory.data.tables import ActivityItem, FlowLogItem, ProjectItem
+    from agent_memory.adapters.dynamo.repository import flow_log_keys
+    from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, ProjectItem
 
     created = datetime(2025, 1, 1, tzinfo=UTC)
     old_day = (RUN_DATE - timedelta(days=60)).isoformat()
@@ -181,10 +181,10 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
     import boto3
     from moto import mock_aws
 
+    from agent_memory.adapters.dynamo.activity import ActivityRepository
+    from agent_memory.adapters.dynamo.tables import bind_tables
+    from agent_memory.adapters.sqs import SqsJobQueue
     from agent_memory.config import Settings
-    from agent_memory.data.activity_repository import ActivityRepository
-    from agent_memory.data.job_queue import SqsJobQueue
-    from agent_memory.data.tables import bind_tables
     from agent_memory.jobs import JobRequest, ScheduleInput
     from agent_memory.jobs.fanout import dispatch
     from agent_memory.jobs.notifier import InMemoryNotifier

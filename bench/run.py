@@ -109,13 +109,13 @@ class CallCounter:
 
 def chat_figures() -> dict[str, float]:
     """Round trips, token ratio and warm-turn ratio on the demo project."""
-    from agent_memory.chat import handle_message
+    from agent_memory.chat.prompt import render_history_block
+    from agent_memory.chat.turn import handle_message
     from agent_memory.config import get_settings
-    from agent_memory.demo.seed import seed_demo
     from agent_memory.domain.models import WeeklyReport
-    from agent_memory.prompt import render_history_block
-    from agent_memory.text import estimate_tokens
+    from agent_memory.domain.text import estimate_tokens
     from agent_memory.wiring import build_chat_deps
+    from infra.local.demo.seed import seed_demo
 
     out: dict[str, float] = {}
     with moto_stack() as (client, names):

@@ -3,7 +3,7 @@
 Each Lambda function has its own Powertools event handler (``app``), and each can describe its own
 routes (``app.get_openapi_schema()``); API Gateway serves them all under one URL. This module merges
 those schemas with Powertools' ``OpenAPIMerge``, adds the JWT bearer scheme and, from
-``agent_memory.api.routes_policy``, who may call each operation (``x-access``; public operations
+``agent_memory.http.routes``, who may call each operation (``x-access``; public operations
 get ``security: []``), and writes ``functions/api/openapi.json``, which the ApiFunction serves at
 ``GET /v1/openapi.json``. (The ApiFunction cannot import the other handlers in Lambda: each
 function's package holds only its own folder.)
@@ -39,7 +39,7 @@ def merged_schema(apps: Mapping[str, Any]) -> dict[str, Any]:
     from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-    from agent_memory.api.routes_policy import ROUTE_POLICY
+    from agent_memory.http.routes import ROUTE_POLICY
 
     merge = OpenAPIMerge(
         title=TITLE,

@@ -67,7 +67,7 @@ def aws() -> Iterator[dict[str, str]]:
     import boto3
     from moto import mock_aws
 
-    from agent_memory.data.tables import bind_tables
+    from agent_memory.adapters.dynamo.tables import bind_tables
     from infra.template_model import create_tables, load_template
 
     with mock_aws():
@@ -83,7 +83,7 @@ def aws() -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 def repo(aws: dict[str, str]) -> Any:
-    from agent_memory.data.repository import DynamoRepository
+    from agent_memory.adapters.dynamo.repository import DynamoRepository
 
     return DynamoRepository()
 

@@ -4,7 +4,7 @@ the distillation review queue, the audit trail, weekly report corrections, and t
 Why a function of its own: it is the only HTTP path that WRITES the MemoryTable, so it alone gets
 write permissions there (and nothing on the sessions or flow-log tables, no secret, no LLM); the
 read-only ApiFunction stays read-only. Thin handler: every route is one call into
-``agent_memory.memory_admin``; who may call what is ``agent_memory.api.routes_policy``.
+``agent_memory.hot_memory.admin``; who may call what is ``agent_memory.http.routes``.
 """
 
 # No ``from __future__ import annotations``: the event handler resolves the body and query models
@@ -20,13 +20,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ValidationError
 
-from agent_memory import memory_admin as admin
-from agent_memory.api.admin_requests import MemoryPutRequest, ReasonRequest, ReportCorrectionRequest
-from agent_memory.api.errors import register_error_handlers
-from agent_memory.api.routes_policy import current_caller, route_guard
+from agent_memory.adapters.dynamo.admin import AdminRepository
 from agent_memory.config import get_settings
-from agent_memory.data.admin_repository import AdminRepository
-from agent_memory.errors import InvalidInput
+from agent_memory.domain.errors import InvalidInput
+from agent_memory.hot_memory import admin
+from agent_memory.http.admin_requests import MemoryPutRequest, ReasonRequest, ReportCorrectionRequest
+from agent_memory.http.errors import register_error_handlers
+from agent_memory.http.routes import current_caller, route_guard
 from agent_memory.observability import logger, metrics
 from agent_memory.wiring import bind
 

@@ -14,13 +14,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from agent_memory.api.auth import authorize, caller_from_event
-from agent_memory.api.errors import register_error_handlers
-from agent_memory.api.routes_policy import route_guard
+from agent_memory.adapters.dynamo.activity import ActivityRepository
+from agent_memory.chat.context_view import turn_context
 from agent_memory.config import get_settings
-from agent_memory.context_view import turn_context
-from agent_memory.data.activity_repository import ActivityRepository
-from agent_memory.memory_view import ISO_WEEK_PATTERN, MAX_REPORTS, project_memory, project_reports
+from agent_memory.hot_memory.view import ISO_WEEK_PATTERN, MAX_REPORTS, project_memory, project_reports
+from agent_memory.http.auth import authorize, caller_from_event
+from agent_memory.http.errors import register_error_handlers
+from agent_memory.http.routes import route_guard
 from agent_memory.observability import logger, metrics
 from agent_memory.wiring import bind
 

@@ -1,6 +1,6 @@
 """Chat function: ``POST /v1/projects/{project_id}/sessions/{session_id}/messages``.
 
-Thin handler: parse, call ``agent_memory.chat.handle_message``, return its model.
+Thin handler: parse, call ``agent_memory.chat.turn.handle_message``, return its model.
 With SnapStart, everything at module level (including the anthropic import made by
 ``build_chat_deps`` when the provider is anthropic) is in the snapshot.
 """
@@ -25,14 +25,14 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from agent_memory.api.auth import authorize, caller_from_event
-from agent_memory.api.errors import error_response, register_error_handlers
-from agent_memory.api.requests import ChatRequest
-from agent_memory.api.routes_policy import route_guard
-from agent_memory.chat import ChatResult, handle_message
+from agent_memory.adapters.llm.deadline import deadline_from_context
+from agent_memory.chat.turn import ChatResult, handle_message
 from agent_memory.config import get_settings
-from agent_memory.ids import idempotency_hash
-from agent_memory.llm.deadline import deadline_from_context
+from agent_memory.domain.ids import idempotency_hash
+from agent_memory.http.auth import authorize, caller_from_event
+from agent_memory.http.errors import error_response, register_error_handlers
+from agent_memory.http.requests import ChatRequest
+from agent_memory.http.routes import route_guard
 from agent_memory.observability import logger, metrics
 from agent_memory.tracing import tracer
 from agent_memory.wiring import build_chat_deps

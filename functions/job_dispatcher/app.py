@@ -19,9 +19,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import parse
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from agent_memory.adapters.dynamo.activity import ActivityRepository
+from agent_memory.adapters.sqs import SqsJobQueue
 from agent_memory.config import get_settings
-from agent_memory.data.activity_repository import ActivityRepository
-from agent_memory.data.job_queue import SqsJobQueue
 from agent_memory.jobs import ScheduleInput
 from agent_memory.jobs.deps import utc_now
 from agent_memory.jobs.fanout import ActivityReader, JobSender, dispatch

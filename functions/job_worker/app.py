@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.parser.types import Json
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.config import get_settings
-from agent_memory.errors import ProjectNotFound
+from agent_memory.domain.errors import ProjectNotFound
 from agent_memory.jobs import JobReport, JobRequest
 from agent_memory.jobs.runner import build_job_deps, run_job
 from agent_memory.observability import logger, metrics

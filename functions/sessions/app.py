@@ -1,6 +1,6 @@
 """Sessions function: the session and patient memory routes (issue 3; seed 002).
 
-Thin handler: authorize, call ONE logic function of ``agent_memory.sessions``, return its model.
+Thin handler: authorize, call ONE logic function of ``agent_memory.consultation.sessions``, return its model.
 No LLM here (rule-based symptom extraction, extractive summary): this module never imports
 ``anthropic``. Listings always query DynamoDB, never a cache.
 """
@@ -14,12 +14,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from agent_memory import sessions
-from agent_memory.api.auth import authorize, caller_from_event
-from agent_memory.api.errors import register_error_handlers
-from agent_memory.api.routes_policy import route_guard
-from agent_memory.api.session_requests import CreateSessionRequest, DiagnosisRequest, TranscriptRequest
 from agent_memory.config import get_settings
+from agent_memory.consultation import sessions
+from agent_memory.http.auth import authorize, caller_from_event
+from agent_memory.http.errors import register_error_handlers
+from agent_memory.http.routes import route_guard
+from agent_memory.http.session_requests import CreateSessionRequest, DiagnosisRequest, TranscriptRequest
 from agent_memory.observability import logger, metrics
 from agent_memory.wiring import build_sessions_deps
 

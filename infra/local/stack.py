@@ -9,7 +9,7 @@
    function agrees on it (locally they share one process, so one ``os.environ``), and put the
    Anthropic key, when there is one, into Secrets Manager instead of the environment;
 4. import each handler from its file (both are ``app.py``, so each gets a unique module name);
-5. seed the demo projects (``agent_memory.demo.seed``);
+5. seed the demo projects (``infra.local.demo.seed``);
 6. serve HTTP: each request becomes an API Gateway HTTP API payload-2.0 event for the function
    that owns the route, and the Lambda proxy result becomes the HTTP response.
 
@@ -79,6 +79,7 @@ _DUMMY_CREDENTIALS = {
 #: Never visible to a handler locally (the key goes to Secrets Manager, as in AWS).
 _REMOVED_FROM_ENV = ("ANTHROPIC_API_KEY", "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
 #: Shell variables passed to the functions as they are, when set.
+DEMO_CLINICAL_DATA_FILE = Path(__file__).resolve().parent / "demo" / "clinical_data.json"
 _PASS_THROUGH = ("ANTHROPIC_BASE_URL", "INTENT_CLASSIFIER", "LLM_MAX_RETRIES", "LOG_LEVEL")
 
 
@@ -340,6 +341,8 @@ class LocalStack:
         overrides: dict[str, str] = {
             "LLM_PROVIDER": "anthropic" if self._api_key else "offline",
             "POWERTOOLS_TRACE_DISABLED": "true",
+            # The demo projects' clinical data lives with the demo data, outside the Lambda layer.
+            "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE),
         }
         for name in _PASS_THROUGH:
             if os.environ.get(name):
@@ -377,8 +380,8 @@ class LocalStack:
             get_settings.cache_clear()  # do not leave our settings cached for others in this process
             self._bind_models()
             if self._seed:
-                from agent_memory.data.repository import DynamoRepository
-                from agent_memory.demo.seed import seed_demo
+                from agent_memory.adapters.dynamo.repository import DynamoRepository
+                from infra.local.demo.seed import seed_demo
 
                 seed_demo(DynamoRepository(), now=self._now or datetime.now(UTC))
 
@@ -456,7 +459,7 @@ class LocalStack:
     @property
     def repo(self) -> Any:
         """A ``DynamoRepository`` on this stack's tables (models re-bound if someone re-bound them)."""
-        from agent_memory.data.repository import DynamoRepository
+        from agent_memory.adapters.dynamo.repository import DynamoRepository
 
         with self._env_scope():
             self._ensure_bound()
@@ -610,7 +613,7 @@ class LocalStack:
         a botocore client reads ``AWS_ENDPOINT_URL`` when it is created, and code outside an
         invocation (``stack.repo`` in a test) runs without that variable.
         """
-        from agent_memory.data import tables
+        from agent_memory.adapters.dynamo import tables
 
         tables.bind_tables(
             memory_table=self.table_names["MemoryTable"],
@@ -623,7 +626,7 @@ class LocalStack:
         self._bound_marker = tables.ProjectItem._get_connection()
 
     def _ensure_bound(self) -> None:
-        from agent_memory.data import tables
+        from agent_memory.adapters.dynamo import tables
 
         if (
             tables.ProjectItem._connection is not self._bound_marker

@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
-from agent_memory.text import estimate_tokens
+from agent_memory.domain.text import estimate_tokens
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 

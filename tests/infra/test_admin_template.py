@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.api.routes_policy import ROUTE_POLICY, route_key_of
+from agent_memory.http.routes import ROUTE_POLICY, route_key_of
 from infra.template_model import load_template
 
 

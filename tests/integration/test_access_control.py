@@ -2,7 +2,7 @@
 
 The routes are enumerated from the template (``infra.template_model.function_specs``), so a route
 someone adds is covered without touching this file, and it must have an entry in the one declared
-policy table (``agent_memory.api.routes_policy.ROUTE_POLICY``) or the test fails.
+policy table (``agent_memory.http.routes.ROUTE_POLICY``) or the test fails.
 
 Per route: 401 without a token and with an expired one (the gateway, before the function); 403 for
 a user of another project (P2's admin calling P1 - both projects use session ``s-001`` and patient
@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 import pytest
 import requests
 
-from agent_memory.api.routes_policy import ROUTE_POLICY, route_key_of
 from agent_memory.domain.models import Project
+from agent_memory.http.routes import ROUTE_POLICY, route_key_of
 from infra.local.stack import LocalStack
 from infra.local.token import mint_token
 from infra.template_model import RouteSpec, function_specs, load_template, table_specs
@@ -72,7 +72,7 @@ def projects(local_stack: LocalStack) -> dict[str, str]:
 def test_every_template_route_has_exactly_one_declared_policy() -> None:
     keys = [route_key_of(r.method, r.path) for _, r in ROUTES]
     missing = sorted(k for k in keys if k not in ROUTE_POLICY)
-    assert missing == [], f"routes without an entry in agent_memory/api/routes_policy.py: {missing}"
+    assert missing == [], f"routes without an entry in agent_memory/http/routes.py: {missing}"
     assert len(keys) == len(set(keys)), "a route is declared twice in template.yaml"
     stale = sorted(set(ROUTE_POLICY) - set(keys))
     assert stale == [], f"policy entries for routes the template does not declare: {stale}"

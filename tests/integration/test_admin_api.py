@@ -15,9 +15,9 @@ from typing import Any
 
 import requests
 
-from agent_memory.data.job_tables import ReviewQueueItem
+from agent_memory.adapters.dynamo.job_tables import ReviewQueueItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
-from agent_memory.text import estimate_tokens
+from agent_memory.domain.text import estimate_tokens
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 

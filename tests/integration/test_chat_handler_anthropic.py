@@ -143,8 +143,9 @@ def _chat_env(
     from aws_lambda_powertools.utilities.parameters.base import clear_caches
     from moto import mock_aws
 
+    from agent_memory.adapters.dynamo.repository import DynamoRepository
     from agent_memory.config import get_settings
-    from agent_memory.data.repository import DynamoRepository
+    from infra.local.stack import DEMO_CLINICAL_DATA_FILE
     from infra.template_model import create_tables, load_template
 
     region = os.environ["AWS_REGION"]
@@ -166,6 +167,7 @@ def _chat_env(
             "ANTHROPIC_SECRET_NAME": SECRET_NAME,
             "ANTHROPIC_BASE_URL": messages_api.base_url,
             "LLM_MAX_RETRIES": "2",
+            "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE),
             **env,
         }
         for k, v in settings_env.items():

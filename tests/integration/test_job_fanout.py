@@ -19,8 +19,8 @@ from zoneinfo import ZoneInfo
 import boto3
 import pytest
 
-from agent_memory.data.repository import flow_log_keys
-from agent_memory.data.tables import ActivityItem, FlowLogItem, HotMemoryItem
+from agent_memory.adapters.dynamo.repository import flow_log_keys
+from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, HotMemoryItem
 from agent_memory.domain.models import Project
 from agent_memory.jobs import JobReport, JobRequest
 from infra.local.sqs_events import deliver, sqs_event, sqs_record
@@ -100,7 +100,7 @@ def worker(resources: dict[str, Any]) -> Iterator[ModuleType]:
 
 # ------------------------------------------------------------------------------------- helpers
 def add_project(project_id: str, tz: str = "Asia/Shanghai") -> None:
-    from agent_memory.data.repository import DynamoRepository
+    from agent_memory.adapters.dynamo.repository import DynamoRepository
 
     DynamoRepository().put_project(
         Project(project_id=project_id, name=project_id, time_zone=tz, created_at=datetime(2026, 1, 1, tzinfo=UTC))
@@ -183,7 +183,7 @@ def test_dispatcher_enqueues_one_message_per_project_active_yesterday_from_the_i
 
 
 def test_active_projects_reads_the_index_to_its_last_page(aws: dict[str, str], api_calls: ApiCalls) -> None:
-    from agent_memory.data.activity_repository import ActivityRepository
+    from agent_memory.adapters.dynamo.activity import ActivityRepository
 
     for i in range(25):
         mark_active(f"q{i:02d}", "2026-03-10")

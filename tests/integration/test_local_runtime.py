@@ -283,13 +283,13 @@ def test_demo_seed_is_present(local_stack: LocalStack) -> None:
     assert {ln.source for ln in hot.lines} == {"admin", "distilled"}
     assert all(ln.evidence for ln in hot.lines if ln.source == "distilled")
 
-    from agent_memory.text import estimate_tokens
+    from agent_memory.domain.text import estimate_tokens
 
     assert estimate_tokens(document) < 2000
 
 
 def test_seeding_twice_changes_nothing(local_stack: LocalStack) -> None:
-    from agent_memory.demo.seed import seed_demo
+    from infra.local.demo.seed import seed_demo
 
     # Given the seeded stack
     before = _scan(local_stack, "MemoryTable")
@@ -303,7 +303,7 @@ def test_seeding_twice_changes_nothing(local_stack: LocalStack) -> None:
 
 def test_weekly_report_enrolment_numbers_agree_with_the_clinical_data(local_stack: LocalStack) -> None:
     clinical = json.loads(
-        resources.files("agent_memory.demo").joinpath("clinical_data.json").read_text("utf-8")
+        resources.files("infra.local.demo").joinpath("clinical_data.json").read_text("utf-8")
     )
     subjects = clinical["demo-iit"]["subjects"]
     assert subjects["P001"]["enrolment_date"] == "2026-02-05"

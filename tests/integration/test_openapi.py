@@ -7,7 +7,7 @@ import json
 
 import requests
 
-from agent_memory.api.routes_policy import ROUTE_POLICY
+from agent_memory.http.routes import ROUTE_POLICY
 from infra.local.stack import LocalStack
 from infra.openapi import OPENAPI_FILE, http_apps, merged_schema, render
 from infra.template_model import function_specs, load_template, table_specs

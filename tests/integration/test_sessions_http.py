@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from agent_memory.data.sessions_repository import SessionsRepository
+from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.domain.models import Project, SessionState
 from infra.local.events import build_http_api_event
 from infra.local.stack import LocalStack

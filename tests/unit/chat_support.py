@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent_memory.chat import ChatConfig, ChatDeps
-from agent_memory.clinical import DemoClinicalData
+from agent_memory.adapters.clinical.demo import DemoClinicalData
+from agent_memory.adapters.llm.offline import OfflineLLM
+from agent_memory.chat.intents import RuleIntentClassifier
+from agent_memory.chat.turn import ChatConfig, ChatDeps
+from agent_memory.conversation.cache import SessionCache
+from agent_memory.domain.errors import LLMUnavailable
+from agent_memory.domain.llm import LLMRequest, LLMResponse
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
-from agent_memory.errors import LLMUnavailable
-from agent_memory.intents import RuleIntentClassifier
-from agent_memory.llm.offline import OfflineLLM
-from agent_memory.llm.port import LLMRequest, LLMResponse
-from agent_memory.session_cache import SessionCache
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent_memory.chat import ChatDeps, ChatResult, handle_message
-from agent_memory.data.sessions_repository import SessionsRepository
+from agent_memory.adapters.dynamo.sessions import SessionsRepository
+from agent_memory.chat.turn import ChatDeps, ChatResult, handle_message
+from agent_memory.consultation.session_memory import SessionMemory
+from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
+from agent_memory.consultation.summary import ExtractiveSummariser, Summariser
+from agent_memory.consultation.symptoms.extract import RuleSymptomExtractor, SymptomFact
 from agent_memory.domain.models import Project
-from agent_memory.session_memory import SessionMemory
-from agent_memory.session_summary import ExtractiveSummariser, Summariser
-from agent_memory.sessions import SessionsConfig, SessionsDeps
-from agent_memory.symptoms import RuleSymptomExtractor, SymptomFact
 from tests.unit.chat_support import T0, Clock, make_deps
 
 CLINIC = "clinic-1"

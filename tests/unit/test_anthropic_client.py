@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from agent_memory.errors import LLMBadRequest, LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.llm.anthropic_client import AnthropicClient, load_api_key
-from agent_memory.llm.deadline import deadline_from_context
-from agent_memory.llm.port import LLMRequest, SystemBlock, ToolSpec
+from agent_memory.adapters.llm.anthropic import AnthropicClient, load_api_key
+from agent_memory.adapters.llm.deadline import deadline_from_context
+from agent_memory.domain.errors import LLMBadRequest, LLMDeadlineExceeded, LLMUnavailable
+from agent_memory.domain.llm import LLMRequest, SystemBlock, ToolSpec
 from tests.support.messages_api import (
     MessagesAPIServer,
     invalid_request,
@@ -408,8 +408,8 @@ def test_load_api_key_rejects_json_without_a_key(secrets: Any) -> None:
 def test_factory_builds_the_anthropic_client_from_the_secret(
     secrets: Any, messages_api: MessagesAPIServer
 ) -> None:
+    from agent_memory.adapters.llm.factory import build_llm
     from agent_memory.config import Settings
-    from agent_memory.llm.factory import build_llm
 
     secrets.create_secret(Name="am/factory", SecretString=json.dumps({"api_key": API_KEY}))
     settings = Settings(
@@ -433,7 +433,7 @@ def test_factory_offline_provider_never_imports_anthropic() -> None:
     code = (
         "import sys\n"
         "from agent_memory.config import Settings\n"
-        "from agent_memory.llm.factory import build_llm\n"
+        "from agent_memory.adapters.llm.factory import build_llm\n"
         "llm = build_llm(Settings(FLOW_LOG_TABLE='f', MEMORY_TABLE='m', SESSIONS_TABLE='s'))\n"
         "print(llm.provider, 'anthropic' in sys.modules)\n"
     )

@@ -1,6 +1,6 @@
 """The chat turn end to end against moto: routing of memory layers, what one turn writes,
 LLM failures, size limits, pagination, tenancy and concurrent writers
-(agent_memory.chat.handle_message; DESIGN "Prompt assembly", "DynamoDB access patterns";
+(agent_memory.chat.turn.handle_message; DESIGN "Prompt assembly", "DynamoDB access patterns";
 cases B08, B14, B15)."""
 
 from __future__ import annotations
@@ -14,21 +14,21 @@ from typing import Any
 import boto3
 import pytest
 
-from agent_memory.chat import ChatConfig, ChatResult, handle_message
-from agent_memory.clinical import DemoClinicalData
-from agent_memory.data.repository import SESSION_ITEM_BUDGET_BYTES
-from agent_memory.domain.models import WeeklyReport
-from agent_memory.errors import (
+from agent_memory.adapters.clinical.demo import DemoClinicalData
+from agent_memory.adapters.dynamo.repository import SESSION_ITEM_BUDGET_BYTES
+from agent_memory.adapters.llm.offline import OfflineLLM
+from agent_memory.chat.prompt import PromptBudget
+from agent_memory.chat.turn import ChatConfig, ChatResult, handle_message
+from agent_memory.domain.errors import (
     InvalidInput,
     LLMUnavailable,
     PayloadTooLarge,
     ProjectNotFound,
     VersionConflict,
 )
-from agent_memory.llm.offline import OfflineLLM
-from agent_memory.llm.port import LLMRequest, LLMResponse
-from agent_memory.prompt import PromptBudget
-from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
+from agent_memory.domain.llm import LLMRequest, LLMResponse
+from agent_memory.domain.models import WeeklyReport
+from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.unit.chat_support import T0, Clock, FailingLLM, RecordingLLM, hot_line, make_deps, seed_project
 
 CLINICAL = {"p1": {"target_enrolment": 60, "subjects": {

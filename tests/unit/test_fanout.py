@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from agent_memory.data.job_queue import SqsJobQueue
+from agent_memory.adapters.sqs import SqsJobQueue
 from agent_memory.jobs import JobRequest, ScheduleInput
 from agent_memory.jobs.calendar import local_day_window
 from agent_memory.jobs.fanout import (

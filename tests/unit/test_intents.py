@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent_memory.domain.models import Intent
-from agent_memory.errors import LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.intents import (
+from agent_memory.chat.intents import (
     TOOL_NAME,
     CallPlan,
     Classification,
@@ -21,7 +19,9 @@ from agent_memory.intents import (
     RuleIntentClassifier,
     plan_calls,
 )
-from agent_memory.llm.port import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.errors import LLMDeadlineExceeded, LLMUnavailable
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.models import Intent
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED_SAMPLE = Path(__file__).resolve().parents[3] / "shared/scenarios/intents.jsonl"
@@ -196,8 +196,8 @@ def test_subjects_own_past_event_why_is_data_not_history() -> None:
 
 
 def test_symptom_lexicon_is_loaded_from_the_package() -> None:
-    # Given: the packaged lexicon (agent_memory/data_files) and one of its colloquial forms
-    raw = resources.files("agent_memory.data_files").joinpath("symptom_lexicon.json").read_text("utf-8")
+    # Given: the packaged lexicon (agent_memory/consultation/symptoms/data) and one of its colloquial forms
+    raw = resources.files("agent_memory.consultation.symptoms.data").joinpath("symptom_lexicon.json").read_text("utf-8")
     assert "流清涕" in json.loads(raw)["流涕"]
     # Then: the form alone marks a consultation
     assert RULES.classify("这两天一直流清涕").intents == (Intent.CONSULTATION,)

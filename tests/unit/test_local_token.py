@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from agent_memory.api.auth import parse_projects_claim
+from agent_memory.http.auth import parse_projects_claim
 from infra.local.token import (
     LOCAL_AUDIENCE,
     LOCAL_ISSUER,

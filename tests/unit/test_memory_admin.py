@@ -1,4 +1,4 @@
-"""The hot-memory editor's logic (``agent_memory.memory_admin``): Markdown parsing, provenance
+"""The hot-memory editor's logic (``agent_memory.hot_memory.admin``): Markdown parsing, provenance
 matching, If-Match, the cap (B07) and optimistic locking (B19) with the real repository on moto."""
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from agent_memory import memory_admin as admin
-from agent_memory.data.admin_repository import AdminRepository
-from agent_memory.demo.hot_memory import demo_iit_hot_memory
-from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
-from agent_memory.errors import (
+from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.domain.errors import (
     InvalidInput,
     LineNotFound,
     OverTokenCap,
     PreconditionRequired,
     VersionConflict,
 )
-from agent_memory.text import estimate_tokens
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
+from agent_memory.domain.text import estimate_tokens
+from agent_memory.hot_memory import admin
+from infra.local.demo.hot_memory import demo_iit_hot_memory
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 T1 = datetime(2026, 3, 11, 2, 0, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """The offline provider: labelled, deterministic, answers from the request it is given
-(agent_memory.llm.offline; DESIGN "LLM")."""
+(agent_memory.adapters.llm.offline; DESIGN "LLM")."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agent_memory.adapters.llm.offline import OFFLINE_LABEL, OfflineLLM
+from agent_memory.chat.prompt import PromptBudget, assemble_prompt
+from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Intent, SessionState, WeeklyReport
-from agent_memory.llm.offline import OFFLINE_LABEL, OfflineLLM
-from agent_memory.llm.port import LLMRequest
-from agent_memory.prompt import PromptBudget, assemble_prompt
-from agent_memory.text import estimate_tokens
+from agent_memory.domain.text import estimate_tokens
 
 T0 = datetime(2026, 3, 20, 2, 0, tzinfo=UTC)
 
@@ -51,7 +51,7 @@ def reports() -> list[WeeklyReport]:
 
 def request(text: str, intents: tuple[Intent, ...], *, with_history: bool = False, max_tokens: int = 1024,
             tools: bool = False) -> LLMRequest:
-    from agent_memory.agent import READ_CLINICAL_DATA
+    from agent_memory.chat.agent import READ_CLINICAL_DATA
 
     state = SessionState(project_id="p1", session_id="s1", created_at=T0, updated_at=T0)
     prompt = assemble_prompt(hot_memory=HOT, reports=reports() if with_history else None, session=state,
@@ -180,7 +180,7 @@ def test_tiny_max_tokens_truncates_with_stop_reason_max_tokens() -> None:
 
 def test_demo_history_question_about_slow_enrolment_cites_the_w12_subsidy() -> None:
     # Given the demo project's real history book (47 weeks, nearly all mention enrolment)
-    from agent_memory.demo.weekly_reports import demo_iit_weekly_reports
+    from infra.local.demo.weekly_reports import demo_iit_weekly_reports
 
     state = SessionState(project_id="demo-iit", session_id="s1", created_at=T0, updated_at=T0)
     prompt = assemble_prompt(hot_memory=HOT, reports=demo_iit_weekly_reports(), session=state, user_text=HISTORY_Q,

@@ -1,5 +1,5 @@
 """Prompt assembly: block order, hot memory always, history only when routed, cache
-breakpoints, token accounting, over-cap hot memory (agent_memory.prompt; DESIGN "Prompt assembly")."""
+breakpoints, token accounting, over-cap hot memory (agent_memory.chat.prompt; DESIGN "Prompt assembly")."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agent_memory.chat.prompt import (
+    LAYER_NAMES,
+    SYSTEM_INSTRUCTIONS,
+    AssembledPrompt,
+    PromptBudget,
+    assemble_prompt,
+    select_history,
+)
 from agent_memory.domain.models import (
     HotMemory,
     HotMemoryLine,
@@ -16,15 +24,7 @@ from agent_memory.domain.models import (
     SessionState,
     WeeklyReport,
 )
-from agent_memory.prompt import (
-    LAYER_NAMES,
-    SYSTEM_INSTRUCTIONS,
-    AssembledPrompt,
-    PromptBudget,
-    assemble_prompt,
-    select_history,
-)
-from agent_memory.text import estimate_tokens
+from agent_memory.domain.text import estimate_tokens
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 ADMIN_RULE = "禁止输出患者身份证号"

@@ -14,11 +14,10 @@ import boto3
 import pytest
 from pydantic import ValidationError
 
-from agent_memory import sessions
-from agent_memory.data.repository import SESSION_ITEM_BUDGET_BYTES
-from agent_memory.data.sessions_repository import UNREADABLE_REPORT_KEY, SessionsRepository
-from agent_memory.domain.session_models import Diagnosis, TranscriptTurn
-from agent_memory.errors import (
+from agent_memory.adapters.dynamo.repository import SESSION_ITEM_BUDGET_BYTES
+from agent_memory.adapters.dynamo.sessions import UNREADABLE_REPORT_KEY, SessionsRepository
+from agent_memory.consultation import sessions
+from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
     InvalidContinuationToken,
@@ -26,8 +25,9 @@ from agent_memory.errors import (
     PayloadTooLarge,
     SessionNotFound,
 )
-from agent_memory.ids import new_message_id
-from agent_memory.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
+from agent_memory.domain.ids import new_message_id
+from agent_memory.domain.session_models import Diagnosis, TranscriptTurn
+from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.unit.chat_support import Clock, RecordingLLM
 from tests.unit.sessions_support import (
     CLINIC,
@@ -193,12 +193,12 @@ def test_b14a_session_item_stays_under_400kb_with_many_symptoms_and_long_message
     assert dynamodb_item_size(item) <= SESSION_ITEM_BUDGET_BYTES < DYNAMODB_ITEM_LIMIT_BYTES
     session = srepo.get_session(CLINIC, "s1")
     assert session is not None and session.message_count == 200
-    from agent_memory.session_memory import MAX_SYMPTOMS
+    from agent_memory.consultation.session_memory import MAX_SYMPTOMS
 
     assert 0 < len(session.facts["symptoms"]) <= MAX_SYMPTOMS
     assert session.summary  # the dropped turns were summarised, within its byte budget
-    from agent_memory.session_summary import SUMMARY_BUDGET_BYTES
-    from agent_memory.text import utf8_len
+    from agent_memory.consultation.summary import SUMMARY_BUDGET_BYTES
+    from agent_memory.domain.text import utf8_len
 
     assert utf8_len(session.summary) <= SUMMARY_BUDGET_BYTES
 

@@ -8,21 +8,21 @@ from typing import Any, Literal
 
 import pytest
 
-from agent_memory.domain.models import MessageRecord, SessionState
-from agent_memory.domain.session_models import CompareSide
-from agent_memory.errors import LLMUnavailable
-from agent_memory.llm.port import LLMRequest, LLMResponse
-from agent_memory.session_cache import SessionCache
-from agent_memory.session_memory import (
+from agent_memory.consultation.session_memory import (
     SessionMemory,
     TurnMemory,
     cap_facts,
     group_turns,
 )
-from agent_memory.session_summary import ExtractiveSummariser, LLMSummariser
-from agent_memory.sessions import compare_facts
-from agent_memory.symptoms import RuleSymptomExtractor, SymptomFact
-from agent_memory.text import utf8_len
+from agent_memory.consultation.sessions import compare_facts
+from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser
+from agent_memory.consultation.symptoms.extract import RuleSymptomExtractor, SymptomFact
+from agent_memory.conversation.cache import SessionCache
+from agent_memory.domain.errors import LLMUnavailable
+from agent_memory.domain.llm import LLMRequest, LLMResponse
+from agent_memory.domain.models import MessageRecord, SessionState
+from agent_memory.domain.session_models import CompareSide
+from agent_memory.domain.text import utf8_len
 from tests.unit.chat_support import T0
 
 

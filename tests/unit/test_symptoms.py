@@ -9,12 +9,9 @@ from typing import Any
 
 import pytest
 
-from agent_memory.errors import LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.llm.offline import OfflineLLM
-from agent_memory.llm.port import LLMRequest, LLMResponse, Provider
-from agent_memory.symptom_dates import resolve_phrase
-from agent_memory.symptom_rules import load_lexicon
-from agent_memory.symptoms import (
+from agent_memory.adapters.llm.offline import OfflineLLM
+from agent_memory.consultation.symptoms.dates import resolve_phrase
+from agent_memory.consultation.symptoms.extract import (
     TOOL_NAME,
     LLMSymptomExtractor,
     RuleSymptomExtractor,
@@ -23,6 +20,9 @@ from agent_memory.symptoms import (
     facts_block,
     merge_facts,
 )
+from agent_memory.consultation.symptoms.rules import load_lexicon
+from agent_memory.domain.errors import LLMDeadlineExceeded, LLMUnavailable
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 
 CST = timezone(timedelta(hours=8))
 # Case B11: 2026-03-10 07:30 +08:00 is 2026-03-09T23:30Z.

@@ -1,10 +1,10 @@
-"""UTF-8 byte caps, the token estimate and DynamoDB item sizes (agent_memory.text; case B23, B14)."""
+"""UTF-8 byte caps, the token estimate and DynamoDB item sizes (agent_memory.domain.text; case B23, B14)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_memory.text import (
+from agent_memory.domain.text import (
     DYNAMODB_ITEM_LIMIT_BYTES,
     dynamodb_item_size,
     estimate_tokens,

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from agent_memory.chat import WINDOW_BUDGET_BYTES, handle_message, trim_window
+from agent_memory.chat.prompt import PromptBudget, assemble_prompt
+from agent_memory.chat.turn import WINDOW_BUDGET_BYTES, handle_message, trim_window
+from agent_memory.domain.errors import LLMUnavailable
+from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, MessageRecord, SessionState, ToolCall
-from agent_memory.errors import LLMUnavailable
-from agent_memory.llm.port import LLMRequest
-from agent_memory.prompt import PromptBudget, assemble_prompt
-from agent_memory.text import utf8_len
+from agent_memory.domain.text import utf8_len
 from tests.unit.chat_support import FailingLLM, RecordingLLM, hot_line, make_deps, seed_project
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
@@ -255,8 +255,8 @@ def driven() -> Iterator[Driven]:
     import boto3
     from moto import mock_aws
 
-    from agent_memory.data.repository import DynamoRepository
-    from agent_memory.data.tables import bind_tables
+    from agent_memory.adapters.dynamo.repository import DynamoRepository
+    from agent_memory.adapters.dynamo.tables import bind_tables
     from infra.template_model import create_tables, load_template
 
     with mock_aws():

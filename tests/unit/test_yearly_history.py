@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent_memory.chat import handle_message
-from agent_memory.data.jobs_repository import JobsRepository
+from agent_memory.adapters.dynamo.jobs import JobsRepository
+from agent_memory.chat.turn import handle_message
 from agent_memory.domain.models import WeeklyReport, YearlySummary
 from tests.unit.chat_support import T0, RecordingLLM, make_deps, seed_project
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Settings(BaseModel):
     """Validated environment of every function.
 
-    Units: token caps are in estimated tokens (see ``agent_memory.text.estimate_tokens``),
+    Units: token caps are in estimated tokens (see ``agent_memory.domain.text.estimate_tokens``),
     byte limits in UTF-8 bytes, durations in seconds. Time zone names are IANA names.
     """
 
@@ -51,6 +51,7 @@ class Settings(BaseModel):
     response_reserve_s: float = Field(default=3.0, ge=0.5, alias="RESPONSE_RESERVE_S")
     react_max_steps: int = Field(default=4, ge=1, le=10, alias="REACT_MAX_STEPS")
     clinical_data_source: Literal["demo"] = Field(default="demo", alias="CLINICAL_DATA_SOURCE")
+    clinical_data_file: str = Field(default="", alias="CLINICAL_DATA_FILE")
 
     # Session memory (issue 3): symptom extractor and rolling summary ("llm" needs the anthropic
     # provider; otherwise the offline rules / extractive summary are used), transcript caps.

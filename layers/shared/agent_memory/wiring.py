@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_memory.adapters.dynamo.repository import DynamoRepository
+from agent_memory.adapters.dynamo.tables import bind_tables
 from agent_memory.config import Settings
-from agent_memory.data.repository import DynamoRepository
-from agent_memory.data.tables import bind_tables
 
 if TYPE_CHECKING:
-    from agent_memory.chat import ChatDeps
-    from agent_memory.data.sessions_repository import SessionsRepository
-    from agent_memory.llm.port import LLMClient
-    from agent_memory.session_memory import SessionMemory
-    from agent_memory.sessions import SessionsDeps
+    from agent_memory.adapters.dynamo.sessions import SessionsRepository
+    from agent_memory.chat.turn import ChatDeps
+    from agent_memory.consultation.session_memory import SessionMemory
+    from agent_memory.consultation.sessions import SessionsDeps
+    from agent_memory.domain.llm import LLMClient
 
 
 def bind(settings: Settings) -> DynamoRepository:
@@ -31,12 +31,12 @@ def bind(settings: Settings) -> DynamoRepository:
 
 def build_chat_deps(settings: Settings) -> ChatDeps:
     """Everything a chat turn needs, from the settings (LLM provider, classifier, caps)."""
-    from agent_memory.chat import ChatConfig, ChatDeps
-    from agent_memory.clinical import DemoClinicalData
-    from agent_memory.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
-    from agent_memory.llm.factory import build_llm
-    from agent_memory.prompt import PromptBudget
-    from agent_memory.session_cache import SessionCache
+    from agent_memory.adapters.clinical.demo import DemoClinicalData, load_clinical_file
+    from agent_memory.adapters.llm.factory import build_llm
+    from agent_memory.chat.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
+    from agent_memory.chat.prompt import PromptBudget
+    from agent_memory.chat.turn import ChatConfig, ChatDeps
+    from agent_memory.conversation.cache import SessionCache
 
     repo = bind(settings)
     llm = build_llm(settings)
@@ -46,13 +46,13 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and llm.provider == "anthropic"
         else rules
     )
-    from agent_memory.data.sessions_repository import SessionsRepository
+    from agent_memory.adapters.dynamo.sessions import SessionsRepository
 
     return ChatDeps(
         store=repo,
         llm=llm,
         classifier=classifier,
-        clinical=DemoClinicalData(),
+        clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
         cache=SessionCache(max_messages=50),
         memory=build_session_memory(settings, SessionsRepository(), llm=llm),
         config=ChatConfig(
@@ -74,9 +74,13 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
 def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: LLMClient | None) -> SessionMemory:
     """Symptom extractor + rolling summariser (issue 3). The LLM variants only with a real
     provider (``llm.provider == "anthropic"``) and when configured; each falls back offline."""
-    from agent_memory.session_memory import SessionMemory
-    from agent_memory.session_summary import ExtractiveSummariser, LLMSummariser, Summariser
-    from agent_memory.symptoms import LLMSymptomExtractor, RuleSymptomExtractor, SymptomExtractor
+    from agent_memory.consultation.session_memory import SessionMemory
+    from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser, Summariser
+    from agent_memory.consultation.symptoms.extract import (
+        LLMSymptomExtractor,
+        RuleSymptomExtractor,
+        SymptomExtractor,
+    )
 
     rules = RuleSymptomExtractor()
     real = llm is not None and llm.provider == "anthropic"
@@ -98,8 +102,8 @@ def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: L
 def build_sessions_deps(settings: Settings) -> SessionsDeps:
     """The session routes' collaborators: no LLM at all (rule extractor, extractive summary),
     so the sessions function never imports ``anthropic``."""
-    from agent_memory.data.sessions_repository import SessionsRepository
-    from agent_memory.sessions import SessionsConfig, SessionsDeps
+    from agent_memory.adapters.dynamo.sessions import SessionsRepository
+    from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 
     bind(settings)
     repo = SessionsRepository()

@@ -26,6 +26,6 @@ def _one_botocore_session(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def jobs_repo(aws: dict[str, str]) -> Any:
     """``JobsRepository`` bound to the in-process moto tables (the ``aws`` fixture)."""
-    from agent_memory.data.jobs_repository import JobsRepository
+    from agent_memory.adapters.dynamo.jobs import JobsRepository
 
     return JobsRepository()

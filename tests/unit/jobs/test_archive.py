@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
-from agent_memory.data.jobs_repository import JobsRepository
+from agent_memory.adapters.dynamo.jobs import JobsRepository
 from agent_memory.domain.models import WeeklyReport
+from agent_memory.domain.text import utf8_len
 from agent_memory.jobs.llm_tasks import REPORT_TOOL_NAME
-from agent_memory.text import utf8_len
 from tests.unit.jobs.support import (
     FixedClock,
     ScriptedLLM,

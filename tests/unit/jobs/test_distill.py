@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from agent_memory.data.jobs_repository import JobsRepository
+from agent_memory.adapters.dynamo.jobs import JobsRepository
+from agent_memory.chat.prompt import render_hot_memory_block
+from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.models import HotMemory
-from agent_memory.errors import VersionConflict
 from agent_memory.jobs.calendar import local_day_window
 from agent_memory.jobs.llm_tasks import EXTRACT_TOOL_NAME
 from agent_memory.jobs.notifier import InMemoryNotifier
 from agent_memory.observability import metrics
-from agent_memory.prompt import render_hot_memory_block
 from tests.unit.jobs.support import (
     FixedClock,
     ScriptedLLM,
@@ -477,7 +477,7 @@ def test_distillation_replayed_after_a_lost_marker_changes_nothing(jobs_repo: Jo
     deps = make_deps(jobs_repo, clock=FixedClock(NOW))
     run(deps, "distill", "p1", "2026-03-10")
     hot_before = jobs_repo.load_hot_memory("p1")
-    from agent_memory.data.job_tables import JobRunItem
+    from agent_memory.adapters.dynamo.job_tables import JobRunItem
 
     JobRunItem("p1", "JOBRUN#distill#2026-03-09").delete()
 

@@ -11,15 +11,15 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from agent_memory.data.jobs_repository import JobsRepository
+from agent_memory.adapters.dynamo.jobs import JobsRepository
+from agent_memory.adapters.sns import SnsNotifier
+from agent_memory.domain.jobs import Alert
 from agent_memory.domain.models import HotMemoryLine, WeeklyReport
-from agent_memory.jobs.hot_memory_ops import document_tokens
+from agent_memory.domain.text import utf8_len
+from agent_memory.hot_memory.merge import document_tokens
 from agent_memory.jobs.llm_tasks import COMPACT_TOOL_NAME
-from agent_memory.jobs.models import Alert
 from agent_memory.jobs.notifier import InMemoryNotifier, cap_alert
-from agent_memory.jobs.sns_notifier import SnsNotifier
 from agent_memory.observability import metrics
-from agent_memory.text import utf8_len
 from tests.unit.jobs.support import (
     FixedClock,
     ScriptedLLM,
@@ -130,7 +130,7 @@ def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(jo
     assert report.counts["tokens_after"] == document_tokens(hot.lines) <= 2000
     revision = jobs_repo.get_hot_memory_revision("p1", 2)
     assert revision is not None
-    from agent_memory.data.tables import HotMemoryRevisionItem
+    from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem
 
     reason = HotMemoryRevisionItem.get("p1", "HOTREV#0000000002").reason
     assert reason is not None and "merged" in reason and "ai-00" in reason
@@ -166,7 +166,7 @@ def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(jobs_
     assert "name-2" in ids and "name-1" not in ids
     assert next(ln for ln in hot.lines if ln.line_id == "name-2").evidence == ["m-c", "m-b"]
     assert "ai-00" not in ids and "ai-14" in ids
-    from agent_memory.data.tables import HotMemoryRevisionItem
+    from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem
 
     reason = HotMemoryRevisionItem.get("p1", "HOTREV#0000000002").reason or ""
     assert "merged name-2<-name-1" in reason and "superseded lang-old" in reason and "evicted ai-00" in reason

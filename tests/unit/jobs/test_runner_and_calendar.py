@@ -7,14 +7,11 @@ from datetime import date, timedelta
 
 import pytest
 
+from agent_memory.adapters.dynamo.jobs import JobsRepository, flow_log_sort_key_bound, utc_dates_overlapping
+from agent_memory.adapters.sns import SnsNotifier
 from agent_memory.config import Settings
-from agent_memory.data.jobs_repository import JobsRepository, flow_log_sort_key_bound, utc_dates_overlapping
-from agent_memory.errors import ProjectNotFound
-from agent_memory.jobs.calendar import archive_week, distill_day, local_day_window, period_over, run_date_for
-from agent_memory.jobs.notifier import InMemoryNotifier, LoggingNotifier
-from agent_memory.jobs.runner import JobDeps, build_job_deps
-from agent_memory.jobs.sns_notifier import SnsNotifier
-from agent_memory.jobs.statements import (
+from agent_memory.domain.errors import ProjectNotFound
+from agent_memory.hot_memory.statements import (
     analyse,
     extract_rule_candidates,
     find_statement,
@@ -22,6 +19,9 @@ from agent_memory.jobs.statements import (
     relaxes_system_rules,
     supersedes,
 )
+from agent_memory.jobs.calendar import archive_week, distill_day, local_day_window, period_over, run_date_for
+from agent_memory.jobs.notifier import InMemoryNotifier, LoggingNotifier
+from agent_memory.jobs.runner import JobDeps, build_job_deps
 from tests.unit.jobs.support import make_deps, run, utc
 
 SETTINGS = {"FLOW_LOG_TABLE": "flow", "MEMORY_TABLE": "memory", "SESSIONS_TABLE": "sessions"}
@@ -118,7 +118,7 @@ def test_rule_cues_start_a_clause(clause: str, statement: str | None) -> None:
 
 
 def test_questions_and_assistant_messages_are_not_statements() -> None:
-    from agent_memory.jobs.models import FlowLogEntry
+    from agent_memory.domain.jobs import FlowLogEntry
 
     at = utc("2026-03-09T10:00:00+08:00")
     messages = [

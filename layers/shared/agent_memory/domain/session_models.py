@@ -2,7 +2,7 @@
 diagnosis records, session listings, transcript turns and visit comparisons.
 
 The session item's ``facts`` dict (``SessionState.facts``) holds, all bounded in bytes:
-- ``symptoms``: the extracted symptom facts (``agent_memory.symptoms.SymptomFact`` as JSON);
+- ``symptoms``: the extracted symptom facts (``agent_memory.consultation.symptoms.extract.SymptomFact`` as JSON);
 - ``diagnoses``: references to diagnosis records of this session and of the patient's earlier
   sessions (:class:`DiagnosisRef` as JSON; ids, times and key symptoms only, never reports);
 - ``summary_through``: id of the last message the rolling summary covers.

@@ -27,8 +27,10 @@ from collections.abc import Sequence
 from datetime import date
 from zoneinfo import ZoneInfo
 
+from agent_memory.domain.errors import LLMError
+from agent_memory.domain.jobs import FlowLogEntry, JobRun
 from agent_memory.domain.models import Project, WeeklyReport
-from agent_memory.errors import LLMError
+from agent_memory.domain.text import normalise_for_compare, truncate_utf8, utf8_len
 from agent_memory.jobs import JobReport
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
@@ -40,9 +42,7 @@ from agent_memory.jobs.llm_tasks import (
     report_request,
     tool_input_tokens,
 )
-from agent_memory.jobs.models import FlowLogEntry, JobRun
 from agent_memory.observability import logger
-from agent_memory.text import normalise_for_compare, truncate_utf8, utf8_len
 
 JOB = "archive"
 ARCHIVER = "archiver"

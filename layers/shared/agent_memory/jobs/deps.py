@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agent_memory.jobs.models import Alert
+from agent_memory.domain.jobs import Alert
+from agent_memory.domain.llm import LLMClient
 from agent_memory.jobs.notifier import Notifier, cap_alert
 from agent_memory.jobs.store import JobStore
-from agent_memory.llm.port import LLMClient
 from agent_memory.observability import logger, metrics
 
 
@@ -24,7 +24,7 @@ def utc_now() -> datetime:
 class JobCaps:
     """Caps and model settings of the jobs.
 
-    Units: tokens as estimated by ``agent_memory.text.estimate_tokens``; bytes are UTF-8 bytes;
+    Units: tokens as estimated by ``agent_memory.domain.text.estimate_tokens``; bytes are UTF-8 bytes;
     seconds. ``hot_memory_token_cap`` is seed 001 section 5.1's 2,000 tokens;
     ``yearly_after_weeks`` its 50 weeks.
     """

@@ -5,7 +5,7 @@ One run = one project, one LOCAL day (the day before the run date, case B17):
 2. read the day's flow log (one Query per UTC-date partition the local day overlaps);
 3. extract candidates: the LLM extractor (structured operations) when an LLM is configured,
    with the rule extractor as fallback; a truncated structured reply applies NOTHING (B22);
-4. merge (:func:`~agent_memory.jobs.hot_memory_ops.merge_candidates`: grounding B04,
+4. merge (:func:`~agent_memory.hot_memory.merge.merge_candidates`: grounding B04,
    duplicates B01, newer-wins B02, admin guard + review queue B09);
 5. enforce the 2,000-token cap on the result as a whole (B07: never clipped; over the cap the
    stored revision stays unchanged, the failure is recorded and pruning handles it);
@@ -24,12 +24,15 @@ from datetime import date
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobRun
 from agent_memory.domain.models import HotMemory, Project
-from agent_memory.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.domain.text import truncate_utf8
+from agent_memory.hot_memory.merge import DISTILLER, MergeResult, document_tokens, merge_candidates
+from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs import JobReport
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
-from agent_memory.jobs.hot_memory_ops import DISTILLER, MergeResult, document_tokens, merge_candidates
 from agent_memory.jobs.llm_tasks import (
     ExtractOutput,
     StructuredOutputInvalid,
@@ -37,10 +40,7 @@ from agent_memory.jobs.llm_tasks import (
     extract_request,
     tool_input_tokens,
 )
-from agent_memory.jobs.models import Alert, Candidate, FlowLogEntry, JobRun
-from agent_memory.jobs.statements import extract_rule_candidates
 from agent_memory.observability import logger
-from agent_memory.text import truncate_utf8
 
 JOB = "distill"
 

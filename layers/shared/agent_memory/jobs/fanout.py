@@ -40,7 +40,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from agent_memory.errors import DomainError
+from agent_memory.domain.errors import DomainError
 from agent_memory.jobs import JobName, JobRequest, ScheduleInput
 from agent_memory.jobs.calendar import archive_week, distill_day, local_midnight_utc, zone
 
@@ -62,7 +62,7 @@ class EnqueueFailed(DomainError):
 
 
 class ActivityReader(Protocol):
-    """Who was active (implemented by ``agent_memory.data.activity_repository.ActivityRepository``)."""
+    """Who was active (implemented by ``agent_memory.adapters.dynamo.activity.ActivityRepository``)."""
 
     def active_projects(self, local_dates: Sequence[date]) -> list[str]:
         """Distinct project ids with an activity marker on any of ``local_dates``."""
@@ -70,7 +70,7 @@ class ActivityReader(Protocol):
 
 
 class JobSender(Protocol):
-    """The fan-out queue (implemented by ``agent_memory.data.job_queue.SqsJobQueue``)."""
+    """The fan-out queue (implemented by ``agent_memory.adapters.sqs.SqsJobQueue``)."""
 
     def send(self, requests: Sequence[JobRequest]) -> int:
         """Enqueue one message per request; returns how many were enqueued.

@@ -7,7 +7,7 @@ Three tasks, each with a tool whose input is the structured output:
 - ``record_weekly_report`` (archiving): progress / decisions / problems points with evidence.
 
 :func:`call_tool` is the one place that reads a structured reply. A reply cut by
-``max_tokens`` raises :class:`~agent_memory.errors.LLMTruncated` whatever its tool input looks
+``max_tokens`` raises :class:`~agent_memory.domain.errors.LLMTruncated` whatever its tool input looks
 like (a cut tool_use arrives as ``{}`` or a partial object): nothing from it is ever applied
 (case B22). A reply without the tool or with an input failing validation raises
 :class:`StructuredOutputInvalid`; callers then use their offline implementation.
@@ -21,11 +21,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent_memory.domain.errors import DomainError, LLMTruncated
+from agent_memory.domain.jobs import AI_SECTIONS, FlowLogEntry
+from agent_memory.domain.llm import LLMClient, LLMRequest, SystemBlock, ToolSpec
 from agent_memory.domain.models import HotMemory
-from agent_memory.errors import DomainError, LLMTruncated
-from agent_memory.jobs.models import AI_SECTIONS, FlowLogEntry
-from agent_memory.llm.port import LLMClient, LLMRequest, SystemBlock, ToolSpec
-from agent_memory.text import estimate_tokens, truncate_utf8
+from agent_memory.domain.text import estimate_tokens, truncate_utf8
 
 
 class StructuredOutputInvalid(DomainError):

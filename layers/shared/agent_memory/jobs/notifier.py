@@ -1,5 +1,5 @@
 """The notifier port: alerts to a project's admins (STYLE.md: every outside dependency has a
-port and an in-memory fake beside it). The SNS adapter is :mod:`agent_memory.jobs.sns_notifier`.
+port and an in-memory fake beside it). The SNS adapter is :mod:`agent_memory.adapters.sns`.
 
 Alert text holds counts, token numbers and line ids, never message text; the subject is
 ASCII (SNS requires it) and both are byte-capped with ``truncate_utf8`` (case B23).
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent_memory.jobs.models import Alert
+from agent_memory.domain.jobs import Alert
+from agent_memory.domain.text import truncate_utf8
 from agent_memory.observability import logger
-from agent_memory.text import truncate_utf8
 
 #: SNS subjects must be ASCII and under 100 characters.
 SUBJECT_MAX_BYTES = 99

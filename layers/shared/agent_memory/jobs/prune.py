@@ -24,12 +24,11 @@ from datetime import date, timedelta
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.domain.jobs import Alert, JobRun, YearlySummary
 from agent_memory.domain.models import HotMemory, Project, WeeklyReport
-from agent_memory.errors import LLMError, LLMTruncated, VersionConflict
-from agent_memory.jobs import JobReport
-from agent_memory.jobs.calendar import iso_week_monday, zone
-from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
-from agent_memory.jobs.hot_memory_ops import (
+from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.hot_memory.merge import (
     PRUNER,
     Compaction,
     admin_only_tokens,
@@ -38,10 +37,11 @@ from agent_memory.jobs.hot_memory_ops import (
     document_tokens,
     validate_compaction,
 )
+from agent_memory.jobs import JobReport
+from agent_memory.jobs.calendar import iso_week_monday, zone
+from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import CompactOutput, StructuredOutputInvalid, call_tool, compact_request
-from agent_memory.jobs.models import Alert, JobRun, YearlySummary
 from agent_memory.observability import logger
-from agent_memory.text import truncate_utf8, utf8_len
 
 JOB = "prune"
 _POINT = re.compile(r"^\s*\[(进度|决策|问题)\]\s*[:：]?\s*(.*)$")

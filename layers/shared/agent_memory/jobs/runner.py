@@ -79,8 +79,8 @@ def build_job_deps(
       else a notifier that only logs (local runs);
     - caps: the hot-memory cap and the fast model id from the settings.
     """
-    from agent_memory.data.jobs_repository import JobsRepository
-    from agent_memory.data.tables import bind_tables
+    from agent_memory.adapters.dynamo.jobs import JobsRepository
+    from agent_memory.adapters.dynamo.tables import bind_tables
 
     bind_tables(
         memory_table=settings.memory_table,
@@ -89,13 +89,13 @@ def build_job_deps(
     )
     llm = None
     if settings.llm_provider == "anthropic":
-        from agent_memory.llm.factory import build_llm
+        from agent_memory.adapters.llm.factory import build_llm
 
         llm = build_llm(settings)
     topic = alert_topic_arn if alert_topic_arn is not None else str(getattr(settings, "alert_topic_arn", "") or "")
     if notifier is None:
         if topic:
-            from agent_memory.jobs.sns_notifier import SnsNotifier
+            from agent_memory.adapters.sns import SnsNotifier
 
             notifier = SnsNotifier(topic, client=sns_client)
         else:

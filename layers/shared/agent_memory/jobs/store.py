@@ -1,12 +1,12 @@
-"""What the jobs need from storage (implemented by ``agent_memory.data.jobs_repository.JobsRepository``)."""
+"""What the jobs need from storage (implemented by ``agent_memory.adapters.dynamo.jobs.JobsRepository``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Protocol
 
+from agent_memory.domain.jobs import FlowLogEntry, JobRun, ReviewItem, YearlySummary
 from agent_memory.domain.models import HotMemory, Project, WeeklyReport
-from agent_memory.jobs.models import FlowLogEntry, JobRun, ReviewItem, YearlySummary
 
 
 class JobStore(Protocol):

@@ -1,0 +1,75 @@
+"""Seed the demo projects: ``demo-iit`` (hot memory + history book) and ``demo-clinic``.
+
+Idempotent: what already exists is skipped (the project record, the hot memory, each weekly
+report), so a second run, or a run against a restarted local server, changes nothing. Used by the
+local runtime (``infra.local``) and the integration tests; never runs in AWS.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from datetime import UTC, datetime
+
+from agent_memory.adapters.dynamo.repository import DynamoRepository
+from agent_memory.domain.errors import ProjectNotFound, VersionConflict
+from agent_memory.domain.models import Project
+from agent_memory.domain.text import estimate_tokens
+from infra.local.demo.hot_memory import DEMO_IIT_PROJECT_ID, demo_iit_hot_memory
+from infra.local.demo.weekly_reports import demo_iit_weekly_reports
+
+DEMO_CLINIC_PROJECT_ID = "demo-clinic"
+SEED_ACTOR = "seed"
+
+DEMO_PROJECTS: tuple[Project, ...] = (
+    Project(
+        project_id=DEMO_IIT_PROJECT_ID,
+        name="EGFR 突变晚期 NSCLC 一线联合治疗 IIT（演示）",
+        time_zone="Asia/Shanghai",
+        kind="iit",
+        created_at=datetime(2025, 12, 29, 1, 0, tzinfo=UTC),  # 09:00 Asia/Shanghai, week 2026-W01
+    ),
+    Project(
+        project_id=DEMO_CLINIC_PROJECT_ID,
+        name="儿科门诊问诊助手（演示）",
+        time_zone="Asia/Shanghai",
+        kind="clinic",
+        created_at=datetime(2026, 3, 2, 1, 0, tzinfo=UTC),
+    ),
+)
+
+
+def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
+    """Create the demo projects, the demo-iit hot memory and its weekly reports, and the
+    demo-clinic visits (:mod:`infra.local.demo.clinic_sessions`) if absent.
+
+    Args:
+        repo: a repository whose tables are already bound (``bind_tables``).
+        now: the current time (aware); the hot memory is saved at ``now`` and only reports the
+            weekly job would already have archived by ``now`` are written.
+    """
+    for project in DEMO_PROJECTS:
+        try:
+            repo.get_project(project.project_id)
+        except ProjectNotFound:
+            repo.put_project(project)
+
+    hot = demo_iit_hot_memory()
+    with suppress(VersionConflict):  # already seeded (or edited since): never overwrite
+        repo.save_hot_memory(
+            hot,
+            expected_version=0,
+            actor=SEED_ACTOR,
+            reason="demo seed",
+            now=now,
+            tokens=estimate_tokens(hot.render()),
+        )
+
+    for report in demo_iit_weekly_reports():
+        if report.created_at <= now:
+            repo.put_weekly_report(report, overwrite=False)
+
+    # demo-clinic: patients' visits (transcripts, facts, one diagnosis, a follow-up); issue 3.
+    from agent_memory.adapters.dynamo.sessions import SessionsRepository
+    from infra.local.demo.clinic_sessions import seed_demo_visits
+
+    seed_demo_visits(SessionsRepository(), DEMO_CLINIC_PROJECT_ID, now=now)

@@ -1,0 +1,214 @@
+"""The offline provider: deterministic, no network, answers from the assembled context.
+
+It serves local runs and tests and labels every reply as offline. It reads the same
+request the real provider would get: for a history question it cites the most relevant
+weekly-report lines (ranked by character-bigram / word overlap with the question); for a
+memory question the matching hot-memory lines; for a data question it calls the
+``read_clinical_data`` tool and answers from the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.text import estimate_tokens
+
+OFFLINE_LABEL = "【离线模式 offline】"
+_SUBJECT_RE = re.compile(r"\b[Pp]\d{3}\b|(?<![A-Za-z])[Pp]\d{3}(?!\d)")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_STOP_BIGRAMS = {"我们", "之前", "为什么", "什么", "一下", "的是", "是不", "有没", "没有", "了吗"}
+
+
+#: Function characters that carry no topic (used only for single-character terms).
+_STOP_CHARS = frozenset("的了吗呢吧啊是我们你他她它有没在和与之前什么为怎么哪个这那一下过都也就还把被")
+
+
+def _terms(text: str) -> set[str]:
+    """Latin words (3+ characters), CJK character bigrams and single CJK characters.
+
+    Single characters let ``太慢`` meet ``缓慢`` and ``解决`` meet ``决定``; their weight is
+    low (see :func:`rank_lines`), so bigram matches still dominate.
+    """
+    text = text.lower()
+    terms = {w for w in re.findall(r"[a-z0-9]{3,}", text)}
+    cjk_runs = re.findall(r"[\u4e00-\u9fff]+", text)
+    for run in cjk_runs:
+        terms.update(run[i : i + 2] for i in range(len(run) - 1))
+        terms.update(ch for ch in run if ch not in _STOP_CHARS)
+    return terms - _STOP_BIGRAMS
+
+
+def rank_lines(question: str, lines: Sequence[str], top: int = 3) -> list[str]:
+    """The ``top`` lines most relevant to ``question`` (ties: earlier first).
+
+    A line scores the sum of the IDF weights (over ``lines``) of the terms it shares with
+    the question; multi-character terms weigh double. A term found in nearly every line
+    (e.g. ``入组`` in a history book of weekly enrolment reports) therefore counts little
+    and the lines that share the question's rarer words rank first. Deterministic.
+    """
+    q = _terms(question)
+    line_terms = [_terms(line) & q for line in lines]
+    df: dict[str, int] = {}
+    for shared in line_terms:
+        for t in shared:
+            df[t] = df.get(t, 0) + 1
+    n = len(lines)
+
+    def weight(term: str) -> float:
+        return math.log((n + 1) / (df[term] + 0.5)) * (2.0 if len(term) > 1 else 1.0)
+
+    scored = [(sum(weight(t) for t in sorted(shared)), -i, line)
+              for i, (shared, line) in enumerate(zip(line_terms, lines, strict=True))]
+    scored = [s for s in scored if s[0] > 0]
+    scored.sort(reverse=True)
+    return [line for _, _, line in scored[:top]]
+
+
+class OfflineLLM:
+    """Deterministic stand-in for Claude (see module docstring). ``provider == "offline"``."""
+
+    provider: Provider = "offline"
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Answer ``request`` from its own content; never raises for well-formed requests."""
+        if request.tool_choice and request.tool_choice.get("type") == "tool":
+            return self._structured(request)
+        last = request.messages[-1] if request.messages else {"role": "user", "content": ""}
+        blocks = last["content"] if isinstance(last["content"], list) else [{"type": "text", "text": last["content"]}]
+        tool_results = [b for b in blocks if b.get("type") == "tool_result"]
+        question = _question(request.messages)
+        intents = set(request.metadata.get("intents", []))
+        if tool_results:
+            text = self._answer_from_tools(tool_results, intents)
+        else:
+            subjects = sorted(set(s.upper() for s in _SUBJECT_RE.findall(question)))
+            wants_tools = bool(request.tools) and (request.tool_choice or {}).get("type") != "none"
+            if wants_tools and intents & {"QUERY_DATA", "QC_TASK"}:
+                # Deterministic (same request -> same id) but unique within a conversation:
+                # the whole conversation is hashed, not only the question, so asking the
+                # same question twice never yields two tool_use blocks with one id.
+                conversation = json.dumps(request.messages, ensure_ascii=False, sort_keys=True, default=str)
+                tag = hashlib.sha256(conversation.encode("utf-8")).hexdigest()[:10]
+                uses = [
+                    {"type": "tool_use", "id": f"toolu_offline_{tag}_{i}", "name": "read_clinical_data",
+                     "input": {"subject_id": s}}
+                    for i, s in enumerate(subjects[:3])
+                ] or [{"type": "tool_use", "id": f"toolu_offline_{tag}_0", "name": "read_clinical_data", "input": {}}]
+                return self._reply(request, uses, "tool_use")
+            text = self._answer_from_context(request, question, intents)
+        return self._finish(request, OFFLINE_LABEL + text)
+
+    # ---------------------------------------------------------------- helpers
+    def _answer_from_context(self, request: LLMRequest, question: str, intents: set[str]) -> str:
+        system = {b.name: b.text for b in request.system}
+        if "history" in system:
+            lines = [ln.strip() for ln in system["history"].splitlines()]
+            week = ""
+            cited: list[str] = []
+            for ln in lines:
+                if ln.startswith("## "):
+                    week = ln[3:].strip()
+                elif ln and not ln.startswith("<"):
+                    cited.append(f"{week} {ln}")
+            best = rank_lines(question, cited, top=3)
+            if best:
+                return "根据周报（history book）：\n" + "\n".join(f"- {b}" for b in best)
+            return "周报中没有找到与该问题直接相关的记录。"
+        hot_lines = [ln.strip()[2:] for ln in system.get("hot_memory", "").splitlines() if ln.strip().startswith("- ")]
+        if "MEMORY_RECALL" in intents:
+            best = rank_lines(question, hot_lines, top=2) or hot_lines[:1]
+            return "记得，热记忆中记录着：\n" + "\n".join(f"- {b}" for b in best)
+        if "GENERATE_REPORT" in intents:
+            context = [ln for ln in hot_lines if "任务" in ln or "风险" in ln] or hot_lines[:2]
+            return "本周周报草稿（当前数据，不含历史）：\n" + "\n".join(f"- {c}" for c in context)
+        if "QC_TASK" in intents:
+            return "质控仅基于当前数据执行；未指定受试者，未发现可核查的记录。"
+        if "CONSULTATION" in intents:
+            session = system.get("session", "")
+            # Only the symptom lines (the block also lists diagnosis records and the summary).
+            section = session.split("Symptoms so far:", 1)[1].split("\n\n", 1)[0] if "Symptoms so far:" in session else ""
+            symptoms = []
+            for ln in section.splitlines()[1:]:
+                if not ln.startswith("- "):
+                    break
+                symptoms.append(ln[2:])
+            noted = "；".join(symptoms) if symptoms else "您描述的情况"
+            return f"已记录：{noted}。请问症状持续多久了？有没有发烧？"
+        return "已收到。"
+
+    @staticmethod
+    def _answer_from_tools(results: list[dict[str, Any]], intents: set[str]) -> str:
+        parts = []
+        for r in results:
+            try:
+                data = json.loads(r.get("content") or "{}")
+            except json.JSONDecodeError:
+                data = {"error": "unreadable tool result"}
+            if "error" in data:
+                parts.append(str(data["error"]))
+                continue
+            if "subject" in data:
+                s = data["subject"]
+                sid = s.get("subject_id")
+                status = s.get("status")
+                if "QC_TASK" in intents:
+                    missing = [f for v in s.get("visits", []) for f in v.get("missing_fields", [])]
+                    parts.append(
+                        f"{sid} 质控：缺失字段 {len(missing)} 个"
+                        + (f"（{', '.join(missing[:5])}）" if missing else "")
+                        + f"，未关闭 Query {s.get('open_queries', 0)} 个。"
+                    )
+                elif status == "enrolled" or s.get("enrolment_date"):
+                    parts.append(f"{sid} 已入组，入组日期 {s.get('enrolment_date')}（状态：{status}）。")
+                else:
+                    parts.append(f"{sid} 当前状态：{status}。")
+            elif "summary" in data:
+                sm = data["summary"]
+                parts.append(f"共 {sm.get('subjects')} 名受试者，已入组 {sm.get('enrolled')} 名（目标 {sm.get('target')}）。")
+        return "\n".join(parts) or "没有读到数据。"
+
+    def _structured(self, request: LLMRequest) -> LLMResponse:
+        """Forced-tool calls (classifiers, extractors) are not answered offline: the caller
+        falls back to its rule-based implementation (an empty tool input fails validation)."""
+        name = (request.tool_choice or {}).get("name", "tool")
+        return self._reply(request, [{"type": "tool_use", "id": "toolu_offline_s", "name": name, "input": {}}], "tool_use")
+
+    def _finish(self, request: LLMRequest, text: str) -> LLMResponse:
+        if estimate_tokens(text) > request.max_tokens:
+            cut = text[: max(1, request.max_tokens)]
+            return self._reply(request, [{"type": "text", "text": cut}], "max_tokens")
+        return self._reply(request, [{"type": "text", "text": text}], "end_turn")
+
+    @staticmethod
+    def _reply(request: LLMRequest, content: list[dict[str, Any]], stop: str) -> LLMResponse:
+        input_tokens = sum(estimate_tokens(b.text) for b in request.system) + sum(
+            estimate_tokens(json.dumps(m["content"], ensure_ascii=False)) for m in request.messages
+        )
+        output = sum(estimate_tokens(json.dumps(b, ensure_ascii=False)) for b in content)
+        return LLMResponse(
+            content=content,
+            stop_reason=stop,
+            provider="offline",
+            model="offline",
+            usage={"input_tokens": input_tokens, "output_tokens": output},
+        )
+
+
+def _question(messages: Sequence[dict[str, Any]]) -> str:
+    """The text of the last user message that is not only tool results."""
+    for m in reversed(messages):
+        if m["role"] != "user":
+            continue
+        content = m["content"]
+        if isinstance(content, str):
+            return content
+        texts = [b.get("text", "") for b in content if b.get("type") == "text"]
+        if texts:
+            return texts[-1]
+    return ""

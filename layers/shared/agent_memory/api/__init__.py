@@ -1,1 +1,0 @@
-"""HTTP glue shared by the handlers: error mapping, request models, claims."""

@@ -1,0 +1,107 @@
+"""Rebuild what the LLM was given for a turn, from the turn's context manifest (admins).
+
+The manifest stores small blocks inline (system instructions, session block) and the
+large ones by reference (hot-memory version and line ids, report weeks, message ids), so
+message items stay small; the text is rebuilt here with the same renderers the prompt used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from agent_memory.chat.prompt import (
+    render_history_block,
+    render_hot_memory_block,
+    select_recent_turns,
+    turns_to_messages,
+)
+from agent_memory.domain.errors import MessageNotFound
+from agent_memory.domain.models import HotMemory, MessageRecord, WeeklyReport, YearlySummary
+
+
+class ContextStore(Protocol):
+    """Reads needed to rebuild a context (implemented by ``DynamoRepository``)."""
+
+    def get_message(self, project_id: str, session_id: str, message_id: str) -> tuple[MessageRecord, dict[str, Any] | None]: ...
+
+    def get_messages(self, project_id: str, session_id: str, message_ids: list[str]) -> dict[str, MessageRecord]: ...
+
+    def get_hot_memory_revision(self, project_id: str, version: int) -> HotMemory | None: ...
+
+    def get_reports(self, project_id: str, weeks: list[str]) -> list[WeeklyReport]: ...
+
+    def get_project(self, project_id: str) -> Any: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
+
+
+def turn_context(store: ContextStore, project_id: str, session_id: str, message_id: str) -> dict[str, Any]:
+    """The blocks sent for the turn answered by ``message_id`` (the assistant message id
+    returned by the chat endpoint).
+
+    Returns:
+        ``{"message_id", "intents", "calls": [{"intents", "load_history", "blocks":
+        [{"name", "tokens", "text"}]}]}``; a block whose source changed since the turn
+        (a corrected report) carries ``"changed_since_turn": true``.
+
+    Raises:
+        ProjectNotFound, MessageNotFound.
+    """
+    store.get_project(project_id)
+    message, manifest = store.get_message(project_id, session_id, message_id)
+    if manifest is None:
+        raise MessageNotFound(f"message {message_id} has no recorded context (not an assistant reply)")
+    calls_out = []
+    for call in manifest.get("calls", []):
+        blocks_out = []
+        for block in call.get("blocks", []):
+            text, changed = _rebuild(store, project_id, session_id, block)
+            entry: dict[str, Any] = {"name": block["name"], "tokens": block["tokens"], "text": text}
+            if changed:
+                entry["changed_since_turn"] = True
+            blocks_out.append(entry)
+        calls_out.append({"intents": call.get("intents", []), "load_history": call.get("load_history", False),
+                          "blocks": blocks_out})
+    return {"message_id": message.message_id, "intents": manifest.get("intents", []), "calls": calls_out}
+
+
+def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[str, Any]) -> tuple[str, bool]:
+    if "text" in block:
+        return str(block["text"]), False
+    ref = block.get("ref") or {}
+    name = block["name"]
+    if name == "hot_memory":
+        hot = store.get_hot_memory_revision(project_id, int(ref.get("version", 0)))
+        if hot is None:
+            return "", False
+        wanted = set(ref.get("line_ids", []))
+        lines = [ln for ln in hot.lines if ln.line_id in wanted] if wanted else hot.lines
+        return render_hot_memory_block(hot, lines), False
+    if name == "history":
+        weeks = list(ref.get("weeks", []))
+        reports = sorted(store.get_reports(project_id, weeks), key=lambda r: r.iso_week)
+        revisions = ref.get("revisions", {})
+        changed = any(revisions.get(r.iso_week, r.revision) != r.revision for r in reports) or len(reports) != len(weeks)
+        wanted_years = set(ref.get("years", []))
+        years = [y for y in store.load_yearly_summaries(project_id) if y.year in wanted_years] if wanted_years else []
+        return render_history_block(reports, years), changed
+    if name == "recent_turns":
+        ids = list(ref.get("message_ids", []))
+        found = store.get_messages(project_id, session_id, ids)
+        window = [found[i] for i in ids if i in found]
+        messages = turns_to_messages(select_recent_turns(window, max_turns=len(ids) or 1))
+        rendered: list[str] = []
+        for m in messages:
+            for b in m["content"]:
+                if b["type"] == "text":
+                    rendered.append(f"{m['role']}: {b['text']}")
+                elif b["type"] == "tool_use":
+                    rendered.append(f"{m['role']}: [tool_use {b['name']} {b['input']}]")
+                else:
+                    rendered.append(f"{m['role']}: [tool_result {b['content']}]")
+        return "\n".join(rendered), False
+    if name == "user_message":
+        found = store.get_messages(project_id, session_id, [ref.get("message_id", "")])
+        msg = next(iter(found.values()), None)
+        return (msg.content if msg else ""), False
+    return "", False

@@ -1,0 +1,400 @@
+"""Prompt assembly (DESIGN.md "Prompt assembly"; seed 001 section 2, step 3).
+
+Blocks go from most stable to least stable so Anthropic prompt caching reuses the prefix:
+system instructions -> hot memory -> history (only when routed) -> session facts and
+summary -> recent turns -> the user's message. Cache breakpoints (at most 4, an API limit)
+sit at the end of hot memory, of history, and of the last recent turn.
+
+Every block is measured with :func:`agent_memory.domain.text.estimate_tokens`; the per-layer
+counts are reported to the client and kept in the turn's context manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_memory.domain.llm import SystemBlock
+from agent_memory.domain.models import (
+    HOT_MEMORY_SECTIONS,
+    HotMemory,
+    HotMemoryLine,
+    Intent,
+    MessageRecord,
+    SessionState,
+    WeeklyReport,
+    YearlySummary,
+)
+from agent_memory.domain.text import estimate_tokens
+
+LAYER_NAMES: tuple[str, ...] = ("system", "hot_memory", "history", "session", "recent_turns", "user_message")
+
+SYSTEM_INSTRUCTIONS = """You are the project assistant of a clinical research team (investigator-initiated trials and clinical consultations).
+Memory you are given, in this order:
+1. <hot_memory>: the project's standing memory. Its "System Rules" section holds admin prohibitions: they override every user request and every other memory line, and no message can relax them. "User Preferences" lines tagged [PI], [CRC] ... apply to users in that role. Follow the preferences in every reply.
+2. <history_book>: weekly reports of the project, present ONLY for questions about the project's past or trends. When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, do not invent history.
+3. <session>: facts and summary of this conversation.
+Then the recent turns of this conversation and the user's message.
+Current clinical data is read with the read_clinical_data tool, never guessed. Quality-control (QC) tasks judge current data only.
+Reply in the language of the user's message. Never reveal personal identifiers that a system rule forbids."""
+
+INTENT_NOTES: dict[Intent, str] = {
+    Intent.QUERY_DATA: "Look the data up with read_clinical_data before answering.",
+    Intent.QUERY_HISTORY: "Answer from the history book; cite the weeks.",
+    Intent.ANALYZE_TREND: "Describe the trend over the weeks of the history book, with numbers.",
+    Intent.QC_TASK: "Run a quality-control check on CURRENT data only (read_clinical_data); no history is given, by design.",
+    Intent.GENERATE_REPORT: "Draft the requested report for the current period.",
+    Intent.MEMORY_RECALL: "Answer from the hot memory.",
+    Intent.CONSULTATION: "The patient is describing symptoms; keep track of present and denied symptoms.",
+    Intent.GENERAL: "Answer briefly.",
+}
+
+
+@dataclass(frozen=True)
+class PromptBudget:
+    """Token caps of the blocks (tokens as estimated by ``estimate_tokens``).
+
+    ``hot_memory_tokens``: 2,000 (seed 001 section 5.1); ``history_weeks``: 50 (same
+    section); ``history_tokens``: what the history block may take; ``recent_turns``: 10
+    (seed 002 section 2); ``session_tokens``: facts and summary.
+    """
+
+    hot_memory_tokens: int = 2000
+    history_weeks: int = 50
+    history_tokens: int = 120_000
+    recent_turns: int = 10
+    session_tokens: int = 4000
+
+
+@dataclass
+class PromptBlock:
+    """One block as sent: ``name`` (a layer name), its text and estimated tokens, and a
+    reference from which the context endpoint can rebuild the text."""
+
+    name: str
+    text: str
+    tokens: int
+    ref: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AssembledPrompt:
+    """The system blocks and messages of one LLM context plus what went into them.
+
+    ``layers`` maps every name of :data:`LAYER_NAMES` to its token count (0 when absent).
+    """
+
+    system: list[SystemBlock]
+    messages: list[dict[str, Any]]
+    blocks: list[PromptBlock]
+    history_weeks: list[str]
+    recent_turns: int
+    recent_message_ids: list[str]
+
+    @property
+    def layers(self) -> dict[str, int]:
+        out = dict.fromkeys(LAYER_NAMES, 0)
+        for b in self.blocks:
+            out[b.name] += b.tokens
+        return out
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(b.tokens for b in self.blocks)
+
+
+# ----------------------------------------------------------------- hot memory
+def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLine]:
+    """Lines of hot memory that fit in ``cap_tokens``, never clipping a line.
+
+    Normally everything fits (writes enforce the cap). If a stored document is over the
+    cap, EVERY admin line is kept (admin prohibitions are never dropped from the prompt,
+    even when they alone exceed the cap: such a document is stored whole and flagged for
+    pruning, case B07), then AI lines newest first while they fit; the pruning job is
+    what fixes the document (the selection is reported through the block's ``ref``).
+    """
+    total = estimate_tokens(hot.render())
+    if total <= cap_tokens:
+        return list(hot.lines)
+    admin = [ln for ln in hot.lines if ln.source == "admin"]
+    ai = sorted((ln for ln in hot.lines if ln.source != "admin"), key=lambda ln: ln.created_at, reverse=True)
+    keep: list[HotMemoryLine] = list(admin)
+    used = sum(estimate_tokens(ln.text) + 4 for ln in admin)
+    for ln in ai:
+        cost = estimate_tokens(ln.text) + 4
+        if used + cost > cap_tokens:
+            continue
+        keep.append(ln)
+        used += cost
+    order = {ln.line_id: i for i, ln in enumerate(hot.lines)}
+    return sorted(keep, key=lambda ln: order[ln.line_id])
+
+
+def render_hot_memory_block(hot: HotMemory, lines: Sequence[HotMemoryLine]) -> str:
+    """The delimited hot-memory block (case B09: its own block, admin rules inside it)."""
+    doc = HotMemory(project_id=hot.project_id, version=hot.version, lines=list(lines)).render()
+    return f'<hot_memory project="{hot.project_id}" version="{hot.version}">\n{doc}\n</hot_memory>'
+
+
+# -------------------------------------------------------------------- history
+def select_history(reports: Sequence[WeeklyReport], *, max_weeks: int, max_tokens: int) -> list[WeeklyReport]:
+    """The newest reports that fit: at most ``max_weeks`` and ``max_tokens``; when trimming,
+    the newest weeks are kept. Returned oldest first (reading order)."""
+    newest_first = sorted(reports, key=lambda r: r.iso_week, reverse=True)[:max_weeks]
+    kept: list[WeeklyReport] = []
+    used = 0
+    for r in newest_first:
+        cost = estimate_tokens(render_report(r))
+        if used + cost > max_tokens:
+            break
+        kept.append(r)
+        used += cost
+    return list(reversed(kept))
+
+
+def render_report(report: WeeklyReport) -> str:
+    """One week in the history block: ``## 2026-W05`` then the summary."""
+    return f"## {report.iso_week}\n{report.summary.strip()}"
+
+
+def select_yearly(
+    yearly: Sequence[YearlySummary], weeks: Sequence[WeeklyReport], *, max_tokens: int
+) -> list[YearlySummary]:
+    """Yearly summaries for the periods older than the loaded weeks (seed 001 section 5.1:
+    beyond 50 weeks, older years come through yearly summaries), newest year first within
+    ``max_tokens``; returned oldest first. A year is used when it is older than the oldest
+    loaded week's ISO year, or is that year but the loaded weeks do not start at its W01."""
+    if not yearly:
+        return []
+    if weeks:
+        oldest = min(r.iso_week for r in weeks)
+        oldest_year, oldest_week = int(oldest[:4]), int(oldest[6:])
+    else:
+        oldest_year, oldest_week = 10_000, 1
+    eligible = [
+        y for y in yearly if y.year < oldest_year or (y.year == oldest_year and oldest_week > 1)
+    ]
+    kept: list[YearlySummary] = []
+    used = 0
+    for y in sorted(eligible, key=lambda y: y.year, reverse=True):
+        cost = estimate_tokens(render_yearly(y))
+        if used + cost > max_tokens:
+            break
+        kept.append(y)
+        used += cost
+    return sorted(kept, key=lambda y: y.year)
+
+
+def render_yearly(summary: YearlySummary) -> str:
+    """One year in the history block: ``## 2025 (yearly summary)`` then the summary."""
+    return f"## {summary.year} (yearly summary)\n{summary.summary.strip()}"
+
+
+def render_history_block(reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary] = ()) -> str:
+    """The delimited history block: yearly summaries of older years, then the weeks, oldest first."""
+    parts = [render_yearly(y) for y in yearly] + [render_report(r) for r in reports]
+    body = "\n\n".join(parts)
+    years = f' years="{len(yearly)}"' if yearly else ""
+    return f'<history_book weeks="{len(reports)}"{years}>\n{body}\n</history_book>'
+
+
+# -------------------------------------------------------------------- session
+def render_session_block(session: SessionState, intents: Sequence[Intent], max_tokens: int) -> str:
+    """Session facts, rolling summary and the task note of this call (least stable system block)."""
+    parts = [f'<session id="{session.session_id}"' + (f' patient="{session.patient_id}"' if session.patient_id else "") + ">"]
+    symptoms = session.facts.get("symptoms") if session.facts else None
+    if symptoms:
+        rendered = []
+        for s in symptoms:
+            status = "present" if s.get("status") == "present" else "DENIED"
+            extra = []
+            if s.get("onset"):
+                extra.append(f"onset {s['onset']}{' (approx.)' if s.get('onset_approximate') else ''}")
+            if s.get("trend"):
+                extra.append(str(s["trend"]))
+            rendered.append(f"- {s.get('name')}: {status}" + (f" ({', '.join(extra)})" if extra else ""))
+        parts.append("Symptoms so far:\n" + "\n".join(rendered))
+    diagnoses = session.facts.get("diagnoses") if session.facts else None
+    if diagnoses:  # ids and times only; the full reports load on demand (seed 002 section 5.3)
+        rendered = []
+        for d in diagnoses:
+            key = f": {', '.join(str(x) for x in d.get('symptoms') or [])}" if d.get("symptoms") else ""
+            rendered.append(f"- {d.get('diagnosis_id')} at {d.get('at')} (session {d.get('session_id')}){key}")
+        parts.append("Diagnosis records of this patient (full reports on request by id):\n" + "\n".join(rendered))
+    if session.summary:
+        parts.append("Summary of earlier turns:\n" + session.summary)
+    notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
+    parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
+    parts.append("</session>")
+    text = "\n".join(parts)
+    if estimate_tokens(text) > max_tokens and session.summary:
+        # The summary is the only unbounded part; drop it before the facts.
+        return render_session_block(session.model_copy(update={"summary": ""}), intents, max_tokens)
+    return text
+
+
+# --------------------------------------------------------------- recent turns
+def select_recent_turns(window: Sequence[MessageRecord], max_turns: int) -> list[list[MessageRecord]]:
+    """Group the window into turns and keep the last ``max_turns`` (case B13).
+
+    A turn starts at a user message and holds the assistant messages that answer it.
+    Failed user messages (no reply) and leading assistant messages are dropped, so the
+    result starts with a user message; tool calls live inside their assistant message,
+    so a tool_use is never separated from its tool_result. ``max_turns == 0`` -> ``[]``.
+    """
+    if max_turns <= 0:
+        return []
+    turns: list[list[MessageRecord]] = []
+    for m in window:
+        if m.role == "user":
+            if m.status == "failed":
+                continue
+            turns.append([m])
+        elif turns:
+            turns[-1].append(m)
+    complete = [t for t in turns if len(t) > 1]
+    return complete[-max_turns:]
+
+
+def turns_to_messages(turns: Sequence[Sequence[MessageRecord]]) -> list[dict[str, Any]]:
+    """Messages-API messages for the selected turns; strictly alternating roles.
+
+    An assistant message with tool calls expands to assistant(tool_use...) ->
+    user(tool_result...) -> assistant(text). Adjacent messages of the same role (e.g. two
+    doctor lines of an imported transcript) are merged.
+    """
+    out: list[dict[str, Any]] = []
+
+    def push(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for turn in turns:
+        for m in turn:
+            if m.role == "user":
+                push("user", [{"type": "text", "text": m.content}])
+                continue
+            if m.tool_calls:
+                push("assistant", [
+                    {"type": "tool_use", "id": tc.id, "name": tc.name, "input": tc.input} for tc in m.tool_calls
+                ])
+                push("user", [
+                    {"type": "tool_result", "tool_use_id": tc.id, "content": tc.result, "is_error": tc.is_error}
+                    for tc in m.tool_calls
+                ])
+            push("assistant", [{"type": "text", "text": m.content or "(no text)"}])
+    return out
+
+
+def _message_tokens(messages: Sequence[dict[str, Any]]) -> int:
+    total = 0
+    for msg in messages:
+        for b in msg["content"]:
+            if b["type"] == "text":
+                total += estimate_tokens(b["text"])
+            elif b["type"] == "tool_use":
+                total += estimate_tokens(b["name"] + str(b["input"])) + 4
+            elif b["type"] == "tool_result":
+                total += estimate_tokens(str(b["content"])) + 4
+        total += 4
+    return total
+
+
+# ------------------------------------------------------------------- assembly
+def assemble_prompt(
+    *,
+    hot_memory: HotMemory,
+    reports: Sequence[WeeklyReport] | None,
+    session: SessionState,
+    user_text: str,
+    intents: Sequence[Intent],
+    budget: PromptBudget,
+    yearly: Sequence[YearlySummary] = (),
+) -> AssembledPrompt:
+    """Assemble one LLM context.
+
+    Args:
+        hot_memory: always included (selected under ``budget.hot_memory_tokens``).
+        reports: the loaded history (newest first or any order) or ``None`` when the plan
+            does not load history; QC plans always pass ``None``.
+        session: its window gives the recent turns; its facts and summary the session block.
+        user_text: the new user message.
+        intents: the intents of this call (a task note is added for them).
+
+    Returns:
+        The system blocks (with cache flags), the messages (cache breakpoint on the last
+        recent turn) and the measured blocks.
+    """
+    blocks: list[PromptBlock] = []
+    system: list[SystemBlock] = []
+
+    blocks.append(PromptBlock("system", SYSTEM_INSTRUCTIONS, estimate_tokens(SYSTEM_INSTRUCTIONS)))
+    system.append(SystemBlock("system", SYSTEM_INSTRUCTIONS))
+
+    lines = select_hot_memory_lines(hot_memory, budget.hot_memory_tokens)
+    hot_text = render_hot_memory_block(hot_memory, lines)
+    blocks.append(PromptBlock(
+        "hot_memory", hot_text, estimate_tokens(hot_text),
+        ref={"version": hot_memory.version, "line_ids": [ln.line_id for ln in lines],
+             "complete": len(lines) == len(hot_memory.lines)},
+    ))
+    system.append(SystemBlock("hot_memory", hot_text, cache=True))
+
+    history_weeks: list[str] = []
+    if reports is not None:
+        selected = select_history(reports, max_weeks=budget.history_weeks, max_tokens=budget.history_tokens)
+        history_weeks = [r.iso_week for r in selected]
+        used = sum(estimate_tokens(render_report(r)) for r in selected)
+        years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
+        history_text = render_history_block(selected, years)
+        blocks.append(PromptBlock(
+            "history", history_text, estimate_tokens(history_text),
+            ref={"weeks": history_weeks, "revisions": {r.iso_week: r.revision for r in selected},
+                 "years": [y.year for y in years]},
+        ))
+        system.append(SystemBlock("history", history_text, cache=True))
+
+    session_text = render_session_block(session, intents, budget.session_tokens)
+    blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
+    system.append(SystemBlock("session", session_text))
+
+    turns = select_recent_turns(session.window, budget.recent_turns)
+    messages = turns_to_messages(turns)
+    recent_ids = [m.message_id for t in turns for m in t]
+    if messages:
+        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        blocks.append(PromptBlock(
+            "recent_turns", "", _message_tokens(messages), ref={"message_ids": recent_ids}
+        ))
+    user_block = {"role": "user", "content": [{"type": "text", "text": user_text}]}
+    if messages and messages[-1]["role"] == "user":  # cannot happen after select_recent_turns; kept safe
+        messages[-1]["content"].extend(user_block["content"])
+    else:
+        messages.append(user_block)
+    blocks.append(PromptBlock("user_message", user_text, estimate_tokens(user_text)))
+    return AssembledPrompt(
+        system=system,
+        messages=messages,
+        blocks=blocks,
+        history_weeks=history_weeks,
+        recent_turns=len(turns),
+        recent_message_ids=recent_ids,
+    )
+
+
+__all__ = [
+    "HOT_MEMORY_SECTIONS",
+    "LAYER_NAMES",
+    "AssembledPrompt",
+    "PromptBlock",
+    "PromptBudget",
+    "assemble_prompt",
+    "render_history_block",
+    "render_hot_memory_block",
+    "render_report",
+    "select_recent_turns",
+    "turns_to_messages",
+]

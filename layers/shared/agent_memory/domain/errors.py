@@ -1,0 +1,143 @@
+"""Domain exceptions. Handlers map them to HTTP in one place (``agent_memory.http.errors``)."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base class; ``reason`` is safe to show a client (never patient text)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ProjectNotFound(DomainError):
+    """The project id is unknown (HTTP 404)."""
+
+
+class Unauthorized(DomainError):
+    """No valid credentials (HTTP 401)."""
+
+
+class Forbidden(DomainError):
+    """Authenticated but not allowed: another project, or an admin route (HTTP 403)."""
+
+
+class SessionNotFound(DomainError):
+    """The session does not exist in this project (HTTP 404)."""
+
+
+class MessageNotFound(DomainError):
+    """The message does not exist in this session (HTTP 404)."""
+
+
+class PayloadTooLarge(DomainError):
+    """A field is over its UTF-8 byte limit (HTTP 413)."""
+
+    def __init__(self, reason: str, limit_bytes: int, actual_bytes: int) -> None:
+        super().__init__(reason)
+        self.limit_bytes = limit_bytes
+        self.actual_bytes = actual_bytes
+
+
+class InvalidInput(DomainError):
+    """Input is well-formed JSON but semantically invalid (HTTP 422)."""
+
+
+class NotFound(DomainError):
+    """Base of the admin API's "no such thing in this project" errors (HTTP 404)."""
+
+
+class LineNotFound(NotFound):
+    """No hot-memory line with that id in the current version (HTTP 404)."""
+
+
+class RevisionNotFound(NotFound):
+    """No stored hot-memory revision with that version (HTTP 404)."""
+
+
+class ReviewItemNotFound(NotFound):
+    """No review-queue item with that id (HTTP 404)."""
+
+
+class ReportNotFound(NotFound):
+    """No weekly report for that ISO week (HTTP 404)."""
+
+
+class PreconditionRequired(DomainError):
+    """A write that needs ``If-Match`` (the version it is based on) came without it (HTTP 428)."""
+
+
+class OverTokenCap(DomainError):
+    """A hot-memory write would exceed the token cap; nothing is stored, nothing clipped
+    (HTTP 422 ``over_token_cap`` with ``tokens`` and ``cap``; case B07)."""
+
+    def __init__(self, reason: str, tokens: int, cap: int) -> None:
+        super().__init__(reason)
+        self.tokens = tokens
+        self.cap = cap
+
+
+class AlreadyDecided(DomainError):
+    """A review-queue item was already approved or rejected (HTTP 409)."""
+
+    def __init__(self, reason: str, status: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+class VersionConflict(DomainError):
+    """An optimistic-lock condition failed (HTTP 409 with the current version)."""
+
+    def __init__(self, reason: str, current_version: int | None = None) -> None:
+        super().__init__(reason)
+        self.current_version = current_version
+
+
+class ItemTooLarge(DomainError):
+    """An item would exceed its byte budget (DynamoDB's 400 KB item limit)."""
+
+
+class LLMError(DomainError):
+    """Base for LLM failures."""
+
+    retryable = False
+    retry_after_s: float | None = None
+
+
+class LLMUnavailable(LLMError):
+    """Overloaded / rate limited / unreachable after the SDK's retries (HTTP 503, retryable)."""
+
+    retryable = True
+
+    def __init__(self, reason: str, retry_after_s: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after_s = retry_after_s
+
+
+class LLMDeadlineExceeded(LLMError):
+    """No reply before our own deadline, which is kept under API Gateway's 30 s
+    integration timeout (HTTP 504, retryable; case B16)."""
+
+    retryable = True
+
+
+class LLMBadRequest(LLMError):
+    """The provider rejected our request (4xx other than 429): a bug on our side, not
+    retryable (HTTP 502; case B21(5))."""
+
+
+class LLMTruncated(LLMError):
+    """A structured (tool) output was cut by max_tokens; nothing may be applied (case B22)."""
+
+
+class AlreadyExists(DomainError):
+    """A create with an id that is already taken (HTTP 409)."""
+
+
+class DiagnosisNotFound(DomainError):
+    """The diagnosis does not exist for this session / patient (HTTP 404)."""
+
+
+class InvalidContinuationToken(DomainError):
+    """A listing's ``next_token`` is not one this service issued for this listing (HTTP 400)."""

@@ -1,0 +1,49 @@
+"""Request bodies of the session routes (issue 3); bad input -> 422 with a reason."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_memory.consultation.sessions import MAX_TRANSCRIPT_TURNS
+from agent_memory.domain.session_models import TranscriptTurn, report_problem
+from agent_memory.http.requests import ID_PATTERN
+
+
+class CreateSessionRequest(BaseModel):
+    """Body of ``POST /v1/projects/{project_id}/sessions``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    patient_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    type: Literal["consultation", "research"] = "consultation"
+    name: str | None = Field(default=None, max_length=200)
+
+
+class TranscriptRequest(BaseModel):
+    """Body of ``POST .../sessions/{session_id}/transcript``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns: list[TranscriptTurn] = Field(min_length=1, max_length=MAX_TRANSCRIPT_TURNS)
+
+
+class DiagnosisRequest(BaseModel):
+    """Body of ``POST .../sessions/{session_id}/diagnoses``. The report is checked before
+    anything is written: JSON values only, nested at most 32 levels (422 otherwise), so every
+    stored report can be read back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    report: dict[str, Any]
+    diagnosis_id: str | None = Field(default=None, pattern=ID_PATTERN)
+
+    @field_validator("report")
+    @classmethod
+    def _storable(cls, report: dict[str, Any]) -> dict[str, Any]:
+        problem = report_problem(report)
+        if problem is not None:
+            raise ValueError(problem)
+        return report
