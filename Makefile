@@ -74,6 +74,7 @@ openapi: venv
 test: venv sam-venv system-deps
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	PYTHONPATH=layers/shared $(VENV)/bin/lint-imports
 	SAM_CLI=$(abspath $(SAM)) $(PY) -m pytest -n 2 --dist loadfile
 
 test-fast: venv
@@ -82,6 +83,7 @@ test-fast: venv
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy
+	PYTHONPATH=layers/shared $(VENV)/bin/lint-imports
 
 validate: venv sam-venv
 	$(VENV)/bin/cfn-lint template.yaml

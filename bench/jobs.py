@@ -185,11 +185,12 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
     from agent_memory.adapters.dynamo.tables import bind_tables
     from agent_memory.adapters.sqs import SqsJobQueue
     from agent_memory.config import Settings
-    from agent_memory.jobs import JobRequest, ScheduleInput
+    from agent_memory.domain.jobs import JobRequest, ScheduleInput
     from agent_memory.jobs.fanout import dispatch
     from agent_memory.jobs.notifier import InMemoryNotifier
-    from agent_memory.jobs.runner import build_job_deps, run_job
+    from agent_memory.jobs.runner import run_job
     from agent_memory.observability import metrics
+    from agent_memory.wiring import build_job_deps
     from infra.template_model import create_queues, create_tables, load_template
 
     out: dict[str, dict[str, float]] = {}

@@ -90,7 +90,7 @@ def schedule_input(job: str, template: Mapping[str, Any] | None = None) -> dict[
 def job_request(job: str, project_id: str, target: date) -> dict[str, Any]:
     """The ``JobRequest`` (as JSON data) that makes ``job`` process the period named by ``target``."""
     _layer_on_path()
-    from agent_memory.jobs import JobRequest
+    from agent_memory.domain.jobs import JobRequest
     from agent_memory.jobs.calendar import run_date_for
 
     return JobRequest(job=job, project_id=project_id, date=run_date_for(job, target)).model_dump(mode="json")  # type: ignore[arg-type]

@@ -22,10 +22,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agent_memory.adapters.dynamo.activity import ActivityRepository
 from agent_memory.adapters.sqs import SqsJobQueue
 from agent_memory.config import get_settings
-from agent_memory.jobs import ScheduleInput
+from agent_memory.domain.jobs import ScheduleInput
 from agent_memory.jobs.deps import utc_now
-from agent_memory.jobs.fanout import ActivityReader, JobSender, dispatch
+from agent_memory.jobs.fanout import dispatch
 from agent_memory.observability import logger, metrics
+from agent_memory.ports import ActivityReader, JobSender
 from agent_memory.tracing import tracer
 from agent_memory.wiring import bind
 

@@ -22,10 +22,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.config import get_settings
 from agent_memory.domain.errors import ProjectNotFound
-from agent_memory.jobs import JobReport, JobRequest
-from agent_memory.jobs.runner import build_job_deps, run_job
+from agent_memory.domain.jobs import JobReport, JobRequest
+from agent_memory.jobs.runner import run_job
 from agent_memory.observability import logger, metrics
 from agent_memory.tracing import tracer
+from agent_memory.wiring import build_job_deps
 
 
 class JobRecord(SqsRecordModel):

@@ -118,7 +118,7 @@ def test_schedule_has_retry_policy_and_dead_letter_queue(resources: dict[str, An
 @pytest.mark.parametrize("job", sorted(SCHEDULES))
 def test_schedule_input_is_parsed_by_the_dispatcher_model(template: dict[str, Any], job: str) -> None:
     # Given the Input the schedule sends (resolved with the parameter defaults),
-    from agent_memory.jobs import ScheduleInput
+    from agent_memory.domain.jobs import ScheduleInput
 
     (spec,) = [s for s in schedule_specs(template) if s.event == SCHEDULES[job][0]]
     # Then it is exactly a ScheduleInput for that job in the schedule's own time zone.

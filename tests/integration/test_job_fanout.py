@@ -21,8 +21,8 @@ import pytest
 
 from agent_memory.adapters.dynamo.repository import flow_log_keys
 from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, HotMemoryItem
+from agent_memory.domain.jobs import JobReport, JobRequest
 from agent_memory.domain.models import Project
-from agent_memory.jobs import JobReport, JobRequest
 from infra.local.sqs_events import deliver, sqs_event, sqs_record
 from infra.template_model import REPO_ROOT, create_queues, create_topics, load_template
 

@@ -12,17 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent_memory.adapters.sqs import SqsJobQueue
-from agent_memory.jobs import JobRequest, ScheduleInput
+from agent_memory.domain.errors import EnqueueFailed
+from agent_memory.domain.jobs import JobRequest, ScheduleInput, request_key
 from agent_memory.jobs.calendar import local_day_window
-from agent_memory.jobs.fanout import (
-    PRUNE_LOOKBACK_DAYS,
-    EnqueueFailed,
-    activity_dates,
-    dispatch,
-    plan_requests,
-    request_key,
-    run_date_of,
-)
+from agent_memory.jobs.fanout import PRUNE_LOOKBACK_DAYS, activity_dates, dispatch, plan_requests, run_date_of
 
 
 def at(text: str) -> datetime:

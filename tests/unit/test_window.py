@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
-from agent_memory.chat.turn import WINDOW_BUDGET_BYTES, handle_message, trim_window
+from agent_memory.chat.turn import handle_message
+from agent_memory.conversation.window import WINDOW_BUDGET_BYTES, trim_window
 from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, MessageRecord, SessionState, ToolCall

@@ -14,9 +14,9 @@ import boto3
 from agent_memory.adapters.dynamo.jobs import JobsRepository
 from agent_memory.adapters.dynamo.repository import flow_log_keys
 from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, ProjectItem
+from agent_memory.domain.jobs import JobReport, JobRequest
 from agent_memory.domain.llm import LLMRequest, LLMResponse
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
-from agent_memory.jobs import JobReport, JobRequest
 from agent_memory.jobs.deps import JobCaps, JobDeps
 from agent_memory.jobs.notifier import InMemoryNotifier
 from agent_memory.jobs.runner import run_job

@@ -13,8 +13,7 @@ from zoneinfo import ZoneInfo
 import time_machine
 
 from agent_memory.adapters.dynamo.jobs import JobsRepository
-from agent_memory.adapters.dynamo.repository import TurnWrite
-from agent_memory.domain.models import HotMemory, MessageRecord, Project, SessionState
+from agent_memory.domain.models import HotMemory, MessageRecord, Project, SessionState, TurnWrite
 from agent_memory.jobs.notifier import InMemoryNotifier
 from infra.local.demo.hot_memory import demo_iit_hot_memory_lines
 from tests.unit.jobs.support import make_deps, run, snapshot

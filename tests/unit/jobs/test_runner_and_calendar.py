@@ -21,7 +21,8 @@ from agent_memory.hot_memory.statements import (
 )
 from agent_memory.jobs.calendar import archive_week, distill_day, local_day_window, period_over, run_date_for
 from agent_memory.jobs.notifier import InMemoryNotifier, LoggingNotifier
-from agent_memory.jobs.runner import JobDeps, build_job_deps
+from agent_memory.jobs.runner import JobDeps
+from agent_memory.wiring import build_job_deps
 from tests.unit.jobs.support import make_deps, run, utc
 
 SETTINGS = {"FLOW_LOG_TABLE": "flow", "MEMORY_TABLE": "memory", "SESSIONS_TABLE": "sessions"}

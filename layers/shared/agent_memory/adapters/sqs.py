@@ -20,8 +20,8 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential_jitter
 
-from agent_memory.jobs import JobRequest
-from agent_memory.jobs.fanout import EnqueueFailed, request_key
+from agent_memory.domain.errors import EnqueueFailed
+from agent_memory.domain.jobs import JobRequest, request_key
 
 #: SQS SendMessageBatch holds at most 10 entries.
 SQS_BATCH_MAX = 10

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_memory.adapters.clinical.demo import ClinicalDataPort
-from agent_memory.domain.llm import LLMClient, LLMRequest, LLMResponse, ToolSpec
+from agent_memory.domain.llm import LLMRequest, LLMResponse, ToolSpec
 from agent_memory.domain.models import ToolCall
 from agent_memory.domain.text import truncate_utf8
+from agent_memory.ports import ClinicalDataPort, LLMClient
 
 #: Tool results are capped (UTF-8 bytes) so a message item stays far under 400 KB.
 TOOL_RESULT_MAX_BYTES = 8_000

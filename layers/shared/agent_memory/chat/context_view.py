@@ -7,7 +7,7 @@ message items stay small; the text is rebuilt here with the same renderers the p
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from agent_memory.chat.prompt import (
     render_history_block,
@@ -16,23 +16,7 @@ from agent_memory.chat.prompt import (
     turns_to_messages,
 )
 from agent_memory.domain.errors import MessageNotFound
-from agent_memory.domain.models import HotMemory, MessageRecord, WeeklyReport, YearlySummary
-
-
-class ContextStore(Protocol):
-    """Reads needed to rebuild a context (implemented by ``DynamoRepository``)."""
-
-    def get_message(self, project_id: str, session_id: str, message_id: str) -> tuple[MessageRecord, dict[str, Any] | None]: ...
-
-    def get_messages(self, project_id: str, session_id: str, message_ids: list[str]) -> dict[str, MessageRecord]: ...
-
-    def get_hot_memory_revision(self, project_id: str, version: int) -> HotMemory | None: ...
-
-    def get_reports(self, project_id: str, weeks: list[str]) -> list[WeeklyReport]: ...
-
-    def get_project(self, project_id: str) -> Any: ...
-
-    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
+from agent_memory.ports import ContextStore
 
 
 def turn_context(store: ContextStore, project_id: str, session_id: str, message_id: str) -> dict[str, Any]:

@@ -27,9 +27,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal, Protocol
 
-from agent_memory.domain.llm import LLMClient, LLMRequest, SystemBlock, ToolSpec
+from agent_memory.domain.llm import LLMRequest, SystemBlock, ToolSpec
 from agent_memory.domain.models import HISTORY_INTENTS, Intent
 from agent_memory.observability import logger
+from agent_memory.ports import LLMClient
 
 ClassificationSource = Literal["rules", "llm", "rules_fallback"]
 

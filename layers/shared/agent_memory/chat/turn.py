@@ -15,50 +15,33 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
-from agent_memory.adapters.clinical.demo import ClinicalDataPort
 from agent_memory.chat.agent import AgentResult, ClinicalTools, run_agent
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
+from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
-from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge, VersionConflict
+from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
-from agent_memory.domain.llm import LLMClient, LLMRequest
+from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import (
     HotMemory,
     Intent,
     MessageRecord,
     SessionState,
-    ToolCall,
-    TurnContext,
     WeeklyReport,
     YearlySummary,
 )
 from agent_memory.domain.text import utf8_len
+from agent_memory.ports import ChatStore, ClinicalDataPort, LLMClient
 
 if TYPE_CHECKING:
     from agent_memory.consultation.session_memory import SessionMemory, TurnMemory
 
-#: Byte budget of the window inside the session item (JSON, UTF-8). Together with facts
-#: and summary budgets it keeps the session item far under DynamoDB's 400 KB (case B14).
-WINDOW_BUDGET_BYTES = 220_000
-
-
-class ChatStore(Protocol):
-    """What the chat turn needs from storage (implemented by ``DynamoRepository``)."""
-
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
-
-    def load_history(self, project_id: str, *, limit_weeks: int, page_size: int | None = None) -> list[WeeklyReport]: ...
-
-    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
-
-    def record_turn(self, write: Any) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -209,9 +192,8 @@ def handle_message(
     except LLMError:
         if reused is None:
             failed = user_msg.model_copy(update={"status": "failed"})
-            _write_with_retry(deps, ctx.project.time_zone, project_id, session_id, session, patient_id, user_id,
-                              new=[failed], flow=[failed], mark_ok=[], contexts={}, reply_to={},
-                              memory=turn_memory)
+            _append(deps, ctx.project.time_zone, session,
+                    Append(new=[failed], flow=[failed], fill=_fill(patient_id, user_id)), turn_memory)
         raise
 
     reply_at = deps.now()
@@ -228,12 +210,11 @@ def handle_message(
         new, flow, mark_ok = [user_msg, assistant], [user_msg, assistant], []
     else:
         new, flow, mark_ok = [assistant], [assistant], [reused.message_id]
-    _write_with_retry(
-        deps, ctx.project.time_zone, project_id, session_id, session, patient_id, user_id,
+    _append(deps, ctx.project.time_zone, session, Append(
         new=new, flow=flow, mark_ok=mark_ok,
         contexts={assistant.message_id: manifest}, reply_to={assistant.message_id: user_msg.message_id},
-        memory=turn_memory,
-    )
+        fill=_fill(patient_id, user_id),
+    ), turn_memory)
     return ChatResult(
         message_id=assistant.message_id,
         user_message_id=user_msg.message_id,
@@ -330,100 +311,37 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
     return {"intents": [i.value for i in intents], "calls": calls}
 
 
-def trim_window(window: list[MessageRecord], *, keep_user_turns: int, budget_bytes: int) -> list[MessageRecord]:
-    """Newest messages holding at most ``keep_user_turns`` user messages and at most
-    ``budget_bytes`` of JSON (UTF-8). Older messages stay in DynamoDB (``MSG#`` items).
-
-    When messages were cut, the kept part starts on a user message: assistant messages
-    whose user message was cut are orphans no prompt can replay (case B13), so they are
-    not kept either."""
-    users = 0
-    start = len(window)
-    size = 0
-    for i in range(len(window) - 1, -1, -1):
-        m = window[i]
-        size += utf8_len(m.model_dump_json())
-        if size > budget_bytes:
-            break
-        if m.role == "user":
-            users += 1
-            if users > keep_user_turns:
-                break
-        start = i
-    if start > 0:
-        while start < len(window) and window[start].role != "user":
-            start += 1
-    return window[start:]
-
-
-def _write_with_retry(
+def _append(
     deps: ChatDeps,
     time_zone: str,
-    project_id: str,
-    session_id: str,
     session: SessionState,
-    patient_id: str | None,
-    user_id: str,
-    *,
-    new: list[MessageRecord],
-    flow: list[MessageRecord],
-    mark_ok: list[str],
-    contexts: dict[str, dict[str, Any]],
-    reply_to: dict[str, str],
-    memory: TurnMemory | None = None,
+    append: Append,
+    memory: TurnMemory | None,
 ) -> None:
-    """Apply the turn; if another turn changed the session meanwhile (optimistic lock),
-    re-read the session and re-apply the window update (the LLM is not called again).
-    ``memory``: the turn's facts, folded into the re-read session's facts (issue 3)."""
-    from agent_memory.adapters.dynamo.repository import TurnWrite  # data access is bound by the handler
+    """Write the turn through the one session append; then update the container's cache."""
+    session_memory = deps.memory
 
-    current = session
-    for attempt in Retrying(stop=stop_after_attempt(4), retry=retry_if_exception_type(VersionConflict), reraise=True):
-        with attempt:
-            if attempt.retry_state.attempt_number > 1:
-                current = deps.store.load_turn_context(project_id, session_id, now=deps.now()).session
-            now = deps.now()
-            project_tz = _zone(time_zone)
-            window = list(current.window)
-            # The reply to a retried failed turn goes right after the user message it answers,
-            # even if other turns came in between; appended at the end it would join the
-            # latest turn and the retried question would drop out of the recent turns.
-            answered = [i for i, m in enumerate(window) if m.message_id in mark_ok]
-            at = answered[-1] + 1 if answered else len(window)
-            window[at:at] = new
-            if mark_ok:
-                window = [m.model_copy(update={"status": "ok"}) if m.message_id in mark_ok else m for m in window]
-            full_window = window
-            window = trim_window(
-                window, keep_user_turns=deps.config.budget.recent_turns + 2, budget_bytes=WINDOW_BUDGET_BYTES
-            )
-            updated = current.model_copy(update={
-                "window": window,
-                "updated_at": now,
-                "message_count": current.message_count + len(new),
-                "patient_id": current.patient_id or patient_id,
-                "created_by": current.created_by or user_id,
-            })
-            if deps.memory is not None and memory is not None:  # facts + rolling summary (issue 3)
-                updated = deps.memory.apply(current, updated, memory, full_window=full_window, cache=deps.cache)
-            deps.store.record_turn(TurnWrite(
-                session=updated,
-                expected_version=current.version,
-                new_messages=new,
-                flow_log=flow,
-                mark_ok=mark_ok,
-                contexts=contexts,
-                reply_to=reply_to,
-                # The local day of EVERY message written: a user message at 23:59:59 whose
-                # reply lands after midnight marks both days (the daily jobs look days up).
-                activity_local_dates=sorted(
-                    {m.at.astimezone(project_tz).date().isoformat() for m in flow}
-                    or {now.astimezone(project_tz).date().isoformat()}
-                ),
-                now=now,
-                flow_log_retention_days=deps.config.flow_log_retention_days,
-            ))
-            deps.cache.append(project_id, session_id, current.version, current.version + 1, new, window)
+    def update(current: SessionState, updated: SessionState, full_window: list[MessageRecord]) -> SessionState:
+        if session_memory is None or memory is None:
+            return updated
+        return session_memory.apply(current, updated, memory, full_window=full_window, cache=deps.cache)
+
+    done = append_messages(
+        deps.store, session, append,
+        time_zone=time_zone, now=deps.now,
+        keep_user_turns=deps.config.budget.recent_turns + 2,
+        flow_log_retention_days=deps.config.flow_log_retention_days,
+        update=update,
+    )
+    deps.cache.append(
+        session.project_id, session.session_id, done.base.version, done.written.version,
+        list(append.new), done.written.window,
+    )
+
+
+def _fill(patient_id: str | None, user_id: str) -> dict[str, str]:
+    """Session fields a turn sets when they are still empty."""
+    return {"created_by": user_id, **({"patient_id": patient_id} if patient_id else {})}
 
 
 def _zone(name: str) -> ZoneInfo:
@@ -431,9 +349,4 @@ def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
-def tool_call_from_json(data: dict[str, Any]) -> ToolCall:
-    """Rebuild a ToolCall from its stored JSON form."""
-    return ToolCall.model_validate(data)
-
-
-__all__ = ["ChatConfig", "ChatDeps", "ChatResult", "ChatStore", "handle_message", "trim_window", "validate_message"]
+__all__ = ["ChatConfig", "ChatDeps", "ChatResult", "ChatStore", "handle_message", "validate_message"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent_memory.consultation.summary import SUMMARY_BUDGET_BYTES, ExtractiveSummariser, Summariser
@@ -36,8 +36,8 @@ from agent_memory.consultation.symptoms.extract import (
 )
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.models import MessageRecord, SessionState
-from agent_memory.domain.session_models import DiagnosisRef
 from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.ports import MessageReader, PatientDiagnoses
 
 #: Byte budget of ``facts`` (symptoms + diagnosis references) in the session item.
 FACTS_BUDGET_BYTES = 60_000
@@ -51,20 +51,6 @@ MAX_DIAGNOSIS_REFS = 20
 GAP_READ_LIMIT = 50
 _PHRASE_BYTES = 120
 _NAME_BYTES = 96
-
-
-class PatientDiagnoses(Protocol):
-    """The patient's earlier diagnoses (``SessionsRepository``)."""
-
-    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
-
-
-class MessageReader(Protocol):
-    """Messages no longer in the window (``SessionsRepository``)."""
-
-    def messages_between(
-        self, project_id: str, session_id: str, *, after_id: str | None, before_id: str, limit: int = 50
-    ) -> list[MessageRecord]: ...
 
 
 @dataclass

@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
@@ -38,6 +38,7 @@ from agent_memory.consultation.session_memory import (
     TurnMemory,
     merge_diagnosis_refs,
 )
+from agent_memory.conversation.append import Append, append_messages
 from agent_memory.domain.errors import (
     DiagnosisNotFound,
     InvalidInput,
@@ -46,18 +47,18 @@ from agent_memory.domain.errors import (
     VersionConflict,
 )
 from agent_memory.domain.ids import epoch_ms
-from agent_memory.domain.models import MessageRecord, Project, SessionState, TurnContext
+from agent_memory.domain.models import MessageRecord, SessionState, TurnContext
 from agent_memory.domain.session_models import (
     CompareSide,
     Comparison,
     Diagnosis,
-    DiagnosisRef,
     SessionPage,
     TranscriptTurn,
     TrendChange,
     report_problem,
 )
 from agent_memory.domain.text import utf8_len
+from agent_memory.ports import SessionsStore
 
 #: DynamoDB's limit of items in one TransactWriteItems.
 MAX_TRANSACT_ITEMS = 100
@@ -68,37 +69,6 @@ WRITE_ATTEMPTS = 4
 #: Earliest ``at`` of a transcript turn; the latest is the import time + ``TRANSCRIPT_FUTURE_SLACK``.
 TRANSCRIPT_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 TRANSCRIPT_FUTURE_SLACK = timedelta(days=1)
-
-
-class SessionsStore(Protocol):
-    """What these routes need from storage (``SessionsRepository``)."""
-
-    def get_project(self, project_id: str) -> Project: ...
-
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
-
-    def get_session(self, project_id: str, session_id: str) -> SessionState | None: ...
-
-    def record_turn(self, write: Any) -> None: ...
-
-    def create_session(self, session: SessionState) -> SessionState: ...
-
-    def list_patient_sessions(self, project_id: str, patient_id: str, *, limit: int, next_token: str | None = None,
-                              page_size: int | None = None) -> SessionPage: ...
-
-    def list_project_sessions(self, project_id: str, *, limit: int, next_token: str | None = None,
-                              page_size: int | None = None) -> SessionPage: ...
-
-    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None: ...
-
-    def list_diagnoses(self, project_id: str, session_id: str) -> list[Diagnosis]: ...
-
-    def get_diagnosis(self, project_id: str, session_id: str, diagnosis_id: str) -> Diagnosis: ...
-
-    def patient_diagnoses(self, project_id: str, patient_id: str, *, diagnosis_id: str | None = None,
-                          limit: int | None = None) -> list[Diagnosis]: ...
-
-    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
 
 
 @dataclass(frozen=True)
@@ -377,46 +347,24 @@ def _write_chunk(
     *,
     user_id: str,
 ) -> SessionState:
-    """One TransactWriteItems for a chunk, re-read and re-applied on a version conflict."""
-    from agent_memory.adapters.dynamo.repository import TurnWrite
-    from agent_memory.chat.turn import WINDOW_BUDGET_BYTES, trim_window  # the chat's own window rules
+    """One chunk through the one session append (re-read and re-applied on a version conflict)."""
+    memory = deps.memory
+    base = session or SessionState(
+        project_id=ctx.project.project_id, session_id=turn.session_id,
+        created_at=deps.now(), updated_at=deps.now(), version=0,
+    )
 
-    zone = ZoneInfo(ctx.project.time_zone)
-    current = session
-    for attempt in range(WRITE_ATTEMPTS):
-        if current is None or attempt:
-            current = deps.store.get_session(ctx.project.project_id, turn.session_id) or SessionState(
-                project_id=ctx.project.project_id, session_id=turn.session_id,
-                created_at=deps.now(), updated_at=deps.now(), version=0,
-            )
-        now = deps.now()
-        full_window = [*current.window, *chunk]
-        window = trim_window(full_window, keep_user_turns=deps.config.recent_turns + 2,
-                             budget_bytes=WINDOW_BUDGET_BYTES)
-        updated = current.model_copy(update={
-            "window": window,
-            "updated_at": now,
-            "message_count": current.message_count + len(chunk),
-            "type": current.type if current.version else "consultation",
-            "created_by": current.created_by or user_id,
-        })
-        updated = deps.memory.apply(current, updated, turn, full_window=full_window, cache=None)
-        try:
-            deps.store.record_turn(TurnWrite(
-                session=updated,
-                expected_version=current.version,
-                new_messages=chunk,
-                flow_log=chunk,
-                activity_local_dates=sorted({_local_date(m, zone) for m in chunk}),
-                now=now,
-                flow_log_retention_days=deps.config.flow_log_retention_days,
-            ))
-        except VersionConflict:
-            if attempt + 1 == WRITE_ATTEMPTS:
-                raise
-            continue
-        return updated.model_copy(update={"version": current.version + 1})
-    raise VersionConflict("session changed concurrently")  # pragma: no cover - loop always returns or raises
+    def update(current: SessionState, updated: SessionState, full_window: list[MessageRecord]) -> SessionState:
+        return memory.apply(current, updated, turn, full_window=full_window, cache=None)
+
+    done = append_messages(
+        deps.store, base, Append(new=chunk, flow=chunk, fill={"type": "consultation", "created_by": user_id}),
+        time_zone=ctx.project.time_zone, now=deps.now,
+        keep_user_turns=deps.config.recent_turns + 2,
+        flow_log_retention_days=deps.config.flow_log_retention_days,
+        update=update,
+    )
+    return done.written
 
 
 # ------------------------------------------------------------- diagnoses

@@ -22,9 +22,10 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from agent_memory.domain.errors import LLMError
-from agent_memory.domain.llm import LLMClient, LLMRequest, SystemBlock
+from agent_memory.domain.llm import LLMRequest, SystemBlock
 from agent_memory.domain.models import MessageRecord
 from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.ports import LLMClient
 
 #: Bytes of the stored summary (UTF-8). About 1,500 tokens of Chinese: with the facts it stays
 #: inside the session block's token budget (``PromptBudget.session_tokens``).

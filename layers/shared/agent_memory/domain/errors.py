@@ -141,3 +141,16 @@ class DiagnosisNotFound(DomainError):
 
 class InvalidContinuationToken(DomainError):
     """A listing's ``next_token`` is not one this service issued for this listing (HTTP 400)."""
+
+
+class EnqueueFailed(DomainError):
+    """Some job requests could not be enqueued (after the queue adapter's retries).
+
+    The dispatcher lets it propagate: the invocation fails, Lambda's asynchronous retries run
+    the dispatch again (idempotent downstream), then its on-failure destination (the schedule
+    DLQ, which alarms) receives the event.
+    """
+
+    def __init__(self, reason: str, failed: int) -> None:
+        super().__init__(reason)
+        self.failed = failed

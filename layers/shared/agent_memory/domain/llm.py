@@ -8,7 +8,7 @@ provider or a scripted fake.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Provider = Literal["anthropic", "offline"]
 
@@ -77,16 +77,3 @@ class LLMResponse:
         return [b for b in self.content if b.get("type") == "tool_use"]
 
 
-class LLMClient(Protocol):
-    """Port implemented by ``AnthropicClient`` and ``OfflineLLM``.
-
-    Raises (from ``agent_memory.domain.errors``): ``LLMUnavailable`` (overloaded / rate limited
-    after retries), ``LLMDeadlineExceeded`` (no reply before ``request.deadline``),
-    ``LLMBadRequest`` (the provider rejected the request).
-    """
-
-    provider: Provider
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        """Run one Messages-API call and return the reply."""
-        ...

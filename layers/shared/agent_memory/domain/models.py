@@ -5,6 +5,7 @@ Times are timezone-aware UTC ``datetime`` objects unless a name says ``local``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -184,3 +185,31 @@ def iso_week_label(day: date) -> str:
     """ISO week label ``YYYY-Www`` of a calendar date (ISO 8601 year, so 2027-01-01 -> 2026-W53)."""
     year, week, _ = day.isocalendar()
     return f"{year}-W{week:02d}"
+
+
+@dataclass
+class TurnWrite:
+    """Everything one chat turn writes, applied in ONE TransactWriteItems.
+
+    - ``session``: the new session state; written with a condition on ``expected_version``
+      (0 = the session must not exist yet).
+    - ``new_messages``: message items to create (condition: not existing).
+    - ``flow_log``: messages to append to the flow log (condition: not existing).
+    - ``mark_ok``: ids of previously failed user messages this turn answers (a retry).
+    - ``contexts``: message_id -> context manifest stored on that message item.
+    - ``activity_local_dates``: the project's local dates of the messages written (one
+      activity marker each; two when a turn straddles local midnight).
+    - ``client_request_token``: DynamoDB idempotency token of the transaction (10 min).
+    """
+
+    session: SessionState
+    expected_version: int
+    new_messages: list[MessageRecord]
+    flow_log: list[MessageRecord]
+    activity_local_dates: list[str]
+    now: datetime
+    mark_ok: list[str] = field(default_factory=list)
+    contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reply_to: dict[str, str] = field(default_factory=dict)
+    flow_log_retention_days: int = 0
+    client_request_token: str | None = None

@@ -25,7 +25,7 @@ import secrets
 import unicodedata
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -41,8 +41,17 @@ from agent_memory.domain.errors import (
     RevisionNotFound,
     VersionConflict,
 )
-from agent_memory.domain.models import HOT_MEMORY_SECTIONS, HotMemory, HotMemoryLine, Project, WeeklyReport
+from agent_memory.domain.models import HOT_MEMORY_SECTIONS, HotMemory, HotMemoryLine
+from agent_memory.domain.records import (
+    AuditAction,
+    AuditRecord,
+    Page,
+    ReviewEntry,
+    RevisionSummary,
+    split_review_item_id,
+)
 from agent_memory.domain.text import estimate_tokens, utf8_len
+from agent_memory.ports import AdminStore
 
 #: Largest corrected weekly report, in UTF-8 bytes (413 above it; never clipped).
 REPORT_MAX_BYTES = 16_384
@@ -50,15 +59,6 @@ REPORT_MAX_BYTES = 16_384
 MARKDOWN_MAX_BYTES = 65_536
 #: Largest ``reason``, in UTF-8 bytes.
 REASON_MAX_BYTES = 1_000
-
-AuditAction = Literal[
-    "memory.put",
-    "memory.delete_line",
-    "memory.restore",
-    "review.approve",
-    "review.reject",
-    "report.correct",
-]
 
 
 # ------------------------------------------------------------------------------------ models
@@ -86,37 +86,6 @@ class ChangeResult(BaseModel):
     audit_id: str | None = None
 
 
-class AuditRecord(BaseModel):
-    """One admin change: who (``actor``), when (``at``), what (``action``, ``target``,
-    ``details``) and why (``reason``, optional)."""
-
-    project_id: str
-    audit_id: str
-    at: datetime
-    actor: str
-    action: AuditAction
-    target: str
-    reason: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
-class RevisionSummary(BaseModel):
-    """One stored hot-memory version, without its lines (the revision list)."""
-
-    version: int
-    created_at: datetime
-    created_by: str
-    reason: str | None = None
-    tokens: int = 0
-
-
-class StoredRevision(BaseModel):
-    """One stored hot-memory version with its lines."""
-
-    summary: RevisionSummary
-    hot: HotMemory
-
-
 class RevisionDiff(BaseModel):
     """A revision against the one before it (``previous_version`` None for the first)."""
 
@@ -139,34 +108,6 @@ class RevisionView(BaseModel):
     diff: RevisionDiff
 
 
-class Page[T](BaseModel):
-    """One page of a listing; ``next_cursor`` None on the last page."""
-
-    items: list[T]
-    next_cursor: str | None = None
-
-
-class ReviewEntry(BaseModel):
-    """A review-queue item as the admin API shows it (``item_id`` = ``{day}_{review_id}``)."""
-
-    item_id: str
-    review_id: str
-    day: str
-    text: str
-    section: str
-    role_tag: str | None = None
-    evidence: list[str] = Field(default_factory=list)
-    reason: str
-    detail: str | None = None
-    origin: str = "rules"
-    status: Literal["pending", "approved", "rejected"] = "pending"
-    created_at: datetime
-    created_by: str = "distiller"
-    decided_by: str | None = None
-    decided_at: datetime | None = None
-    decision_reason: str | None = None
-
-
 class ReportView(BaseModel):
     """A weekly report with its revision (the ETag of report corrections)."""
 
@@ -182,43 +123,6 @@ class ReportView(BaseModel):
 
 
 # -------------------------------------------------------------------------------------- port
-class AdminStore(Protocol):
-    """Data access the admin use cases need (``agent_memory.adapters.dynamo.admin``)."""
-
-    def get_project(self, project_id: str) -> Project: ...
-
-    def load_hot_memory(self, project_id: str) -> HotMemory: ...
-
-    def commit_hot_memory(
-        self,
-        hot: HotMemory,
-        *,
-        expected_version: int,
-        actor: str,
-        reason: str | None,
-        now: datetime,
-        tokens: int,
-        audit: AuditRecord,
-        decide: ReviewEntry | None = None,
-    ) -> HotMemory: ...
-
-    def list_revisions(self, project_id: str, *, limit: int, cursor: str | None) -> Page[RevisionSummary]: ...
-
-    def get_revision(self, project_id: str, version: int) -> StoredRevision | None: ...
-
-    def list_review(self, project_id: str, *, status: str | None) -> list[ReviewEntry]: ...
-
-    def get_review(self, project_id: str, item_id: str) -> ReviewEntry | None: ...
-
-    def decide_review(self, project_id: str, decided: ReviewEntry, *, audit: AuditRecord) -> None: ...
-
-    def list_audit(self, project_id: str, *, limit: int, cursor: str | None) -> Page[AuditRecord]: ...
-
-    def get_report(self, project_id: str, iso_week: str) -> WeeklyReport | None: ...
-
-    def correct_report(
-        self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
-    ) -> None: ...
 
 
 # ----------------------------------------------------------------------------- small helpers
@@ -668,23 +572,6 @@ def restore_revision(
     )
 
 
-def review_item_id(day: str, review_id: str) -> str:
-    """The route id of a review-queue item: ``{day}_{review_id}``."""
-    return f"{day}_{review_id}"
-
-
-def split_review_item_id(item_id: str) -> tuple[str, str]:
-    """``{day}_{review_id}`` -> ``(day, review_id)``.
-
-    Raises:
-        ReviewItemNotFound: not of that shape.
-    """
-    day, sep, review_id = item_id.partition("_")
-    if not sep or not day or not review_id:
-        raise ReviewItemNotFound(f"no review item {item_id}")
-    return day, review_id
-
-
 def list_review(store: AdminStore, project_id: str, *, status: str | None) -> list[ReviewEntry]:
     """The review queue (held distillation candidates), oldest first; ``status`` filters."""
     if status is not None and status not in ("pending", "approved", "rejected"):
@@ -845,19 +732,13 @@ def correct_report(
 
 
 __all__ = [
-    "AdminStore",
-    "AuditRecord",
     "ChangeResult",
     "DraftLine",
     "EditPlan",
     "MemoryView",
-    "Page",
     "ReportView",
-    "ReviewEntry",
     "RevisionDiff",
-    "RevisionSummary",
     "RevisionView",
-    "StoredRevision",
     "approve_review",
     "correct_report",
     "delete_line",
@@ -875,6 +756,4 @@ __all__ = [
     "put_memory",
     "reject_review",
     "restore_revision",
-    "review_item_id",
-    "split_review_item_id",
 ]

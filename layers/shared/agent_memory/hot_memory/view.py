@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from typing import Protocol
 
 from pydantic import BaseModel, Field
 
 from agent_memory.domain.errors import InvalidInput
-from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
+from agent_memory.domain.models import HotMemoryLine, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
+from agent_memory.ports import ViewStore
 
 #: ``YYYY-Www`` with a week number 01..53 (whether week 53 exists is checked by :func:`check_iso_week`).
 ISO_WEEK_PATTERN = r"^\d{4}-W(0[1-9]|[1-4]\d|5[0-3])$"
 _ISO_WEEK = re.compile(ISO_WEEK_PATTERN)
 #: Most reports one request returns (10 years of weeks).
 MAX_REPORTS = 520
-
-
-class ViewStore(Protocol):
-    """Reads of the views (implemented by ``ActivityRepository``)."""
-
-    def project_hot_memory(self, project_id: str) -> tuple[Project, HotMemory]: ...
-
-    def reports_between(
-        self, project_id: str, first_week: str | None, last_week: str | None, *, limit: int
-    ) -> list[WeeklyReport]: ...
 
 
 class MemoryView(BaseModel):

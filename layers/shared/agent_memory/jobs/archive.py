@@ -28,10 +28,9 @@ from datetime import date
 from zoneinfo import ZoneInfo
 
 from agent_memory.domain.errors import LLMError
-from agent_memory.domain.jobs import FlowLogEntry, JobRun
+from agent_memory.domain.jobs import FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import Project, WeeklyReport
 from agent_memory.domain.text import normalise_for_compare, truncate_utf8, utf8_len
-from agent_memory.jobs import JobReport
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
 from agent_memory.jobs.llm_tasks import (

@@ -9,10 +9,9 @@ from datetime import UTC, datetime
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_memory.domain.jobs import Alert
-from agent_memory.domain.llm import LLMClient
-from agent_memory.jobs.notifier import Notifier, cap_alert
-from agent_memory.jobs.store import JobStore
+from agent_memory.jobs.notifier import cap_alert
 from agent_memory.observability import logger, metrics
+from agent_memory.ports import JobStore, LLMClient, Notifier
 
 
 def utc_now() -> datetime:

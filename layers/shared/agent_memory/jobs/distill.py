@@ -25,12 +25,11 @@ from datetime import date
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
-from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobRun
+from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.hot_memory.merge import DISTILLER, MergeResult, document_tokens, merge_candidates
 from agent_memory.hot_memory.statements import extract_rule_candidates
-from agent_memory.jobs import JobReport
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import (

@@ -34,51 +34,17 @@ see :mod:`agent_memory.jobs.calendar`). The jobs are idempotent, so enqueueing a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from typing import Protocol
 
 from pydantic import BaseModel
 
-from agent_memory.domain.errors import DomainError
-from agent_memory.jobs import JobName, JobRequest, ScheduleInput
+from agent_memory.domain.jobs import JobName, JobRequest, ScheduleInput
 from agent_memory.jobs.calendar import archive_week, distill_day, local_midnight_utc, zone
+from agent_memory.ports import ActivityReader, JobSender
 
 #: Days before the run date whose activity makes a project due for pruning (plus the run date).
 PRUNE_LOOKBACK_DAYS = 7
-
-
-class EnqueueFailed(DomainError):
-    """Some job requests could not be enqueued (after the queue adapter's retries).
-
-    The dispatcher lets it propagate: the invocation fails, Lambda's asynchronous retries run
-    the dispatch again (idempotent downstream), then its on-failure destination (the schedule
-    DLQ, which alarms) receives the event.
-    """
-
-    def __init__(self, reason: str, failed: int) -> None:
-        super().__init__(reason)
-        self.failed = failed
-
-
-class ActivityReader(Protocol):
-    """Who was active (implemented by ``agent_memory.adapters.dynamo.activity.ActivityRepository``)."""
-
-    def active_projects(self, local_dates: Sequence[date]) -> list[str]:
-        """Distinct project ids with an activity marker on any of ``local_dates``."""
-        ...
-
-
-class JobSender(Protocol):
-    """The fan-out queue (implemented by ``agent_memory.adapters.sqs.SqsJobQueue``)."""
-
-    def send(self, requests: Sequence[JobRequest]) -> int:
-        """Enqueue one message per request; returns how many were enqueued.
-
-        Raises:
-            EnqueueFailed: some requests could not be enqueued.
-        """
-        ...
 
 
 class DispatchReport(BaseModel):
@@ -92,12 +58,6 @@ class DispatchReport(BaseModel):
     projects: int
     enqueued: int
     backfill: bool
-
-
-def request_key(request: JobRequest) -> str:
-    """The stable identity of a request, ``{job}#{project_id}#{run date}``: the same for a
-    re-dispatch of the same run (sent as the ``job_key`` message attribute)."""
-    return f"{request.job}#{request.project_id}#{request.date.isoformat()}"
 
 
 def run_date_of(schedule: ScheduleInput, now: datetime) -> date:
@@ -178,15 +138,11 @@ def dispatch(
 
 __all__ = [
     "PRUNE_LOOKBACK_DAYS",
-    "ActivityReader",
     "DispatchReport",
-    "EnqueueFailed",
-    "JobSender",
     "activity_dates",
     "dispatch",
     "is_short_day",
     "plan_requests",
-    "request_key",
     "run_date_of",
     "run_dates",
 ]

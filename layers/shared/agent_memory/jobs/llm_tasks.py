@@ -23,9 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_memory.domain.errors import DomainError, LLMTruncated
 from agent_memory.domain.jobs import AI_SECTIONS, FlowLogEntry
-from agent_memory.domain.llm import LLMClient, LLMRequest, SystemBlock, ToolSpec
+from agent_memory.domain.llm import LLMRequest, SystemBlock, ToolSpec
 from agent_memory.domain.models import HotMemory
 from agent_memory.domain.text import estimate_tokens, truncate_utf8
+from agent_memory.ports import LLMClient
 
 
 class StructuredOutputInvalid(DomainError):

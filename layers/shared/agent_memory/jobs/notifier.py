@@ -8,7 +8,6 @@ ASCII (SNS requires it) and both are byte-capped with ``truncate_utf8`` (case B2
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from agent_memory.domain.jobs import Alert
 from agent_memory.domain.text import truncate_utf8
@@ -16,14 +15,6 @@ from agent_memory.observability import logger
 
 #: SNS subjects must be ASCII and under 100 characters.
 SUBJECT_MAX_BYTES = 99
-
-
-class Notifier(Protocol):
-    """Delivers one alert to the project's admins. Raises on delivery failure."""
-
-    def notify(self, alert: Alert) -> None:
-        """Deliver ``alert`` (already byte-capped by :func:`cap_alert`)."""
-        ...
 
 
 def cap_alert(alert: Alert, max_bytes: int) -> Alert:
@@ -63,4 +54,4 @@ class LoggingNotifier:
         )
 
 
-__all__ = ["InMemoryNotifier", "LoggingNotifier", "Notifier", "cap_alert"]
+__all__ = ["InMemoryNotifier", "LoggingNotifier", "cap_alert"]

@@ -25,7 +25,7 @@ from datetime import date, timedelta
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
-from agent_memory.domain.jobs import Alert, JobRun, YearlySummary
+from agent_memory.domain.jobs import Alert, JobReport, JobRun, YearlySummary
 from agent_memory.domain.models import HotMemory, Project, WeeklyReport
 from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.hot_memory.merge import (
@@ -37,7 +37,6 @@ from agent_memory.hot_memory.merge import (
     document_tokens,
     validate_compaction,
 )
-from agent_memory.jobs import JobReport
 from agent_memory.jobs.calendar import iso_week_monday, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import CompactOutput, StructuredOutputInvalid, call_tool, compact_request

@@ -18,18 +18,17 @@ writes nothing at all; both report ``details["reason"] == "period_not_over"``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_memory.jobs import JobReport, JobRequest
+from agent_memory.domain.jobs import JobReport, JobRequest
 from agent_memory.jobs.archive import run_archive
-from agent_memory.jobs.deps import JobCaps, JobDeps, utc_now
+from agent_memory.jobs.deps import JobCaps, JobDeps
 from agent_memory.jobs.distill import run_distill
-from agent_memory.jobs.notifier import LoggingNotifier, Notifier
 from agent_memory.jobs.prune import run_prune
 from agent_memory.observability import logger
 
 if TYPE_CHECKING:
-    from agent_memory.config import Settings
+    pass
 
 _JOBS = {"distill": run_distill, "archive": run_archive, "prune": run_prune}
 
@@ -62,51 +61,4 @@ def run_job(deps: JobDeps, request: JobRequest) -> JobReport:
     return report
 
 
-def build_job_deps(
-    settings: Settings,
-    *,
-    notifier: Notifier | None = None,
-    alert_topic_arn: str | None = None,
-    sns_client: Any | None = None,
-) -> JobDeps:
-    """Everything the jobs need, from the settings (called once at cold start).
-
-    - store: ``JobsRepository`` on the tables named in the settings (``bind_tables``);
-    - llm: the Anthropic client when ``LLM_PROVIDER=anthropic``, else None (the rule-based
-      extractor, offline compactor and extractive summary are used);
-    - notifier: ``notifier`` if given; else the SNS adapter on ``alert_topic_arn`` (or the
-      settings' ``alert_topic_arn`` attribute when it has one, e.g. from ``ALERT_TOPIC_ARN``);
-      else a notifier that only logs (local runs);
-    - caps: the hot-memory cap and the fast model id from the settings.
-    """
-    from agent_memory.adapters.dynamo.jobs import JobsRepository
-    from agent_memory.adapters.dynamo.tables import bind_tables
-
-    bind_tables(
-        memory_table=settings.memory_table,
-        sessions_table=settings.sessions_table,
-        flow_log_table=settings.flow_log_table,
-    )
-    llm = None
-    if settings.llm_provider == "anthropic":
-        from agent_memory.adapters.llm.factory import build_llm
-
-        llm = build_llm(settings)
-    topic = alert_topic_arn if alert_topic_arn is not None else str(getattr(settings, "alert_topic_arn", "") or "")
-    if notifier is None:
-        if topic:
-            from agent_memory.adapters.sns import SnsNotifier
-
-            notifier = SnsNotifier(topic, client=sns_client)
-        else:
-            notifier = LoggingNotifier()
-    return JobDeps(
-        store=JobsRepository(),
-        llm=llm,
-        notifier=notifier,
-        clock=utc_now,
-        caps=JobCaps(hot_memory_token_cap=settings.hot_memory_token_cap, llm_model_id=settings.fast_model_id),
-    )
-
-
-__all__ = ["JobCaps", "JobDeps", "build_job_deps", "run_job"]
+__all__ = ["JobCaps", "JobDeps", "run_job"]

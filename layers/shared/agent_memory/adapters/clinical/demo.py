@@ -9,20 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol
-
-
-class ClinicalDataPort(Protocol):
-    """Read-only access to a project's clinical data (subjects, visits, CRFs)."""
-
-    def read(self, project_id: str, subject_id: str | None = None) -> dict[str, Any]:
-        """Return one subject's record (``subject_id`` given) or a project summary.
-
-        Returns:
-            ``{"subject": {...}}`` or ``{"summary": {...}, "subjects": [ids]}``; ``{"error": str}``
-            when the subject or project is unknown (never raises for unknown ids).
-        """
-        ...
+from typing import Any
 
 
 class DemoClinicalData:
@@ -51,7 +38,6 @@ class DemoClinicalData:
             },
             "subjects": sorted(subjects),
         }
-
 
 
 def load_clinical_file(path: str) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from agent_memory.adapters.dynamo.repository import DynamoRepository, _report
 from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.errors import AlreadyDecided, InvalidInput, VersionConflict
 from agent_memory.domain.models import HotMemory, HotMemoryLine, WeeklyReport
-from agent_memory.hot_memory.admin import (
+from agent_memory.domain.records import (
     AuditRecord,
     Page,
     ReviewEntry,

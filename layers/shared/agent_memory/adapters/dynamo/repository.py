@@ -11,7 +11,6 @@ Round trips (DESIGN.md "DynamoDB access patterns"):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -44,6 +43,7 @@ from agent_memory.domain.models import (
     SessionState,
     ToolCall,
     TurnContext,
+    TurnWrite,
     WeeklyReport,
     YearlySummary,
 )
@@ -71,34 +71,6 @@ def flow_log_keys(project_id: str, at: datetime, message_id: str) -> tuple[str, 
 
 def _iso(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass
-class TurnWrite:
-    """Everything one chat turn writes, applied in ONE TransactWriteItems.
-
-    - ``session``: the new session state; written with a condition on ``expected_version``
-      (0 = the session must not exist yet).
-    - ``new_messages``: message items to create (condition: not existing).
-    - ``flow_log``: messages to append to the flow log (condition: not existing).
-    - ``mark_ok``: ids of previously failed user messages this turn answers (a retry).
-    - ``contexts``: message_id -> context manifest stored on that message item.
-    - ``activity_local_dates``: the project's local dates of the messages written (one
-      activity marker each; two when a turn straddles local midnight).
-    - ``client_request_token``: DynamoDB idempotency token of the transaction (10 min).
-    """
-
-    session: SessionState
-    expected_version: int
-    new_messages: list[MessageRecord]
-    flow_log: list[MessageRecord]
-    activity_local_dates: list[str]
-    now: datetime
-    mark_ok: list[str] = field(default_factory=list)
-    contexts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    reply_to: dict[str, str] = field(default_factory=dict)
-    flow_log_retention_days: int = 0
-    client_request_token: str | None = None
 
 
 class DynamoRepository:

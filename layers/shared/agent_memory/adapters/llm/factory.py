@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent_memory.config import Settings
-    from agent_memory.domain.llm import LLMClient
+    from agent_memory.ports import LLMClient
 
 
 def build_llm(settings: Settings) -> LLMClient:

@@ -52,8 +52,9 @@ from agent_memory.consultation.symptoms.rules import (
     normalise,
     trend_matches,
 )
-from agent_memory.domain.llm import LLMClient, LLMRequest, SystemBlock, ToolSpec
+from agent_memory.domain.llm import LLMRequest, SystemBlock, ToolSpec
 from agent_memory.observability import logger
+from agent_memory.ports import LLMClient
 
 Status = Literal["present", "denied"]
 Trend = Literal["worsening", "improving"]

@@ -1,0 +1,261 @@
+"""Ports: every Protocol the feature packages need from the outside world.
+
+Adapters (``agent_memory.adapters``) implement them; ``agent_memory.wiring`` chooses which;
+the unit tests pass the in-memory fakes of ``tests/fakes.py``. Ports import only the domain
+(see ``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any, Protocol
+
+from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.models import (
+    HotMemory,
+    MessageRecord,
+    Project,
+    SessionState,
+    TurnContext,
+    TurnWrite,
+    WeeklyReport,
+    YearlySummary,
+)
+from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
+from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
+
+
+class LLMClient(Protocol):
+    """Port implemented by ``AnthropicClient`` and ``OfflineLLM``.
+
+    Raises (from ``agent_memory.domain.errors``): ``LLMUnavailable`` (overloaded / rate limited
+    after retries), ``LLMDeadlineExceeded`` (no reply before ``request.deadline``),
+    ``LLMBadRequest`` (the provider rejected the request).
+    """
+
+    provider: Provider
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        """Run one Messages-API call and return the reply."""
+        ...
+
+
+class ClinicalDataPort(Protocol):
+    """Read-only access to a project's clinical data (subjects, visits, CRFs)."""
+
+    def read(self, project_id: str, subject_id: str | None = None) -> dict[str, Any]:
+        """Return one subject's record (``subject_id`` given) or a project summary.
+
+        Returns:
+            ``{"subject": {...}}`` or ``{"summary": {...}, "subjects": [ids]}``; ``{"error": str}``
+            when the subject or project is unknown (never raises for unknown ids).
+        """
+        ...
+
+
+class JobStore(Protocol):
+    """Storage port of the jobs. Errors are domain exceptions (``VersionConflict``,
+    ``ProjectNotFound``, ``ItemTooLarge``); see ``JobsRepository`` for the round trips."""
+
+    def get_project(self, project_id: str) -> Project: ...
+
+    def load_hot_memory(self, project_id: str) -> HotMemory: ...
+
+    def commit_hot_memory(
+        self,
+        hot: HotMemory,
+        *,
+        expected_version: int,
+        actor: str,
+        reason: str | None,
+        now: datetime,
+        tokens: int,
+        run: JobRun | None,
+    ) -> HotMemory: ...
+
+    def read_flow_log(
+        self, project_id: str, start: datetime, end: datetime, *, page_size: int | None = None
+    ) -> list[FlowLogEntry]: ...
+
+    def get_job_run(self, project_id: str, job: str, key: str) -> JobRun | None: ...
+
+    def put_job_run(self, run: JobRun) -> bool: ...
+
+    def put_review_items(self, items: list[ReviewItem]) -> int: ...
+
+    def get_weekly_report(self, project_id: str, iso_week: str) -> WeeklyReport | None: ...
+
+    def commit_weekly_report(self, report: WeeklyReport, run: JobRun) -> bool: ...
+
+    def list_reports_between(
+        self, project_id: str, first_week: str, last_week: str, *, page_size: int | None = None
+    ) -> list[WeeklyReport]: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
+
+    def put_yearly_summary(self, summary: YearlySummary) -> bool: ...
+
+    def claim_alert(self, project_id: str, dedupe_key: str, *, kind: str, now: datetime) -> bool: ...
+
+    def release_alert(self, project_id: str, dedupe_key: str) -> None: ...
+
+
+class Notifier(Protocol):
+    """Delivers one alert to the project's admins. Raises on delivery failure."""
+
+    def notify(self, alert: Alert) -> None:
+        """Deliver ``alert`` (already byte-capped by :func:`cap_alert`)."""
+        ...
+
+
+class ActivityReader(Protocol):
+    """Who was active (implemented by ``agent_memory.adapters.dynamo.activity.ActivityRepository``)."""
+
+    def active_projects(self, local_dates: Sequence[date]) -> list[str]:
+        """Distinct project ids with an activity marker on any of ``local_dates``."""
+        ...
+
+
+class JobSender(Protocol):
+    """The fan-out queue (implemented by ``agent_memory.adapters.sqs.SqsJobQueue``)."""
+
+    def send(self, requests: Sequence[JobRequest]) -> int:
+        """Enqueue one message per request; returns how many were enqueued.
+
+        Raises:
+            EnqueueFailed: some requests could not be enqueued.
+        """
+        ...
+
+
+class ConversationStore(Protocol):
+    """The session append (``agent_memory.conversation.append``): read a session, write a turn."""
+
+    def get_session(self, project_id: str, session_id: str) -> SessionState | None: ...
+
+    def record_turn(self, write: TurnWrite) -> None:
+        """Apply ``write`` in ONE transaction.
+
+        Raises:
+            VersionConflict: the session's version is not ``write.expected_version``.
+            ItemTooLarge: an item would pass DynamoDB's 400 KB limit.
+        """
+        ...
+
+
+class ChatStore(ConversationStore, Protocol):
+    """What the chat turn needs from storage (implemented by ``DynamoRepository``)."""
+
+    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
+
+    def load_history(self, project_id: str, *, limit_weeks: int, page_size: int | None = None) -> list[WeeklyReport]: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
+
+
+class SessionsStore(ConversationStore, Protocol):
+    """What these routes need from storage (``SessionsRepository``)."""
+
+    def get_project(self, project_id: str) -> Project: ...
+
+    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
+
+    def create_session(self, session: SessionState) -> SessionState: ...
+
+    def list_patient_sessions(self, project_id: str, patient_id: str, *, limit: int, next_token: str | None = None,
+                              page_size: int | None = None) -> SessionPage: ...
+
+    def list_project_sessions(self, project_id: str, *, limit: int, next_token: str | None = None,
+                              page_size: int | None = None) -> SessionPage: ...
+
+    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None: ...
+
+    def list_diagnoses(self, project_id: str, session_id: str) -> list[Diagnosis]: ...
+
+    def get_diagnosis(self, project_id: str, session_id: str, diagnosis_id: str) -> Diagnosis: ...
+
+    def patient_diagnoses(self, project_id: str, patient_id: str, *, diagnosis_id: str | None = None,
+                          limit: int | None = None) -> list[Diagnosis]: ...
+
+    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
+
+
+class PatientDiagnoses(Protocol):
+    """The patient's earlier diagnoses (``SessionsRepository``)."""
+
+    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
+
+
+class MessageReader(Protocol):
+    """Messages no longer in the window (``SessionsRepository``)."""
+
+    def messages_between(
+        self, project_id: str, session_id: str, *, after_id: str | None, before_id: str, limit: int = 50
+    ) -> list[MessageRecord]: ...
+
+
+class AdminStore(Protocol):
+    """Data access the admin use cases need (``agent_memory.adapters.dynamo.admin``)."""
+
+    def get_project(self, project_id: str) -> Project: ...
+
+    def load_hot_memory(self, project_id: str) -> HotMemory: ...
+
+    def commit_hot_memory(
+        self,
+        hot: HotMemory,
+        *,
+        expected_version: int,
+        actor: str,
+        reason: str | None,
+        now: datetime,
+        tokens: int,
+        audit: AuditRecord,
+        decide: ReviewEntry | None = None,
+    ) -> HotMemory: ...
+
+    def list_revisions(self, project_id: str, *, limit: int, cursor: str | None) -> Page[RevisionSummary]: ...
+
+    def get_revision(self, project_id: str, version: int) -> StoredRevision | None: ...
+
+    def list_review(self, project_id: str, *, status: str | None) -> list[ReviewEntry]: ...
+
+    def get_review(self, project_id: str, item_id: str) -> ReviewEntry | None: ...
+
+    def decide_review(self, project_id: str, decided: ReviewEntry, *, audit: AuditRecord) -> None: ...
+
+    def list_audit(self, project_id: str, *, limit: int, cursor: str | None) -> Page[AuditRecord]: ...
+
+    def get_report(self, project_id: str, iso_week: str) -> WeeklyReport | None: ...
+
+    def correct_report(
+        self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
+    ) -> None: ...
+
+
+class ViewStore(Protocol):
+    """Reads of the views (implemented by ``ActivityRepository``)."""
+
+    def project_hot_memory(self, project_id: str) -> tuple[Project, HotMemory]: ...
+
+    def reports_between(
+        self, project_id: str, first_week: str | None, last_week: str | None, *, limit: int
+    ) -> list[WeeklyReport]: ...
+
+
+class ContextStore(Protocol):
+    """Reads needed to rebuild a context (implemented by ``DynamoRepository``)."""
+
+    def get_message(self, project_id: str, session_id: str, message_id: str) -> tuple[MessageRecord, dict[str, Any] | None]: ...
+
+    def get_messages(self, project_id: str, session_id: str, message_ids: list[str]) -> dict[str, MessageRecord]: ...
+
+    def get_hot_memory_revision(self, project_id: str, version: int) -> HotMemory | None: ...
+
+    def get_reports(self, project_id: str, weeks: list[str]) -> list[WeeklyReport]: ...
+
+    def get_project(self, project_id: str) -> Any: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
