@@ -1,4 +1,4 @@
-"""Prompt assembly (DESIGN.md "Prompt assembly"; seed 001 section 2, step 3).
+"""Prompt assembly (docs/architecture.md, "Prompt assembly").
 
 Blocks go from most stable to least stable so Anthropic prompt caching reuses the prefix:
 system instructions -> hot memory -> history (only when routed) -> session facts and
@@ -55,9 +55,9 @@ INTENT_NOTES: dict[Intent, str] = {
 class PromptBudget:
     """Token caps of the blocks (tokens as estimated by ``estimate_tokens``).
 
-    ``hot_memory_tokens``: 2,000 (seed 001 section 5.1); ``history_weeks``: 50 (same
+    ``hot_memory_tokens``: 2,000; ``history_weeks``: 50 (same
     section); ``history_tokens``: what the history block may take; ``recent_turns``: 10
-    (seed 002 section 2); ``session_tokens``: facts and summary.
+   ; ``session_tokens``: facts and summary.
     """
 
     hot_memory_tokens: int = 2000
@@ -111,7 +111,7 @@ def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLi
     Normally everything fits (writes enforce the cap). If a stored document is over the
     cap, EVERY admin line is kept (admin prohibitions are never dropped from the prompt,
     even when they alone exceed the cap: such a document is stored whole and flagged for
-    pruning, case B07), then AI lines newest first while they fit; the pruning job is
+    pruning), then AI lines newest first while they fit; the pruning job is
     what fixes the document (the selection is reported through the block's ``ref``).
     """
     total = estimate_tokens(hot.render())
@@ -132,7 +132,7 @@ def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLi
 
 
 def render_hot_memory_block(hot: HotMemory, lines: Sequence[HotMemoryLine]) -> str:
-    """The delimited hot-memory block (case B09: its own block, admin rules inside it)."""
+    """The delimited hot-memory block (its own block, admin rules inside it)."""
     doc = HotMemory(project_id=hot.project_id, version=hot.version, lines=list(lines)).render()
     return f'<hot_memory project="{hot.project_id}" version="{hot.version}">\n{doc}\n</hot_memory>'
 
@@ -161,8 +161,7 @@ def render_report(report: WeeklyReport) -> str:
 def select_yearly(
     yearly: Sequence[YearlySummary], weeks: Sequence[WeeklyReport], *, max_tokens: int
 ) -> list[YearlySummary]:
-    """Yearly summaries for the periods older than the loaded weeks (seed 001 section 5.1:
-    beyond 50 weeks, older years come through yearly summaries), newest year first within
+    """Yearly summaries for the periods older than the loaded weeks, newest year first within
     ``max_tokens``; returned oldest first. A year is used when it is older than the oldest
     loaded week's ISO year, or is that year but the loaded weeks do not start at its W01."""
     if not yearly:
@@ -216,7 +215,7 @@ def render_session_block(session: SessionState, intents: Sequence[Intent], max_t
             rendered.append(f"- {s.get('name')}: {status}" + (f" ({', '.join(extra)})" if extra else ""))
         parts.append("Symptoms so far:\n" + "\n".join(rendered))
     diagnoses = session.facts.get("diagnoses") if session.facts else None
-    if diagnoses:  # ids and times only; the full reports load on demand (seed 002 section 5.3)
+    if diagnoses:  # ids and times only; the full reports load on demand
         rendered = []
         for d in diagnoses:
             key = f": {', '.join(str(x) for x in d.get('symptoms') or [])}" if d.get("symptoms") else ""
@@ -236,7 +235,7 @@ def render_session_block(session: SessionState, intents: Sequence[Intent], max_t
 
 # --------------------------------------------------------------- recent turns
 def select_recent_turns(window: Sequence[MessageRecord], max_turns: int) -> list[list[MessageRecord]]:
-    """Group the window into turns and keep the last ``max_turns`` (case B13).
+    """Group the window into turns and keep the last ``max_turns``.
 
     A turn starts at a user message and holds the assistant messages that answer it.
     Failed user messages (no reply) and leading assistant messages are dropped, so the

@@ -1,6 +1,6 @@
-"""The chat turn: read memory, route by intent, call the LLM, record the turn (seed 001).
+"""The chat turn: read memory, route by intent, call the LLM, record the turn.
 
-One turn, in round trips (DESIGN.md "DynamoDB access patterns"):
+One turn, in round trips (docs/architecture.md, "DynamoDB access patterns"):
 1. ONE BatchGetItem: project + hot memory + session item (window, facts, summary);
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
@@ -68,7 +68,7 @@ class ChatDeps:
     config: ChatConfig = field(default_factory=ChatConfig)
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     monotonic: Callable[[], float] = time.monotonic
-    #: Session memory (issue 3): symptom facts, earlier diagnoses, rolling summary. None = off.
+    #: Session memory : symptom facts, earlier diagnoses, rolling summary. None = off.
     memory: SessionMemory | None = None
 
 
@@ -106,7 +106,7 @@ def validate_message(content: str, max_bytes: int) -> None:
 
     Raises:
         InvalidInput: empty / whitespace-only content (422).
-        PayloadTooLarge: more than ``max_bytes`` UTF-8 bytes (413; case B14c).
+        PayloadTooLarge: more than ``max_bytes`` UTF-8 bytes (413).
     """
     if not content.strip():
         raise InvalidInput("content must not be empty")
@@ -161,7 +161,7 @@ def handle_message(
         idempotency_hash=idempotency_hash,
     )
 
-    # Session memory (issue 3): this message's facts BEFORE any LLM call, so the prompt's
+    # Session memory : this message's facts BEFORE any LLM call, so the prompt's
     # session block already holds them; re-applied at write time to the session as re-read.
     turn_memory: TurnMemory | None = None
     memory_session = session
@@ -178,7 +178,7 @@ def handle_message(
         reports = deps.store.load_history(project_id, limit_weeks=cfg.budget.history_weeks)
         if len(reports) >= cfg.budget.history_weeks:
             # More history than the week cap may exist: older periods come through the
-            # yearly summaries (seed 001 section 5.1). One more Query, only then.
+            # yearly summaries. One more Query, only then.
             yearly = deps.store.load_yearly_summaries(project_id)
 
     # The prompt sees the window WITHOUT a reused failed message (it is the current message).

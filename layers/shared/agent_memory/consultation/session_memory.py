@@ -1,4 +1,4 @@
-"""Session memory of a turn (issue 3): symptom facts, earlier diagnoses, rolling summary.
+"""Session memory of a turn : symptom facts, earlier diagnoses, rolling summary.
 
 Used by the chat turn and by the transcript import alike, so a turn recorded elsewhere updates
 the session exactly as a chat turn does:
@@ -16,7 +16,7 @@ the session exactly as a chat turn does:
 
 Byte budgets (UTF-8, JSON as stored): facts <= ``FACTS_BUDGET_BYTES``, summary <=
 ``SUMMARY_BUDGET_BYTES``; with the window's budget the session item stays far under
-DynamoDB's 400 KB (case B14(a)).
+DynamoDB's 400 KB.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent_memory.consultation.summary import SUMMARY_BUDGET_BYTES, ExtractiveSummariser, Summariser
-from agent_memory.consultation.symptoms.extract import (
+from agent_memory.consultation.symptoms import (
     LLMSymptomExtractor,
     SymptomExtractor,
     SymptomFact,
@@ -192,7 +192,7 @@ class SessionMemory:
 
         The question a message answers is the latest assistant message before it, in
         ``prior`` (the window as read) followed by ``messages``; ``at_local`` is its time in
-        the project's zone (relative dates resolve against the local day; case B11). The LLM
+        the project's zone (relative dates resolve against the local day). The LLM
         extractor gets the turn's ``deadline`` (it answers with the rules when time is short).
         """
         zone = ZoneInfo(time_zone)

@@ -1,4 +1,4 @@
-"""Session and patient memory routes, as logic (issue 3; seed 002). No AWS, no HTTP here:
+"""Session and patient memory routes, as logic . No AWS, no HTTP here:
 the store (``SessionsRepository``), the session memory and the clock are passed in.
 
 - create / get a session; list a project's or a patient's sessions (always read from
@@ -200,8 +200,7 @@ def list_project_sessions(deps: SessionsDeps, *, project_id: str, limit: int, ne
 def list_patient_sessions(
     deps: SessionsDeps, *, project_id: str, patient_id: str, limit: int, next_token: str | None
 ) -> SessionPage:
-    """A patient's sessions, newest first, from DynamoDB (seed 002 section 4.2: never from a
-    cache, so sessions no container has seen are listed). Raises ProjectNotFound,
+    """A patient's sessions, newest first, from DynamoDB. Raises ProjectNotFound,
     InvalidContinuationToken."""
     deps.store.get_project(project_id)
     return deps.store.list_patient_sessions(project_id, patient_id, limit=limit, next_token=next_token)

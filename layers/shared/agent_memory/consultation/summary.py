@@ -1,4 +1,4 @@
-"""Rolling summary of the turns that left the prompt's recent-turns window (issue 3 item 5).
+"""Rolling summary of the turns that left the prompt's recent-turns window.
 
 Two summarisers behind one port:
 - :class:`ExtractiveSummariser` (offline, deterministic): one line per dropped turn with the

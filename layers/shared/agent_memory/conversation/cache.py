@@ -1,4 +1,4 @@
-"""Per-container cache of active sessions (seed 002 section 2.3; DESIGN.md session layer).
+"""Per-container cache of active sessions.
 
 Holds at most ``max_messages`` (50) recent messages per session, at most ``max_sessions``
 sessions (least recently used evicted) and drops sessions idle for ``idle_seconds``.

@@ -70,7 +70,7 @@ class PreconditionRequired(DomainError):
 
 class OverTokenCap(DomainError):
     """A hot-memory write would exceed the token cap; nothing is stored, nothing clipped
-    (HTTP 422 ``over_token_cap`` with ``tokens`` and ``cap``; case B07)."""
+    (HTTP 422 ``over_token_cap`` with ``tokens`` and ``cap``)."""
 
     def __init__(self, reason: str, tokens: int, cap: int) -> None:
         super().__init__(reason)
@@ -117,18 +117,18 @@ class LLMUnavailable(LLMError):
 
 class LLMDeadlineExceeded(LLMError):
     """No reply before our own deadline, which is kept under API Gateway's 30 s
-    integration timeout (HTTP 504, retryable; case B16)."""
+    integration timeout (HTTP 504, retryable)."""
 
     retryable = True
 
 
 class LLMBadRequest(LLMError):
     """The provider rejected our request (4xx other than 429): a bug on our side, not
-    retryable (HTTP 502; case B21(5))."""
+    retryable (HTTP 502)."""
 
 
 class LLMTruncated(LLMError):
-    """A structured (tool) output was cut by max_tokens; nothing may be applied (case B22)."""
+    """A structured (tool) output was cut by max_tokens; nothing may be applied."""
 
 
 class AlreadyExists(DomainError):

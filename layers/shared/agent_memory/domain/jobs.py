@@ -1,4 +1,4 @@
-"""Domain models of the background jobs (issue 4).
+"""Domain models of the background jobs .
 
 Times are timezone-aware UTC ``datetime`` objects. None of these models is ever logged whole:
 ``FlowLogEntry.content`` and ``ReviewItem.text`` hold what users wrote.
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_memory.domain.models import YearlySummary
 
-#: Sections the AI may write (``System Rules`` is admin-only; seed 000 section 2.1, seed 001 5.3).
+#: Sections the AI may write (``System Rules`` is admin-only).
 AI_SECTIONS: tuple[str, ...] = ("User Preferences", "Active Context", "Lessons Learned")
 SYSTEM_RULES = "System Rules"
 
@@ -27,7 +27,7 @@ ReviewReason = Literal[
 
 
 class FlowLogEntry(BaseModel):
-    """One message of the flow log as the jobs read it (the raw stream; seed 001 section 1)."""
+    """One message of the flow log as the jobs read it (the raw stream)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -43,8 +43,8 @@ class FlowLogEntry(BaseModel):
 class Candidate(BaseModel):
     """A proposed hot-memory line, from the rule extractor or the LLM extractor.
 
-    ``evidence`` are the ids of the USER messages of the processed day it came from (case
-    B04). ``replaces`` is the ``line_id`` an LLM ``replace`` operation names. ``order`` is
+    ``evidence`` are the ids of the USER messages of the processed day it came from
+    (a candidate without evidence is never promoted). ``replaces`` is the ``line_id`` an LLM ``replace`` operation names. ``order`` is
     the position of the statement in the day (time of its first evidence message, then its
     position inside that message), so merges apply statements oldest first.
     """
@@ -59,7 +59,7 @@ class Candidate(BaseModel):
 
 
 class ReviewItem(BaseModel):
-    """A candidate held for an admin instead of being promoted (case B09).
+    """A candidate held for an admin instead of being promoted.
 
     Stored as ``REVIEW#{local day}#{review_id}`` in the project's MemoryTable partition;
     ``status`` starts ``pending`` (the admin API decides it).

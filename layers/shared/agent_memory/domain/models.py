@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Intent(StrEnum):
-    """What a message asks for; drives retrieval (seed 001, section 2)."""
+    """What a message asks for; drives retrieval."""
 
     QUERY_DATA = "QUERY_DATA"
     QUERY_HISTORY = "QUERY_HISTORY"
@@ -26,7 +26,7 @@ class Intent(StrEnum):
     GENERAL = "GENERAL"
 
 
-#: Intents that load the history book (seed 001: "问历史/趋势/回顾").
+#: Intents that load the history book ("问历史/趋势/回顾").
 HISTORY_INTENTS: frozenset[Intent] = frozenset({Intent.QUERY_HISTORY, Intent.ANALYZE_TREND})
 
 
@@ -100,7 +100,7 @@ class HotMemoryLine(BaseModel):
     evidence: list[str] = Field(default_factory=list)
 
 
-#: Section order of the hot-memory document (seed 000, section 2.1 and section 3).
+#: Section order of the hot-memory document.
 HOT_MEMORY_SECTIONS: tuple[str, ...] = (
     "System Rules",
     "User Preferences",
@@ -150,7 +150,7 @@ class WeeklyReport(BaseModel):
 
 
 class YearlySummary(BaseModel):
-    """``YEAR#{yyyy}``: one complete ISO year of the history book condensed (seed 001 5.1).
+    """``YEAR#{yyyy}``: one complete ISO year of the history book condensed.
 
     ``weeks`` are the ISO weeks (``YYYY-Www``) whose reports it was built from.
     """

@@ -1,8 +1,8 @@
-"""Domain models of the session layer beyond the session item itself (issue 3):
+"""Domain models of the session layer beyond the session item itself :
 diagnosis records, session listings, transcript turns and visit comparisons.
 
 The session item's ``facts`` dict (``SessionState.facts``) holds, all bounded in bytes:
-- ``symptoms``: the extracted symptom facts (``agent_memory.consultation.symptoms.extract.SymptomFact`` as JSON);
+- ``symptoms``: the extracted symptom facts (``agent_memory.consultation.symptoms.SymptomFact`` as JSON);
 - ``diagnoses``: references to diagnosis records of this session and of the patient's earlier
   sessions (:class:`DiagnosisRef` as JSON; ids, times and key symptoms only, never reports);
 - ``summary_through``: id of the last message the rolling summary covers.

@@ -1,7 +1,7 @@
 """Text measures shared by every budget: UTF-8 byte caps and the token estimate.
 
 Every byte-capped field (log previews, size guards, alert excerpts) goes through
-:func:`truncate_utf8` (case B23), so no cap ever splits a character.
+:func:`truncate_utf8`, so no cap ever splits a character.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def truncate_utf8(text: str, max_bytes: int) -> str:
     """Longest prefix of ``text`` whose UTF-8 encoding fits in ``max_bytes`` bytes.
 
     Never splits a code point, so the result is valid UTF-8 without U+FFFD and is a
-    prefix of the input (case B23). ``max_bytes`` <= 0 gives ``""``.
+    prefix of the input. ``max_bytes`` <= 0 gives ``""``.
     """
     if max_bytes <= 0:
         return ""

@@ -1,4 +1,4 @@
-"""Background memory jobs (seed 000 section 2, seed 001 section 5): daily distillation,
+"""Background memory jobs: daily distillation,
 weekly archiving, pruning. Fanned out per project through SQS; every job is idempotent.
 
 Contract between the fan-out (functions/jobs/*) and the job logic:

@@ -1,4 +1,4 @@
-"""The project's calendar: local days and ISO weeks as UTC windows (cases B17, week 53).
+"""The project's calendar: local days and ISO weeks as UTC windows (week 53 and DST included).
 
 A run date is the LOCAL date in the project's zone on which a job runs (what EventBridge
 Scheduler's schedule in that zone fires on, see ``ScheduleInput``):
@@ -40,7 +40,7 @@ def local_midnight_utc(day: date, tz: str) -> datetime:
 
 
 def local_day_window(day: date, tz: str) -> tuple[datetime, datetime]:
-    """``[local midnight of day, local midnight of the next day)`` in UTC (case B17).
+    """``[local midnight of day, local midnight of the next day)`` in UTC.
 
     Asia/Shanghai 2026-03-10 -> ``[2026-03-09T16:00Z, 2026-03-10T16:00Z)``;
     Europe/Berlin 2026-03-29 (spring forward) -> 23 hours ``[03-28T23:00Z, 03-29T22:00Z)``.
@@ -78,12 +78,6 @@ def archive_week(run_date: date) -> tuple[str, date]:
     return iso_week_label(monday), monday
 
 
-def iso_week_monday_of(label: str) -> date:
-    """The Monday of ISO week ``YYYY-Www``."""
-    year, week = label.split("-W")
-    return date.fromisocalendar(int(year), int(week), 1)
-
-
 def run_date_for(job: Literal["distill", "archive", "prune"], target: date) -> date:
     """The run date that makes ``job`` process ``target`` (for backfills).
 
@@ -101,7 +95,6 @@ __all__ = [
     "archive_week",
     "distill_day",
     "iso_week_monday",
-    "iso_week_monday_of",
     "iso_week_window",
     "local_day_window",
     "local_midnight_utc",

@@ -24,7 +24,7 @@ class JobCaps:
     """Caps and model settings of the jobs.
 
     Units: tokens as estimated by ``agent_memory.domain.text.estimate_tokens``; bytes are UTF-8 bytes;
-    seconds. ``hot_memory_token_cap`` is seed 001 section 5.1's 2,000 tokens;
+    seconds. ``hot_memory_token_cap`` is the document cap (2,000 tokens);
     ``yearly_after_weeks`` its 50 weeks.
     """
 

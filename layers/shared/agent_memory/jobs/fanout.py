@@ -1,5 +1,5 @@
 """Fan-out of the scheduled jobs: for a scheduled (or backfill) run, which projects get one
-:class:`~agent_memory.jobs.JobRequest` each, and for which run date (issue 4 items 1, 2, 6).
+:class:`~agent_memory.jobs.JobRequest` each, and for which run date.
 
 Knows nothing of events, boto3 or SQS: the dispatcher handler parses EventBridge Scheduler's
 ``Input`` into :class:`~agent_memory.jobs.ScheduleInput` and passes the collaborators (the
@@ -10,7 +10,7 @@ Periods are LOCAL dates in the schedule's time zone. ``D`` is the run's local da
 enqueued are those with an activity marker (``ACTIVE#{local date}``, written by every chat turn)
 on one of these dates:
 
-- distill: ``D - 1``, the local day it distils (case B17);
+- distill: ``D - 1``, the local day it distils;
 - archive: the 7 days (Monday..Sunday) of the ISO week before ``D``'s week, the week it
   archives (correct across year boundaries and in week 53: run 2027-01-04 -> 2026-W53 =
   2026-12-28..2027-01-03);
@@ -22,7 +22,7 @@ on one of these dates:
 Daylight saving time: EventBridge Scheduler SKIPS a cron time that does not exist locally (the
 spring-forward hour: 02:00 on the last Sunday of March in Europe/Berlin). So when the previous
 scheduled run date (``D - 1``; ``D - 7`` for the weekly archive) was a short local day, this run
-also does that run's work: its projects are enqueued with that run date too (case B17's Berlin
+also does that run's work: its projects are enqueued with that run date too (a DST change such as Berlin's
 variant: no day is missed). Where the skipped hour did not hold the schedule, those requests find
 the job already done (``JOBRUN#`` markers) and change nothing.
 

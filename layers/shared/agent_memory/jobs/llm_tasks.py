@@ -8,8 +8,7 @@ Three tasks, each with a tool whose input is the structured output:
 
 :func:`call_tool` is the one place that reads a structured reply. A reply cut by
 ``max_tokens`` raises :class:`~agent_memory.domain.errors.LLMTruncated` whatever its tool input looks
-like (a cut tool_use arrives as ``{}`` or a partial object): nothing from it is ever applied
-(case B22). A reply without the tool or with an input failing validation raises
+like (a cut tool_use arrives as ``{}`` or a partial object): nothing from it is ever applied. A reply without the tool or with an input failing validation raises
 :class:`StructuredOutputInvalid`; callers then use their offline implementation.
 """
 
@@ -37,7 +36,7 @@ def call_tool[T: BaseModel](llm: LLMClient, request: LLMRequest, model: type[T])
     """Run a forced-tool request and validate the tool input with ``model``.
 
     Raises:
-        LLMTruncated: ``stop_reason == "max_tokens"`` (case B22; nothing may be applied).
+        LLMTruncated: ``stop_reason == "max_tokens"`` (nothing may be applied).
         StructuredOutputInvalid: no tool_use of the forced tool, or its input is invalid.
         LLMError subclasses: from the client (unavailable, deadline, bad request).
     """
@@ -149,7 +148,7 @@ def extract_request(
     timeout_s: float,
 ) -> LLMRequest:
     """The distillation request: instructions, the numbered hot memory and the day's USER
-    messages (assistant messages are never sent; seed 000 section 2.1)."""
+    messages (assistant messages are never sent)."""
     users = [m for m in messages if m.role == "user"]
     content = (
         f"<hot_memory>\n{render_numbered_hot_memory(hot)}\n</hot_memory>\n"

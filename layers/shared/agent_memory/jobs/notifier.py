@@ -1,8 +1,9 @@
-"""The notifier port: alerts to a project's admins (STYLE.md: every outside dependency has a
-port and an in-memory fake beside it). The SNS adapter is :mod:`agent_memory.adapters.sns`.
+"""Alerts to a project's admins: capping an alert to the notifier's limits, and a notifier that
+only logs (local runs). The port is ``agent_memory.ports.Notifier``; the SNS adapter is
+:mod:`agent_memory.adapters.sns`.
 
 Alert text holds counts, token numbers and line ids, never message text; the subject is
-ASCII (SNS requires it) and both are byte-capped with ``truncate_utf8`` (case B23).
+ASCII (SNS requires it) and both are byte-capped with ``truncate_utf8``.
 """
 
 from __future__ import annotations

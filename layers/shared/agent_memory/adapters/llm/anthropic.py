@@ -2,7 +2,7 @@
 
 Retries are the SDK's own (429, 529, other 5xx, 408/409, connection errors; ``max_retries``
 times, honouring ``retry-after`` / ``retry-after-ms``, else exponential backoff of at most
-8 s). The request's deadline (case B16) is enforced by :class:`DeadlineMiddleware`, which the
+8 s). The request's deadline is enforced by :class:`DeadlineMiddleware`, which the
 SDK runs inside its retry loop once per HTTP attempt:
 
 * before an attempt, less than :data:`MIN_ATTEMPT_S` left -> ``LLMDeadlineExceeded``;

@@ -1,4 +1,4 @@
-"""The time budget of one API request, as a ``time.monotonic()`` instant (case B16).
+"""The time budget of one API request, as a ``time.monotonic()`` instant.
 
 Two clocks bound a chat turn:
 

@@ -1,4 +1,4 @@
-"""Relative and absolute onset dates in symptom reports, resolved in code (case B11).
+"""Relative and absolute onset dates in symptom reports, resolved in code.
 
 Every date is computed against the LOCAL calendar date of the message (``at_local`` is an aware
 datetime in the project's time zone; only its ``.date()`` is used), never against the run date and

@@ -1,4 +1,4 @@
-"""The rule engine behind :class:`agent_memory.consultation.symptoms.extract.RuleSymptomExtractor`.
+"""The rule engine behind :class:`agent_memory.consultation.symptoms.RuleSymptomExtractor`.
 
 Offline and deterministic; Chinese and English. Built from kinds of wording, never from sample
 sentences or ids:
