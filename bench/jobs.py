@@ -145,7 +145,7 @@ def _env() -> None:
 
 def _seed(n_projects: int) -> list[str]:
     """Projects, activity markers and flow logs (see the module docstring); returns the active ids."""
-    from agent_memory.adapters.dynamo.repository import flow_log_keys
+    from agent_memory.adapters.dynamo.keys import flow_log_keys
     from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, ProjectItem
 
     created = datetime(2025, 1, 1, tzinfo=UTC)
@@ -187,11 +187,11 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
     from agent_memory.config import Settings
     from agent_memory.domain.jobs import JobRequest, ScheduleInput
     from agent_memory.jobs.fanout import dispatch
-    from agent_memory.jobs.notifier import InMemoryNotifier
     from agent_memory.jobs.runner import run_job
     from agent_memory.observability import metrics
     from agent_memory.wiring import build_job_deps
     from infra.template_model import create_queues, create_tables, load_template
+    from tests.fakes import InMemoryNotifier
 
     out: dict[str, dict[str, float]] = {}
     with mock_aws(), _moto_with_per_partition_costs() as failed_transactions:

@@ -71,7 +71,7 @@ def load(path: Path = DATA) -> list[dict[str, Any]]:
 
 def import_consultation(row: dict[str, Any], extractor: Any) -> list[Any]:
     """The session facts after importing ``row`` as a transcript."""
-    from agent_memory.consultation.symptoms.extract import merge_facts
+    from agent_memory.consultation.symptoms import merge_facts
 
     facts: list[Any] = []
     turns = row["turns"]
@@ -119,7 +119,7 @@ def run(verbose: bool = True) -> dict[str, float]:
     if not DATA.is_file():
         print(f"symptom bench skipped: {DATA} not found")
         return {}
-    from agent_memory.consultation.symptoms.extract import RuleSymptomExtractor
+    from agent_memory.consultation.symptoms import RuleSymptomExtractor
 
     rows = load()
     extractor = RuleSymptomExtractor()

@@ -83,7 +83,7 @@ def aws() -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 def repo(aws: dict[str, str]) -> Any:
-    from agent_memory.adapters.dynamo.repository import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
 
     return DynamoRepository()
 

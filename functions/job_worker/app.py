@@ -1,5 +1,4 @@
-"""Job worker: SQS batch of :class:`~agent_memory.jobs.JobRequest` -> ``run_job`` per record
-(issue 4 items 2, 3-6).
+"""Job worker: SQS batch of :class:`~agent_memory.domain.jobs.JobRequest` -> ``run_job`` per record.
 
 Powertools batch processing with partial batch responses (the event source mapping has
 ``ReportBatchItemFailures``): each record is parsed as a ``JobRequest`` (a malformed record

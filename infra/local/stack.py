@@ -380,7 +380,7 @@ class LocalStack:
             get_settings.cache_clear()  # do not leave our settings cached for others in this process
             self._bind_models()
             if self._seed:
-                from agent_memory.adapters.dynamo.repository import DynamoRepository
+                from agent_memory.adapters.dynamo.chat import DynamoRepository
                 from infra.local.demo.seed import seed_demo
 
                 seed_demo(DynamoRepository(), now=self._now or datetime.now(UTC))
@@ -459,7 +459,7 @@ class LocalStack:
     @property
     def repo(self) -> Any:
         """A ``DynamoRepository`` on this stack's tables (models re-bound if someone re-bound them)."""
-        from agent_memory.adapters.dynamo.repository import DynamoRepository
+        from agent_memory.adapters.dynamo.chat import DynamoRepository
 
         with self._env_scope():
             self._ensure_bound()
@@ -615,23 +615,21 @@ class LocalStack:
         """
         from agent_memory.adapters.dynamo import tables
 
-        tables.bind_tables(
+        binding = tables.bind_tables(
             memory_table=self.table_names["MemoryTable"],
             sessions_table=self.table_names["SessionsTable"],
             flow_log_table=self.table_names["FlowLogTable"],
         )
         if self._isolated:
-            for model in (*tables.MEMORY_MODELS, *tables.SESSION_MODELS, *tables.FLOW_LOG_MODELS):
+            for model, _table in binding.models():
                 model._get_connection().connection.client  # noqa: B018 - creates the botocore client
-        self._bound_marker = tables.ProjectItem._get_connection()
+        self._bound_marker = binding
 
     def _ensure_bound(self) -> None:
+        """Bind again when someone else bound the models since (``bind_tables`` in a test)."""
         from agent_memory.adapters.dynamo import tables
 
-        if (
-            tables.ProjectItem._connection is not self._bound_marker
-            or tables.ProjectItem.Meta.table_name != self.table_names["MemoryTable"]
-        ):
+        if tables.current_binding() is not self._bound_marker:
             self._bind_models()
 
 

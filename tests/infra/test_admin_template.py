@@ -1,4 +1,4 @@
-"""The admin function's place in template.yaml (issue 5): least privilege, routes, public pages.
+"""The admin function's place in template.yaml: least privilege, routes, public pages.
 
 Linting (cfn-lint, ``sam validate --lint``) of the whole template is in ``test_template.py``.
 """

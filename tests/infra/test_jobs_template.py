@@ -1,4 +1,4 @@
-"""The background jobs' infrastructure in template.yaml (issue 4 items 1-2, case B17): schedules in
+"""The background jobs' infrastructure in template.yaml: schedules in
 the project time zone with retry policy, DLQ and a parsed Input; the SQS fan-out with redrive,
 partial batch responses and alarms; least-privilege roles (only the worker reads the flow log).
 

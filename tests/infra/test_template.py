@@ -1,4 +1,4 @@
-"""Infrastructure checks: template.yaml lints clean and has the properties DESIGN.md requires.
+"""Infrastructure checks: template.yaml lints clean and has the properties the service relies on.
 
 Everything reads the template through ``infra.template_model`` (the one reader). Linting runs
 the real tools: cfn-lint from this venv and ``sam validate --lint`` from the SAM CLI venv

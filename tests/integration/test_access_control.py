@@ -1,4 +1,5 @@
-"""Access control of EVERY route of template.yaml, over HTTP through the local stack (case B08).
+"""Access control of EVERY route of template.yaml, over HTTP through the local stack (no project
+reaches another's data).
 
 The routes are enumerated from the template (``infra.template_model.function_specs``), so a route
 someone adds is covered without touching this file, and it must have an entry in the one declared
@@ -33,7 +34,7 @@ ROUTES: list[tuple[str, RouteSpec]] = [(spec.logical_id, route) for spec in _SPE
 PROTECTED = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method, r.path)) != "public"]
 PUBLIC = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method, r.path)) == "public"]
 
-#: Same ids in both projects (B08): only the project in the path differs.
+#: Same ids in both projects: only the project in the path differs.
 PATH_VALUES = {"session_id": "s-001", "patient_id": "pt-1", "version": "1", "iso_week": "2026-W05"}
 
 

@@ -1,9 +1,9 @@
-"""The hot-memory admin API over HTTP through the local stack (issue 5; seed 001 section 5.3).
+"""The hot-memory admin API over HTTP through the local stack.
 
 PUT with If-Match (provenance kept, 409 / 428), the kill switch (delete a line), revisions with
-their diff, restore, the review queue, the audit trail, weekly report corrections; cases B07
-(admin PUT and restore never exceed the cap, nothing clipped, nothing stored) and B19 (an admin
-PUT based on v7 after another save made v8 -> 409 with current_version 8, nothing overwritten).
+their diff, restore, the review queue, the audit trail, weekly report corrections; an admin PUT
+or restore never exceeds the token cap (nothing clipped, nothing stored), and an admin PUT based
+on v7 after another save made v8 answers 409 with current_version 8, overwriting nothing.
 Every test works in a project of its own.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import requests
 
-from agent_memory.adapters.dynamo.job_tables import ReviewQueueItem
+from agent_memory.adapters.dynamo.tables import ReviewQueueItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
 from infra.local.stack import LocalStack

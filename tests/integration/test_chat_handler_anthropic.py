@@ -6,9 +6,10 @@ the API key in moto Secrets Manager) with ``LLM_PROVIDER=anthropic`` and
 with API Gateway HTTP API (payload 2.0) events. The tests assert on what was SENT to the
 Messages API, on the HTTP responses, and on what was stored.
 
-Cases: B13 (messages start with user and alternate), B16 (slow LLM -> our own JSON error
-before the gateway timeout), B21 (overload / rate limits / bad requests), B22 (truncated
-text flagged), B14c (413, nothing written), plus Idempotency-Key and validation.
+Covered: the messages sent start with a user message and alternate; a slow LLM ends in our own
+JSON error before the gateway timeout; overload, rate limits and bad requests; a reply cut by
+max_tokens is flagged truncated; an over-size message is 413 with nothing written; the
+Idempotency-Key and input validation.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def _chat_env(
     from aws_lambda_powertools.utilities.parameters.base import clear_caches
     from moto import mock_aws
 
-    from agent_memory.adapters.dynamo.repository import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
     from agent_memory.config import get_settings
     from infra.local.stack import DEMO_CLINICAL_DATA_FILE
     from infra.template_model import create_tables, load_template
@@ -272,7 +273,7 @@ def _assert_error_body(response: dict[str, Any], status: int, *, secret: str | N
 
 
 def _assert_alternating_from_user(messages: list[dict[str, Any]]) -> None:
-    """Case B13: starts with user, roles alternate, every tool_result follows its tool_use."""
+    """Starts with a user message, roles alternate, every tool_result follows its tool_use."""
     assert messages and messages[0]["role"] == "user"
     for prev, cur in itertools.pairwise(messages):
         assert prev["role"] != cur["role"], [m["role"] for m in messages]
@@ -428,7 +429,7 @@ def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: Cha
     assert tool_use["id"] in assistant["tool_calls"]["S"]
 
 
-# --- failures (B21, B16, B22, B13) --------------------------------------------------------------
+# --- failures: overload, deadline, truncation, message order -----------------------------------
 
 
 def test_b21_overloaded_then_ok(chat: ChatEnv) -> None:

@@ -14,17 +14,16 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from types import ModuleType
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import boto3
 import pytest
 
-from agent_memory.adapters.dynamo.repository import flow_log_keys
-from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, HotMemoryItem
+from agent_memory.adapters.dynamo.tables import HotMemoryItem
 from agent_memory.domain.jobs import JobReport, JobRequest
 from agent_memory.domain.models import Project
 from infra.local.sqs_events import deliver, sqs_event, sqs_record
 from infra.template_model import REPO_ROOT, create_queues, create_topics, load_template
+from tests.integration.dynamo_support import mark_active, say
 
 
 # ------------------------------------------------------------------------------------ fixtures
@@ -100,24 +99,11 @@ def worker(resources: dict[str, Any]) -> Iterator[ModuleType]:
 
 # ------------------------------------------------------------------------------------- helpers
 def add_project(project_id: str, tz: str = "Asia/Shanghai") -> None:
-    from agent_memory.adapters.dynamo.repository import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
 
     DynamoRepository().put_project(
         Project(project_id=project_id, name=project_id, time_zone=tz, created_at=datetime(2026, 1, 1, tzinfo=UTC))
     )
-
-
-def mark_active(project_id: str, local_day: str) -> None:
-    ActivityItem(project_id, f"ACTIVE#{local_day}", activity_pk=f"ACTIVE#{local_day}", activity_sk=project_id,
-                 last_at=datetime(2026, 3, 10, tzinfo=UTC)).save()
-
-
-def say(project_id: str, message_id: str, content: str, at: datetime, role: str = "user") -> None:
-    """A flow-log message and its activity marker, keyed as the chat turn writes them."""
-    pk, sk = flow_log_keys(project_id, at, message_id)
-    FlowLogItem(pk, sk, project_id=project_id, session_id="s1", message_id=message_id, role=role,
-                content=content, user_id="u-pi" if role == "user" else None, at=at).save()
-    mark_active(project_id, at.astimezone(ZoneInfo("Asia/Shanghai")).date().isoformat())
 
 
 def queued(sqs_url: str) -> list[dict[str, Any]]:
@@ -314,7 +300,7 @@ def test_scheduled_distillation_end_to_end_then_a_rerun_changes_nothing(
     first = scheduled_run()
     hot = HotMemoryItem.get("p1", "HOT", consistent_read=True)
     texts = [line["text"] for line in hot.lines]
-    # Then yesterday's (local) statement is in hot memory and today's is not (B17),
+    # Then yesterday's (local) statement is in hot memory and today's is not,
     assert first.records == 1 and first.failed == 0
     assert any("英文摘要" in t for t in texts)
     assert not any("CRF" in t for t in texts)

@@ -354,7 +354,7 @@ def test_a_malformed_bearer_token_is_401_before_the_function(local_stack: LocalS
 
 
 def test_chat_answers_a_data_question_over_http(local_stack: LocalStack) -> None:
-    # When the dev user asks about P001 (the seed's QUERY_DATA example)
+    # When the dev user asks about P001 (a question about current data)
     response = _post_message(local_stack, "P001 入组了吗？")
 
     # Then the real chat handler answers from the demo clinical data, labelled offline
@@ -365,7 +365,7 @@ def test_chat_answers_a_data_question_over_http(local_stack: LocalStack) -> None
 
 
 def test_chat_answers_a_history_question_from_the_weekly_reports(local_stack: LocalStack) -> None:
-    # When the dev user asks how slow enrolment was addressed before (the seed's QUERY_HISTORY example)
+    # When the dev user asks how slow enrolment was addressed before (a question about the project's history)
     response = _post_message(local_stack, "最近入组太慢了，我们之前有没有讨论过怎么解决？")
 
     # Then the answer draws on the history book (week 12's transport subsidy)

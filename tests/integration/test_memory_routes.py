@@ -1,4 +1,4 @@
-"""What the jobs did, over HTTP through the local stack (issue 4 "Acceptance"):
+"""What the jobs did, over HTTP through the local stack:
 ``GET /v1/projects/{id}/memory`` (hot memory with provenance, ETag = version) and
 ``GET /v1/projects/{id}/reports?from=&to=`` (newest first), their errors (422, 401, 403, 404),
 and the jobs run against the local stack the way ``make job`` / ``make run`` run them.

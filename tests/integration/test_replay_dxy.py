@@ -1,5 +1,5 @@
 """Real input: replay real paediatric consultations (../shared/data/dxy_train.jsonl) through
-HTTP against the local endpoint (issue 2 acceptance).
+HTTP against the local endpoint.
 
 Each consultation is its own session; each patient turn is one message. Every turn must
 answer 200, the flow log must hold every message exactly once, and the prompt must carry

@@ -1,7 +1,8 @@
-"""Session and patient memory over HTTP through the local stack (issue 3 "Contract" and
-"Acceptance"): the whole stack, the real handlers (SessionsFunction and ChatFunction), moto.
-Seed 002's scenario, B11 through the transcript import, B15(b) over the API, sessions written
-straight to DynamoDB, diagnoses, comparison, the demo clinic, and auth on every route."""
+"""Session and patient memory over HTTP through the local stack: the whole stack, the real
+handlers (SessionsFunction and ChatFunction), moto. A consultation over several turns, relative
+dates of a transcript in the project's local day, a patient's 80 sessions listed page by page,
+sessions written straight to DynamoDB, diagnoses, comparison, the demo clinic, and auth on every
+route."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def _sid() -> str:
     return f"s-{uuid.uuid4().hex[:10]}"
 
 
-# --------------------------------------------------------------------- seed 002
+# ------------------------------------------------- a consultation over several turns
 def test_seed_002_scenario_over_http(local_stack: LocalStack, clinic: str) -> None:
     api = Api(local_stack, clinic)
     sid, patient = _sid(), f"pt-{uuid.uuid4().hex[:6]}"
@@ -98,7 +99,7 @@ def test_seed_002_scenario_over_http(local_stack: LocalStack, clinic: str) -> No
     assert body["new"] == [] and body["resolved"] == []
 
 
-# ------------------------------------------------------------------------ B15(b)
+# ---------------------------------------------------- a patient's sessions, all listed
 def test_b15b_patient_listing_returns_all_80_sessions_over_http(local_stack: LocalStack, clinic: str) -> None:
     # Given 80 sessions of pt-1 written straight to DynamoDB (no container ever saw them)
     api = Api(local_stack, clinic)
@@ -146,7 +147,7 @@ def test_b15b_patient_listing_returns_all_80_sessions_over_http(local_stack: Loc
     assert api.get(f"/patients/{patient}/sessions", limit=0).status_code == 422
 
 
-# --------------------------------------------------------------------------- B11
+# ------------------------------------------- relative dates in the project's local day
 def test_b11_transcript_import_dates_onsets_in_the_projects_local_day(local_stack: LocalStack, clinic: str) -> None:
     api = Api(local_stack, clinic)
     sid = _sid()

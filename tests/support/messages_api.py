@@ -127,7 +127,7 @@ def tool_use_reply(
 
 
 def truncated_tool_use_reply(name: str, *, model: str = DEFAULT_MODEL) -> Step:
-    """200 with ``stop_reason="max_tokens"`` and a tool_use cut mid-JSON (case B22): the API
+    """200 with ``stop_reason="max_tokens"`` and a tool_use cut mid-JSON: the API
     hands back ``input: {}`` when the partial JSON could not be parsed."""
     content = [{"type": "tool_use", "id": f"toolu_test_{next(_ids):04d}", "name": name, "input": {}}]
     return step(200, message_body(content, stop_reason="max_tokens", model=model, usage=_usage(10, 64)))

@@ -1,70 +1,41 @@
-"""Builders for chat-turn tests: a seeded project in moto and ChatDeps with fakes."""
+"""Builders for chat-turn tests: a seeded project and ChatDeps with the in-memory fakes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent_memory.adapters.clinical.demo import DemoClinicalData
 from agent_memory.adapters.llm.offline import OfflineLLM
 from agent_memory.chat.intents import RuleIntentClassifier
-from agent_memory.chat.turn import ChatConfig, ChatDeps
+from agent_memory.chat.turn import ChatConfig, ChatDeps, ChatResult, handle_message
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import LLMUnavailable
-from agent_memory.domain.llm import LLMRequest, LLMResponse
+from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
+from tests.fakes import FakeClock, InMemoryClinicalData, Reply, ScriptedLLM
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+#: Clinical data of p1: P001 enrolled on 2026-02-05; P005 with open queries and missing V2 fields.
+CLINICAL = {"p1": {"target_enrolment": 60, "subjects": {
+    "P001": {"status": "enrolled", "enrolment_date": "2026-02-05", "visits": []},
+    "P005": {"status": "enrolled", "enrolment_date": "2026-03-05", "open_queries": 2,
+             "visits": [{"visit": "V2", "missing_fields": ["服药日记卡", "ECOG"]}]},
+}}}
 
 
-class Clock:
-    """A settable UTC clock that advances one second per reading."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self.at = start
-
-    def __call__(self) -> datetime:
-        self.at += timedelta(seconds=1)
-        return self.at
+def ticking_clock(start: datetime = T0) -> FakeClock:
+    """A clock that moves one second forward at every reading."""
+    return FakeClock(start, tick=timedelta(seconds=1))
 
 
-@dataclass
-class RecordingLLM:
-    """Wraps a provider and records every request (for assertions on what was sent)."""
-
-    inner: Any = field(default_factory=OfflineLLM)
-    requests: list[LLMRequest] = field(default_factory=list)
-
-    @property
-    def provider(self) -> str:
-        return str(self.inner.provider)
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        return self.inner.complete(request)
+def chat_llm(*replies: Reply) -> ScriptedLLM:
+    """The offline provider behind a recorder: ``replies`` (e.g. an error) answer first."""
+    return ScriptedLLM(*replies, then=OfflineLLM())
 
 
-@dataclass
-class FailingLLM:
-    """Raises ``LLMUnavailable`` for the next ``failures`` calls, then delegates to ``inner``.
-
-    Set ``failures`` between turns to make exactly one later turn fail."""
-
-    inner: Any = field(default_factory=OfflineLLM)
-    failures: int = 0
-    raised: int = 0
-
-    @property
-    def provider(self) -> str:
-        return str(self.inner.provider)
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        if self.failures > 0:
-            self.failures -= 1
-            self.raised += 1
-            raise LLMUnavailable("overloaded (test)", retry_after_s=2.0)
-        return self.inner.complete(request)
+def overloaded() -> LLMUnavailable:
+    """What an overloaded provider raises."""
+    return LLMUnavailable("overloaded (test)", retry_after_s=2.0)
 
 
 def hot_line(line_id: str, section: str, text: str, source: str = "admin", tag: str | None = None) -> HotMemoryLine:
@@ -76,7 +47,8 @@ def hot_line(line_id: str, section: str, text: str, source: str = "admin", tag: 
 
 def seed_project(repo: Any, project_id: str = "p1", *, weeks: int = 3, hot_lines: list[HotMemoryLine] | None = None,
                  report_text: str | None = None) -> None:
-    """A project with a hot memory and ``weeks`` weekly reports (2026-W01 ...)."""
+    """A project with a hot memory and ``weeks`` weekly reports (2026-W01 ...), through the seeding
+    writes the in-memory store and the DynamoDB repository both have."""
     repo.put_project(Project(project_id=project_id, name=project_id, created_at=T0 - timedelta(days=100)))
     lines = hot_lines if hot_lines is not None else [
         hot_line("l1", "System Rules", "严禁在未授权情况下删除数据"),
@@ -95,11 +67,50 @@ def seed_project(repo: Any, project_id: str = "p1", *, weeks: int = 3, hot_lines
 def make_deps(repo: Any, llm: Any = None, **config: Any) -> ChatDeps:
     return ChatDeps(
         store=repo,
-        llm=llm or RecordingLLM(),
+        llm=llm or chat_llm(),
         classifier=RuleIntentClassifier(),
-        clinical=DemoClinicalData({"p1": {"target_enrolment": 10, "subjects": {
+        clinical=InMemoryClinicalData({"p1": {"target_enrolment": 10, "subjects": {
             "P001": {"status": "enrolled", "enrolment_date": "2026-02-05", "visits": []}}}}),
         cache=SessionCache(max_messages=50),
         config=ChatConfig(**config),
-        now=Clock(),
+        now=ticking_clock(),
     )
+
+
+def deps_with(repo: Any, llm: Any = None, **config: Any) -> ChatDeps:
+    """:func:`make_deps` reading the clinical data of :data:`CLINICAL`."""
+    deps = make_deps(repo, llm or chat_llm(), **config)
+    deps.clinical = InMemoryClinicalData(CLINICAL)
+    return deps
+
+
+def send(deps: ChatDeps, content: str, *, project_id: str = "p1", session_id: str = "s1",
+         patient_id: str | None = None, idempotency_hash: str | None = None) -> ChatResult:
+    """One chat turn of user ``u1``."""
+    return handle_message(deps, project_id=project_id, session_id=session_id, user_id="u1", content=content,
+                          patient_id=patient_id, deadline=None, idempotency_hash=idempotency_hash)
+
+
+def system_blocks(request: LLMRequest) -> dict[str, str]:
+    return {b.name: b.text for b in request.system}
+
+
+def seed_60_weeks_of_30kb(repo: Any) -> list[str]:
+    """60 reports of ~30 KB (2025-W01 .. 2026-W08); returns the ISO weeks newest first."""
+    seed_project(repo, "p1", weeks=0)
+    weeks = [f"2025-W{w:02d}" for w in range(1, 53)] + [f"2026-W{w:02d}" for w in range(1, 9)]
+    for n, week in enumerate(weeks):
+        lines = [f"[进度] {week} 第{k}项：本周入组 {n % 4} 例，随访按计划进行，数据核查完成。" + "记录" * 100
+                 for k in range(50)]
+        summary = "\n".join(lines)[:10_000]
+        repo.put_weekly_report(WeeklyReport(project_id="p1", iso_week=week, summary=summary,
+                                            created_at=T0 - timedelta(days=7 * (60 - n))))
+    return list(reversed(weeks))
+
+
+def seed_two_projects(repo: Any) -> None:
+    """P1 (a dose rule, a chest-pain report) and P2 (a reporting preference), both seeded."""
+    seed_project(repo, "P1", hot_lines=[hot_line("h1", "System Rules", "以后别提供剂量建议")],
+                 report_text="[进度] P1专属周报：胸痛门诊入组 3 例。")
+    seed_project(repo, "P2", hot_lines=[hot_line("h2", "User Preferences", "汇报时只看数据", tag="PI")],
+                 report_text="[进度] P2 周报：本周入组 1 例。")

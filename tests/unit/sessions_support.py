@@ -1,5 +1,6 @@
-"""Builders for session-memory tests: a clinic project in moto, ChatDeps and SessionsDeps with
-session memory on, and small fakes (a scripted extractor, a counting store)."""
+"""Builders for session-memory tests: a clinic project, ChatDeps and SessionsDeps with session
+memory on (over the in-memory store, or the DynamoDB repository in integration tests), and a
+scripted symptom extractor."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatDeps, ChatResult, handle_message
 from agent_memory.consultation.session_memory import SessionMemory
 from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 from agent_memory.consultation.summary import ExtractiveSummariser, Summariser
-from agent_memory.consultation.symptoms.extract import RuleSymptomExtractor, SymptomFact
-from agent_memory.domain.models import Project
-from tests.unit.chat_support import T0, Clock, make_deps
+from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
+from agent_memory.domain.models import Project, SessionState
+from tests.fakes import FakeClock
+from tests.unit.chat_support import T0, make_deps, ticking_clock
 
 CLINIC = "clinic-1"
 
@@ -24,7 +25,7 @@ def seed_clinic(repo: Any, project_id: str = CLINIC, time_zone: str = "Asia/Shan
                              created_at=T0 - timedelta(days=10)))
 
 
-def memory(repo: SessionsRepository, extractor: Any = None, summariser: Summariser | None = None,
+def memory(repo: Any, extractor: Any = None, summariser: Summariser | None = None,
            recent_turns: int = 10) -> SessionMemory:
     return SessionMemory(
         extractor=extractor or RuleSymptomExtractor(), summariser=summariser or ExtractiveSummariser(),
@@ -32,7 +33,7 @@ def memory(repo: SessionsRepository, extractor: Any = None, summariser: Summaris
     )
 
 
-def chat_deps(repo: SessionsRepository, *, clock: Clock | None = None, llm: Any = None, extractor: Any = None,
+def chat_deps(repo: Any, *, clock: FakeClock | None = None, llm: Any = None, extractor: Any = None,
               summariser: Summariser | None = None, **config: Any) -> ChatDeps:
     deps = make_deps(repo, llm=llm, **config)
     if clock is not None:
@@ -41,10 +42,10 @@ def chat_deps(repo: SessionsRepository, *, clock: Clock | None = None, llm: Any 
     return deps
 
 
-def sessions_deps(repo: SessionsRepository, *, clock: Clock | None = None, extractor: Any = None,
+def sessions_deps(repo: Any, *, clock: FakeClock | None = None, extractor: Any = None,
                   **config: Any) -> SessionsDeps:
     return SessionsDeps(store=repo, memory=memory(repo, extractor), config=SessionsConfig(**config),
-                        now=clock or Clock())
+                        now=clock or ticking_clock())
 
 
 def say(deps: ChatDeps, content: str, *, session_id: str = "s1", patient_id: str | None = None,
@@ -53,7 +54,7 @@ def say(deps: ChatDeps, content: str, *, session_id: str = "s1", patient_id: str
                           patient_id=patient_id, deadline=None)
 
 
-def symptoms_of(repo: SessionsRepository, session_id: str, project_id: str = CLINIC) -> dict[str, dict[str, Any]]:
+def symptoms_of(repo: Any, session_id: str, project_id: str = CLINIC) -> dict[str, dict[str, Any]]:
     session = repo.get_session(project_id, session_id)
     assert session is not None
     return {s["name"]: s for s in session.facts.get("symptoms", [])}
@@ -77,3 +78,23 @@ class ScriptedExtractor:
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
+
+
+def write_sessions(repo: Any, patient_id: str, n: int, project_id: str = CLINIC) -> list[str]:
+    """``n`` consultation sessions of a patient, one a minute from 2026-01-01 00:00Z; their ids, oldest first."""
+    ids = []
+    for i in range(n):
+        at = utc(2026, 1, 1, i // 60, i % 60)
+        sid = f"v-{patient_id}-{i:03d}"
+        repo.create_session(SessionState(project_id=project_id, session_id=sid, patient_id=patient_id,
+                                         type="consultation", created_at=at, updated_at=at))
+        ids.append(sid)
+    return ids
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """A report whose objects nest ``depth`` levels (the report itself is level 1)."""
+    report: dict[str, Any] = {"证型": "风寒表实证"}
+    for _ in range(depth - 1):
+        report = {"下一层": report}
+    return report

@@ -1,10 +1,9 @@
-"""The job fan-out's periods and plan (pure: fakes, no AWS) and the SQS adapter's retries of
-failed entries (a fake client): case B17 (local day, Berlin DST), ISO weeks across the year
-boundary and week 53, dedupe, backfill of one project."""
+"""The job fan-out's periods and plan (pure: in-memory fakes, no AWS) and the SQS adapter's retries
+of failed entries (a scripted client): the run's local day (Berlin's daylight-saving days
+included), ISO weeks across the year boundary and week 53, dedupe, backfill of one project."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -16,6 +15,7 @@ from agent_memory.domain.errors import EnqueueFailed
 from agent_memory.domain.jobs import JobRequest, ScheduleInput, request_key
 from agent_memory.jobs.calendar import local_day_window
 from agent_memory.jobs.fanout import PRUNE_LOOKBACK_DAYS, activity_dates, dispatch, plan_requests, run_date_of
+from tests.fakes import InMemoryJobQueue, InMemoryStore, Recorder
 
 
 def at(text: str) -> datetime:
@@ -27,28 +27,21 @@ def days(first: str, n: int) -> list[date]:
     return [start + timedelta(days=i) for i in range(n)]
 
 
-class FakeActivity:
-    """Activity markers by local date; records every lookup."""
-
-    def __init__(self, markers: dict[date, list[str]]) -> None:
-        self.markers = markers
-        self.lookups: list[list[date]] = []
-
-    def active_projects(self, local_dates: Sequence[date]) -> list[str]:
-        self.lookups.append(list(local_dates))
-        return [p for d in local_dates for p in self.markers.get(d, [])]
+def active(markers: dict[date, list[str]]) -> Recorder:
+    """An in-memory store holding these activity markers (by local date), recording its lookups."""
+    store = InMemoryStore()
+    for day, projects in markers.items():
+        for project_id in projects:
+            store.mark_active(project_id, day, at(f"{day.isoformat()}T12:00:00+08:00"))
+    return Recorder(store)
 
 
-class FakeSender:
-    def __init__(self) -> None:
-        self.sent: list[JobRequest] = []
-
-    def send(self, requests: Sequence[JobRequest]) -> int:
-        self.sent.extend(requests)
-        return len(requests)
+def lookups(activity: Recorder) -> list[list[date]]:
+    """The dates of every ``active_projects`` lookup, in order."""
+    return [list(c.args[0]) for c in activity.calls if c.name == "active_projects"]
 
 
-# ------------------------------------------------------------------------------ run date (B17)
+# ----------------------------------------------------------- run date: the local date it fires
 def test_b17_run_date_is_the_local_date_when_the_schedule_fires() -> None:
     # Given the distill schedule firing at 02:00 Asia/Shanghai on 2026-03-11 (18:00Z the day before),
     now = at("2026-03-11T02:00:00+08:00")
@@ -123,28 +116,28 @@ def test_prune_looks_at_the_last_week_and_the_run_date() -> None:
 def test_plan_enqueues_each_active_project_once_sorted() -> None:
     # Given projects active on several days of the archived week, some on many days,
     week = days("2026-03-09", 7)
-    activity = FakeActivity({week[0]: ["p2", "p1"], week[3]: ["p1", "p3"], week[6]: ["p2"],
+    activity = active({week[0]: ["p2", "p1"], week[3]: ["p1", "p3"], week[6]: ["p2"],
                              date(2026, 3, 16): ["p-this-week-only"]})
     # When the archive run of 2026-03-16 is planned,
     requests = plan_requests(ScheduleInput(job="archive", time_zone="Asia/Shanghai"), date(2026, 3, 16), activity)
     # Then each project of that week gets one request carrying the run date; others none.
     assert [(r.project_id, r.date) for r in requests] == [(p, date(2026, 3, 16)) for p in ("p1", "p2", "p3")]
-    assert activity.lookups == [week]
+    assert lookups(activity) == [week]
 
 
 def test_backfill_enqueues_one_project_without_reading_the_index() -> None:
-    activity = FakeActivity({})
+    activity = active({})
     schedule = ScheduleInput(job="distill", project_id="p9", date=date(2026, 3, 11), time_zone="Asia/Shanghai")
-    sender = FakeSender()
+    sender = InMemoryJobQueue()
     report = dispatch(schedule, activity=activity, sender=sender, clock=lambda: at("2026-03-11T02:00:00+08:00"))
     assert [r.project_id for r in sender.sent] == ["p9"]
-    assert activity.lookups == []
+    assert lookups(activity) == []
     assert report.backfill and report.enqueued == 1 and report.activity_dates == []
 
 
 def test_no_active_project_sends_nothing() -> None:
-    sender = FakeSender()
-    report = dispatch(ScheduleInput(job="distill", time_zone="Asia/Shanghai"), activity=FakeActivity({}),
+    sender = InMemoryJobQueue()
+    report = dispatch(ScheduleInput(job="distill", time_zone="Asia/Shanghai"), activity=active({}),
                       sender=sender, clock=lambda: at("2026-03-11T02:00:00+08:00"))
     assert sender.sent == [] and report.projects == 0 and report.enqueued == 0
 
@@ -236,8 +229,8 @@ def test_b17_the_run_after_a_spring_forward_day_also_does_the_skipped_run(
 def test_b17_berlin_dst_day_no_project_day_is_missed() -> None:
     # Given projects active on Saturday 03-28 (distilled by the skipped 03-29 02:00 run) and on the
     # 23-hour Sunday 03-29,
-    activity = FakeActivity({date(2026, 3, 28): ["p-sat", "p-both"], date(2026, 3, 29): ["p-sun", "p-both"]})
-    sender = FakeSender()
+    activity = active({date(2026, 3, 28): ["p-sat", "p-both"], date(2026, 3, 29): ["p-sun", "p-both"]})
+    sender = InMemoryJobQueue()
     # When the 03-30 02:00 run dispatches,
     report = dispatch(ScheduleInput(job="distill", time_zone="Europe/Berlin"), activity=activity, sender=sender,
                       clock=lambda: at("2026-03-30T02:00:00+02:00"))

@@ -1,4 +1,5 @@
-"""Intent classification and call planning (seed 001, sections 2 and 5.2; case B22)."""
+"""Intent classification and call planning: rules, the LLM classifier and its fallback to the rules
+(a tool call cut by max_tokens is never used)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from agent_memory.chat.intents import (
     plan_calls,
 )
 from agent_memory.domain.errors import LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.llm import LLMResponse
 from agent_memory.domain.models import Intent
+from tests.fakes import ScriptedLLM, tool_reply
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED_SAMPLE = Path(__file__).resolve().parents[3] / "shared/scenarios/intents.jsonl"
@@ -286,30 +288,8 @@ def test_plan_ignores_duplicate_intents() -> None:
 # ---------------------------------------------------------------- LLM classifier
 
 
-class ScriptedLLM:
-    """Fake LLMClient: returns (or raises) the scripted items in order and records requests."""
-
-    provider: Provider = "offline"
-
-    def __init__(self, *script: LLMResponse | Exception) -> None:
-        self._script = list(script)
-        self.requests: list[LLMRequest] = []
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        item = self._script.pop(0)
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-
 def _tool_reply(tool_input: Any, stop_reason: str = "tool_use", name: str = TOOL_NAME) -> LLMResponse:
-    return LLMResponse(
-        content=[{"type": "tool_use", "id": "toolu_01", "name": name, "input": tool_input}],
-        stop_reason=stop_reason,
-        provider="offline",
-        model="claude-test",
-    )
+    return tool_reply(name, tool_input, stop_reason=stop_reason)
 
 
 def _classifier(llm: ScriptedLLM) -> LLMIntentClassifier:

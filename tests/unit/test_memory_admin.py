@@ -1,5 +1,6 @@
-"""The hot-memory editor's logic (``agent_memory.hot_memory.admin``): Markdown parsing, provenance
-matching, If-Match, the cap (B07) and optimistic locking (B19) with the real repository on moto."""
+"""The hot-memory editor's logic (``agent_memory.hot_memory`` markdown, editor, revisions): Markdown
+parsing, provenance matching, If-Match, the token cap (a change over it is refused whole) and
+optimistic locking (a write based on an old version conflicts), on the in-memory store."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from agent_memory.adapters.dynamo.admin import AdminRepository
 from agent_memory.domain.errors import (
     InvalidInput,
     LineNotFound,
@@ -18,8 +18,11 @@ from agent_memory.domain.errors import (
 )
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.hot_memory import admin
+from agent_memory.hot_memory.editor import ChangeResult, delete_line, parse_if_match, plan_edit, put_memory
+from agent_memory.hot_memory.markdown import parse_markdown
+from agent_memory.hot_memory.revisions import diff_revisions
 from infra.local.demo.hot_memory import demo_iit_hot_memory
+from tests.fakes import InMemoryStore
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 T1 = datetime(2026, 3, 11, 2, 0, tzinfo=UTC)
@@ -35,7 +38,7 @@ def _line(line_id: str, section: str, text: str, source: str = "distilled", tag:
 
 # ------------------------------------------------------------------------------- parsing
 def test_parse_reads_the_format_render_writes() -> None:
-    drafts = admin.parse_markdown(
+    drafts = parse_markdown(
         "\ufeff# system rules\r\n- 禁止A\n\n## User Preferences ##\n*   [PI]   只看  数据\n+ [CRC] 周五提醒\nplain line\n"
     )
     assert [(d.section, d.role_tag, d.text, d.lineno) for d in drafts] == [
@@ -57,19 +60,19 @@ def test_parse_reads_the_format_render_writes() -> None:
 )
 def test_parse_refuses_what_it_cannot_place(markdown: str, fragment: str) -> None:
     with pytest.raises(InvalidInput, match=fragment):
-        admin.parse_markdown(markdown)
+        parse_markdown(markdown)
 
 
 def test_the_rendered_demo_memory_parses_back_to_the_same_lines() -> None:
     hot = demo_iit_hot_memory()
-    plan = admin.plan_edit(hot, admin.parse_markdown(hot.render()), actor="u-x", now=T1)
+    plan = plan_edit(hot, parse_markdown(hot.render()), actor="u-x", now=T1)
     assert plan.lines == hot.lines
     assert (plan.added, plan.removed) == ([], [])
 
 
 def test_a_line_that_looks_tagged_keeps_its_identity() -> None:
     hot = HotMemory(project_id="p", lines=[_line("a", "Active Context", "[注意] 先核对")])
-    plan = admin.plan_edit(hot, admin.parse_markdown(hot.render()), actor="u-x", now=T1)
+    plan = plan_edit(hot, parse_markdown(hot.render()), actor="u-x", now=T1)
     assert plan.lines == hot.lines
 
 
@@ -80,7 +83,7 @@ def test_plan_keeps_matched_lines_and_makes_new_ones_admin_lines() -> None:
         _line("c", "Lessons Learned", "不需要查年龄"),
     ])
     markdown = "# Lessons Learned\n- 不需要查年龄\n- 要查年龄\n# User Preferences\n- [PI] 只看数据"
-    plan = admin.plan_edit(hot, admin.parse_markdown(markdown), actor="u-admin", now=T1)
+    plan = plan_edit(hot, parse_markdown(markdown), actor="u-admin", now=T1)
     assert [ln.line_id for ln in plan.lines][0] == "b"  # the first of two identical lines is kept
     assert plan.lines[2] == hot.lines[0]
     new = plan.lines[1]
@@ -90,34 +93,34 @@ def test_plan_keeps_matched_lines_and_makes_new_ones_admin_lines() -> None:
 
 @pytest.mark.parametrize(("header", "version"), [('"7"', 7), ('W/"7"', 7), ("7", 7), (' "12" ', 12)])
 def test_if_match_names_a_version(header: str, version: int) -> None:
-    assert admin.parse_if_match(header) == version
+    assert parse_if_match(header) == version
 
 
 def test_if_match_is_required_and_must_be_a_version() -> None:
     with pytest.raises(PreconditionRequired):
-        admin.parse_if_match(None)
+        parse_if_match(None)
     for bad in ("*", '"v7"', "", "-1"):
         with pytest.raises((InvalidInput, PreconditionRequired)):
-            admin.parse_if_match(bad)
+            parse_if_match(bad)
 
 
 def test_diff_names_added_and_removed_lines() -> None:
     before = HotMemory(project_id="p", version=1, lines=[_line("a", "Active Context", "x"), _line("b", "Active Context", "y")])
     after = HotMemory(project_id="p", version=2, lines=[_line("a", "Active Context", "x"), _line("c", "Active Context", "z")])
-    diff = admin.diff_revisions(before, after)
+    diff = diff_revisions(before, after)
     assert (diff.previous_version, diff.added_line_ids, diff.removed_line_ids) == (1, ["c"], ["b"])
     assert "-- y" in diff.unified and "+- z" in diff.unified
 
 
-# -------------------------------------------------------------------- with the repository
+# ----------------------------------------------------------------------- with a store
 @pytest.fixture
-def store(aws: dict[str, str]) -> AdminRepository:
-    repo = AdminRepository()
+def store() -> InMemoryStore:
+    repo = InMemoryStore()
     repo.put_project(Project(project_id="p1", name="P1", created_at=T0))
     return repo
 
 
-def _seed(store: AdminRepository, lines: list[HotMemoryLine], versions: int = 1) -> HotMemory:
+def _seed(store: InMemoryStore, lines: list[HotMemoryLine], versions: int = 1) -> HotMemory:
     hot = HotMemory(project_id="p1", lines=lines)
     for v in range(versions):
         hot = store.save_hot_memory(hot, expected_version=v, actor="seed", reason=None, now=T0,
@@ -125,12 +128,12 @@ def _seed(store: AdminRepository, lines: list[HotMemoryLine], versions: int = 1)
     return hot
 
 
-def _put(store: AdminRepository, markdown: str, if_match: int, cap: int = 2000) -> admin.ChangeResult:
-    return admin.put_memory(store, "p1", markdown=markdown, reason="r", if_match=if_match, actor="u-admin", now=T1,
+def _put(store: InMemoryStore, markdown: str, if_match: int, cap: int = 2000) -> ChangeResult:
+    return put_memory(store, "p1", markdown=markdown, reason="r", if_match=if_match, actor="u-admin", now=T1,
                             cap=cap)
 
 
-def test_b19_put_based_on_an_old_version_is_a_conflict_naming_the_current_one(store: AdminRepository) -> None:
+def test_b19_put_based_on_an_old_version_is_a_conflict_naming_the_current_one(store: InMemoryStore) -> None:
     hot = _seed(store, [_line("a", "Active Context", "x")], versions=7)
     store.save_hot_memory(hot, expected_version=7, actor="distiller", reason=None, now=T0, tokens=1)  # -> v8
     with pytest.raises(VersionConflict) as caught:
@@ -139,7 +142,7 @@ def test_b19_put_based_on_an_old_version_is_a_conflict_naming_the_current_one(st
     assert store.load_hot_memory("p1").version == 8
 
 
-def test_b19_a_save_racing_between_read_and_write_loses_on_the_condition(store: AdminRepository, monkeypatch: Any) -> None:
+def test_b19_a_save_racing_between_read_and_write_loses_on_the_condition(store: InMemoryStore, monkeypatch: Any) -> None:
     # Given the admin's read sees v1 but another writer commits v2 before the admin's write lands
     _seed(store, [_line("a", "Active Context", "x")])
     real_load = store.load_hot_memory
@@ -156,7 +159,7 @@ def test_b19_a_save_racing_between_read_and_write_loses_on_the_condition(store: 
     assert [ln.text for ln in real_load("p1").lines] == ["x"]
 
 
-def test_b07_put_over_the_cap_raises_with_the_count_and_stores_nothing(store: AdminRepository) -> None:
+def test_b07_put_over_the_cap_raises_with_the_count_and_stores_nothing(store: InMemoryStore) -> None:
     _seed(store, [_line("a", "Active Context", "x")])
     markdown = "# Active Context\n" + "\n".join("- " + "字" * 100 + str(i) for i in range(26))
     with pytest.raises(OverTokenCap) as caught:
@@ -165,11 +168,11 @@ def test_b07_put_over_the_cap_raises_with_the_count_and_stores_nothing(store: Ad
     assert store.load_hot_memory("p1").version == 1
 
 
-def test_deleting_lines_is_allowed_even_over_the_cap(store: AdminRepository) -> None:
+def test_deleting_lines_is_allowed_even_over_the_cap(store: InMemoryStore) -> None:
     # Given a document over a (lowered) cap: the kill switch must still work
     lines = [_line(f"l{i}", "Active Context", "字" * 100 + str(i)) for i in range(5)]
     _seed(store, lines)
-    result = admin.delete_line(store, "p1", "l0", reason=None, if_match=1, actor="u-admin", now=T1, cap=100)
+    result = delete_line(store, "p1", "l0", reason=None, if_match=1, actor="u-admin", now=T1, cap=100)
     assert result.changed and result.memory.over_cap and result.memory.tokens > 100
     # and a PUT that only removes lines too; one that adds a line does not
     kept = "# Active Context\n" + "\n".join(f"- {ln.text}" for ln in lines[2:])
@@ -178,13 +181,13 @@ def test_deleting_lines_is_allowed_even_over_the_cap(store: AdminRepository) -> 
         _put(store, kept + "\n- new", if_match=3, cap=100)
 
 
-def test_delete_of_a_missing_line_is_not_found(store: AdminRepository) -> None:
+def test_delete_of_a_missing_line_is_not_found(store: InMemoryStore) -> None:
     _seed(store, [_line("a", "Active Context", "x")])
     with pytest.raises(LineNotFound):
-        admin.delete_line(store, "p1", "zz", reason=None, if_match=1, actor="u", now=T1, cap=2000)
+        delete_line(store, "p1", "zz", reason=None, if_match=1, actor="u", now=T1, cap=2000)
 
 
-def test_every_change_writes_one_revision_and_one_audit_record(store: AdminRepository) -> None:
+def test_every_change_writes_one_revision_and_one_audit_record(store: InMemoryStore) -> None:
     _seed(store, [_line("a", "Active Context", "x")])
     result = _put(store, "# Active Context\n- x\n- y", if_match=1)
     revision = store.get_revision("p1", 2)

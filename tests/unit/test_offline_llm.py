@@ -1,5 +1,5 @@
 """The offline provider: labelled, deterministic, answers from the request it is given
-(agent_memory.adapters.llm.offline; DESIGN "LLM")."""
+(agent_memory.adapters.llm.offline)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Prompt assembly: block order, hot memory always, history only when routed, cache
-breakpoints, token accounting, over-cap hot memory (agent_memory.chat.prompt; DESIGN "Prompt assembly")."""
+breakpoints, token accounting, over-cap hot memory (agent_memory.chat.prompt)."""
 
 from __future__ import annotations
 

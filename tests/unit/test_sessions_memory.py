@@ -4,7 +4,7 @@ fallback), the summary's gap read (container cache first), the visit comparison.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -16,13 +16,13 @@ from agent_memory.consultation.session_memory import (
 )
 from agent_memory.consultation.sessions import compare_facts
 from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser
-from agent_memory.consultation.symptoms.extract import RuleSymptomExtractor, SymptomFact
+from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import LLMUnavailable
-from agent_memory.domain.llm import LLMRequest, LLMResponse
-from agent_memory.domain.models import MessageRecord, SessionState
+from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
 from agent_memory.domain.session_models import CompareSide
 from agent_memory.domain.text import utf8_len
+from tests.fakes import InMemoryStore, Recorder, ScriptedLLM, text_reply
 from tests.unit.chat_support import T0
 
 
@@ -96,44 +96,30 @@ def test_group_turns_keeps_a_leading_doctor_line_as_its_own_turn() -> None:
         ["m00000"], ["m00001", "m00002", "m00003"], ["m00004"]]
 
 
-class ScriptedLLM:
-    provider: Literal["anthropic", "offline"] = "anthropic"
-
-    def __init__(self, text: str = "", error: Exception | None = None) -> None:
-        self.text, self.error, self.requests = text, error, []  # type: ignore[var-annotated]
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        if self.error:
-            raise self.error
-        return LLMResponse(content=[{"type": "text", "text": self.text}], stop_reason="end_turn",
-                           provider="anthropic", model=request.model)
-
-
 def test_llm_summary_is_bounded_and_falls_back_on_failure_or_no_time() -> None:
     turns = group_turns(conversation(1))
-    ok = LLMSummariser(ScriptedLLM("- 头痛" * 2000), "claude-haiku-4-5")
+    ok = LLMSummariser(ScriptedLLM(text_reply("- 头痛" * 2000)), "claude-haiku-4-5")
     assert utf8_len(ok.summarise("", turns, [], time_zone="UTC", budget_bytes=500)) <= 500
     assert ok.llm.requests[0].purpose == "summary"  # type: ignore[attr-defined]
 
-    failing = LLMSummariser(ScriptedLLM(error=LLMUnavailable("overloaded")), "claude-haiku-4-5")
+    failing = LLMSummariser(ScriptedLLM(LLMUnavailable("overloaded")), "claude-haiku-4-5")
     assert "patient: 第0轮：头痛" in failing.summarise("", turns, [], time_zone="UTC", budget_bytes=500)
 
-    late_llm = ScriptedLLM("- x")
+    late_llm = ScriptedLLM(text_reply("- x"))
     late = LLMSummariser(late_llm, "claude-haiku-4-5", monotonic=lambda: 100.0)
     assert "patient:" in late.summarise("", turns, [], time_zone="UTC", budget_bytes=500, deadline=101.0)
     assert late_llm.requests == []
 
 
 # ------------------------------------------------------------------ summary gap
-class Reader:
-    def __init__(self, messages: list[MessageRecord]) -> None:
-        self.messages, self.calls = messages, 0
-
-    def messages_between(self, project_id: str, session_id: str, *, after_id: str | None, before_id: str,
-                         limit: int = 50) -> list[MessageRecord]:
-        self.calls += 1
-        return [m for m in self.messages if m.message_id < before_id][-limit:]
+def reader_of(messages: list[MessageRecord]) -> Recorder:
+    """An in-memory store holding ``messages`` in session ``p``/``s``, recording its reads."""
+    store = InMemoryStore()
+    store.record_turn(TurnWrite(
+        session=SessionState(project_id="p", session_id="s", created_at=T0, updated_at=T0),
+        expected_version=0, new_messages=messages, flow_log=[], activity_local_dates=[], now=T0,
+    ))
+    return Recorder(store)
 
 
 def _legacy_session(all_messages: list[MessageRecord], window_from: int) -> SessionState:
@@ -147,7 +133,7 @@ def test_summary_gap_comes_from_the_cache_at_the_same_version_else_from_dynamodb
     # Given a legacy session of 14 turns whose window holds only the last 11
     messages = conversation(14)
     current = _legacy_session(messages, window_from=6)
-    reader = Reader(messages)
+    reader = reader_of(messages)
     cache = SessionCache()
     if cached:
         cache.put("p", "s", 7, messages)
@@ -162,7 +148,7 @@ def test_summary_gap_comes_from_the_cache_at_the_same_version_else_from_dynamodb
 
     # Then the early turns are summarised, read from the cache when it matched, else from DynamoDB
     assert "第0轮" in result.summary and "第4轮" in result.summary
-    assert reader.calls == (0 if cached else 1)
+    assert reader.count("messages_between") == (0 if cached else 1)
     assert result.facts["summary_through"] == "m00009"
 
 

@@ -1,4 +1,5 @@
-"""Symptom facts: rule and LLM extractors, merge, prompt block (issue 3 item 2; seed 002; case B11)."""
+"""Symptom facts: rule and LLM extractors, merge, prompt block; relative dates resolved against the
+message's local date."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ from typing import Any
 import pytest
 
 from agent_memory.adapters.llm.offline import OfflineLLM
-from agent_memory.consultation.symptoms.dates import resolve_phrase
-from agent_memory.consultation.symptoms.extract import (
+from agent_memory.consultation.symptoms import (
     TOOL_NAME,
     LLMSymptomExtractor,
     RuleSymptomExtractor,
@@ -20,12 +20,14 @@ from agent_memory.consultation.symptoms.extract import (
     facts_block,
     merge_facts,
 )
+from agent_memory.consultation.symptoms.dates import resolve_phrase
 from agent_memory.consultation.symptoms.rules import load_lexicon
 from agent_memory.domain.errors import LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.llm import LLMResponse
+from tests.fakes import ScriptedLLM, tool_reply
 
 CST = timezone(timedelta(hours=8))
-# Case B11: 2026-03-10 07:30 +08:00 is 2026-03-09T23:30Z.
+# A message at 2026-03-10 07:30 +08:00, which is 2026-03-09T23:30Z.
 B11_AT = datetime(2026, 3, 10, 7, 30, tzinfo=CST)
 AT = datetime(2026, 3, 10, 9, 0, tzinfo=CST)
 RULES = RuleSymptomExtractor()
@@ -40,35 +42,12 @@ def statuses(text: str, question: str | None = None) -> dict[str, str]:
     return {f.name: f.status for f in extract(text, question)}
 
 
-class ScriptedLLM:
-    """LLM stub: returns a fixed response (or raises), records the requests it got."""
-
-    provider: Provider = "anthropic"
-
-    def __init__(self, response: LLMResponse | None = None, error: Exception | None = None) -> None:
-        self.response = response
-        self.error = error
-        self.requests: list[LLMRequest] = []
-
-    def complete(self, request: LLMRequest) -> LLMResponse:
-        self.requests.append(request)
-        if self.error is not None:
-            raise self.error
-        assert self.response is not None
-        return self.response
-
-
 def tool_response(symptoms: list[dict[str, Any]], stop_reason: str = "tool_use") -> LLMResponse:
-    return LLMResponse(
-        content=[{"type": "tool_use", "id": "toolu_1", "name": TOOL_NAME, "input": {"symptoms": symptoms}}],
-        stop_reason=stop_reason,
-        provider="anthropic",
-        model="claude-test",
-    )
+    return tool_reply(TOOL_NAME, {"symptoms": symptoms}, stop_reason=stop_reason)
 
 
 # --------------------------------------------------------------------------------------
-# Case B11: relative dates against the message's LOCAL date; code dates beat LLM dates
+# Relative dates against the message's LOCAL date; code dates beat LLM dates
 # --------------------------------------------------------------------------------------
 
 
@@ -89,7 +68,7 @@ def _assert_b11(facts: list[SymptomFact]) -> None:
 
 
 def test_b11_rules_resolve_against_the_local_date() -> None:
-    # Given: the message of case B11, sent at 07:30 local time (23:30 UTC the day before)
+    # Given: a message sent at 07:30 local time (23:30 UTC the day before)
     assert B11_AT.astimezone(UTC).date().isoformat() == "2026-03-09"
     # When: the rule extractor reads it
     facts = RULES.extract("孩子昨天开始发烧，上周起咳嗽", message_id="msg-b11", at_local=B11_AT)
@@ -174,9 +153,9 @@ FALLBACK_TEXT = "头痛、怕冷、不出汗，没有咳嗽"
 @pytest.mark.parametrize(
     ("llm", "reason"),
     [
-        (ScriptedLLM(error=LLMUnavailable("overloaded")), "llm_error:LLMUnavailable"),
-        (ScriptedLLM(error=LLMDeadlineExceeded("slow")), "llm_error:LLMDeadlineExceeded"),
-        (ScriptedLLM(error=RuntimeError("boom")), "llm_error:RuntimeError"),
+        (ScriptedLLM(LLMUnavailable("overloaded")), "llm_error:LLMUnavailable"),
+        (ScriptedLLM(LLMDeadlineExceeded("slow")), "llm_error:LLMDeadlineExceeded"),
+        (ScriptedLLM(RuntimeError("boom")), "llm_error:RuntimeError"),
         # Truncated: the partial tool input says something else; it must not be used.
         (ScriptedLLM(tool_response([{"name": "咳嗽", "status": "present"}], stop_reason="max_tokens")), "truncated"),
         (
@@ -208,12 +187,12 @@ def test_llm_extractor_passed_deadline_uses_rules_without_calling() -> None:
 
 
 # --------------------------------------------------------------------------------------
-# Seed 002: the facts survive the next turn
+# The facts survive the next turn
 # --------------------------------------------------------------------------------------
 
 
 def test_seed_002_symptoms_accumulate_and_trend_updates() -> None:
-    # Given: turn 1 of the seed
+    # Given: the first turn of a consultation
     turn1 = extract("头痛、怕冷、不出汗", message_id="t1")
     assert [(f.name, f.status) for f in turn1] == [("头痛", "present"), ("怕冷", "present"), ("无汗", "present")]
     facts = merge_facts([], turn1)

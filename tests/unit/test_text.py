@@ -1,4 +1,5 @@
-"""UTF-8 byte caps, the token estimate and DynamoDB item sizes (agent_memory.domain.text; case B23, B14)."""
+"""UTF-8 byte caps (never splitting a character), the token estimate and DynamoDB item sizes
+(agent_memory.domain.text)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ B23_INPUT = "患者主诉头痛🩺三天"
 
 
 def test_b23_input_is_28_utf8_bytes() -> None:
-    # Given the case's input: 8 CJK characters (3 bytes each) and one emoji (4 bytes)
+    # Given a text of 8 CJK characters (3 bytes each) and one emoji (4 bytes)
     # When it is measured
-    # Then it is 28 UTF-8 bytes, as the case states
+    # Then it is 28 UTF-8 bytes
     assert utf8_len(B23_INPUT) == 28
 
 
@@ -27,11 +28,11 @@ def test_b23_input_is_28_utf8_bytes() -> None:
     [(10, "患者主"), (21, "患者主诉头痛"), (22, "患者主诉头痛🩺")],
 )
 def test_b23_truncate_never_splits_a_character(limit: int, expected: str) -> None:
-    # Given the case's 28-byte input
-    # When it is capped at the case's limits
+    # Given the 28-byte text
+    # When it is capped at 10, 21 and 22 bytes
     result = truncate_utf8(B23_INPUT, limit)
 
-    # Then the result is the case's value: a whole-character prefix within the limit
+    # Then the result is a whole-character prefix within the limit
     assert result == expected
     encoded = result.encode("utf-8")
     assert encoded.decode("utf-8", errors="strict") == result
@@ -41,7 +42,7 @@ def test_b23_truncate_never_splits_a_character(limit: int, expected: str) -> Non
 
 
 def test_b23_every_limit_gives_the_longest_whole_character_prefix() -> None:
-    # Given the case's input and every limit from 0 to past its length
+    # Given the 28-byte text and every limit from 0 to past its length
     for limit in range(0, 31):
         # When it is capped
         result = truncate_utf8(B23_INPUT, limit)
@@ -98,7 +99,7 @@ def test_estimate_tokens_on_mixed_text_adds_the_rules() -> None:
     # When estimated
     # Then the parts add up
     assert estimate_tokens("P001 入组了吗？") == 6
-    # and the case input: 8 CJK + 1 emoji
+    # and the 28-byte text: 8 CJK + 1 emoji
     assert estimate_tokens(B23_INPUT) == 9
 
 

@@ -1,14 +1,13 @@
-"""The recent-turns window is cut on turn boundaries (case B13) and stays within its budgets.
+"""The recent-turns window is cut on turn boundaries (it starts on a user turn, keeps tool pairs whole,
+never replays a failed message) and stays within its budgets.
 
-Part 1 builds the case's 57-message window directly and checks what ``assemble_prompt``
-sends. Part 2 drives 29 real turns through ``handle_message`` (moto, offline LLM) and
-checks the messages actually sent, the container cache and DynamoDB.
+Part 1 builds a 57-message window directly and checks what ``assemble_prompt`` sends. Part 2
+drives 29 real turns through ``handle_message`` (the in-memory store, the offline LLM) and checks
+the messages actually sent, the container cache and what the store keeps.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,7 +21,8 @@ from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, MessageRecord, SessionState, ToolCall
 from agent_memory.domain.text import utf8_len
-from tests.unit.chat_support import FailingLLM, RecordingLLM, hot_line, make_deps, seed_project
+from tests.fakes import InMemoryStore, ScriptedLLM, stored_messages
+from tests.unit.chat_support import chat_llm, hot_line, make_deps, overloaded, seed_project
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 TOOL_TURN = 18  # turn whose reply used a tool: its assistant message is the 20th-newest
@@ -42,7 +42,8 @@ def user_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def assert_well_formed(messages: list[dict[str, Any]]) -> None:
-    """Messages-API shape rules the case names."""
+    """Messages-API shape rules: the first message is a user text, roles alternate, every tool_result
+    follows the assistant message holding its tool_use."""
     assert messages[0]["role"] == "user"
     assert messages[0]["content"][0]["type"] == "text"
     for prev, cur in zip(messages, messages[1:], strict=False):
@@ -86,7 +87,7 @@ def prompt_for(window: list[MessageRecord], recent_turns: int = 10) -> list[dict
 
 
 def test_b13_window_starts_on_user_turn() -> None:
-    # Given the case's window: 57 messages, one failed user message, and the tool-using
+    # Given the 57-message window: one failed user message, and the tool-using
     # assistant message exactly where a naive "last 20 messages" cut would start
     window = case_window()
     assert len(window) == 57
@@ -102,7 +103,7 @@ def test_b13_window_starts_on_user_turn() -> None:
 
 
 def test_b13_every_tool_result_follows_its_tool_use() -> None:
-    # Given the case's window
+    # Given the 57-message window
     # When the prompt is assembled
     messages = prompt_for(case_window())
 
@@ -115,7 +116,7 @@ def test_b13_every_tool_result_follows_its_tool_use() -> None:
 
 
 def test_b13_no_two_adjacent_messages_share_a_role() -> None:
-    # Given the case's window (with a failed user message in it)
+    # Given the 57-message window (with a failed user message in it)
     # When the prompt is assembled
     messages = prompt_for(case_window())
 
@@ -126,7 +127,7 @@ def test_b13_no_two_adjacent_messages_share_a_role() -> None:
 
 
 def test_b13_at_most_10_user_turns_plus_the_new_message() -> None:
-    # Given the case's window of 28 answered turns
+    # Given the 57-message window of 28 answered turns
     # When the prompt is assembled
     messages = prompt_for(case_window())
 
@@ -139,7 +140,7 @@ def test_b13_at_most_10_user_turns_plus_the_new_message() -> None:
 
 
 def test_b13_failed_user_message_is_not_replayed() -> None:
-    # Given the case's window
+    # Given the 57-message window
     # When the prompt is assembled
     messages = prompt_for(case_window())
 
@@ -149,7 +150,7 @@ def test_b13_failed_user_message_is_not_replayed() -> None:
 
 
 def test_b13_window_of_0_turns_sends_only_the_current_message() -> None:
-    # Given the case's window and a budget of 0 recent turns
+    # Given the 57-message window and a budget of 0 recent turns
     # When the prompt is assembled
     messages = prompt_for(case_window(), recent_turns=0)
 
@@ -242,7 +243,7 @@ def test_trim_window_keeps_at_most_the_given_user_turns() -> None:
 class Driven:
     repo: Any
     deps: Any
-    llm: RecordingLLM
+    llm: ScriptedLLM
     stored_before: list[MessageRecord]
     stored_after: int
     cached_before: int
@@ -251,40 +252,29 @@ class Driven:
 
 
 @pytest.fixture(scope="module")
-def driven() -> Iterator[Driven]:
+def driven() -> Driven:
     """29 turns (turn 22 fails once) through ``handle_message``, then one more turn."""
-    import boto3
-    from moto import mock_aws
-
-    from agent_memory.adapters.dynamo.repository import DynamoRepository
-    from agent_memory.adapters.dynamo.tables import bind_tables
-    from infra.template_model import create_tables, load_template
-
-    with mock_aws():
-        names = create_tables(boto3.client("dynamodb", region_name=os.environ["AWS_REGION"]), load_template())
-        bind_tables(memory_table=names["MemoryTable"], sessions_table=names["SessionsTable"],
-                    flow_log_table=names["FlowLogTable"])
-        repo = DynamoRepository()
-        seed_project(repo, "p1")
-        flaky = FailingLLM()
-        llm = RecordingLLM(inner=flaky)
-        deps = make_deps(repo, llm)
-        for t in range(TURNS):
-            flaky.failures = 1 if t == FAILED_TURN else 0
-            try:
-                handle_message(deps, project_id="p1", session_id="s1", user_id="u1", content=turn_text(t),
-                               patient_id=None, deadline=None)
-            except LLMUnavailable:
-                assert t == FAILED_TURN
-        assert flaky.raised == 1
-        stored_before = repo.list_messages("p1", "s1")
-        cached_before = deps.cache.size("p1", "s1")
-        first = len(llm.requests)
-        handle_message(deps, project_id="p1", session_id="s1", user_id="u1", content=NEW_MESSAGE,
-                       patient_id=None, deadline=None)
-        yield Driven(repo=repo, deps=deps, llm=llm, stored_before=stored_before,
-                     stored_after=len(repo.list_messages("p1", "s1")), cached_before=cached_before,
-                     cached_after=deps.cache.size("p1", "s1"), requests=llm.requests[first:])
+    repo = InMemoryStore()
+    seed_project(repo, "p1")
+    llm = chat_llm()
+    deps = make_deps(repo, llm)
+    for t in range(TURNS):
+        if t == FAILED_TURN:
+            llm.queue(overloaded())
+        try:
+            handle_message(deps, project_id="p1", session_id="s1", user_id="u1", content=turn_text(t),
+                           patient_id=None, deadline=None)
+        except LLMUnavailable:
+            assert t == FAILED_TURN
+    assert llm.raised == 1
+    stored_before = stored_messages(repo, "p1", "s1")
+    cached_before = deps.cache.size("p1", "s1")
+    first = len(llm.requests)
+    handle_message(deps, project_id="p1", session_id="s1", user_id="u1", content=NEW_MESSAGE,
+                   patient_id=None, deadline=None)
+    return Driven(repo=repo, deps=deps, llm=llm, stored_before=stored_before,
+                  stored_after=len(stored_messages(repo, "p1", "s1")), cached_before=cached_before,
+                  cached_after=deps.cache.size("p1", "s1"), requests=llm.requests[first:])
 
 
 def test_b13_sent_messages_start_on_a_user_turn_after_29_real_turns(driven: Driven) -> None:
@@ -309,10 +299,10 @@ def test_b13_sent_messages_start_on_a_user_turn_after_29_real_turns(driven: Driv
 
 def test_b13_container_cache_holds_at_most_50_while_dynamodb_keeps_every_message(driven: Driven) -> None:
     # Given 29 turns through one container: 28 answered (56 messages) + 1 failed user message
-    # Then DynamoDB holds all 57 (the failed message included) while the cache holds 50
+    # Then the store holds all 57 (the failed message included) while the cache holds 50
     assert len(driven.stored_before) == 57
     assert driven.cached_before == 50
-    # and after one more turn DynamoDB holds 59 (57 + this turn's 2) and the cache still 50
+    # and after one more turn the store holds 59 (57 + this turn's 2) and the cache still 50
     assert driven.stored_after == 59
     assert driven.cached_after == 50
 

@@ -1,15 +1,14 @@
-"""History older than the 50 loaded weeks reaches the prompt through yearly summaries
-(seed 001 section 5.1; issue 4 item 5)."""
+"""History older than the 50 loaded weeks reaches the prompt through yearly summaries, and only
+when the loaded weeks reach that cap."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from agent_memory.adapters.dynamo.jobs import JobsRepository
 from agent_memory.chat.turn import handle_message
 from agent_memory.domain.models import WeeklyReport, YearlySummary
-from tests.unit.chat_support import T0, RecordingLLM, make_deps, seed_project
+from tests.fakes import InMemoryStore, ScriptedLLM
+from tests.unit.chat_support import T0, chat_llm, make_deps, seed_project
 
 
 def _weeks(project_id: str, first_year: int, count: int) -> list[WeeklyReport]:
@@ -23,22 +22,21 @@ def _weeks(project_id: str, first_year: int, count: int) -> list[WeeklyReport]:
     return out
 
 
-def _history_text(llm: RecordingLLM) -> str:
+def _history_text(llm: ScriptedLLM) -> str:
     blocks = {b.name: b.text for b in llm.requests[-1].system}
     return blocks.get("history", "")
 
 
-def test_trend_question_beyond_fifty_weeks_gets_the_older_years_summaries(repo: Any) -> None:
+def test_trend_question_beyond_fifty_weeks_gets_the_older_years_summaries(store: InMemoryStore) -> None:
     # Given 60 weekly reports from 2025-W02 on and yearly summaries of 2023 and 2024
-    seed_project(repo, weeks=0)
+    seed_project(store, weeks=0)
     for report in _weeks("p1", 2025, 60):
-        repo.put_weekly_report(report)
-    jobs = JobsRepository()
+        store.put_weekly_report(report)
     for year in (2023, 2024):
-        jobs.put_yearly_summary(YearlySummary(project_id="p1", year=year, summary=f"{year} 年共入组 {year - 2000} 人。",
+        store.put_yearly_summary(YearlySummary(project_id="p1", year=year, summary=f"{year} 年共入组 {year - 2000} 人。",
                                               created_at=T0))
-    llm = RecordingLLM()
-    deps = make_deps(repo, llm)
+    llm = chat_llm()
+    deps = make_deps(store, llm)
 
     # When a trend question is asked
     result = handle_message(deps, project_id="p1", session_id="s1", user_id="u1",
@@ -52,12 +50,12 @@ def test_trend_question_beyond_fifty_weeks_gets_the_older_years_summaries(repo: 
     assert 'years="2"' in history
 
 
-def test_short_history_makes_no_yearly_query(repo: Any) -> None:
+def test_short_history_makes_no_yearly_query(store: InMemoryStore) -> None:
     # Given a project with only 3 weeks of history (and a stray yearly summary)
-    seed_project(repo, weeks=3)
-    JobsRepository().put_yearly_summary(YearlySummary(project_id="p1", year=2024, summary="old", created_at=T0))
-    llm = RecordingLLM()
-    deps = make_deps(repo, llm)
+    seed_project(store, weeks=3)
+    store.put_yearly_summary(YearlySummary(project_id="p1", year=2024, summary="old", created_at=T0))
+    llm = chat_llm()
+    deps = make_deps(store, llm)
 
     # When a history question is asked
     handle_message(deps, project_id="p1", session_id="s1", user_id="u1",

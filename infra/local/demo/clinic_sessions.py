@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.consultation.session_memory import SessionMemory
 from agent_memory.consultation.sessions import SessionsDeps, add_diagnosis, create_session, import_transcript
-from agent_memory.consultation.symptoms.extract import RuleSymptomExtractor
+from agent_memory.consultation.symptoms import RuleSymptomExtractor
 from agent_memory.domain.session_models import TranscriptTurn
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import suppress
 from datetime import UTC, datetime
 
-from agent_memory.adapters.dynamo.repository import DynamoRepository
+from agent_memory.adapters.dynamo.chat import DynamoRepository
 from agent_memory.domain.errors import ProjectNotFound, VersionConflict
 from agent_memory.domain.models import Project
 from agent_memory.domain.text import estimate_tokens

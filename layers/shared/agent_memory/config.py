@@ -16,6 +16,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class MissingSetting(ValueError):
+    """A variable a function needs is not set (the message names it and says why)."""
+
+
 class Settings(BaseModel):
     """Validated environment of every function.
 
@@ -29,7 +33,10 @@ class Settings(BaseModel):
     flow_log_table: str = Field(alias="FLOW_LOG_TABLE")
     memory_table: str = Field(alias="MEMORY_TABLE")
     sessions_table: str = Field(alias="SESSIONS_TABLE")
+    # Powertools idempotency (the chat function's Idempotency-Key): the table, and Powertools' own
+    # switch, read here so that a missing table is reported at cold start (see idempotency_table_name).
     idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
+    idempotency_disabled: bool = Field(default=False, alias="POWERTOOLS_IDEMPOTENCY_DISABLED")
 
     llm_provider: Literal["anthropic", "offline"] = Field(default="offline", alias="LLM_PROVIDER")
     chat_model_id: str = Field(default="claude-sonnet-4-5", alias="CHAT_MODEL_ID")
@@ -53,17 +60,33 @@ class Settings(BaseModel):
     clinical_data_source: Literal["demo"] = Field(default="demo", alias="CLINICAL_DATA_SOURCE")
     clinical_data_file: str = Field(default="", alias="CLINICAL_DATA_FILE")
 
-    # Session memory (issue 3): symptom extractor and rolling summary ("llm" needs the anthropic
+    # Session memory: symptom extractor and rolling summary ("llm" needs the anthropic
     # provider; otherwise the offline rules / extractive summary are used), transcript caps.
     symptom_extractor: Literal["rules", "llm"] = Field(default="rules", alias="SYMPTOM_EXTRACTOR")
     session_summariser: Literal["extractive", "llm"] = Field(default="llm", alias="SESSION_SUMMARISER")
     max_transcript_bytes: int = Field(default=1_000_000, ge=1024, le=2_000_000, alias="MAX_TRANSCRIPT_BYTES")
     max_report_bytes: int = Field(default=100_000, ge=1024, le=250_000, alias="MAX_REPORT_BYTES")
 
-    # Background jobs (issue 4): the fan-out queue (dispatcher) and the admin-alert topic
-    # (worker; read by ``agent_memory.jobs.runner.build_job_deps``). Empty = not configured.
+    # Background jobs: the fan-out queue (dispatcher) and the admin-alert topic (worker; read by
+    # ``agent_memory.wiring.build_job_deps``). Empty = not configured.
     job_queue_url: str = Field(default="", alias="JOB_QUEUE_URL")
     alert_topic_arn: str = Field(default="", alias="ADMIN_ALERTS_TOPIC_ARN")
+
+    def idempotency_table_name(self) -> str:
+        """The table Powertools idempotency stores the chat function's Idempotency-Key results in.
+
+        With idempotency off (``POWERTOOLS_IDEMPOTENCY_DISABLED=true``, development only) Powertools
+        never reads or writes the table, so it may be empty then.
+
+        Raises:
+            MissingSetting: ``IDEMPOTENCY_TABLE`` is empty while idempotency is on.
+        """
+        if not self.idempotency_table and not self.idempotency_disabled:
+            raise MissingSetting(
+                "IDEMPOTENCY_TABLE is required: the chat function stores Idempotency-Key results there "
+                "(set POWERTOOLS_IDEMPOTENCY_DISABLED=true to run without idempotency, in development only)"
+            )
+        return self.idempotency_table
 
 
 @lru_cache(maxsize=1)

@@ -1,47 +1,134 @@
-"""Cold-start wiring: settings -> bound tables and the collaborators of each function.
+"""Cold-start wiring: settings -> the collaborators of each function, ONE builder per function.
 
-Handlers call these once at import time (module level), so SnapStart snapshots them.
+Each handler calls its builder once at module level (so SnapStart snapshots the result); no other
+code chooses adapters. Every builder binds the PynamoDB models to the configured tables first.
+
+Each builder imports the modules of its own function, so a function loads only what it runs (the
+api function's cold start would grow by about a quarter with every function's modules). The
+``anthropic`` SDK is imported by :func:`build_llm` only, for the anthropic provider: the functions
+that never call an LLM (sessions, admin, api, dispatcher) never import it (a test imports the
+sessions function in a fresh interpreter to check).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.adapters.dynamo.repository import DynamoRepository
 from agent_memory.adapters.dynamo.tables import bind_tables
 from agent_memory.config import Settings
-from agent_memory.jobs.deps import JobCaps, JobDeps, utc_now
-from agent_memory.jobs.notifier import LoggingNotifier
-from agent_memory.ports import Notifier
+from agent_memory.ports import (
+    ActivityReader,
+    AdminStore,
+    ContextStore,
+    JobSender,
+    LLMClient,
+    Notifier,
+    ViewStore,
+)
 
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.turn import ChatDeps
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
-    from agent_memory.ports import LLMClient
+    from agent_memory.jobs.deps import JobDeps
 
 
-def bind(settings: Settings) -> DynamoRepository:
-    """Bind the PynamoDB models to the configured tables and return a repository."""
+@dataclass(frozen=True)
+class AdminDeps:
+    """The admin function's collaborators: the only HTTP writer of the MemoryTable."""
+
+    store: AdminStore
+    hot_memory_token_cap: int
+    clock: Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class ApiDeps:
+    """The api function's read-only stores: turn contexts and the project views."""
+
+    contexts: ContextStore
+    views: ViewStore
+
+
+@dataclass(frozen=True)
+class DispatcherDeps:
+    """The job dispatcher's collaborators: who was active, and the queue to fan out to."""
+
+    activity: ActivityReader
+    sender: JobSender
+
+
+def _bind_tables(settings: Settings) -> None:
+    """Point the PynamoDB models at the tables named in the settings."""
     bind_tables(
         memory_table=settings.memory_table,
         sessions_table=settings.sessions_table,
         flow_log_table=settings.flow_log_table,
     )
-    return DynamoRepository()
+
+
+def build_llm(settings: Settings) -> LLMClient:
+    """``OfflineLLM()`` when ``LLM_PROVIDER=offline``, else an ``AnthropicClient`` whose API key is
+    read from Secrets Manager (``ANTHROPIC_SECRET_NAME``).
+
+    Raises:
+        ValueError: the provider is ``anthropic`` but no secret name is configured.
+    """
+    if settings.llm_provider == "offline":
+        from agent_memory.adapters.llm.offline import OfflineLLM
+
+        return OfflineLLM()
+    if not settings.anthropic_secret_name:
+        raise ValueError("ANTHROPIC_SECRET_NAME is required when LLM_PROVIDER=anthropic")
+    # Imported here: the SDK is slow to import and only the anthropic provider needs it.
+    from agent_memory.adapters.llm.anthropic import AnthropicClient, load_api_key
+
+    return AnthropicClient(
+        load_api_key(settings.anthropic_secret_name),
+        base_url=settings.anthropic_base_url,
+        max_retries=settings.llm_max_retries,
+    )
+
+
+def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: LLMClient | None) -> SessionMemory:
+    """Symptom extractor + rolling summariser. The LLM variants only with a real provider
+    (``llm.provider == "anthropic"``) and when configured; each falls back offline."""
+    from agent_memory.consultation.session_memory import SessionMemory
+    from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser, Summariser
+    from agent_memory.consultation.symptoms import LLMSymptomExtractor, RuleSymptomExtractor, SymptomExtractor
+
+    rules = RuleSymptomExtractor()
+    real = llm if llm is not None and llm.provider == "anthropic" else None
+    extractor: SymptomExtractor = (
+        LLMSymptomExtractor(real, settings.fast_model_id, fallback=rules)
+        if real is not None and settings.symptom_extractor == "llm"
+        else rules
+    )
+    summariser: Summariser = (
+        LLMSummariser(real, settings.fast_model_id)
+        if real is not None and settings.session_summariser == "llm"
+        else ExtractiveSummariser()
+    )
+    return SessionMemory(
+        extractor=extractor, summariser=summariser, patients=repo, reader=repo, recent_turns=settings.recent_turns
+    )
 
 
 def build_chat_deps(settings: Settings) -> ChatDeps:
-    """Everything a chat turn needs, from the settings (LLM provider, classifier, caps)."""
+    """The chat function: everything a turn needs (LLM provider, classifier, clinical data, caps)."""
     from agent_memory.adapters.clinical.demo import DemoClinicalData, load_clinical_file
-    from agent_memory.adapters.llm.factory import build_llm
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
     from agent_memory.chat.prompt import PromptBudget
     from agent_memory.chat.turn import ChatConfig, ChatDeps
     from agent_memory.conversation.cache import SessionCache
 
-    repo = bind(settings)
+    _bind_tables(settings)
     llm = build_llm(settings)
     rules = RuleIntentClassifier()
     classifier: IntentClassifier = (
@@ -49,10 +136,8 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and llm.provider == "anthropic"
         else rules
     )
-    from agent_memory.adapters.dynamo.sessions import SessionsRepository
-
     return ChatDeps(
-        store=repo,
+        store=DynamoRepository(),
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
@@ -74,41 +159,12 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
     )
 
 
-def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: LLMClient | None) -> SessionMemory:
-    """Symptom extractor + rolling summariser (issue 3). The LLM variants only with a real
-    provider (``llm.provider == "anthropic"``) and when configured; each falls back offline."""
-    from agent_memory.consultation.session_memory import SessionMemory
-    from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser, Summariser
-    from agent_memory.consultation.symptoms.extract import (
-        LLMSymptomExtractor,
-        RuleSymptomExtractor,
-        SymptomExtractor,
-    )
-
-    rules = RuleSymptomExtractor()
-    real = llm is not None and llm.provider == "anthropic"
-    extractor: SymptomExtractor = (
-        LLMSymptomExtractor(llm, settings.fast_model_id, fallback=rules)
-        if real and llm is not None and settings.symptom_extractor == "llm"
-        else rules
-    )
-    summariser: Summariser = (
-        LLMSummariser(llm, settings.fast_model_id)
-        if real and llm is not None and settings.session_summariser == "llm"
-        else ExtractiveSummariser()
-    )
-    return SessionMemory(
-        extractor=extractor, summariser=summariser, patients=repo, reader=repo, recent_turns=settings.recent_turns
-    )
-
-
 def build_sessions_deps(settings: Settings) -> SessionsDeps:
-    """The session routes' collaborators: no LLM at all (rule extractor, extractive summary),
-    so the sessions function never imports ``anthropic``."""
+    """The sessions function: no LLM at all (rule extractor, extractive summary)."""
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 
-    bind(settings)
+    _bind_tables(settings)
     repo = SessionsRepository()
     return SessionsDeps(
         store=repo,
@@ -123,6 +179,34 @@ def build_sessions_deps(settings: Settings) -> SessionsDeps:
     )
 
 
+def build_admin_deps(settings: Settings) -> AdminDeps:
+    """The admin function: the admin store, the hot-memory cap, the clock."""
+    from agent_memory.adapters.dynamo.admin import AdminRepository
+
+    _bind_tables(settings)
+    return AdminDeps(
+        store=AdminRepository(), hot_memory_token_cap=settings.hot_memory_token_cap, clock=lambda: datetime.now(UTC)
+    )
+
+
+def build_api_deps(settings: Settings) -> ApiDeps:
+    """The api function: read-only stores of the turn contexts and of the project views."""
+    from agent_memory.adapters.dynamo.activity import ActivityRepository
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
+
+    _bind_tables(settings)
+    return ApiDeps(contexts=DynamoRepository(), views=ActivityRepository())
+
+
+def build_dispatcher_deps(settings: Settings) -> DispatcherDeps:
+    """The job dispatcher: the activity index and the job queue (``JOB_QUEUE_URL``)."""
+    from agent_memory.adapters.dynamo.activity import ActivityRepository
+    from agent_memory.adapters.sqs import SqsJobQueue
+
+    _bind_tables(settings)
+    return DispatcherDeps(activity=ActivityRepository(), sender=SqsJobQueue(settings.job_queue_url))
+
+
 def build_job_deps(
     settings: Settings,
     *,
@@ -130,37 +214,25 @@ def build_job_deps(
     alert_topic_arn: str | None = None,
     sns_client: Any | None = None,
 ) -> JobDeps:
-    """Everything the jobs need, from the settings (called once at cold start).
+    """The job worker: everything the jobs need.
 
-    - store: ``JobsRepository`` on the tables named in the settings (``bind_tables``);
+    - store: ``JobsRepository`` on the tables named in the settings;
     - llm: the Anthropic client when ``LLM_PROVIDER=anthropic``, else None (the rule-based
       extractor, offline compactor and extractive summary are used);
-    - notifier: ``notifier`` if given; else the SNS adapter on ``alert_topic_arn`` (or the
-      settings' ``alert_topic_arn`` attribute when it has one, e.g. from ``ALERT_TOPIC_ARN``);
-      else a notifier that only logs (local runs);
+    - notifier: ``notifier`` if given; else the SNS adapter on ``alert_topic_arn`` (default: the
+      settings' ``ADMIN_ALERTS_TOPIC_ARN``); else a notifier that only logs (local runs);
     - caps: the hot-memory cap and the fast model id from the settings.
     """
     from agent_memory.adapters.dynamo.jobs import JobsRepository
-    from agent_memory.adapters.dynamo.tables import bind_tables
+    from agent_memory.adapters.sns import SnsNotifier
+    from agent_memory.jobs.deps import JobCaps, JobDeps, utc_now
+    from agent_memory.jobs.notifier import LoggingNotifier
 
-    bind_tables(
-        memory_table=settings.memory_table,
-        sessions_table=settings.sessions_table,
-        flow_log_table=settings.flow_log_table,
-    )
-    llm = None
-    if settings.llm_provider == "anthropic":
-        from agent_memory.adapters.llm.factory import build_llm
-
-        llm = build_llm(settings)
-    topic = alert_topic_arn if alert_topic_arn is not None else str(getattr(settings, "alert_topic_arn", "") or "")
+    _bind_tables(settings)
+    llm = build_llm(settings) if settings.llm_provider == "anthropic" else None
+    topic = settings.alert_topic_arn if alert_topic_arn is None else alert_topic_arn
     if notifier is None:
-        if topic:
-            from agent_memory.adapters.sns import SnsNotifier
-
-            notifier = SnsNotifier(topic, client=sns_client)
-        else:
-            notifier = LoggingNotifier()
+        notifier = SnsNotifier(topic, client=sns_client) if topic else LoggingNotifier()
     return JobDeps(
         store=JobsRepository(),
         llm=llm,

@@ -1,4 +1,4 @@
-"""A simulated month (issue 4 acceptance): five ISO weeks of conversation in a demo-like IIT
+"""A simulated month on the in-memory store: five ISO weeks of conversation in a demo-like IIT
 project written through the chat path's repository (``record_turn``), with time travelled by
 time-machine; distillation runs every day at 02:00, archiving every Monday at 03:00, pruning
 every day at 04:00 (Asia/Shanghai). Expect the right hot-memory lines, five weekly reports, and
@@ -12,11 +12,10 @@ from zoneinfo import ZoneInfo
 
 import time_machine
 
-from agent_memory.adapters.dynamo.jobs import JobsRepository
 from agent_memory.domain.models import HotMemory, MessageRecord, Project, SessionState, TurnWrite
-from agent_memory.jobs.notifier import InMemoryNotifier
 from infra.local.demo.hot_memory import demo_iit_hot_memory_lines
-from tests.unit.jobs.support import make_deps, run, snapshot
+from tests.fakes import InMemoryNotifier, InMemoryStore
+from tests.unit.jobs.support import make_deps, run
 
 TZ = ZoneInfo("Asia/Shanghai")
 PROJECT = "demo-iit-sim"
@@ -60,7 +59,7 @@ class Chat:
     """Writes turns the way the chat turn does: one ``record_turn`` per turn (messages, flow log,
     session window with its version condition, activity markers of the local dates)."""
 
-    repo: JobsRepository
+    repo: InMemoryStore
     versions: dict[str, int] = field(default_factory=dict)
 
     def turn(self, user_id: str, message_id: str, text: str, reply: str | None) -> None:
@@ -91,16 +90,16 @@ def run_jobs_of(day: date, deps: object) -> None:
         run(deps, "prune", PROJECT, day)  # type: ignore[arg-type]
 
 
-def test_a_simulated_month_of_conversations(jobs_repo: JobsRepository) -> None:
+def test_a_simulated_month_of_conversations(store: InMemoryStore) -> None:
     # Given the demo-like project with its admin and distilled hot memory
-    jobs_repo.put_project(Project(project_id=PROJECT, name="EGFR NSCLC IIT（模拟）", time_zone="Asia/Shanghai",
+    store.put_project(Project(project_id=PROJECT, name="EGFR NSCLC IIT（模拟）", time_zone="Asia/Shanghai",
                                   created_at=datetime(2025, 12, 29, 1, 0, tzinfo=UTC)))
     seed_lines = demo_iit_hot_memory_lines()
-    jobs_repo.save_hot_memory(HotMemory(project_id=PROJECT, lines=seed_lines), expected_version=0, actor="seed",
+    store.save_hot_memory(HotMemory(project_id=PROJECT, lines=seed_lines), expected_version=0, actor="seed",
                               reason="demo seed", now=datetime(2026, 3, 1, tzinfo=UTC), tokens=0)
-    chat = Chat(jobs_repo)
+    chat = Chat(store)
     notifier = InMemoryNotifier()
-    deps = make_deps(jobs_repo, notifier=notifier, clock=lambda: datetime.now(UTC))
+    deps = make_deps(store, notifier=notifier, clock=lambda: datetime.now(UTC))
     by_day: dict[date, list[tuple[str, str, str, str, str | None]]] = {}
     for md, hm, user, mid, text, reply in CONVERSATION:
         by_day.setdefault(date.fromisoformat(f"2026-{md}"), []).append((hm, user, mid, text, reply))
@@ -115,7 +114,7 @@ def test_a_simulated_month_of_conversations(jobs_repo: JobsRepository) -> None:
         day += timedelta(days=1)
 
     # Then the admin lines are untouched and the distilled lines are the month's durable statements
-    hot = jobs_repo.load_hot_memory(PROJECT)
+    hot = store.load_hot_memory(PROJECT)
     assert [ln for ln in hot.lines if ln.source == "admin"] == [ln for ln in seed_lines if ln.source == "admin"]
     assert all(ln in hot.lines for ln in seed_lines)  # e.g. the P005 reminder was a duplicate
     new = [(ln.section, ln.role_tag, ln.text, ln.evidence) for ln in hot.lines if ln not in seed_lines]
@@ -127,15 +126,15 @@ def test_a_simulated_month_of_conversations(jobs_repo: JobsRepository) -> None:
         ("Lessons Learned", None, "教训：化验单必须人工复核后再录入 EDC。", ["m0401-1"]),
     ]
     # the attempt to lift the admin rules waits for review
-    assert [(r.evidence, r.reason) for r in jobs_repo.list_review_items(PROJECT)] == [
+    assert [(r.evidence, r.reason) for r in store.list_review(PROJECT, status=None)] == [
         (["m0316-1"], "relaxes_system_rules")]
     # the Chinese reply preference of 03-12 is restorable from the revision history
     assert any(
-        any(ln.text == "用中文回复。" for ln in (jobs_repo.get_hot_memory_revision(PROJECT, v) or hot).lines)
+        any(ln.text == "用中文回复。" for ln in (store.get_hot_memory_revision(PROJECT, v) or hot).lines)
         for v in range(1, hot.version)
     )
     # five weekly reports, each point citing the week's messages
-    reports = jobs_repo.load_history(PROJECT, limit_weeks=50)
+    reports = store.load_history(PROJECT, limit_weeks=50)
     assert [r.iso_week for r in reports] == ["2026-W14", "2026-W13", "2026-W12", "2026-W11", "2026-W10"]
     w10 = reports[-1]
     assert "[决策] 03-04 周三 PI 会议决定：暂停筛选间质性肺炎既往史患者。 [m0304-1]" in w10.summary.splitlines()
@@ -144,11 +143,11 @@ def test_a_simulated_month_of_conversations(jobs_repo: JobsRepository) -> None:
     assert notifier.alerts == []
 
     # and running every job of the month again (a week later) changes nothing
-    before = snapshot(PROJECT)
+    before = store.snapshot(PROJECT)
     with time_machine.travel(local(LAST_RUN + timedelta(days=7), time(12, 0)), tick=False):
         day = FIRST_DAY
         while day <= LAST_RUN:
             for job in ("distill", "archive", "prune"):
                 run(deps, job, PROJECT, day)
             day += timedelta(days=1)
-    assert snapshot(PROJECT) == before
+    assert store.snapshot(PROJECT) == before

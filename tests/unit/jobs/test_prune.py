@@ -1,37 +1,24 @@
-"""Pruning (issue 4 item 5): validated compaction (case B07), one alert when admin lines alone
-exceed the cap, compacted lines logged in the revision history, yearly summaries beyond 50 weeks,
-the SNS adapter and byte-capped alert text."""
+"""Pruning on the in-memory store: a compaction is validated before it is stored (under the token
+cap, admin lines kept word for word), one alert when admin lines alone exceed the cap, compacted
+lines logged in the revision history, yearly summaries beyond 50 weeks, byte-capped alert text.
+The SNS adapter is tested in ``tests/integration/test_job_adapters.py``."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
-from agent_memory.adapters.dynamo.jobs import JobsRepository
-from agent_memory.adapters.sns import SnsNotifier
 from agent_memory.domain.jobs import Alert
 from agent_memory.domain.models import HotMemoryLine, WeeklyReport
 from agent_memory.domain.text import utf8_len
-from agent_memory.hot_memory.merge import document_tokens
+from agent_memory.hot_memory.document import document_tokens
 from agent_memory.jobs.llm_tasks import COMPACT_TOOL_NAME
-from agent_memory.jobs.notifier import InMemoryNotifier, cap_alert
+from agent_memory.jobs.notifier import cap_alert
 from agent_memory.observability import metrics
-from tests.unit.jobs.support import (
-    FixedClock,
-    ScriptedLLM,
-    add_project,
-    line,
-    make_deps,
-    run,
-    save_hot,
-    snapshot,
-    tool_reply,
-    utc,
-)
+from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, ScriptedLLM, tool_reply
+from tests.unit.jobs.support import add_project, line, make_deps, run, save_hot, utc
 
 NOW = utc("2026-03-10T04:00:00+08:00")
 
@@ -42,7 +29,7 @@ def filler(n: int, length: int = 99) -> str:
 
 
 def over_cap_document() -> tuple[list[HotMemoryLine], list[HotMemoryLine]]:
-    """Case B07's hot memory: 800 tokens of admin lines, 1,500 of AI lines (2,320 rendered)."""
+    """A hot memory over the cap: 800 tokens of admin lines, 1,500 of AI lines (2,320 rendered)."""
     admin = [line(f"adm-{i}", "System Rules" if i < 4 else "User Preferences", filler(i), tag=None)
              for i in range(8)]
     ai = [line(f"ai-{i:02d}", "Active Context" if i < 8 else "Lessons Learned", filler(20 + i), source="distilled",
@@ -55,10 +42,10 @@ def proposal(lines: list[HotMemoryLine], **changes: Any) -> dict[str, Any]:
                       for ln in lines], **changes}
 
 
-def seeded(jobs_repo: JobsRepository) -> tuple[list[HotMemoryLine], list[HotMemoryLine]]:
-    add_project(jobs_repo)
+def seeded(store: InMemoryStore) -> tuple[list[HotMemoryLine], list[HotMemoryLine]]:
+    add_project(store)
     admin, ai = over_cap_document()
-    save_hot(jobs_repo, "p1", admin + ai)
+    save_hot(store, "p1", admin + ai)
     return admin, ai
 
 
@@ -82,26 +69,26 @@ def _admin_reworded(admin: list[HotMemoryLine], ai: list[HotMemoryLine]) -> dict
     ids=["a-over-cap", "b-admin-line-dropped", "c-admin-line-reworded"],
 )
 def test_b07_invalid_compaction_is_rejected_and_the_stored_revision_unchanged(
-    jobs_repo: JobsRepository, build: Any, problem: str
+    store: InMemoryStore, build: Any, problem: str
 ) -> None:
     # Given 2,320 tokens of hot memory (1,500 AI, 800 admin) and a compactor returning a bad document
-    admin, ai = seeded(jobs_repo)
+    admin, ai = seeded(store)
     llm = ScriptedLLM(tool_reply(COMPACT_TOOL_NAME, build(admin, ai)))
     notifier = InMemoryNotifier()
-    hot_before = jobs_repo.load_hot_memory("p1")
+    hot_before = store.load_hot_memory("p1")
 
     # When pruning runs
-    report = run(make_deps(jobs_repo, llm=llm, notifier=notifier, clock=FixedClock(NOW)), "prune", "p1",
+    report = run(make_deps(store, llm=llm, notifier=notifier, clock=FakeClock(NOW)), "prune", "p1",
                  "2026-03-10")
 
     # Then the result is rejected: stored revision unchanged, failure recorded (metric, alert, marker)
     assert problem in report.details["problems"]
     assert report.details["status"] == "rejected" and not report.changed
-    assert jobs_repo.load_hot_memory("p1") == hot_before
-    assert jobs_repo.get_hot_memory_revision("p1", 2) is None
+    assert store.load_hot_memory("p1") == hot_before
+    assert store.get_hot_memory_revision("p1", 2) is None
     assert "PruneRejected" in metrics.metric_set
     assert [a.kind for a in notifier.alerts] == ["prune_rejected"]
-    marker = jobs_repo.get_job_run("p1", "prune", "2026-03-10")
+    marker = store.get_job_run("p1", "prune", "2026-03-10")
     assert marker is not None and marker.status == "rejected"
     # and the path reports its token counts
     assert report.counts["tokens_before"] == document_tokens(admin + ai) == 2320
@@ -109,37 +96,35 @@ def test_b07_invalid_compaction_is_rejected_and_the_stored_revision_unchanged(
     assert report.counts["proposed_tokens"] > 0
 
 
-def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(jobs_repo: JobsRepository) -> None:
+def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(store: InMemoryStore) -> None:
     # Given 2,320 tokens of hot memory and a compactor merging the AI lines
-    admin, ai = seeded(jobs_repo)
+    admin, ai = seeded(store)
     merged = {"line_id": None, "section": "Active Context", "text": "当前重点：" + filler(90, 40),
               "merged_from": [ln.line_id for ln in ai[:8]]}
     llm = ScriptedLLM(tool_reply(COMPACT_TOOL_NAME, {"lines": [*proposal(admin)["lines"], merged,
                                                                 *proposal(ai[8:11])["lines"]]}))
 
     # When pruning runs
-    report = run(make_deps(jobs_repo, llm=llm, clock=FixedClock(NOW)), "prune", "p1", "2026-03-10")
+    report = run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "prune", "p1", "2026-03-10")
 
     # Then one new revision holds the admin lines byte-identical and the compacted AI lines
-    hot = jobs_repo.load_hot_memory("p1")
+    hot = store.load_hot_memory("p1")
     assert report.changed and hot.version == 2
     assert [ln.model_dump_json() for ln in hot.lines if ln.source == "admin"] == [
         ln.model_dump_json() for ln in admin]
     new = next(ln for ln in hot.lines if ln.created_by == "pruner")
     assert new.evidence == [f"m-{i}" for i in range(8)]
     assert report.counts["tokens_after"] == document_tokens(hot.lines) <= 2000
-    revision = jobs_repo.get_hot_memory_revision("p1", 2)
+    revision = store.get_revision("p1", 2)
     assert revision is not None
-    from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem
-
-    reason = HotMemoryRevisionItem.get("p1", "HOTREV#0000000002").reason
+    reason = revision.summary.reason
     assert reason is not None and "merged" in reason and "ai-00" in reason
     assert "evicted ai-11,ai-12,ai-13,ai-14" in reason
 
 
-def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(jobs_repo: JobsRepository) -> None:
+def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(store: InMemoryStore) -> None:
     # Given admin lines, an old and a new reply-language line, a repeated rule and many AI lines
-    add_project(jobs_repo)
+    add_project(store)
     admin, ai = over_cap_document()
     extra = [
         line("lang-old", "User Preferences", "回复使用中文", source="distilled", at="2026-01-05T02:00:00+08:00",
@@ -151,13 +136,13 @@ def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(jobs_
         line("lang-new", "User Preferences", "Answer in English.", source="distilled",
              at="2026-03-07T02:00:00+08:00", evidence=("m-d",)),
     ]
-    save_hot(jobs_repo, "p1", admin + ai + extra)
+    save_hot(store, "p1", admin + ai + extra)
 
     # When pruning runs offline
-    report = run(make_deps(jobs_repo, clock=FixedClock(NOW)), "prune", "p1", "2026-03-10")
+    report = run(make_deps(store, clock=FakeClock(NOW)), "prune", "p1", "2026-03-10")
 
     # Then: duplicates merged into the newest, superseded dropped, oldest evicted, under the cap
-    hot = jobs_repo.load_hot_memory("p1")
+    hot = store.load_hot_memory("p1")
     ids = [ln.line_id for ln in hot.lines]
     assert report.details["compactor"] == "offline" and report.changed
     assert document_tokens(hot.lines) <= 2000
@@ -166,19 +151,19 @@ def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(jobs_
     assert "name-2" in ids and "name-1" not in ids
     assert next(ln for ln in hot.lines if ln.line_id == "name-2").evidence == ["m-c", "m-b"]
     assert "ai-00" not in ids and "ai-14" in ids
-    from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem
-
-    reason = HotMemoryRevisionItem.get("p1", "HOTREV#0000000002").reason or ""
+    revision = store.get_revision("p1", 2)
+    assert revision is not None
+    reason = revision.summary.reason or ""
     assert "merged name-2<-name-1" in reason and "superseded lang-old" in reason and "evicted ai-00" in reason
 
 
-def test_admin_lines_alone_over_the_cap_send_one_alert(jobs_repo: JobsRepository) -> None:
+def test_admin_lines_alone_over_the_cap_send_one_alert(store: InMemoryStore) -> None:
     # Given 2,100 tokens of admin lines
-    add_project(jobs_repo)
+    add_project(store)
     admin = [line(f"adm-{i}", "System Rules", filler(i)) for i in range(21)]
-    save_hot(jobs_repo, "p1", admin)
+    save_hot(store, "p1", admin)
     notifier = InMemoryNotifier()
-    deps = make_deps(jobs_repo, notifier=notifier, clock=FixedClock(NOW))
+    deps = make_deps(store, notifier=notifier, clock=FakeClock(NOW))
 
     # When pruning runs, is delivered twice, and runs again the next day
     reports = [run(deps, "prune", "p1", d) for d in ("2026-03-10", "2026-03-10", "2026-03-11")]
@@ -188,17 +173,17 @@ def test_admin_lines_alone_over_the_cap_send_one_alert(jobs_repo: JobsRepository
     alert = notifier.alerts[0]
     assert alert.project_id == "p1" and "2105 tokens" in alert.message
     assert alert.subject.isascii() and len(alert.subject) <= 99
-    assert jobs_repo.load_hot_memory("p1").lines == admin
+    assert store.load_hot_memory("p1").lines == admin
     assert reports[0].details["status"] == "admin_over_cap"
     assert reports[0].counts["admin_tokens"] == 2105
 
 
-def test_failed_alert_delivery_is_sent_again_by_the_retry(jobs_repo: JobsRepository) -> None:
+def test_failed_alert_delivery_is_sent_again_by_the_retry(store: InMemoryStore) -> None:
     # Given admin lines over the cap and an SNS outage
-    add_project(jobs_repo)
-    save_hot(jobs_repo, "p1", [line(f"adm-{i}", "System Rules", filler(i)) for i in range(21)])
+    add_project(store)
+    save_hot(store, "p1", [line(f"adm-{i}", "System Rules", filler(i)) for i in range(21)])
     notifier = InMemoryNotifier(fail=True)
-    deps = make_deps(jobs_repo, notifier=notifier, clock=FixedClock(NOW))
+    deps = make_deps(store, notifier=notifier, clock=FakeClock(NOW))
 
     # When the first attempt fails and the SQS retry runs
     with pytest.raises(RuntimeError):
@@ -223,35 +208,14 @@ def test_alert_text_is_byte_capped_without_splitting_characters() -> None:
     assert capped.subject.isascii() and utf8_len(capped.subject) <= 99
 
 
-def test_sns_notifier_publishes_to_the_topic_with_project_attributes() -> None:
-    # Given an SNS client expecting one publish
-    client = boto3.client("sns", region_name="eu-west-1")
-    stub = Stubber(client)
-    topic = "arn:aws:sns:eu-west-1:123456789012:agent-memory-admin-alerts"
-    stub.add_response("publish", {"MessageId": "1"}, {
-        "TopicArn": topic, "Subject": "Agent Memory: test", "Message": "Project p1: 2100 tokens",
-        "MessageAttributes": {"project_id": {"DataType": "String", "StringValue": "p1"},
-                              "kind": {"DataType": "String", "StringValue": "admin_over_cap"}},
-    })
-
-    # When an alert is delivered
-    with stub:
-        SnsNotifier(topic, client=client).notify(Alert(project_id="p1", kind="admin_over_cap",
-                                                       subject="Agent Memory: test",
-                                                       message="Project p1: 2100 tokens", dedupe_key="x"))
-
-    # Then exactly that publish was made
-        stub.assert_no_pending_responses()
-
-
 # ------------------------------------------------------------------------ yearly summaries
 def _report(week: str, text: str) -> WeeklyReport:
     return WeeklyReport(project_id="p1", iso_week=week, summary=text, created_at=utc("2026-01-01T00:00:00Z"))
 
 
-def test_years_beyond_50_weeks_get_one_yearly_summary_each(jobs_repo: JobsRepository) -> None:
+def test_years_beyond_50_weeks_get_one_yearly_summary_each(store: InMemoryStore) -> None:
     # Given a project running since 2024 with reports in 2024, 2025 and 2026
-    add_project(jobs_repo, created_at=utc("2024-01-02T09:00:00+08:00"))
+    add_project(store, created_at=utc("2024-01-02T09:00:00+08:00"))
     for week, text in [
         ("2024-W01", "[进度] 01-02 项目启动。 [m-1]"),
         ("2024-W30", "[决策] 07-24 决定增加 S02 中心。 [m-2]\n[问题] 07-25 EDC 同步失败。 [m-3]"),
@@ -260,14 +224,14 @@ def test_years_beyond_50_weeks_get_one_yearly_summary_each(jobs_repo: JobsReposi
         ("2025-W40", "[进度] 10-01 累计入组 45 例。 [m-6]"),
         ("2026-W05", "[进度] 01-28 累计入组 52 例。 [m-7]"),
     ]:
-        jobs_repo.put_weekly_report(_report(week, text))
-    deps = make_deps(jobs_repo, clock=FixedClock(NOW))
+        store.put_weekly_report(_report(week, text))
+    deps = make_deps(store, clock=FakeClock(NOW))
 
     # When pruning runs on 2026-03-10
     report = run(deps, "prune", "p1", "2026-03-10")
 
     # Then 2024 and 2025 (complete, partly older than 50 weeks) have one summary each, 2026 none
-    summaries = jobs_repo.load_yearly_summaries("p1")
+    summaries = store.load_yearly_summaries("p1")
     assert [(s.year, s.weeks) for s in summaries] == [
         (2024, ["2024-W01", "2024-W30", "2024-W52"]),
         (2025, ["2025-W10", "2025-W40"]),
@@ -282,38 +246,31 @@ def test_years_beyond_50_weeks_get_one_yearly_summary_each(jobs_repo: JobsReposi
     assert report.counts["yearly_summaries"] == 2
 
     # and running again (the next day) changes nothing
-    before = snapshot()
-    deps.clock = FixedClock(NOW + timedelta(days=1))
+    before = store.snapshot()
+    deps.clock = FakeClock(NOW + timedelta(days=1))
     again = run(deps, "prune", "p1", "2026-03-11")
     assert again.counts["yearly_summaries"] == 0
-    assert [i for i in _items(snapshot()) if i["sk"]["S"].startswith("YEAR#")] == [
-        i for i in _items(before) if i["sk"]["S"].startswith("YEAR#")]
+    assert store.snapshot()["yearly"] == before["yearly"]
 
 
-def test_a_year_still_inside_the_50_loaded_weeks_is_not_summarised(jobs_repo: JobsRepository) -> None:
+def test_a_year_still_inside_the_50_loaded_weeks_is_not_summarised(store: InMemoryStore) -> None:
     # Given a project that started in June 2025
-    add_project(jobs_repo, created_at=utc("2025-06-02T09:00:00+08:00"))
-    jobs_repo.put_weekly_report(_report("2025-W23", "[进度] 06-02 项目启动。 [m-1]"))
+    add_project(store, created_at=utc("2025-06-02T09:00:00+08:00"))
+    store.put_weekly_report(_report("2025-W23", "[进度] 06-02 项目启动。 [m-1]"))
 
     # When pruning runs on 2026-01-05 (all of 2025's weeks are among the 50 loaded ones)
-    run(make_deps(jobs_repo, clock=FixedClock(NOW)), "prune", "p1", "2026-01-05")
+    run(make_deps(store, clock=FakeClock(NOW)), "prune", "p1", "2026-01-05")
 
     # Then no yearly summary is written yet
-    assert jobs_repo.load_yearly_summaries("p1") == []
+    assert store.load_yearly_summaries("p1") == []
 
 
-def _items(raw: str) -> list[dict[str, Any]]:
-    import json
-
-    return json.loads(raw)
-
-
-def test_rerunning_prune_changes_nothing(jobs_repo: JobsRepository) -> None:
+def test_rerunning_prune_changes_nothing(store: InMemoryStore) -> None:
     # Given a compacted project
-    seeded(jobs_repo)
-    deps = make_deps(jobs_repo, clock=FixedClock(NOW))
+    seeded(store)
+    deps = make_deps(store, clock=FakeClock(NOW))
     first = run(deps, "prune", "p1", "2026-03-10")
-    before = snapshot()
+    before = store.snapshot()
 
     # When the same run is delivered again
     again = run(deps, "prune", "p1", "2026-03-10")
@@ -321,4 +278,4 @@ def test_rerunning_prune_changes_nothing(jobs_repo: JobsRepository) -> None:
     # Then nothing changed
     assert first.changed and not again.changed
     assert again.details["already_done"] == "compacted"
-    assert snapshot() == before
+    assert store.snapshot() == before

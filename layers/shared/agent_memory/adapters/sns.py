@@ -1,14 +1,17 @@
-"""SNS adapter of the :class:`~agent_memory.jobs.notifier.Notifier` port.
+"""SNS adapter of the :class:`~agent_memory.ports.Notifier` port.
 
 One ``sns.publish`` per alert on the admin-alert topic. The message carries the attributes
 ``project_id`` and ``kind``, so each admin's subscription can filter on its projects (a
-subscription filter policy), which is how an alert reaches "the project's admins".
+subscription filter policy), which is how an alert reaches "the project's admins". A failed
+publish raises :class:`~agent_memory.domain.errors.ExternalServiceError`, never a botocore
+exception.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.adapters.errors import service_error
 from agent_memory.domain.jobs import Alert
 
 
@@ -30,19 +33,24 @@ class SnsNotifier:
         """``sns.publish(TopicArn, Subject, Message, MessageAttributes)``.
 
         Raises:
-            botocore.exceptions.ClientError: delivery failed (the caller releases its
-                dedupe claim so a retry sends the alert again).
+            ExternalServiceError: delivery failed (the caller releases its dedupe claim so a
+                retry sends the alert again).
         """
+        from botocore.exceptions import BotoCoreError, ClientError
+
         attributes = {
             "project_id": {"DataType": "String", "StringValue": alert.project_id},
             "kind": {"DataType": "String", "StringValue": alert.kind},
         }
-        self._sns().publish(
-            TopicArn=self._topic_arn,
-            Subject=alert.subject,
-            Message=alert.message,
-            MessageAttributes=attributes,
-        )
+        try:
+            self._sns().publish(
+                TopicArn=self._topic_arn,
+                Subject=alert.subject,
+                Message=alert.message,
+                MessageAttributes=attributes,
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise service_error("sns", exc) from exc
 
 
 __all__ = ["SnsNotifier"]

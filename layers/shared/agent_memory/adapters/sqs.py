@@ -1,4 +1,4 @@
-"""SQS adapter of the fan-out queue (:class:`agent_memory.jobs.fanout.JobSender`).
+"""SQS adapter of the fan-out queue (:class:`agent_memory.ports.JobSender`).
 
 One ``SendMessageBatch`` per 10 requests (the SQS maximum). Each message body is a
 :class:`~agent_memory.jobs.JobRequest` as JSON (ids and a date, never message text) with the
@@ -9,7 +9,9 @@ lets logs and the DLQ tie a message to its run).
 Retries: throttling and 5xx of a whole call are botocore's (``standard`` retry mode). Entries a
 batch reports as failed with ``SenderFault: false`` (e.g. an internal error for one entry) are
 sent again, ONLY those, by tenacity with jittered backoff; a sender fault (a malformed entry)
-is not retried. Whatever still fails raises :class:`~agent_memory.jobs.fanout.EnqueueFailed`.
+is not retried. A call that still fails after botocore's retries counts its entries as failed and
+the other chunks are still sent. Whatever failed raises
+:class:`~agent_memory.domain.errors.EnqueueFailed` (never a botocore exception).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponen
 
 from agent_memory.domain.errors import EnqueueFailed
 from agent_memory.domain.jobs import JobRequest, request_key
+from agent_memory.observability import logger
 
 #: SQS SendMessageBatch holds at most 10 entries.
 SQS_BATCH_MAX = 10
@@ -96,7 +99,12 @@ class SqsJobQueue:
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else True,
             reraise=True,
         )
-        retrying(attempt)
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            retrying(attempt)
+        except (BotoCoreError, ClientError) as exc:
+            logger.warning("SendMessageBatch failed", extra={"error": type(exc).__name__, "entries": len(pending)})
         return len(pending) + len(sender_faults)
 
 

@@ -154,3 +154,20 @@ class EnqueueFailed(DomainError):
     def __init__(self, reason: str, failed: int) -> None:
         super().__init__(reason)
         self.failed = failed
+
+
+class ExternalServiceError(DomainError):
+    """A call to an outside service failed for a reason other than one of our conditions
+    (HTTP 503 when ``retryable``, else 502; the adapters decide ``retryable`` from the error code).
+
+    Attributes:
+        service: ``dynamodb``, ``sns``, ``sqs``.
+        code: the service's error code, or None when no answer came (connection, timeout).
+        retryable: the same call may succeed later (throttling, a service fault, no answer).
+    """
+
+    def __init__(self, service: str, code: str | None, *, retryable: bool) -> None:
+        super().__init__(f"{service} call failed ({code or 'no response'})")
+        self.service = service
+        self.code = code
+        self.retryable = retryable

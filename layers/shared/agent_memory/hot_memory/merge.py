@@ -1,10 +1,10 @@
 """Pure operations on the hot-memory document: merging distilled candidates, validating and
-building compactions (seed 000 section 2.1, seed 001 sections 5.1 and 5.3).
+building compactions (the daily distillation and the pruning job apply them).
 
-Invariants every function here keeps (DESIGN.md "Properties the seeds insist on"):
+Invariants every function here keeps:
 - admin lines are never changed, moved out or removed by the AI (byte-identical);
 - every line knows where it came from (``source``, ``created_by``, ``created_at``, ``evidence``);
-- nothing is clipped: a result over the token cap is rejected as a whole (case B07).
+- nothing is clipped: a result over the token cap is rejected as a whole.
 No I/O: callers read and save through the repository.
 """
 
@@ -18,24 +18,19 @@ from datetime import datetime
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.hot_memory.statements import (
+from agent_memory.hot_memory.analysis import (
     Analysis,
     analyse,
     contradicts,
     is_duplicate,
     languages_present,
-    relaxes_system_rules,
-    stable_id,
     supersedes,
 )
+from agent_memory.hot_memory.document import document_tokens, stable_id
+from agent_memory.hot_memory.statements import relaxes_system_rules
 
 DISTILLER = "distiller"
 PRUNER = "pruner"
-
-
-def document_tokens(lines: Sequence[HotMemoryLine], project_id: str = "") -> int:
-    """Estimated tokens of the rendered Markdown document holding ``lines``."""
-    return estimate_tokens(HotMemory(project_id=project_id, lines=list(lines)).render())
 
 
 def _line_json(line: HotMemoryLine) -> str:
@@ -49,9 +44,9 @@ class MergeResult:
 
     ``lines`` is the new document (equal to the input lines when nothing changed);
     ``added`` / ``replaced`` (old id -> new id) / ``removed`` (extra lines on a replaced
-    subject) list line ids; ``duplicates`` counts candidates already present (case B01);
-    ``reviews`` are held for an admin (case B09); ``rejected`` counts rejections by reason
-    (``ungrounded``, ``language``, ``invalid``; case B04).
+    subject) list line ids; ``duplicates`` counts candidates already present;
+    ``reviews`` are held for an admin; ``rejected`` counts rejections by reason
+    (``ungrounded``, ``language``, ``invalid``).
     """
 
     lines: list[HotMemoryLine]
@@ -82,18 +77,18 @@ def merge_candidates(
 
     Per candidate, in this order:
     1. grounding: every evidence id must be a USER message of the processed day, else
-       rejected ``ungrounded`` (case B04);
+       rejected ``ungrounded`` (the AI never writes what no user said);
     2. shape: a known AI section, non-empty, at most ``max_line_tokens``, else ``invalid``;
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
-       ``language`` (case B04: Chinese stays Chinese);
+       ``language`` (Chinese stays Chinese);
     4. admin guard: relaxing the System Rules, targeting an admin line, contradicting one or
-       changing one of its details -> review queue, never applied (case B09);
+       changing one of its details -> review queue, never applied (admins own their lines);
     5. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
-       line keeps its provenance (case B01);
+       line keeps its provenance;
     6. same subject as AI lines (contradiction, a changed detail of the same statement, a
        different reply language, or the LLM's ``replace``) -> the first such line is replaced
-       in place and the others removed, so exactly one line holds the subject (case B02);
+       in place and the others removed, so exactly one line holds the subject (newer wins);
     7. otherwise added at the end.
 
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
@@ -235,7 +230,8 @@ class Compaction:
 
 
 def validate_compaction(before: HotMemory, after: Sequence[HotMemoryLine], cap_tokens: int) -> tuple[list[str], int]:
-    """Check a compacted document (case B07). Returns ``(problems, tokens)``; no problems = valid.
+    """Check a compacted document (nothing clipped, admin lines byte-identical). Returns
+    ``(problems, tokens)``; no problems = valid.
 
     Problems: ``admin_line_dropped:{id}``, ``admin_line_changed:{id}`` (any byte of the line,
     text or provenance), ``admin_line_added:{id}``, ``ai_line_in_system_rules:{id}``,
@@ -261,22 +257,17 @@ def validate_compaction(before: HotMemory, after: Sequence[HotMemoryLine], cap_t
             problems.append(f"ai_line_in_system_rules:{ln.line_id}")
         if not ln.text.strip():
             problems.append(f"empty_line:{ln.line_id}")
-    tokens = document_tokens(after, before.project_id)
+    tokens = document_tokens(after)
     if tokens > cap_tokens:
         problems.append("over_cap")
     return problems, tokens
 
 
-def admin_only_tokens(hot: HotMemory) -> int:
-    """Tokens of the document holding only the admin lines (what no compaction can remove)."""
-    return document_tokens([ln for ln in hot.lines if ln.source == "admin"], hot.project_id)
-
-
 def compact_offline(hot: HotMemory, cap_tokens: int) -> Compaction:
-    """The offline compactor (issue 4 item 5): merge duplicate AI lines (the newest stays and
-    collects the evidence), drop AI lines superseded by a newer AI line on the same subject,
-    then, while over the cap, evict the oldest AI lines. Admin lines are untouched and keep
-    their positions. Deterministic."""
+    """The offline compactor (no LLM, or its reply unusable): merge duplicate AI lines (the
+    newest stays and collects the evidence), drop AI lines superseded by a newer AI line on the
+    same subject, then, while over the cap, evict the oldest AI lines. Admin lines are untouched
+    and keep their positions. Deterministic."""
     ai = sorted((ln for ln in hot.lines if ln.source != "admin"), key=lambda ln: (ln.created_at, ln.line_id))
     newest_first = list(reversed(ai))
     keep: dict[str, HotMemoryLine] = {}
@@ -295,7 +286,7 @@ def compact_offline(hot: HotMemory, cap_tokens: int) -> Compaction:
         keep[ln.line_id] = ln
     lines = [keep.get(ln.line_id, ln) for ln in hot.lines if ln.source == "admin" or ln.line_id in keep]
     for victim in sorted(keep.values(), key=lambda ln: (ln.created_at, ln.line_id)):
-        if document_tokens(lines, hot.project_id) <= cap_tokens:
+        if document_tokens(lines) <= cap_tokens:
             break
         lines = [ln for ln in lines if ln.line_id != victim.line_id]
         comp.evicted.append(victim.line_id)
@@ -360,10 +351,8 @@ def build_llm_compaction(
 __all__ = [
     "Compaction",
     "MergeResult",
-    "admin_only_tokens",
     "build_llm_compaction",
     "compact_offline",
-    "document_tokens",
     "merge_candidates",
     "validate_compaction",
 ]

@@ -1,8 +1,25 @@
-"""Request bodies of the admin API (validated by the Powertools event handler: bad input -> 422)."""
+"""The admin API's requests (bodies, query parameters, ``If-Match``, reasons) and the response of a
+hot-memory change. Bodies and parameters are validated by the Powertools event handler (bad
+input -> 422)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import json
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_memory.domain.errors import InvalidInput
+from agent_memory.hot_memory.editor import ChangeResult, etag, parse_if_match
+from agent_memory.http.responses import model_response
+from agent_memory.observability import logger, metrics
+
+Cursor = Annotated[str | None, Query(max_length=512)]
+ReasonQuery = Annotated[str | None, Query(max_length=1000)]
+ReviewStatus = Annotated[str | None, Query(pattern="^(pending|approved|rejected)$")]
 
 
 class MemoryPutRequest(BaseModel):
@@ -31,3 +48,51 @@ class ReportCorrectionRequest(BaseModel):
 
     summary: str = Field(min_length=1, description="The corrected report text (replaces the whole text).")
     reason: str | None = None
+
+
+def if_match(app: ApiGatewayResolver) -> int:
+    """The version the request's ``If-Match`` names.
+
+    Raises:
+        PreconditionRequired: no header (428); InvalidInput: not a version (422).
+    """
+    return parse_if_match(app.current_event.headers.get("if-match"))
+
+
+def optional_if_match(app: ApiGatewayResolver) -> int | None:
+    """The version ``If-Match`` names, or None without the header."""
+    value = app.current_event.headers.get("if-match")
+    return parse_if_match(value) if value else None
+
+
+def reason_from_body(app: ApiGatewayResolver) -> str | None:
+    """The optional ``{"reason": ...}`` body of the POST routes (no body = no reason).
+
+    Raises:
+        InvalidInput: a body of another shape (422).
+    """
+    raw = app.current_event.decoded_body
+    if not raw or not raw.strip():
+        return None
+    try:
+        return ReasonRequest.model_validate(json.loads(raw)).reason
+    except (ValueError, ValidationError):
+        raise InvalidInput('the body must be {"reason": string or null}') from None
+
+
+def change_response(result: ChangeResult, metric: str) -> Response[str]:
+    """The answer to a hot-memory write, with the new version's ETag; a real change counts
+    ``metric`` and is logged (ids and counts only)."""
+    if result.changed:
+        metrics.add_metric(name=metric, unit="Count", value=1)
+        logger.info(
+            "hot memory changed",
+            extra={
+                "project_id": result.memory.project_id,
+                "version": result.memory.version,
+                "tokens": result.memory.tokens,
+                "added": len(result.added_line_ids),
+                "removed": len(result.removed_line_ids),
+            },
+        )
+    return model_response(result, etag=etag(result.memory.version))

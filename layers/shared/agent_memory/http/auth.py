@@ -6,10 +6,10 @@ Claims used (a Cognito user pool or any OIDC issuer can carry them):
   ``"demo-iit:admin,demo-clinic:member"`` (API Gateway HTTP API passes every claim as a
   string; arrays arrive as ``"[a b]"``, which is accepted too).
 
-Every route is checked against the one route -> role table
-(:mod:`agent_memory.http.routes`, applied by ``route_guard`` before the handler runs), which
-calls :func:`authorize`: no valid claims -> 401, a project the user is not in -> 403, an admin
-route for a member -> 403 (case B08).
+Every request is checked against the one route -> role table (:mod:`agent_memory.http.routes`)
+by the route guard, the first middleware of every route, which calls :func:`caller_from_event` and
+:func:`authorize` once: no valid claims -> 401, a project the user is not in -> 403, an admin route
+for a member -> 403. Routes read the admitted :class:`Caller` from the request context.
 """
 
 from __future__ import annotations

@@ -1,13 +1,17 @@
-"""Domain exceptions -> HTTP responses, in ONE place (STYLE.md "Errors").
+"""Exceptions -> HTTP responses: the ONE error map of every HTTP function.
 
-Error bodies: ``{"error": code, "reason": str, "retryable": bool, "request_id": str}``;
-reasons never contain message text, prompts or secrets.
+Every error answers with one body shape: ``{"error": code, "reason": str, "retryable": bool,
+"request_id": str}``, plus the fields a particular error adds (``current_version``, ``limit_bytes``,
+...). Reasons never contain message text, prompts or secrets. The route guard's refusals (401, 403,
+400, 415), request validation (422), the domain errors and, in the chat function, the Powertools
+idempotency errors all answer through this map.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -17,6 +21,21 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from agent_memory.domain import errors as e
 from agent_memory.observability import logger, metrics
+
+
+class RequestRejected(Exception):
+    """A request refused for its form, never for its content: a malformed path parameter, a body
+    that is not UTF-8 or not declared JSON, an over-long ``Idempotency-Key``.
+
+    ``status`` is the HTTP status (400 or 415), ``code`` the body's ``error``, ``reason`` is safe to
+    show (it never quotes the request).
+    """
+
+    def __init__(self, status: int, code: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.code = code
+        self.reason = reason
 
 
 def _request_id(app: ApiGatewayResolver) -> str:
@@ -35,15 +54,16 @@ def error_response(
     retryable: bool = False,
     retry_after_s: float | None = None,
     extra: dict[str, Any] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> Response:
     """A JSON error response with the request id (and ``Retry-After`` in whole seconds)."""
-    headers: dict[str, str] = {}
+    all_headers = dict(headers or {})
     if retry_after_s is not None:
-        headers["Retry-After"] = str(max(1, math.ceil(retry_after_s)))
+        all_headers["Retry-After"] = str(max(1, math.ceil(retry_after_s)))
     body: dict[str, Any] = {"error": code, "reason": reason, "retryable": retryable, "request_id": _request_id(app)}
     if extra:
         body.update(extra)
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=all_headers)
 
 
 _SAFE_LOC = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -56,8 +76,32 @@ def _safe_loc(part: object) -> str:
     return text if _SAFE_LOC.match(text) else "<value>"
 
 
-def register_error_handlers(app: ApiGatewayResolver) -> None:
-    """Attach the mapping of every domain exception to ``app``."""
+#: Domain errors answered with their reason alone: exception -> (status, code). A subclass
+#: answers as its nearest mapped base (``LineNotFound`` as ``NotFound``).
+PLAIN_ERRORS: Mapping[type[e.DomainError], tuple[HTTPStatus, str]] = {
+    e.Forbidden: (HTTPStatus.FORBIDDEN, "forbidden"),
+    e.InvalidInput: (HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_input"),
+    e.ItemTooLarge: (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "item_too_large"),
+    e.ProjectNotFound: (HTTPStatus.NOT_FOUND, "not_found"),
+    e.SessionNotFound: (HTTPStatus.NOT_FOUND, "not_found"),
+    e.MessageNotFound: (HTTPStatus.NOT_FOUND, "not_found"),
+    e.DiagnosisNotFound: (HTTPStatus.NOT_FOUND, "not_found"),
+    e.NotFound: (HTTPStatus.NOT_FOUND, "not_found"),
+    e.AlreadyExists: (HTTPStatus.CONFLICT, "already_exists"),
+    e.InvalidContinuationToken: (HTTPStatus.BAD_REQUEST, "invalid_next_token"),
+    e.PreconditionRequired: (HTTPStatus.PRECONDITION_REQUIRED, "precondition_required"),
+}
+
+
+def register_error_handlers(app: ApiGatewayResolver, *, idempotency: bool = False) -> None:
+    """Attach the error map to ``app``; ``idempotency`` adds the answers to the Powertools
+    idempotency errors (for the function that serves ``Idempotency-Key``)."""
+
+    def plain(status: HTTPStatus, code: str) -> Callable[[e.DomainError], Response]:
+        return lambda exc: error_response(app, status, code, exc.reason)
+
+    for exc_type, (status, code) in PLAIN_ERRORS.items():
+        app.exception_handler(exc_type)(plain(status, code))
 
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
@@ -69,17 +113,16 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
         reason = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"
         return error_response(app, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", reason, extra={"detail": details})
 
+    @app.exception_handler(RequestRejected)
+    def _rejected(exc: RequestRejected) -> Response:
+        return error_response(app, exc.status, exc.code, exc.reason)
+
     @app.exception_handler(e.Unauthorized)
     def _unauthorized(exc: e.Unauthorized) -> Response:
-        return error_response(app, HTTPStatus.UNAUTHORIZED, "unauthorized", exc.reason)
-
-    @app.exception_handler(e.Forbidden)
-    def _forbidden(exc: e.Forbidden) -> Response:
-        return error_response(app, HTTPStatus.FORBIDDEN, "forbidden", exc.reason)
-
-    @app.exception_handler(e.InvalidInput)
-    def _invalid(exc: e.InvalidInput) -> Response:
-        return error_response(app, HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_input", exc.reason)
+        return error_response(
+            app, HTTPStatus.UNAUTHORIZED, "unauthorized", exc.reason,
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
 
     @app.exception_handler(e.PayloadTooLarge)
     def _too_large(exc: e.PayloadTooLarge) -> Response:
@@ -88,39 +131,12 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
             extra={"limit_bytes": exc.limit_bytes, "actual_bytes": exc.actual_bytes},
         )
 
-    @app.exception_handler(e.ItemTooLarge)
-    def _item_too_large(exc: e.ItemTooLarge) -> Response:
-        return error_response(app, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "item_too_large", exc.reason)
-
-    @app.exception_handler(e.ProjectNotFound)
-    @app.exception_handler(e.SessionNotFound)
-    @app.exception_handler(e.MessageNotFound)
-    @app.exception_handler(e.DiagnosisNotFound)
-    def _not_found(exc: e.DomainError) -> Response:
-        return error_response(app, HTTPStatus.NOT_FOUND, "not_found", exc.reason)
-
-    @app.exception_handler(e.AlreadyExists)
-    def _exists(exc: e.AlreadyExists) -> Response:
-        return error_response(app, HTTPStatus.CONFLICT, "already_exists", exc.reason)
-
-    @app.exception_handler(e.InvalidContinuationToken)
-    def _bad_token(exc: e.InvalidContinuationToken) -> Response:
-        return error_response(app, HTTPStatus.BAD_REQUEST, "invalid_next_token", exc.reason)
-
     @app.exception_handler(e.VersionConflict)
     def _conflict(exc: e.VersionConflict) -> Response:
         return error_response(
             app, HTTPStatus.CONFLICT, "version_conflict", exc.reason, retryable=True,
             extra={"current_version": exc.current_version},
         )
-
-    @app.exception_handler(e.NotFound)
-    def _admin_not_found(exc: e.NotFound) -> Response:
-        return error_response(app, HTTPStatus.NOT_FOUND, "not_found", exc.reason)
-
-    @app.exception_handler(e.PreconditionRequired)
-    def _precondition_required(exc: e.PreconditionRequired) -> Response:
-        return error_response(app, HTTPStatus.PRECONDITION_REQUIRED, "precondition_required", exc.reason)
 
     @app.exception_handler(e.OverTokenCap)
     def _over_cap(exc: e.OverTokenCap) -> Response:
@@ -156,3 +172,44 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
         metrics.add_metric(name="LLMBadRequest", unit="Count", value=1)
         logger.error("llm rejected the request", extra={"reason": exc.reason})
         return error_response(app, HTTPStatus.BAD_GATEWAY, "llm_bad_request", "the LLM provider rejected the request")
+
+    @app.exception_handler(e.ExternalServiceError)
+    def _service(exc: e.ExternalServiceError) -> Response:
+        metrics.add_metric(name="ExternalServiceError", unit="Count", value=1)
+        logger.error("service call failed", extra={"service": exc.service, "code": exc.code})
+        if exc.retryable:
+            return error_response(
+                app, HTTPStatus.SERVICE_UNAVAILABLE, "service_unavailable", "a storage service is busy; retry",
+                retryable=True, retry_after_s=2,
+            )
+        return error_response(app, HTTPStatus.BAD_GATEWAY, "service_error", "a storage service call failed")
+
+    if idempotency:
+        _register_idempotency_errors(app)
+
+
+def _register_idempotency_errors(app: ApiGatewayResolver) -> None:
+    """A key reused with another body -> 422; the first request with the key still running -> 409,
+    retryable. Other idempotency errors (the store unreachable) stay server errors.
+
+    Imported here: the idempotency package loads boto3 for its DynamoDB store, which the functions
+    that serve no ``Idempotency-Key`` must not pay for at cold start.
+    """
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+        IdempotencyValidationError,
+    )
+
+    @app.exception_handler(IdempotencyValidationError)
+    def _key_reused(exc: IdempotencyValidationError) -> Response:
+        return error_response(
+            app, HTTPStatus.UNPROCESSABLE_ENTITY, "idempotency_key_reused",
+            "this Idempotency-Key was used with a different body",
+        )
+
+    @app.exception_handler(IdempotencyAlreadyInProgressError)
+    def _in_progress(exc: IdempotencyAlreadyInProgressError) -> Response:
+        return error_response(
+            app, HTTPStatus.CONFLICT, "request_in_progress", "a request with this Idempotency-Key is in progress",
+            retryable=True, retry_after_s=2,
+        )

@@ -1,34 +1,42 @@
-"""Who may call which route: ONE declared table, used by every handler and by the tests.
+"""Who may call which route: ONE declared table, applied to every request by ONE middleware.
 
-Every HTTP route of ``template.yaml`` has exactly one entry here, keyed by the API Gateway route
-key (``"{METHOD} {template path}"``, the ``routeKey`` of the payload-2.0 event):
+Every HTTP route of ``template.yaml`` has exactly one entry in :data:`ROUTE_POLICY`, keyed by the
+API Gateway route key (``"{METHOD} {template path}"``, the ``routeKey`` of the payload-2.0 event):
 
 - ``public``: no token (the route opts out of the JWT authorizer in the template);
 - ``member``: a verified token whose ``custom:projects`` claim lists the path's ``project_id``;
 - ``admin``: the same, with the role ``admin`` in that project.
 
-:func:`route_guard` wraps a function's ``lambda_handler`` and applies the table BEFORE the event
-handler runs (before body validation too), so a caller outside the project always gets 403, never
-a 422 that would tell them anything about the route. A route missing from the table is refused
-(fail closed); ``tests/integration/test_access_control.py`` enumerates the template's routes and
-fails for any route without an entry (case B08).
+Every HTTP function builds its event handler with :func:`guarded_resolver`, whose
+:class:`RouteGuard` middleware runs first for every request: it authenticates the caller,
+authorizes the route from the table, refuses malformed requests, and puts the ONE
+:class:`~agent_memory.http.auth.Caller` into the request context, where routes read it with
+:func:`current_caller`. It runs before the request is validated, so a caller outside the project
+always gets 403, never a 422 that would describe the route. A route missing from the table is
+refused (fail closed); ``tests/integration/test_access_control.py`` enumerates the template's
+routes and fails for any route without an entry.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
-import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any, Literal
 
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIRequestValidationMiddleware,
+)
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from agent_memory.domain.errors import Forbidden, Unauthorized
 from agent_memory.http.auth import Caller, authorize, caller_from_event
+from agent_memory.http.errors import RequestRejected, register_error_handlers
 
 Access = Literal["public", "member", "admin"]
 
@@ -56,8 +64,8 @@ ROUTE_POLICY: Mapping[str, Access] = {
     # ---------------------------------------------------------------- inspection (ApiFunction)
     f"GET {_P}/sessions/{{session_id}}/messages/{{message_id}}/context": "admin",
     # ---------------------------------------------------------------- hot memory
-    # The hot-memory API is the admins' (issue 5: "Hot-memory API (admin)"): reading it with its
-    # provenance, changing it and its history (revisions, review queue, audit).
+    # Admins only: reading the hot memory with its provenance, changing it, and its history
+    # (revisions, review queue, audit).
     f"GET {_P}/memory": "admin",
     f"PUT {_P}/memory": "admin",
     f"DELETE {_P}/memory/lines/{{line_id}}": "admin",
@@ -91,7 +99,7 @@ def access_for(route_key: str) -> Access:
     return access
 
 
-def authorize_event(event: Mapping[str, Any]) -> Caller | None:
+def admit(event: Mapping[str, Any]) -> Caller | None:
     """Apply :data:`ROUTE_POLICY` to a payload-2.0 event.
 
     Returns:
@@ -121,119 +129,99 @@ PATH_PARAMETER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-def _error(event: Mapping[str, Any], status: int, code: str, reason: str) -> dict[str, Any]:
-    request_id = str(((event.get("requestContext") or {}).get("requestId")) or "")
-    body = {"error": code, "reason": reason, "retryable": False, "request_id": request_id}
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(body, ensure_ascii=False),
-        "isBase64Encoded": False,
-    }
+def check_request(event: Mapping[str, Any]) -> None:
+    """Refuse a malformed request before its body or parameters are read, with a reason that
+    never quotes the request's content.
 
-
-def request_problem(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Reject malformed requests before routing, with a JSON 4xx whose reason never quotes
-    the request's content:
-
-    - a path parameter outside :data:`PATH_PARAMETER_RE` -> 400 (a 2,000-character session
-      id would otherwise reach DynamoDB's 1,024-byte key limit; ``..``, ``%2F``, NUL refused);
-    - a body that is not UTF-8 -> 400;
-    - a body on POST/PUT/PATCH that is not declared ``application/json`` -> 415 (otherwise
-      the body would be read as a form and echoed in validation errors).
-    Returns None when the request may proceed.
+    Raises:
+        RequestRejected: a path parameter outside :data:`PATH_PARAMETER_RE` -> 400 (a 2,000-character
+            session id would otherwise reach DynamoDB's 1,024-byte key limit; ``..``, ``%2F``, NUL
+            are refused); a body that is not UTF-8 -> 400; a body on POST/PUT/PATCH not declared
+            ``application/json`` -> 415 (it would otherwise be read as a form and echoed in
+            validation errors).
     """
-    for name, value in ((event.get("pathParameters") or {}) or {}).items():
+    for name, value in (event.get("pathParameters") or {}).items():
         if not isinstance(value, str) or not PATH_PARAMETER_RE.match(value):
-            return _error(event, 400, "invalid_path_parameter",
-                          f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'")
+            raise RequestRejected(
+                HTTPStatus.BAD_REQUEST, "invalid_path_parameter",
+                f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'",
+            )
     raw = event.get("body")
     if raw is None or raw == "":
-        return None
+        return
     if event.get("isBase64Encoded"):
         try:
             base64.b64decode(raw, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
-            return _error(event, 400, "invalid_encoding", "the body must be UTF-8 text")
+            raise RequestRejected(HTTPStatus.BAD_REQUEST, "invalid_encoding", "the body must be UTF-8 text") from None
     method = str(((event.get("requestContext") or {}).get("http") or {}).get("method") or "").upper()
     if method in _BODY_METHODS:
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
         media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json" and not media.endswith("+json"):
-            return _error(event, 415, "unsupported_media_type", "send the body as JSON with Content-Type: application/json")
-    return None
+            raise RequestRejected(
+                HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
+                "send the body as JSON with Content-Type: application/json",
+            )
 
 
-def denial_response(event: Mapping[str, Any], exc: Unauthorized | Forbidden) -> dict[str, Any]:
-    """The proxy result for a refused request (same body shape as ``agent_memory.http.errors``)."""
-    unauthorized = isinstance(exc, Unauthorized)
-    request_id = str(((event.get("requestContext") or {}).get("requestId")) or "")
-    headers = {"Content-Type": "application/json"}
-    if unauthorized:
-        headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
-    body = {
-        "error": "unauthorized" if unauthorized else "forbidden",
-        "reason": exc.reason,
-        "retryable": False,
-        "request_id": request_id,
-    }
-    return {
-        "statusCode": 401 if unauthorized else 403,
-        "headers": headers,
-        "body": json.dumps(body, ensure_ascii=False),
-        "isBase64Encoded": False,
-    }
+class RouteGuard(OpenAPIRequestValidationMiddleware):
+    """The first middleware of every route: admit the request, then validate it.
+
+    Admission is :func:`admit` (401 / 403 from :data:`ROUTE_POLICY`) followed by
+    :func:`check_request` (400 / 415); the admitted caller goes into ``app.context["caller"]``.
+    Only then does Powertools' request validation run (422), so it never answers a caller the
+    route does not admit. Refusals are raised and answered by the error map.
+    """
+
+    def handler(self, app: ApiGatewayResolver, next_middleware: NextMiddleware) -> Response:
+        event = app.current_event.raw_event
+        caller = admit(event)
+        check_request(event)
+        if caller is not None:
+            app.append_context(caller=caller)
+        return super().handler(app, next_middleware)
 
 
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+def guarded_resolver(*, idempotency: bool = False) -> APIGatewayHttpResolver:
+    """The event handler of an HTTP function: request validation on, :class:`RouteGuard` first,
+    the error map attached (``idempotency``: with the answers to the idempotency errors).
 
+    Powertools runs its request validation before every middleware given to ``use()``; the guard
+    therefore takes the validation's own place at the head of each route's middleware stack.
 
-def route_guard(app: ApiGatewayResolver) -> Callable[[Handler], Handler]:
-    """Decorate a ``lambda_handler``: refuse with 401/403 per :data:`ROUTE_POLICY` before the
-    event handler resolves the route; otherwise put the caller into ``app.context["caller"]``."""
-
-    def decorator(handler: Handler) -> Handler:
-        @functools.wraps(handler)
-        def wrapper(event: dict[str, Any], context: Any) -> dict[str, Any]:
-            try:
-                caller = authorize_event(event)
-            except (Unauthorized, Forbidden) as exc:
-                return denial_response(event, exc)
-            problem = request_problem(event)
-            if problem is not None:
-                return problem
-            if caller is not None:
-                app.append_context(caller=caller)
-            return handler(event, context)
-
-        return wrapper
-
-    return decorator
+    Raises:
+        RuntimeError: this Powertools version has no such place (the guard would not run).
+    """
+    app = APIGatewayHttpResolver(enable_validation=True)
+    if not isinstance(getattr(app, "_request_validation_middleware", None), OpenAPIRequestValidationMiddleware):
+        raise RuntimeError("the Powertools event handler no longer validates requests where RouteGuard expects")
+    app._request_validation_middleware = RouteGuard()
+    register_error_handlers(app, idempotency=idempotency)
+    return app
 
 
 def current_caller(app: ApiGatewayResolver) -> Caller:
-    """The caller :func:`route_guard` admitted (checked again from the event when unguarded).
+    """The caller :class:`RouteGuard` admitted for this request.
 
     Raises:
-        Unauthorized / Forbidden: as :func:`authorize_event`.
+        Unauthorized: no caller (a public route has none): fail closed.
     """
     caller = app.context.get("caller")
-    if isinstance(caller, Caller):
-        return caller
-    checked = authorize_event(app.current_event.raw_event)
-    if checked is None:
+    if not isinstance(caller, Caller):
         raise Unauthorized("a valid bearer token is required")
-    return checked
+    return caller
 
 
 __all__ = [
     "Access",
+    "PATH_PARAMETER_RE",
     "ROUTE_POLICY",
+    "RouteGuard",
     "access_for",
-    "authorize_event",
+    "admit",
+    "check_request",
     "current_caller",
-    "denial_response",
-    "request_problem",
-    "route_guard",
+    "guarded_resolver",
     "route_key_of",
 ]

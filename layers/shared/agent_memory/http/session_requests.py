@@ -1,14 +1,18 @@
-"""Request bodies of the session routes (issue 3); bad input -> 422 with a reason."""
+"""Request bodies and query parameters of the session routes; bad input -> 422 with a reason."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory.consultation.sessions import MAX_TRANSCRIPT_TURNS
 from agent_memory.domain.session_models import TranscriptTurn, report_problem
 from agent_memory.http.requests import ID_PATTERN
+
+#: A listing's continuation token (query parameter ``next_token``).
+NextToken = Annotated[str | None, Query(max_length=2048)]
 
 
 class CreateSessionRequest(BaseModel):

@@ -1,5 +1,5 @@
-"""Weekly archiving: one ISO week of the flow log -> one history-book report (seed 000 section 2.2;
-issue 4 item 4).
+"""Weekly archiving: one ISO week of the flow log -> one history-book report (written once,
+never overwritten).
 
 One run = one project, the ISO week before the run date's week in the project's calendar
 (correct at year boundaries and in week 53: 2026-W53 is 2026-12-28..2027-01-03):
@@ -31,6 +31,7 @@ from agent_memory.domain.errors import LLMError
 from agent_memory.domain.jobs import FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import Project, WeeklyReport
 from agent_memory.domain.text import normalise_for_compare, truncate_utf8, utf8_len
+from agent_memory.history.reports import REPORT_SECTIONS
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
 from agent_memory.jobs.llm_tasks import (
@@ -45,7 +46,6 @@ from agent_memory.observability import logger
 
 JOB = "archive"
 ARCHIVER = "archiver"
-SECTIONS: tuple[tuple[str, str], ...] = (("progress", "进度"), ("decisions", "决策"), ("problems", "问题"))
 
 _DECISION = re.compile(
     r"决定|决议|确认|同意|批准|通过了|改为|改成|调整为|暂停|恢复|定为|统一|采用|拍板|"
@@ -94,7 +94,7 @@ def summarise_offline(messages: Sequence[FlowLogEntry], tz: ZoneInfo, caps: JobC
 
     Points are prefixed with the local date (``MM-DD``) of their first message.
     """
-    points: dict[str, list[ReportPoint]] = {k: [] for k, _ in SECTIONS}
+    points: dict[str, list[ReportPoint]] = {k: [] for k, _ in REPORT_SECTIONS}
     seen: dict[str, ReportPoint] = {}
     for m in messages:
         text = _LABEL.sub("", week_content(m))
@@ -135,7 +135,7 @@ def render_summary(points: dict[str, list[ReportPoint]], caps: JobCaps) -> tuple
     evidence: list[str] = []
     dropped = 0
     used = 0
-    for key, label in SECTIONS:
+    for key, label in REPORT_SECTIONS:
         for p in points.get(key, []):
             text = " ".join(p.text.split())
             capped = truncate_utf8(text, caps.report_point_max_bytes)
@@ -181,7 +181,7 @@ def _llm_points(
     by_id = {m.message_id: m for m in messages}
     points: dict[str, list[ReportPoint]] = {}
     ungrounded = 0
-    for key, _ in SECTIONS:
+    for key, _ in REPORT_SECTIONS:
         kept = []
         for p in getattr(output, key)[: caps.report_points_per_section]:
             if not p.evidence or any(e not in by_id for e in p.evidence):

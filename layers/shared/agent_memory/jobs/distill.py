@@ -1,16 +1,16 @@
-"""Daily distillation: yesterday's USER messages -> hot memory (seed 000 section 2.1; issue 4 item 3).
+"""Daily distillation: yesterday's USER messages -> hot memory (only what users say becomes memory).
 
-One run = one project, one LOCAL day (the day before the run date, case B17):
-1. ``JOBRUN#distill#{day}`` exists -> nothing to do (idempotency, issue 4 item 6);
+One run = one project, one LOCAL day (the day before the run date, in the project's zone):
+1. ``JOBRUN#distill#{day}`` exists -> nothing to do (a re-run changes nothing);
 2. read the day's flow log (one Query per UTC-date partition the local day overlaps);
 3. extract candidates: the LLM extractor (structured operations) when an LLM is configured,
-   with the rule extractor as fallback; a truncated structured reply applies NOTHING (B22);
-4. merge (:func:`~agent_memory.hot_memory.merge.merge_candidates`: grounding B04,
-   duplicates B01, newer-wins B02, admin guard + review queue B09);
-5. enforce the 2,000-token cap on the result as a whole (B07: never clipped; over the cap the
+   with the rule extractor as fallback; a truncated structured reply applies NOTHING;
+4. merge (:func:`~agent_memory.hot_memory.merge.merge_candidates`: grounded in the day's user
+   messages, duplicates counted, the newer statement wins, admin lines guarded by the review queue);
+5. enforce the 2,000-token cap on the result as a whole (never clipped; over the cap the
    stored revision stays unchanged, the failure is recorded and pruning handles it);
 6. save ONE new revision together with the marker; on ``VersionConflict`` (an admin saved
-   meanwhile, B19) re-read and re-apply the same candidates (tenacity, bounded).
+   meanwhile) re-read and re-apply the same candidates (tenacity, bounded).
 
 A day still in progress (its end, local midnight, after ``deps.clock()``: a manual run for
 today) is merged as far as it goes, but WITHOUT the marker (details ``reason =
@@ -28,7 +28,8 @@ from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
 from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
-from agent_memory.hot_memory.merge import DISTILLER, MergeResult, document_tokens, merge_candidates
+from agent_memory.hot_memory.document import document_tokens
+from agent_memory.hot_memory.merge import DISTILLER, MergeResult, merge_candidates
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
@@ -56,7 +57,7 @@ def extract_candidates(deps: JobDeps, hot: HotMemory, messages: list[FlowLogEntr
     is over budget, or the reply is unusable (error, no tool, invalid input).
 
     Raises:
-        LLMTruncated: the structured reply was cut by max_tokens (case B22): the caller must
+        LLMTruncated: the structured reply was cut by max_tokens: the caller must
             apply nothing, and must NOT fall back to the rules either.
     """
     llm = deps.structured_llm
@@ -169,8 +170,8 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
                 hot, extraction.candidates, day_messages=day_messages, day=key, now=now,
                 max_line_tokens=caps.max_line_tokens,
             )
-            tokens_before = document_tokens(hot.lines, pid)
-            tokens_after = document_tokens(merged.lines, pid)
+            tokens_before = document_tokens(hot.lines)
+            tokens_after = document_tokens(merged.lines)
             _count(counts, merged, tokens_before, tokens_after)
             if merged.reviews:
                 store.put_review_items(merged.reviews)

@@ -8,8 +8,6 @@ ASCII (SNS requires it) and both are byte-capped with ``truncate_utf8``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from agent_memory.domain.jobs import Alert
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.observability import logger
@@ -30,20 +28,6 @@ def cap_alert(alert: Alert, max_bytes: int) -> Alert:
     )
 
 
-@dataclass
-class InMemoryNotifier:
-    """The fake: keeps every alert it was given (tests assert on ``alerts``)."""
-
-    alerts: list[Alert] = field(default_factory=list)
-    fail: bool = False
-
-    def notify(self, alert: Alert) -> None:
-        """Record ``alert``; raise ``RuntimeError`` when ``fail`` is set (delivery failure)."""
-        if self.fail:
-            raise RuntimeError("notifier unavailable")
-        self.alerts.append(alert)
-
-
 class LoggingNotifier:
     """For local runs without a topic: logs the alert's kind and project (never its text)."""
 
@@ -55,4 +39,4 @@ class LoggingNotifier:
         )
 
 
-__all__ = ["InMemoryNotifier", "LoggingNotifier", "cap_alert"]
+__all__ = ["LoggingNotifier", "cap_alert"]

@@ -1,5 +1,5 @@
-"""Pruning: keep hot memory under its cap and the history book loadable (seed 001 section 5.1;
-issue 4 item 5).
+"""Pruning: keep hot memory under its cap and the history book loadable (history older than
+the weeks the chat loads reaches it through yearly summaries).
 
 One run = one project as of the run date:
 1. ``JOBRUN#prune#{date}`` exists -> nothing to do;
@@ -9,16 +9,16 @@ One run = one project as of the run date:
    - admin lines alone over the cap -> ONE alert to the project's admins (nothing the AI may
      remove would help);
    - else compact the AI lines (LLM compactor; offline compactor when no LLM is configured or
-     its reply is unusable) and VALIDATE the result (case B07): under the cap, every admin line
-     byte-identical. A rejected result leaves the stored revision unchanged and is recorded
-     (metric ``PruneRejected``, an alert, the marker's status). A truncated reply applies nothing;
+     its reply is unusable) and VALIDATE the result (nothing clipped): under the cap, every
+     admin line byte-identical. A rejected result leaves the stored revision unchanged and is
+     recorded (metric ``PruneRejected``, an alert, the marker's status). A truncated reply
+     applies nothing;
    - a valid result is saved as ONE revision whose reason lists the merged / superseded /
      evicted / reworded lines, in the same transaction as the marker.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from datetime import date, timedelta
 
@@ -27,24 +27,22 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
 from agent_memory.domain.jobs import Alert, JobReport, JobRun, YearlySummary
 from agent_memory.domain.models import HotMemory, Project, WeeklyReport
-from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.domain.text import truncate_utf8
+from agent_memory.history.yearly import build_yearly_summary
+from agent_memory.hot_memory.document import admin_only_tokens, document_tokens
 from agent_memory.hot_memory.merge import (
     PRUNER,
     Compaction,
-    admin_only_tokens,
     build_llm_compaction,
     compact_offline,
-    document_tokens,
     validate_compaction,
 )
 from agent_memory.jobs.calendar import iso_week_monday, zone
-from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
+from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import CompactOutput, StructuredOutputInvalid, call_tool, compact_request
 from agent_memory.observability import logger
 
 JOB = "prune"
-_POINT = re.compile(r"^\s*\[(进度|决策|问题)\]\s*[:：]?\s*(.*)$")
-_EVIDENCE_TAIL = re.compile(r"\s*\[[^\]\[]*\]\s*$")
 
 
 # ------------------------------------------------------------- yearly summaries
@@ -59,40 +57,6 @@ def years_due(project: Project, run_date: date, after_weeks: int) -> list[int]:
         for y in range(created.isocalendar().year, current)
         if max(date.fromisocalendar(y, 1, 1), created) < horizon
     ]
-
-
-def build_yearly_summary(year: int, reports: list[WeeklyReport], caps: JobCaps) -> str:
-    """An extractive yearly summary from the year's weekly reports (oldest first): the first and
-    last progress points, then every decision and problem prefixed with its week, within
-    ``caps.yearly_summary_max_bytes`` (whole points, then ``truncate_utf8``)."""
-    if not reports:
-        return f"[{year} 年度总结] 本年没有周报（项目无归档活动）。"
-    weeks = [r.iso_week for r in reports]
-    head = f"[{year} 年度总结] 共 {len(reports)} 周有周报（{weeks[0]}–{weeks[-1]}）。"
-    progress: list[str] = []
-    others: list[str] = []
-    for r in reports:
-        week = r.iso_week.split("-")[1]
-        for raw in r.summary.splitlines():
-            m = _POINT.match(raw)
-            if not m:
-                continue
-            label, text = m.group(1), _EVIDENCE_TAIL.sub("", m.group(2)).strip()
-            point = truncate_utf8(f"[{label}] {week} {text}", caps.report_point_max_bytes)
-            (progress if label == "进度" else others).append(point)
-    chosen = ([progress[0], progress[-1]] if len(progress) > 1 else progress) + others
-    lines = [head]
-    used = utf8_len(head)
-    skipped = 0
-    for point in chosen:
-        if used + utf8_len(point) + 1 > caps.yearly_summary_max_bytes - 80:
-            skipped += 1
-            continue
-        lines.append(point)
-        used += utf8_len(point) + 1
-    if skipped:
-        lines.append(f"……其余 {skipped} 条见各周周报。")
-    return truncate_utf8("\n".join(lines), caps.yearly_summary_max_bytes)
 
 
 def summarise_years(deps: JobDeps, project: Project, run_date: date) -> list[int]:
@@ -133,7 +97,7 @@ def summarise_years(deps: JobDeps, project: Project, run_date: date) -> list[int
 # ----------------------------------------------------------------- compaction
 def _compact(deps: JobDeps, hot: HotMemory) -> tuple[Compaction | None, str]:
     """A proposed compaction and who made it; ``(None, "llm_truncated")`` when the LLM's
-    reply was cut (nothing of it may be used, case B22)."""
+    reply was cut (nothing of a truncated reply may be used)."""
     cap = deps.caps.hot_memory_token_cap
     llm = deps.structured_llm
     if llm is None:
@@ -196,7 +160,7 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
                     details["already_done"] = done.status
                     return report(changed)
             hot = store.load_hot_memory(pid)
-            tokens = document_tokens(hot.lines, pid)
+            tokens = document_tokens(hot.lines)
             admin_tokens = admin_only_tokens(hot)
             counts.update(tokens_before=tokens, tokens_after=tokens, admin_tokens=admin_tokens)
             now = deps.clock()
@@ -272,4 +236,4 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     return report(changed)
 
 
-__all__ = ["build_yearly_summary", "run_prune", "summarise_years", "years_due"]
+__all__ = ["run_prune", "summarise_years", "years_due"]

@@ -1,12 +1,15 @@
-"""Data access of the admin API (issue 5): hot-memory edits, revisions, review queue, audit, reports.
+"""The admin API's store: the project's partition (:class:`ProjectRepository`) plus revisions,
+the review queue's decisions, the audit trail and report corrections.
 
 Round trips per call (all on the project's MemoryTable partition, so every key carries the project):
-- a hot-memory write: 1 GetItem (project) + 1 GetItem (``HOT``, strongly consistent) + ONE
-  TransactWriteItems: ``HOT`` (condition on the version read), ``HOTREV#{new version}`` (must not
-  exist), ``AUDIT#...`` and, for an approval, the ``REVIEW#`` item (condition: still pending);
-- a report correction: 1 GetItem + ONE TransactWriteItems: ``REPORT#`` (condition on the revision
-  read), ``REPORTREV#`` (the previous text; must not exist), ``AUDIT#...``;
+- a hot-memory write: ONE TransactWriteItems: ``HOT`` (condition on the version read),
+  ``HOTREV#{new version}`` (must not exist), ``AUDIT#...`` and, for an approval, the ``REVIEW#``
+  item (condition: still pending);
+- a review decision: ONE TransactWriteItems: ``REVIEW#`` (condition: still pending), ``AUDIT#...``;
+- a report correction: ONE TransactWriteItems: ``REPORT#`` (condition on the revision read),
+  ``REPORTREV#`` (the previous text; must not exist), ``AUDIT#...``;
 - listings: one Query per page (``HOTREV#`` / ``AUDIT#`` newest first, ``REVIEW#`` every page).
+A failed condition costs one GetItem more, to report the current state.
 
 Cursors are the sort key of the last item returned (base64url); the partition key always comes
 from the route's project, never from the cursor.
@@ -16,37 +19,43 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from agent_memory.adapters.dynamo.admin_tables import (
-    AuditItem,
-    ReportRevisionItem,
-    ReviewDecisionItem,
-    sync_admin_tables,
+from agent_memory.adapters.dynamo import keys
+from agent_memory.adapters.dynamo.access import is_conflict, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.mappers import (
+    audit_from_item,
+    audit_to_item,
+    hot_memory_from_revision,
+    report_revision_to_item,
+    review_entry_from_item,
+    revision_summary_from_item,
 )
-from agent_memory.adapters.dynamo.repository import DynamoRepository, _report
-from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, WeeklyReportItem
+from agent_memory.adapters.dynamo.projects import ProjectRepository
+from agent_memory.adapters.dynamo.tables import (
+    AuditItem,
+    HotMemoryRevisionItem,
+    ReportRevisionItem,
+    ReviewQueueItem,
+    WeeklyReportItem,
+)
 from agent_memory.domain.errors import AlreadyDecided, InvalidInput, VersionConflict
-from agent_memory.domain.models import HotMemory, HotMemoryLine, WeeklyReport
+from agent_memory.domain.models import HotMemory, WeeklyReport
 from agent_memory.domain.records import (
     AuditRecord,
     Page,
     ReviewEntry,
     RevisionSummary,
     StoredRevision,
-    review_item_id,
     split_review_item_id,
 )
 
-#: Hot-memory and revision items stay this far under DynamoDB's 400 KB item limit.
-
-
-def _iso(at: Any) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+#: The attributes a revision listing reads (not the lines).
+_REVISION_SUMMARY_ATTRIBUTES = ["pk", "sk", "revision", "created_at", "created_by", "reason", "tokens"]
 
 
 def encode_cursor(sort_key: str) -> str:
@@ -70,10 +79,11 @@ def decode_cursor(project_id: str, cursor: str, prefix: str) -> dict[str, Any]:
     return {"pk": {"S": project_id}, "sk": {"S": sort_key}}
 
 
-class AdminRepository(DynamoRepository):
-    """:class:`DynamoRepository` plus the admin API's reads and writes (module docstring)."""
+@sdk_errors_as_domain
+class AdminRepository(ProjectRepository):
+    """:class:`ProjectRepository` plus the admin API's reads and writes (module docstring)."""
 
-    # ------------------------------------------------------------------ hot memory
+    # ----------------------------------------------------------------------- hot memory
     def commit_hot_memory(
         self,
         hot: HotMemory,
@@ -81,7 +91,7 @@ class AdminRepository(DynamoRepository):
         expected_version: int,
         actor: str,
         reason: str | None,
-        now: Any,
+        now: datetime,
         tokens: int,
         audit: AuditRecord,
         decide: ReviewEntry | None = None,
@@ -94,95 +104,57 @@ class AdminRepository(DynamoRepository):
             AlreadyDecided: the review item was decided meanwhile.
             ItemTooLarge: over the item byte budget.
         """
-        sync_admin_tables()
-        item, revision, new_version = self._hot_memory_items(
-            hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens
+
+        def add_audit_and_decision(tx: TransactWrite, _new_version: int) -> None:
+            _save_audit(tx, audit)
+            if decide is not None:
+                _decide(tx, hot.project_id, decide)
+
+        def decided_meanwhile(codes: list[str | None]) -> None:
+            # codes[0]: the audit record, codes[1]: the review item (when deciding)
+            if decide is not None and len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                raise self._already_decided(hot.project_id, decide.item_id)
+
+        return self.write_hot_memory(
+            hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens,
+            extra=add_audit_and_decision, on_conflict=decided_meanwhile,
+            conflict_reason="someone else saved the hot memory first",
         )
-        try:
-            with TransactWrite(connection=self._connection()) as tx:
-                tx.save(item)
-                tx.save(revision, condition=HotMemoryRevisionItem.sk.does_not_exist())
-                tx.save(_audit_item(audit), condition=AuditItem.sk.does_not_exist())
-                if decide is not None:
-                    self._decide(tx, hot.project_id, decide)
-        except TransactWriteError as exc:
-            reasons = [getattr(r, "code", None) for r in (exc.cancellation_reasons or [])]
-            if decide is not None and len(reasons) > 3 and reasons[3] == "ConditionalCheckFailed":
-                current = self.get_review(hot.project_id, decide.item_id)
-                status = current.status if current else "unknown"
-                raise AlreadyDecided(f"review item {decide.item_id} was already {status}", status=status) from None
-            raise VersionConflict(
-                "someone else saved the hot memory first",
-                current_version=self._current_hot_version(hot.project_id),
-            ) from None
-        return hot.model_copy(update={"version": new_version, "updated_at": now, "updated_by": actor})
 
     def list_revisions(self, project_id: str, *, limit: int, cursor: str | None) -> Page[RevisionSummary]:
         """Stored versions newest first (one Query; the lines are not read)."""
-        sync_admin_tables()
-        start = decode_cursor(project_id, cursor, "HOTREV#") if cursor else None
-        results = HotMemoryRevisionItem.query(
-            project_id,
-            HotMemoryRevisionItem.sk.startswith("HOTREV#"),
-            scan_index_forward=False,
-            limit=limit,
-            last_evaluated_key=start,
-            attributes_to_get=["pk", "sk", "revision", "created_at", "created_by", "reason", "tokens"],
+        items, next_cursor = _newest_first(
+            HotMemoryRevisionItem, project_id, keys.HOT_REVISION_PREFIX, limit=limit, cursor=cursor,
+            attributes_to_get=_REVISION_SUMMARY_ATTRIBUTES,
         )
-        items = [
-            RevisionSummary(
-                version=int(i.revision),
-                created_at=i.created_at,
-                created_by=i.created_by,
-                reason=i.reason,
-                tokens=int(i.tokens or 0),
-            )
-            for i in results
-        ]
-        return Page[RevisionSummary](items=items, next_cursor=_next(results, len(items), limit))
+        return Page[RevisionSummary](items=[revision_summary_from_item(i) for i in items], next_cursor=next_cursor)
 
     def get_revision(self, project_id: str, version: int) -> StoredRevision | None:
         """One stored version with its lines, or None."""
         try:
-            item = HotMemoryRevisionItem.get(project_id, f"HOTREV#{version:010d}", consistent_read=True)
+            item = HotMemoryRevisionItem.get(project_id, keys.hot_revision_sk(version), consistent_read=True)
         except DoesNotExist:
             return None
-        hot = HotMemory(
-            project_id=project_id,
-            version=int(item.revision),
-            lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
-            updated_at=item.created_at,
-            updated_by=item.created_by,
-        )
-        summary = RevisionSummary(
-            version=int(item.revision),
-            created_at=item.created_at,
-            created_by=item.created_by,
-            reason=item.reason,
-            tokens=int(item.tokens or 0),
-        )
-        return StoredRevision(summary=summary, hot=hot)
+        return StoredRevision(summary=revision_summary_from_item(item), hot=hot_memory_from_revision(item))
 
-    # ---------------------------------------------------------------- review queue
+    # --------------------------------------------------------------------- review queue
     def list_review(self, project_id: str, *, status: str | None) -> list[ReviewEntry]:
         """The review queue, oldest day first (Query on ``REVIEW#``, every page)."""
-        sync_admin_tables()
-        items = ReviewDecisionItem.query(
+        items = ReviewQueueItem.query(
             project_id,
-            ReviewDecisionItem.sk.startswith("REVIEW#"),
-            filter_condition=(ReviewDecisionItem.status == status) if status else None,
+            ReviewQueueItem.sk.startswith(keys.REVIEW_PREFIX),
+            filter_condition=(ReviewQueueItem.status == status) if status else None,
         )
-        return [_review(project_id, i) for i in items]
+        return [review_entry_from_item(i) for i in items]
 
     def get_review(self, project_id: str, item_id: str) -> ReviewEntry | None:
         """One review item by its route id ``{day}_{review_id}``, or None."""
-        sync_admin_tables()
         day, review_id = split_review_item_id(item_id)
         try:
-            item = ReviewDecisionItem.get(project_id, f"REVIEW#{day}#{review_id}", consistent_read=True)
+            item = ReviewQueueItem.get(project_id, keys.review_sk(day, review_id), consistent_read=True)
         except DoesNotExist:
             return None
-        return _review(project_id, item)
+        return review_entry_from_item(item)
 
     def decide_review(self, project_id: str, decided: ReviewEntry, *, audit: AuditRecord) -> None:
         """Record a decision (condition: the item is still pending) and its audit record.
@@ -190,68 +162,30 @@ class AdminRepository(DynamoRepository):
         Raises:
             AlreadyDecided: someone decided it first.
         """
-        sync_admin_tables()
         try:
-            with TransactWrite(connection=self._connection()) as tx:
-                self._decide(tx, project_id, decided)
-                tx.save(_audit_item(audit), condition=AuditItem.sk.does_not_exist())
-        except TransactWriteError:
-            current = self.get_review(project_id, decided.item_id)
-            status = current.status if current else "unknown"
-            raise AlreadyDecided(f"review item {decided.item_id} was already {status}", status=status) from None
+            with transaction() as tx:
+                _decide(tx, project_id, decided)
+                _save_audit(tx, audit)
+        except TransactWriteError as exc:
+            if is_conflict(exc):
+                raise self._already_decided(project_id, decided.item_id) from None
+            raise
 
-    @staticmethod
-    def _decide(tx: TransactWrite, project_id: str, decided: ReviewEntry) -> None:
-        if decided.decided_by is None or decided.decided_at is None:
-            raise ValueError("a decision needs decided_by and decided_at")
-        key = ReviewDecisionItem(project_id, f"REVIEW#{decided.day}#{decided.review_id}")
-        tx.update(
-            key,
-            actions=[
-                ReviewDecisionItem.status.set(decided.status),
-                ReviewDecisionItem.decided_by.set(decided.decided_by),
-                ReviewDecisionItem.decided_at.set(decided.decided_at),
-                ReviewDecisionItem.decision_reason.set(decided.decision_reason)
-                if decided.decision_reason
-                else ReviewDecisionItem.decision_reason.remove(),
-            ],
-            condition=ReviewDecisionItem.status == "pending",
-        )
+    def _already_decided(self, project_id: str, item_id: str) -> AlreadyDecided:
+        current = self.get_review(project_id, item_id)
+        status = current.status if current else "unknown"
+        return AlreadyDecided(f"review item {item_id} was already {status}", status=status)
 
-    # ----------------------------------------------------------------------- audit
+    # ---------------------------------------------------------------------------- audit
     def list_audit(self, project_id: str, *, limit: int, cursor: str | None) -> Page[AuditRecord]:
         """Admin changes newest first (one Query per page)."""
-        sync_admin_tables()
-        start = decode_cursor(project_id, cursor, "AUDIT#") if cursor else None
-        results = AuditItem.query(
-            project_id,
-            AuditItem.sk.startswith("AUDIT#"),
-            scan_index_forward=False,
-            limit=limit,
-            last_evaluated_key=start,
-        )
-        items = [
-            AuditRecord(
-                project_id=project_id,
-                audit_id=i.audit_id,
-                at=i.at,
-                actor=i.actor,
-                action=i.action,  # type: ignore[arg-type]
-                target=i.target,
-                reason=i.reason,
-                details=dict(i.details or {}),
-            )
-            for i in results
-        ]
-        return Page[AuditRecord](items=items, next_cursor=_next(results, len(items), limit))
+        items, next_cursor = _newest_first(AuditItem, project_id, keys.AUDIT_PREFIX, limit=limit, cursor=cursor)
+        return Page[AuditRecord](items=[audit_from_item(i) for i in items], next_cursor=next_cursor)
 
-    # --------------------------------------------------------------------- reports
+    # -------------------------------------------------------------------------- reports
     def get_report(self, project_id: str, iso_week: str) -> WeeklyReport | None:
         """The report of one ISO week (strongly consistent) or None."""
-        try:
-            return _report(WeeklyReportItem.get(project_id, f"REPORT#{iso_week}", consistent_read=True))
-        except DoesNotExist:
-            return None
+        return self.get_weekly_report(project_id, iso_week)
 
     def correct_report(
         self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
@@ -261,24 +195,11 @@ class AdminRepository(DynamoRepository):
         Raises:
             VersionConflict: the report's revision changed since it was read (current revision).
         """
-        sync_admin_tables()
-        pk = previous.project_id
-        old = ReportRevisionItem(
-            pk,
-            f"REPORTREV#{previous.iso_week}#{previous.revision:06d}",
-            iso_week=previous.iso_week,
-            revision=previous.revision,
-            summary=previous.summary,
-            created_at=previous.created_at,
-            created_by=previous.created_by,
-            evidence=list(previous.evidence),
-            replaced_at=corrected.created_at,
-            replaced_by=replaced_by,
-        )
+        old = report_revision_to_item(previous, replaced_at=corrected.created_at, replaced_by=replaced_by)
         try:
-            with TransactWrite(connection=self._connection()) as tx:
+            with transaction() as tx:
                 tx.update(
-                    WeeklyReportItem(pk, f"REPORT#{previous.iso_week}"),
+                    WeeklyReportItem(previous.project_id, keys.report_sk(previous.iso_week)),
                     actions=[
                         WeeklyReportItem.summary.set(corrected.summary),
                         WeeklyReportItem.revision.set(corrected.revision),
@@ -288,58 +209,58 @@ class AdminRepository(DynamoRepository):
                     condition=WeeklyReportItem.revision == previous.revision,
                 )
                 tx.save(old, condition=ReportRevisionItem.sk.does_not_exist())
-                tx.save(_audit_item(audit), condition=AuditItem.sk.does_not_exist())
-        except TransactWriteError:
-            current = self.get_report(pk, previous.iso_week)
+                _save_audit(tx, audit)
+        except TransactWriteError as exc:
+            if not is_conflict(exc):
+                raise
+            current = self.get_report(previous.project_id, previous.iso_week)
             raise VersionConflict(
                 "someone else corrected the report first",
                 current_version=current.revision if current else None,
             ) from None
 
 
-def _next(results: Any, returned: int, limit: int) -> str | None:
-    """The cursor after a page: only when the page is full and DynamoDB says there is more."""
-    if returned < limit:
-        return None
+def _save_audit(tx: TransactWrite, audit: AuditRecord) -> None:
+    tx.save(audit_to_item(audit), condition=AuditItem.sk.does_not_exist())
+
+
+def _decide(tx: TransactWrite, project_id: str, decided: ReviewEntry) -> None:
+    """Add the decision to a transaction (condition: the item is still pending)."""
+    if decided.decided_by is None or decided.decided_at is None:
+        raise ValueError("a decision needs decided_by and decided_at")
+    tx.update(
+        ReviewQueueItem(project_id, keys.review_sk(decided.day, decided.review_id)),
+        actions=[
+            ReviewQueueItem.status.set(decided.status),
+            ReviewQueueItem.decided_by.set(decided.decided_by),
+            ReviewQueueItem.decided_at.set(decided.decided_at),
+            ReviewQueueItem.decision_reason.set(decided.decision_reason)
+            if decided.decision_reason
+            else ReviewQueueItem.decision_reason.remove(),
+        ],
+        condition=ReviewQueueItem.status == "pending",
+    )
+
+
+def _newest_first(
+    model: Any, project_id: str, prefix: str, *, limit: int, cursor: str | None, **query: Any
+) -> tuple[list[Any], str | None]:
+    """One page of the project's ``prefix`` items, newest first, after ``cursor`` (one Query);
+    returns the items and the cursor of the next page (only when the page is full and DynamoDB
+    says there is more)."""
+    results = model.query(
+        project_id,
+        model.sk.startswith(prefix),
+        scan_index_forward=False,
+        limit=limit,
+        last_evaluated_key=decode_cursor(project_id, cursor, prefix) if cursor else None,
+        **query,
+    )
+    items = list(results)
     last = results.last_evaluated_key
-    if not last:
-        return None
-    return encode_cursor(str(last["sk"]["S"]))
-
-
-def _audit_item(audit: AuditRecord) -> AuditItem:
-    return AuditItem(
-        audit.project_id,
-        f"AUDIT#{_iso(audit.at)}#{audit.audit_id}",
-        audit_id=audit.audit_id,
-        at=audit.at,
-        actor=audit.actor,
-        action=audit.action,
-        target=audit.target,
-        reason=audit.reason,
-        details=audit.details,
-    )
-
-
-def _review(project_id: str, i: ReviewDecisionItem) -> ReviewEntry:
-    return ReviewEntry(
-        item_id=review_item_id(i.day, i.review_id),
-        review_id=i.review_id,
-        day=i.day,
-        text=i.text,
-        section=i.section,
-        role_tag=i.role_tag,
-        evidence=list(i.evidence or []),
-        reason=i.reason,
-        detail=i.detail,
-        origin=i.origin,
-        status=i.status,  # type: ignore[arg-type]
-        created_at=i.created_at,
-        created_by=i.created_by,
-        decided_by=i.decided_by,
-        decided_at=i.decided_at,
-        decision_reason=i.decision_reason,
-    )
+    if len(items) < limit or not last:
+        return items, None
+    return items, encode_cursor(str(last["sk"]["S"]))
 
 
 __all__ = ["AdminRepository", "decode_cursor", "encode_cursor"]

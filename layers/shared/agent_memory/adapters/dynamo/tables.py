@@ -1,21 +1,16 @@
-"""PynamoDB models of the four tables declared in ``template.yaml``.
+"""PynamoDB models of the three tables declared in ``template.yaml``, and their binding.
 
-Key layout (every base-table key starts with the project id; case B08):
-
-| table | pk | sk |
-|---|---|---|
-| MemoryTable | ``{project_id}`` | ``PROJECT`` / ``HOT`` / ``HOTREV#{version:010d}`` / ``REPORT#{YYYY-Www}`` / ``YEAR#{YYYY}`` / ``ACTIVE#{local date}`` |
-| SessionsTable | ``{project_id}#{session_id}`` | ``SESSION`` / ``MSG#{message_id}`` / ``DIAG#{diagnosis_id}`` |
-| FlowLogTable | ``{project_id}#{UTC date}`` | ``{UTC ISO time}#{message_id}`` |
-
-Table names are bound at cold start by :func:`bind_tables` (they come from the
-environment, i.e. from ``!Ref`` in the template).
+The key layout is in :mod:`agent_memory.adapters.dynamo.keys`. Every model is listed once in
+:data:`TABLE_MODELS` under the table it lives on; :func:`bind_tables` points all of them at the
+table names of the environment (``!Ref`` in the template) at cold start. There is no other way a
+model gets a table.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from pynamodb.attributes import (
@@ -35,9 +30,9 @@ class Utf8JSONAttribute(JSONAttribute):
     """JSON stored as compact UTF-8 text (``ensure_ascii=False``).
 
     PynamoDB's ``JSONAttribute`` escapes every non-ASCII character (``\\u60a3``: 6 bytes for
-    a Chinese character that takes 3 in UTF-8, 12 for an emoji), which doubled the stored
-    size of windows measured in UTF-8 and pushed a session item over its budget (case B14).
-    Reading is unchanged: ``json.loads`` reads both forms.
+    a Chinese character that takes 3 in UTF-8, 12 for an emoji), which doubles the stored size
+    of Chinese text, while the item budgets are measured in UTF-8 bytes. Reading is unchanged:
+    ``json.loads`` reads both forms.
     """
 
     def serialize(self, value: Any) -> str | None:
@@ -133,6 +128,99 @@ class ActivityItem(_Base):
     activity_sk = UnicodeAttribute()
     last_at = UTCDateTimeAttribute()
     activity_index = ActivityIndex()
+
+
+class ReportRevisionItem(_Base):
+    """``sk = REPORTREV#{iso_week}#{revision:06d}``: the text an admin correction replaced."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    iso_week = UnicodeAttribute()
+    revision = NumberAttribute()
+    summary = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
+    created_by = UnicodeAttribute()
+    evidence = ListAttribute(of=UnicodeAttribute, default=list)
+    replaced_at = UTCDateTimeAttribute()
+    replaced_by = UnicodeAttribute()
+
+
+class YearSummaryItem(_Base):
+    """``sk = YEAR#{yyyy}``: yearly summary built from that year's weekly reports."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    year = NumberAttribute()
+    summary = UnicodeAttribute()
+    weeks = ListAttribute(of=UnicodeAttribute, default=list)
+    created_at = UTCDateTimeAttribute()
+    created_by = UnicodeAttribute(default="pruner")
+
+
+class ReviewQueueItem(_Base):
+    """``sk = REVIEW#{local day}#{review_id}``: a distilled candidate held for admin review, with
+    its evidence ids and the reason it was held; the ``decided_*`` fields are set by the admin's
+    decision (the jobs create the item, only the admin API updates it)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    review_id = UnicodeAttribute()
+    day = UnicodeAttribute()
+    text = UnicodeAttribute()
+    section = UnicodeAttribute()
+    role_tag = UnicodeAttribute(null=True)
+    evidence = ListAttribute(of=UnicodeAttribute, default=list)
+    reason = UnicodeAttribute()
+    detail = UnicodeAttribute(null=True)
+    origin = UnicodeAttribute(default="rules")
+    status = UnicodeAttribute(default="pending")
+    created_at = UTCDateTimeAttribute()
+    created_by = UnicodeAttribute(default="distiller")
+    decided_by = UnicodeAttribute(null=True)
+    decided_at = UTCDateTimeAttribute(null=True)
+    decision_reason = UnicodeAttribute(null=True)
+
+
+class JobRunItem(_Base):
+    """``sk = JOBRUN#{job}#{key}``: a job finished for that period (checked first by every job)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    job = UnicodeAttribute()
+    key = UnicodeAttribute()
+    status = UnicodeAttribute(default="done")
+    completed_at = UTCDateTimeAttribute()
+    counts = JSONAttribute(default=dict)
+    hot_version = NumberAttribute(null=True)
+
+
+class AlertSentItem(_Base):
+    """``sk = ALERT#{dedupe key}``: this alert was sent (so a re-run never sends it twice)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    kind = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
+
+
+class AuditItem(_Base):
+    """``sk = AUDIT#{at}#{audit_id}``: immutable record of one admin change."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    audit_id = UnicodeAttribute()
+    at = UTCDateTimeAttribute()
+    actor = UnicodeAttribute()
+    action = UnicodeAttribute()
+    target = UnicodeAttribute()
+    reason = UnicodeAttribute(null=True)
+    details = Utf8JSONAttribute(default=dict)
 
 
 # -------------------------------------------------------------- SessionsTable
@@ -265,50 +353,92 @@ class FlowLogItem(_Base):
     expires_at = TTLAttribute(null=True)
 
 
-MEMORY_MODELS: tuple[type[Model], ...] = (
-    ProjectItem,
-    HotMemoryItem,
-    HotMemoryRevisionItem,
-    WeeklyReportItem,
-    ActivityItem,
-)
-SESSION_MODELS: tuple[type[Model], ...] = (SessionItem, MessageItem, DiagnosisItem)
-FLOW_LOG_MODELS: tuple[type[Model], ...] = (FlowLogItem,)
-
-
-_REGISTRY: dict[str, list[type[Model]]] = {
-    "memory": list(MEMORY_MODELS),
-    "sessions": list(SESSION_MODELS),
-    "flow_log": list(FLOW_LOG_MODELS),
+# --------------------------------------------------------------------- binding
+#: Every model, once, under the table it lives on (the keyword names of :func:`bind_tables`).
+TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
+    "memory": (
+        ProjectItem,
+        HotMemoryItem,
+        HotMemoryRevisionItem,
+        WeeklyReportItem,
+        ReportRevisionItem,
+        YearSummaryItem,
+        ActivityItem,
+        ReviewQueueItem,
+        JobRunItem,
+        AlertSentItem,
+        AuditItem,
+    ),
+    "sessions": (SessionItem, MessageItem, DiagnosisItem),
+    "flow_log": (FlowLogItem,),
 }
-_BOUND: dict[str, str] = {}
 
 
-def _bind(model: type[Model], table_name: str) -> None:
-    model.Meta.table_name = table_name
-    model.Meta.region = _region()
-    model._connection = None
+@dataclass(frozen=True, eq=False)
+class TableBinding:
+    """One call of :func:`bind_tables`: the table names and region the models point at.
 
-
-def register_models(table: str, *models: type[Model]) -> None:
-    """Register more models living on one of the tables (``memory``, ``sessions``,
-    ``flow_log``), e.g. the job and admin items, so that :func:`bind_tables` binds them too
-    (and they are bound at once when the tables already are)."""
-    _REGISTRY[table].extend(models)
-    if table in _BOUND:
-        for model in models:
-            _bind(model, _BOUND[table])
-
-
-def bind_tables(*, memory_table: str, sessions_table: str, flow_log_table: str) -> None:
-    """Point every registered model at its table (names from the environment) and reset
-    their connections.
-
-    Called once at cold start (and by tests that create their own tables or switch between
-    moto in-process and the local stack). The region comes from ``AWS_REGION``; the
-    endpoint from botocore's ``AWS_ENDPOINT_URL`` (local runtime).
+    Compared by identity: a new call is a new binding even with the same names (the endpoint,
+    read from the environment when a connection is made, may differ).
     """
-    _BOUND.update(memory=memory_table, sessions=sessions_table, flow_log=flow_log_table)
-    for table, models in _REGISTRY.items():
-        for model in models:
-            _bind(model, _BOUND[table])
+
+    memory: str
+    sessions: str
+    flow_log: str
+    region: str
+
+    def models(self) -> list[tuple[type[Model], str]]:
+        """Every model with the table name it is bound to."""
+        names = {"memory": self.memory, "sessions": self.sessions, "flow_log": self.flow_log}
+        return [(model, names[table]) for table, models in TABLE_MODELS.items() for model in models]
+
+
+_current: list[TableBinding | None] = [None]
+
+
+def bind_tables(*, memory_table: str, sessions_table: str, flow_log_table: str) -> TableBinding:
+    """Point every model of :data:`TABLE_MODELS` at its table and reset its connection.
+
+    Called once at cold start (and by tests and the local runtime when they switch tables or
+    endpoints). The region comes from ``AWS_REGION``; the endpoint from botocore's
+    ``AWS_ENDPOINT_URL`` when a model first connects.
+
+    Returns:
+        The new binding (also :func:`current_binding` from now on).
+    """
+    binding = TableBinding(memory=memory_table, sessions=sessions_table, flow_log=flow_log_table, region=_region())
+    for model, table_name in binding.models():
+        model.Meta.table_name = table_name
+        model.Meta.region = binding.region
+        model._connection = None
+    _current[0] = binding
+    return binding
+
+
+def current_binding() -> TableBinding | None:
+    """The binding of the last :func:`bind_tables` call (None before the first)."""
+    return _current[0]
+
+
+__all__ = [
+    "TABLE_MODELS",
+    "ActivityItem",
+    "AlertSentItem",
+    "AuditItem",
+    "DiagnosisItem",
+    "FlowLogItem",
+    "HotMemoryItem",
+    "HotMemoryRevisionItem",
+    "JobRunItem",
+    "MessageItem",
+    "ProjectItem",
+    "ReportRevisionItem",
+    "ReviewQueueItem",
+    "SessionItem",
+    "TableBinding",
+    "Utf8JSONAttribute",
+    "WeeklyReportItem",
+    "YearSummaryItem",
+    "bind_tables",
+    "current_binding",
+]

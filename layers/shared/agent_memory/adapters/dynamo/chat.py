@@ -1,0 +1,162 @@
+"""The chat turn's store: the project's partition (:class:`ProjectRepository`) plus the session
+item and its messages (reads of messages by id, by range; the turn write).
+
+Round trips of one turn (``docs/architecture.md``, "Request path"):
+- :meth:`DynamoRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
+  MemoryTable and the SessionsTable (project, hot memory, session item);
+- :meth:`DynamoRepository.record_turn`: ONE TransactWriteItems (session item under its version
+  condition, message items, flow-log items, activity markers);
+- the history book only for history intents (:meth:`ProjectRepository.load_history`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pynamodb.exceptions import DoesNotExist, TransactWriteError
+
+from agent_memory.adapters.dynamo import keys
+from agent_memory.adapters.dynamo.access import batch_get, is_conflict, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.mappers import (
+    MESSAGE_ITEM_BUDGET_BYTES,
+    SESSION_ITEM_BUDGET_BYTES,
+    activity_to_item,
+    check_size,
+    flow_log_to_item,
+    message_from_item,
+    message_to_item,
+    session_from_item,
+    session_to_item,
+)
+from agent_memory.adapters.dynamo.projects import ProjectRepository, project_and_hot_memory, project_keys
+from agent_memory.adapters.dynamo.tables import FlowLogItem, MessageItem, ProjectItem, SessionItem
+from agent_memory.domain.errors import MessageNotFound, VersionConflict
+from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
+
+
+@sdk_errors_as_domain
+class DynamoRepository(ProjectRepository):
+    """:class:`ProjectRepository` plus the session reads and the turn write of the chat path."""
+
+    # --------------------------------------------------------------------------- reads
+    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext:
+        """Project, hot memory and session in ONE strongly consistent BatchGetItem.
+
+        Returns a new, unsaved session (``version == 0``) when the session does not exist.
+
+        Raises:
+            ProjectNotFound: no ``PROJECT`` item for ``project_id``.
+        """
+        raw_items = batch_get({
+            ProjectItem.Meta.table_name: project_keys(project_id),
+            SessionItem.Meta.table_name: {
+                "Keys": [{"pk": {"S": keys.session_pk(project_id, session_id)}, "sk": {"S": keys.SESSION_SK}}],
+                "ConsistentRead": True,
+            },
+        })
+        session_raw = next((raw for raw in raw_items if raw["sk"]["S"] == keys.SESSION_SK), None)
+        project, hot = project_and_hot_memory(project_id, raw_items)
+        if session_raw is not None:
+            session = session_from_item(SessionItem.from_raw_data(session_raw))
+        else:
+            session = SessionState(
+                project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0
+            )
+        return TurnContext(project=project, hot_memory=hot, session=session)
+
+    def get_session(self, project_id: str, session_id: str) -> SessionState | None:
+        """The session item (strongly consistent) or None."""
+        try:
+            item = SessionItem.get(keys.session_pk(project_id, session_id), keys.SESSION_SK, consistent_read=True)
+        except DoesNotExist:
+            return None
+        return session_from_item(item)
+
+    def get_message(
+        self, project_id: str, session_id: str, message_id: str
+    ) -> tuple[MessageRecord, dict[str, Any] | None]:
+        """A message and its context manifest. Raises MessageNotFound."""
+        try:
+            item = MessageItem.get(keys.session_pk(project_id, session_id), keys.message_sk(message_id))
+        except DoesNotExist:
+            raise MessageNotFound(f"unknown message {message_id}") from None
+        return message_from_item(item), item.context
+
+    def get_messages(self, project_id: str, session_id: str, message_ids: list[str]) -> dict[str, MessageRecord]:
+        """Messages by id (BatchGetItem, paginated by PynamoDB)."""
+        if not message_ids:
+            return {}
+        pk = keys.session_pk(project_id, session_id)
+        items = MessageItem.batch_get([(pk, keys.message_sk(m)) for m in dict.fromkeys(message_ids)])
+        return {item.message_id: message_from_item(item) for item in items}
+
+    def messages_between(
+        self, project_id: str, session_id: str, *, after_id: str | None, before_id: str, limit: int = 50,
+    ) -> list[MessageRecord]:
+        """The newest ``limit`` messages with ``after_id < id < before_id`` (ids sort by time),
+        oldest first. One Query (descending, paginated to ``limit``)."""
+        low = keys.message_sk(after_id) if after_id else keys.MESSAGE_PREFIX
+        items = MessageItem.query(
+            keys.session_pk(project_id, session_id),
+            MessageItem.sk.between(low, keys.message_sk(before_id)),
+            scan_index_forward=False,
+            limit=limit + 2,
+        )
+        out = [message_from_item(i) for i in items if i.message_id not in (after_id, before_id)]
+        return list(reversed(out[:limit]))
+
+    # --------------------------------------------------------------------------- write
+    def record_turn(self, write: TurnWrite) -> None:
+        """Apply one turn in ONE TransactWriteItems (see :class:`TurnWrite`).
+
+        Raises:
+            VersionConflict: the session changed since it was read (optimistic lock), or a
+                message / flow-log item of this turn already exists.
+            ItemTooLarge: the session or a message item is over its byte budget.
+        """
+        s = write.session
+        session_item = session_to_item(s)
+        # PynamoDB's VersionAttribute adds the optimistic-lock condition and the increment.
+        if write.expected_version:
+            session_item.version = write.expected_version
+        check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
+        message_items: list[MessageItem] = []
+        for m in write.new_messages:
+            item = message_to_item(
+                s.project_id,
+                s.session_id,
+                m,
+                context=write.contexts.get(m.message_id),
+                reply_to=write.reply_to.get(m.message_id),
+            )
+            check_size(item, MESSAGE_ITEM_BUDGET_BYTES, "message")
+            message_items.append(item)
+        retention = write.flow_log_retention_days
+        expires = write.now + timedelta(days=retention) if retention > 0 else None
+        pk = keys.session_pk(s.project_id, s.session_id)
+        try:
+            with transaction(write.client_request_token) as tx:
+                tx.save(session_item)
+                for item in message_items:
+                    tx.save(item, condition=MessageItem.sk.does_not_exist())
+                for message_id in write.mark_ok:
+                    tx.update(
+                        MessageItem(pk, keys.message_sk(message_id)),
+                        actions=[MessageItem.status.set("ok")],
+                        condition=MessageItem.status == "failed",
+                    )
+                for m in write.flow_log:
+                    tx.save(
+                        flow_log_to_item(s.project_id, s.session_id, m, expires_at=expires),
+                        condition=FlowLogItem.sk.does_not_exist(),
+                    )
+                for local_date in sorted(set(write.activity_local_dates)):
+                    tx.save(activity_to_item(s.project_id, local_date, at=write.now))
+        except TransactWriteError as exc:
+            if is_conflict(exc):
+                raise VersionConflict("session changed concurrently", current_version=None) from None
+            raise
+
+
+__all__ = ["DynamoRepository"]

@@ -1,0 +1,524 @@
+"""The storage ports' contracts as tests, run on the in-memory fakes (``tests/unit``) and on the
+DynamoDB adapters over moto (``tests/integration``): what the unit tests rely on when they pass
+``tests.fakes.InMemoryStore`` is what the adapters do.
+
+A suite subclasses :class:`StoreContract` and provides the fixture ``stores``: a :class:`Stores`
+whose members all work on the same (empty) tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from agent_memory.domain.errors import (
+    AlreadyDecided,
+    AlreadyExists,
+    DiagnosisNotFound,
+    InvalidContinuationToken,
+    InvalidInput,
+    ItemTooLarge,
+    MessageNotFound,
+    ProjectNotFound,
+    VersionConflict,
+)
+from agent_memory.domain.jobs import JobRun, ReviewItem
+from agent_memory.domain.models import (
+    HotMemory,
+    HotMemoryLine,
+    MessageRecord,
+    Project,
+    SessionState,
+    TurnWrite,
+    WeeklyReport,
+    YearlySummary,
+)
+from agent_memory.domain.records import AuditRecord, review_item_id
+from agent_memory.domain.session_models import Diagnosis
+
+T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+
+
+@dataclass
+class Stores:
+    """One implementation of each storage port, all on the same tables; ``seed`` has the seeding
+    writes (``put_project``, ``save_hot_memory``, ``put_weekly_report``)."""
+
+    seed: Any
+    chat: Any
+    sessions: Any
+    jobs: Any
+    admin: Any
+    views: Any
+
+
+# ------------------------------------------------------------------------------- builders
+def project(stores: Stores, project_id: str = "p1") -> None:
+    stores.seed.put_project(Project(project_id=project_id, name=project_id, created_at=T0 - timedelta(days=30)))
+
+
+def hot_line(line_id: str, text: str) -> HotMemoryLine:
+    return HotMemoryLine(line_id=line_id, section="Active Context", text=text, source="admin", created_at=T0,
+                         created_by="u-admin")
+
+
+def seed_hot(stores: Stores, versions: int = 1, project_id: str = "p1") -> HotMemory:
+    hot = HotMemory(project_id=project_id, lines=[hot_line("l1", "先核对再录入")])
+    for v in range(versions):
+        hot = stores.seed.save_hot_memory(hot, expected_version=v, actor="seed", reason=None, now=T0 + timedelta(minutes=v),
+                                          tokens=5)
+    return hot
+
+
+def message(message_id: str, at: datetime, *, role: str = "user", status: str = "ok") -> MessageRecord:
+    return MessageRecord(message_id=message_id, role=role, content=f"内容 {message_id}", at=at,  # type: ignore[arg-type]
+                         user_id="u1" if role == "user" else None, status=status)  # type: ignore[arg-type]
+
+
+def turn(session: SessionState, messages: list[MessageRecord], *, expected_version: int,
+         mark_ok: list[str] | None = None) -> TurnWrite:
+    return TurnWrite(session=session.model_copy(update={"window": [*session.window, *messages],
+                                                        "message_count": session.message_count + len(messages)}),
+                     expected_version=expected_version, new_messages=messages, flow_log=messages,
+                     activity_local_dates=sorted({m.at.date().isoformat() for m in messages}), now=T0,
+                     mark_ok=mark_ok or [])
+
+
+def new_session(session_id: str = "s1", *, patient_id: str | None = None, at: datetime = T0,
+                project_id: str = "p1") -> SessionState:
+    return SessionState(project_id=project_id, session_id=session_id, patient_id=patient_id, created_at=at,
+                        updated_at=at)
+
+
+def audit(audit_id: str, at: datetime, action: str = "memory.put") -> AuditRecord:
+    return AuditRecord(project_id="p1", audit_id=audit_id, at=at, actor="u-admin", action=action,  # type: ignore[arg-type]
+                       target="memory")
+
+
+def review(review_id: str, day: str = "2026-03-09") -> ReviewItem:
+    return ReviewItem(project_id="p1", review_id=review_id, day=day, text="直接输出身份证号", section="System Rules",
+                      evidence=["m-1"], reason="relaxes_system_rules", created_at=T0)
+
+
+def job_run(job: str = "distill", key: str = "2026-03-09") -> JobRun:
+    return JobRun(project_id="p1", job=job, key=key, completed_at=T0)
+
+
+def week_report(iso_week: str, revision: int = 1, summary: str | None = None) -> WeeklyReport:
+    return WeeklyReport(project_id="p1", iso_week=iso_week, summary=summary or f"[进度] {iso_week} 入组 1 例。",
+                        revision=revision, created_at=T0, evidence=["m-1"])
+
+
+class StoreContract:
+    """Contract tests of the storage ports (subclass it and provide the ``stores`` fixture)."""
+
+    # -------------------------------------------------------------------- projects
+    def test_an_unknown_project_is_not_found_where_the_project_is_read(self, stores: Stores) -> None:
+        # Given no project at all
+        # When the turn context, the project or the views are read, Then ProjectNotFound
+        with pytest.raises(ProjectNotFound):
+            stores.chat.load_turn_context("nope", "s1", now=T0)
+        with pytest.raises(ProjectNotFound):
+            stores.jobs.get_project("nope")
+        with pytest.raises(ProjectNotFound):
+            stores.views.project_hot_memory("nope")
+        with pytest.raises(ProjectNotFound):
+            stores.views.reports_between("nope", None, None, limit=5)
+
+    def test_a_new_session_reads_as_version_0_with_the_projects_hot_memory(self, stores: Stores) -> None:
+        # Given a project with hot memory at version 2
+        project(stores)
+        seed_hot(stores, versions=2)
+
+        # When a session never written is read
+        ctx = stores.chat.load_turn_context("p1", "s-new", now=T0)
+
+        # Then it is a new session (version 0, created now) beside the project and hot memory v2
+        assert (ctx.project.project_id, ctx.hot_memory.version, [ln.text for ln in ctx.hot_memory.lines]) == (
+            "p1", 2, ["先核对再录入"])
+        assert (ctx.session.session_id, ctx.session.version, ctx.session.created_at) == ("s-new", 0, T0)
+        assert stores.chat.get_session("p1", "s-new") is None
+
+    # ------------------------------------------------------------------- the turn
+    def test_a_turn_is_written_whole_and_the_session_version_moves_by_one(self, stores: Stores) -> None:
+        # Given a project
+        project(stores)
+        first = [message("m0001", T0), message("m0002", T0 + timedelta(seconds=1), role="assistant")]
+
+        # When a turn is written on a new session, then one based on version 1
+        stores.chat.record_turn(turn(new_session(), first, expected_version=0))
+        stored = stores.chat.get_session("p1", "s1")
+        second = [message("m0003", T0 + timedelta(seconds=2))]
+        stores.chat.record_turn(turn(stored, second, expected_version=1))
+
+        # Then the session is at version 2 holding the three messages, each readable
+        session = stores.chat.get_session("p1", "s1")
+        assert (session.version, session.message_count) == (2, 3)
+        assert [m.message_id for m in session.window] == ["m0001", "m0002", "m0003"]
+        assert set(stores.chat.get_messages("p1", "s1", ["m0001", "m0003", "m-missing"])) == {"m0001", "m0003"}
+        # and the flow log and the activity marker were written with them
+        assert [e.message_id for e in stores.jobs.read_flow_log("p1", T0, T0 + timedelta(minutes=1))] == [
+            "m0001", "m0002", "m0003"]
+        assert stores.views.active_projects([T0.date()]) == ["p1"]
+
+    def test_a_turn_based_on_an_old_version_writes_nothing(self, stores: Stores) -> None:
+        # Given a session at version 1
+        project(stores)
+        stores.chat.record_turn(turn(new_session(), [message("m0001", T0)], expected_version=0))
+        stale = new_session()
+
+        # When a turn is written as if the session were new (version 0), and one based on version 5
+        for expected in (0, 5):
+            with pytest.raises(VersionConflict):
+                stores.chat.record_turn(turn(stale, [message(f"m000{expected + 2}", T0 + timedelta(seconds=9))],
+                                             expected_version=expected))
+
+        # Then neither wrote anything: no message, no flow-log entry, the session unchanged
+        assert stores.chat.get_messages("p1", "s1", ["m0002", "m0007"]) == {}
+        assert [e.message_id for e in stores.jobs.read_flow_log("p1", T0, T0 + timedelta(minutes=1))] == ["m0001"]
+        assert stores.chat.get_session("p1", "s1").version == 1
+
+    def test_a_turn_repeating_a_stored_message_writes_nothing(self, stores: Stores) -> None:
+        # Given a session holding m0001
+        project(stores)
+        stores.chat.record_turn(turn(new_session(), [message("m0001", T0)], expected_version=0))
+        session = stores.chat.get_session("p1", "s1")
+
+        # When a turn at the right version writes m0001 again beside a new message
+        with pytest.raises(VersionConflict):
+            stores.chat.record_turn(turn(session, [message("m0001", T0), message("m0002", T0)], expected_version=1))
+
+        # Then the whole turn was refused: the new message is absent and the version unchanged
+        assert stores.chat.get_messages("p1", "s1", ["m0002"]) == {}
+        assert stores.chat.get_session("p1", "s1").version == 1
+
+    def test_an_answered_failed_message_turns_ok_and_only_a_failed_one(self, stores: Stores) -> None:
+        # Given a session whose m0001 failed and whose m0002 is ok
+        project(stores)
+        stores.chat.record_turn(turn(new_session(), [message("m0001", T0, status="failed"),
+                                                     message("m0002", T0 + timedelta(seconds=1))], expected_version=0))
+        session = stores.chat.get_session("p1", "s1")
+
+        # When a turn answers m0002 (not failed), Then it conflicts and writes nothing
+        reply = message("m0003", T0 + timedelta(seconds=2), role="assistant")
+        with pytest.raises(VersionConflict):
+            stores.chat.record_turn(turn(session, [reply], expected_version=1, mark_ok=["m0002"]))
+        assert stores.chat.get_messages("p1", "s1", ["m0003"]) == {}
+
+        # When a turn answers m0001, Then m0001 is ok and the reply stored
+        stores.chat.record_turn(turn(session, [reply], expected_version=1, mark_ok=["m0001"]))
+        found = stores.chat.get_messages("p1", "s1", ["m0001", "m0003"])
+        assert (found["m0001"].status, found["m0003"].role) == ("ok", "assistant")
+
+    def test_a_session_over_400_kb_is_refused_and_nothing_is_written(self, stores: Stores) -> None:
+        # Given a project, and a session whose summary alone is 500 KB
+        project(stores)
+        huge = new_session().model_copy(update={"summary": "患" * 170_000})
+
+        # When its turn is written, Then ItemTooLarge and nothing was written
+        with pytest.raises(ItemTooLarge):
+            stores.chat.record_turn(turn(huge, [message("m0001", T0)], expected_version=0))
+        assert stores.chat.get_session("p1", "s1") is None
+        assert stores.chat.get_messages("p1", "s1", ["m0001"]) == {}
+
+    def test_a_message_is_read_with_its_context_and_an_unknown_one_is_not_found(self, stores: Stores) -> None:
+        # Given a reply stored with its context manifest
+        project(stores)
+        reply = message("m0002", T0, role="assistant")
+        write = turn(new_session(), [message("m0001", T0), reply], expected_version=0)
+        write.contexts = {"m0002": {"intents": ["GENERAL"]}}
+        stores.chat.record_turn(write)
+
+        # When it is read, and an unknown id
+        record, context = stores.chat.get_message("p1", "s1", "m0002")
+
+        # Then the manifest comes with it; the unknown one is MessageNotFound
+        assert (record.content, context) == ("内容 m0002", {"intents": ["GENERAL"]})
+        with pytest.raises(MessageNotFound):
+            stores.chat.get_message("p1", "s1", "m9999")
+
+    def test_messages_between_returns_the_newest_in_the_open_range_oldest_first(self, stores: Stores) -> None:
+        # Given 8 messages m0000 .. m0007
+        project(stores)
+        stores.chat.record_turn(turn(new_session(), [message(f"m{i:04d}", T0 + timedelta(seconds=i))
+                                                     for i in range(8)], expected_version=0))
+
+        # When the range (m0001, m0006) and the newest 2 before m0004 are read
+        between = stores.sessions.messages_between("p1", "s1", after_id="m0001", before_id="m0006")
+        newest = stores.sessions.messages_between("p1", "s1", after_id=None, before_id="m0004", limit=2)
+
+        # Then the ends are excluded and the newest of the range come back oldest first
+        assert [m.message_id for m in between] == ["m0002", "m0003", "m0004", "m0005"]
+        assert [m.message_id for m in newest] == ["m0002", "m0003"]
+
+    # ---------------------------------------------------------------- sessions
+    def test_a_session_is_created_at_version_1_once(self, stores: Stores) -> None:
+        # Given a project
+        project(stores)
+
+        # When a session is created, and created again
+        created = stores.sessions.create_session(new_session("c1", patient_id="pt-1"))
+
+        # Then it is at version 1; the second create is AlreadyExists
+        assert created.version == 1 and stores.sessions.get_session("p1", "c1").version == 1
+        with pytest.raises(AlreadyExists):
+            stores.sessions.create_session(new_session("c1"))
+
+    def test_a_patients_sessions_page_newest_first_and_a_foreign_token_is_refused(self, stores: Stores) -> None:
+        # Given five sessions of pt-1 (one a minute) and two of pt-2
+        project(stores)
+        for i in range(5):
+            stores.sessions.create_session(new_session(f"a{i}", patient_id="pt-1", at=T0 + timedelta(minutes=i)))
+        for i in range(2):
+            stores.sessions.create_session(new_session(f"b{i}", patient_id="pt-2", at=T0 + timedelta(minutes=i)))
+
+        # When pt-1's sessions are listed two at a time
+        seen: list[str] = []
+        token: str | None = None
+        pages = 0
+        while True:
+            page = stores.sessions.list_patient_sessions("p1", "pt-1", limit=2, next_token=token)
+            seen += [s.session_id for s in page.sessions]
+            pages += 1
+            token = page.next_token
+            if token is None:
+                break
+
+        # Then every session comes once, newest first, in three pages
+        assert (seen, pages) == (["a4", "a3", "a2", "a1", "a0"], 3)
+        # and a token of pt-1's listing is refused for pt-2's, as is garbage
+        first = stores.sessions.list_patient_sessions("p1", "pt-1", limit=2).next_token
+        with pytest.raises(InvalidContinuationToken):
+            stores.sessions.list_patient_sessions("p1", "pt-2", limit=2, next_token=first)
+        with pytest.raises(InvalidContinuationToken):
+            stores.sessions.list_patient_sessions("p1", "pt-1", limit=2, next_token="!!not-a-token!!")
+        # and the project's listing holds all seven, newest first
+        listed = stores.sessions.list_project_sessions("p1", limit=10)
+        assert [s.session_id for s in listed.sessions][:2] == ["a4", "a3"] and len(listed.sessions) == 7
+
+    def test_a_diagnosis_is_stored_with_its_session_once(self, stores: Stores) -> None:
+        # Given a session of pt-1 at version 1
+        project(stores)
+        session = stores.sessions.create_session(new_session("s1", patient_id="pt-1"))
+        d1 = Diagnosis(project_id="p1", session_id="s1", diagnosis_id="d1", patient_id="pt-1", created_at=T0,
+                       report={"证型": "风寒"})
+
+        # When a diagnosis is added with the session's count, at version 1
+        stores.sessions.add_diagnosis(d1, session.model_copy(update={"diagnosis_count": 1}), expected_version=1)
+
+        # Then both are stored; the same id again is AlreadyExists, an old version a VersionConflict
+        assert stores.sessions.get_session("p1", "s1").diagnosis_count == 1
+        assert stores.sessions.get_diagnosis("p1", "s1", "d1").report == {"证型": "风寒"}
+        with pytest.raises(AlreadyExists):
+            stores.sessions.add_diagnosis(d1, session, expected_version=2)
+        d2 = d1.model_copy(update={"diagnosis_id": "d2", "created_at": T0 + timedelta(hours=1)})
+        with pytest.raises(VersionConflict):
+            stores.sessions.add_diagnosis(d2, session, expected_version=1)
+        with pytest.raises(DiagnosisNotFound):
+            stores.sessions.get_diagnosis("p1", "s1", "d2")
+        # and the patient's diagnoses read newest first
+        stores.sessions.add_diagnosis(d2, session.model_copy(update={"diagnosis_count": 2}), expected_version=2)
+        assert [d.diagnosis_id for d in stores.sessions.patient_diagnoses("p1", "pt-1")] == ["d2", "d1"]
+        assert [d.diagnosis_id for d in stores.sessions.patient_diagnoses("p1", "pt-1", diagnosis_id="d1")] == ["d1"]
+        assert [r.diagnosis_id for r in stores.sessions.patient_diagnosis_refs("p1", "pt-1", limit=1)] == ["d2"]
+
+    # ---------------------------------------------------------------- hot memory
+    def test_a_hot_memory_commit_based_on_an_old_version_names_the_current_one(self, stores: Stores) -> None:
+        # Given hot memory at version 3
+        project(stores)
+        hot = seed_hot(stores, versions=3)
+
+        # When the jobs commit based on version 2
+        with pytest.raises(VersionConflict) as conflict:
+            stores.jobs.commit_hot_memory(hot, expected_version=2, actor="distiller", reason=None, now=T0, tokens=1,
+                                          run=job_run())
+
+        # Then it names version 3 and wrote nothing: no version 4, no marker
+        assert conflict.value.current_version == 3
+        assert stores.jobs.load_hot_memory("p1").version == 3
+        assert stores.chat.get_hot_memory_revision("p1", 4) is None
+        assert stores.jobs.get_job_run("p1", "distill", "2026-03-09") is None
+
+    def test_a_hot_memory_commit_whose_marker_exists_writes_nothing(self, stores: Stores) -> None:
+        # Given hot memory at version 1 and the day's marker already written
+        project(stores)
+        hot = seed_hot(stores)
+        assert stores.jobs.put_job_run(job_run()) is True
+
+        # When a commit at the right version carries the same marker
+        with pytest.raises(VersionConflict) as conflict:
+            stores.jobs.commit_hot_memory(hot, expected_version=1, actor="distiller", reason=None, now=T0, tokens=1,
+                                          run=job_run())
+
+        # Then the hot memory stayed at version 1
+        assert conflict.value.current_version == 1
+        assert stores.jobs.load_hot_memory("p1").version == 1
+
+    def test_a_committed_version_is_stored_with_its_revision_and_marker(self, stores: Stores) -> None:
+        # Given hot memory at version 1
+        project(stores)
+        hot = seed_hot(stores)
+        changed = hot.model_copy(update={"lines": [*hot.lines, hot_line("l2", "周五前清理 Query")]})
+
+        # When the jobs commit version 2 with the day's marker
+        saved = stores.jobs.commit_hot_memory(changed, expected_version=1, actor="distiller", reason="distilled",
+                                              now=T0 + timedelta(hours=1), tokens=9, run=job_run())
+
+        # Then version 2 is current and stored as a revision, and the marker names it
+        assert (saved.version, saved.updated_by) == (2, "distiller")
+        assert [ln.line_id for ln in stores.jobs.load_hot_memory("p1").lines] == ["l1", "l2"]
+        revision = stores.admin.get_revision("p1", 2)
+        assert (revision.summary.reason, revision.summary.tokens, revision.summary.created_by) == (
+            "distilled", 9, "distiller")
+        assert stores.chat.get_hot_memory_revision("p1", 1).lines == hot.lines
+        assert stores.jobs.get_job_run("p1", "distill", "2026-03-09").hot_version == 2
+
+    def test_revisions_page_newest_first_and_a_foreign_cursor_is_refused(self, stores: Stores) -> None:
+        # Given five stored versions
+        project(stores)
+        seed_hot(stores, versions=5)
+
+        # When the revisions are listed two at a time
+        versions: list[int] = []
+        cursor: str | None = None
+        while True:
+            page = stores.admin.list_revisions("p1", limit=2, cursor=cursor)
+            versions += [r.version for r in page.items]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+
+        # Then each version comes once, newest first
+        assert versions == [5, 4, 3, 2, 1]
+        # and a cursor of the revision listing is refused by the audit listing
+        first = stores.admin.list_revisions("p1", limit=2, cursor=None).next_cursor
+        with pytest.raises(InvalidInput):
+            stores.admin.list_audit("p1", limit=2, cursor=first)
+
+    # --------------------------------------------------------------- admin writes
+    def test_an_admin_commit_writes_its_audit_record_and_a_review_decision(self, stores: Stores) -> None:
+        # Given hot memory at version 1 and a pending review item
+        project(stores)
+        hot = seed_hot(stores)
+        assert stores.jobs.put_review_items([review("r1")]) == 1
+        item = stores.admin.get_review("p1", review_item_id("2026-03-09", "r1"))
+        decided = item.model_copy(update={"status": "approved", "decided_by": "u-admin", "decided_at": T0})
+
+        # When an admin commit approves it
+        stores.admin.commit_hot_memory(hot, expected_version=1, actor="u-admin", reason=None, now=T0, tokens=5,
+                                       audit=audit("a1", T0), decide=decided)
+
+        # Then the version, the audit record and the decision are stored
+        assert stores.admin.load_hot_memory("p1").version == 2
+        assert [a.audit_id for a in stores.admin.list_audit("p1", limit=5, cursor=None).items] == ["a1"]
+        assert [(r.review_id, r.status) for r in stores.admin.list_review("p1", status=None)] == [("r1", "approved")]
+        # and deciding it again is AlreadyDecided, by commit or alone, writing nothing
+        with pytest.raises(AlreadyDecided) as again:
+            stores.admin.commit_hot_memory(hot, expected_version=2, actor="u-admin", reason=None, now=T0, tokens=5,
+                                           audit=audit("a2", T0 + timedelta(seconds=1)), decide=decided)
+        assert again.value.status == "approved"
+        with pytest.raises(AlreadyDecided):
+            stores.admin.decide_review("p1", decided, audit=audit("a3", T0 + timedelta(seconds=2)))
+        assert stores.admin.load_hot_memory("p1").version == 2
+        assert [a.audit_id for a in stores.admin.list_audit("p1", limit=5, cursor=None).items] == ["a1"]
+
+    def test_a_report_correction_based_on_an_old_revision_names_the_current_one(self, stores: Stores) -> None:
+        # Given a report at revision 1
+        project(stores)
+        stores.seed.put_weekly_report(week_report("2026-W10"))
+        previous = stores.admin.get_report("p1", "2026-W10")
+        corrected = previous.model_copy(update={"summary": "[进度] 修订。", "revision": 2, "created_by": "u-admin"})
+
+        # When it is corrected, then corrected again from revision 1
+        stores.admin.correct_report(previous, corrected, replaced_by="u-admin", audit=audit("a1", T0))
+        with pytest.raises(VersionConflict) as conflict:
+            stores.admin.correct_report(previous, corrected, replaced_by="u-admin",
+                                        audit=audit("a2", T0 + timedelta(seconds=1)))
+
+        # Then the first is stored (its evidence kept) and the second names revision 2
+        stored = stores.admin.get_report("p1", "2026-W10")
+        assert (stored.summary, stored.revision, stored.evidence) == ("[进度] 修订。", 2, ["m-1"])
+        assert conflict.value.current_version == 2
+        assert [a.audit_id for a in stores.admin.list_audit("p1", limit=5, cursor=None).items] == ["a1"]
+
+    # ---------------------------------------------------------- idempotent writes
+    def test_markers_reviews_years_and_alerts_are_written_only_when_new(self, stores: Stores) -> None:
+        # Given a project
+        project(stores)
+        year = YearlySummary(project_id="p1", year=2024, summary="2024 年入组 20 例。", created_at=T0)
+
+        # When each is written twice
+        runs = [stores.jobs.put_job_run(job_run()) for _ in range(2)]
+        reviews = [stores.jobs.put_review_items([review("r1"), review("r2")]) for _ in range(2)]
+        years = [stores.jobs.put_yearly_summary(year) for _ in range(2)]
+        claims = [stores.jobs.claim_alert("p1", "k1", kind="admin_over_cap", now=T0) for _ in range(2)]
+
+        # Then only the first wrote
+        assert (runs, reviews, years, claims) == ([True, False], [2, 0], [True, False], [True, False])
+        assert [s.year for s in stores.jobs.load_yearly_summaries("p1")] == [2024]
+        # and a released claim can be claimed again
+        stores.jobs.release_alert("p1", "k1")
+        assert stores.jobs.claim_alert("p1", "k1", kind="admin_over_cap", now=T0) is True
+
+    def test_a_weekly_report_is_committed_with_its_marker_only_when_both_are_new(self, stores: Stores) -> None:
+        # Given an admin-corrected report of 2026-W10
+        project(stores)
+        stores.seed.put_weekly_report(week_report("2026-W10", revision=2, summary="[进度] 管理员修订。"))
+
+        # When the archive commits its own report of that week, and one of 2026-W11
+        again = stores.jobs.commit_weekly_report(week_report("2026-W10"), job_run("archive", "2026-W10"))
+        new = stores.jobs.commit_weekly_report(week_report("2026-W11"), job_run("archive", "2026-W11"))
+
+        # Then the existing report and no marker stay for W10; W11 and its marker are written
+        assert (again, new) == (False, True)
+        assert stores.jobs.get_weekly_report("p1", "2026-W10").summary == "[进度] 管理员修订。"
+        assert stores.jobs.get_job_run("p1", "archive", "2026-W10") is None
+        assert stores.jobs.get_job_run("p1", "archive", "2026-W11") is not None
+
+    # ------------------------------------------------------------------ reads
+    def test_reports_read_by_range_newest_or_oldest_first_as_each_port_says(self, stores: Stores) -> None:
+        # Given reports of four weeks around a year boundary
+        project(stores)
+        for week in ("2025-W52", "2026-W01", "2026-W02", "2026-W03"):
+            stores.seed.put_weekly_report(week_report(week))
+
+        # Then each read returns its range in its order
+        assert [r.iso_week for r in stores.chat.load_history("p1", limit_weeks=2)] == ["2026-W03", "2026-W02"]
+        assert [r.iso_week for r in stores.jobs.list_reports_between("p1", "2025-W52", "2026-W02")] == [
+            "2025-W52", "2026-W01", "2026-W02"]
+        assert [r.iso_week for r in stores.views.reports_between("p1", "2026-W01", None, limit=10)] == [
+            "2026-W03", "2026-W02", "2026-W01"]
+        assert [r.iso_week for r in stores.chat.get_reports("p1", ["2026-W01", "2026-W09", "2026-W03"])] == [
+            "2026-W03", "2026-W01"]
+
+    def test_the_flow_log_window_is_half_open_and_in_time_order(self, stores: Stores) -> None:
+        # Given messages at 15:59:59.999999Z, 16:00Z and 16:00:01Z (a local midnight in Asia/Shanghai)
+        project(stores)
+        midnight = datetime(2026, 3, 9, 16, 0, tzinfo=UTC)
+        times = {"m-before": midnight - timedelta(microseconds=1), "m-at": midnight,
+                 "m-after": midnight + timedelta(seconds=1)}
+        stores.chat.record_turn(turn(new_session(), [message(m, at) for m, at in times.items()], expected_version=0))
+
+        # When the local day 2026-03-10 is read
+        entries = stores.jobs.read_flow_log("p1", midnight, midnight + timedelta(days=1))
+
+        # Then it starts at its first instant and leaves out the one before
+        assert [e.message_id for e in entries] == ["m-at", "m-after"]
+
+    def test_active_projects_are_distinct_and_sorted(self, stores: Stores) -> None:
+        # Given turns of p2 on two days and of p1 on one
+        for pid in ("p2", "p1"):
+            project(stores, pid)
+        days = [T0, T0 + timedelta(days=1)]
+        stores.chat.record_turn(turn(new_session(project_id="p2"), [message("m0", days[0])], expected_version=0))
+        stored = stores.chat.get_session("p2", "s1")
+        stores.chat.record_turn(turn(stored, [message("m1", days[1])], expected_version=1))
+        stores.chat.record_turn(turn(new_session(), [message("m9", T0)], expected_version=0))
+
+        # When the active projects of both days are read
+        # Then each project comes once, sorted; a day without activity has none
+        assert stores.views.active_projects([d.date() for d in days]) == ["p1", "p2"]
+        assert stores.views.active_projects([date(2026, 1, 1)]) == []
