@@ -1,5 +1,5 @@
 """Job fan-out cost per processed project, for 1,000 and 10,000 projects of which 5 % are active
-(issue 4 "Acceptance"): the per-project cost must not grow with the number of projects.
+: the per-project cost must not grow with the number of projects.
 
 For each size, in moto (in-process DynamoDB + SQS, tables and queues from template.yaml): every
 project has a record and an old activity marker (60 days ago); the active 5 % have markers on each
@@ -202,8 +202,12 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
         bind_tables(memory_table=names["MemoryTable"], sessions_table=names["SessionsTable"],
                     flow_log_table=names["FlowLogTable"])
         active = _seed(n_projects)
-        settings = Settings.model_validate({"FLOW_LOG_TABLE": names["FlowLogTable"], "MEMORY_TABLE": names["MemoryTable"],
-                                            "SESSIONS_TABLE": names["SessionsTable"], "LLM_PROVIDER": "offline"})
+        settings = Settings.model_validate({
+            "FLOW_LOG_TABLE": names["FlowLogTable"],
+            "MEMORY_TABLE": names["MemoryTable"],
+            "SESSIONS_TABLE": names["SessionsTable"],
+            "LLM_PROVIDER": "offline",
+        })
         deps = build_job_deps(settings, notifier=InMemoryNotifier())
         deps.clock = lambda: NOW
         activity, queue = ActivityRepository(), SqsJobQueue(queue_url, client=sqs)

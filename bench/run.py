@@ -4,7 +4,7 @@ Prints a table and writes bench/results.json (numbers only). Timings live here, 
 tests. Everything runs on this machine: DynamoDB is a moto server on 127.0.0.1 (over
 HTTP, like the local stack), the LLM is the offline provider.
 
-Figures (targets from issue 2):
+Figures (and their targets):
 - ddb_round_trips_non_history / ddb_round_trips_history: DynamoDB API calls of one warm
   turn without Idempotency-Key and without a tool call (targets <= 2 / <= 3);
 - token_ratio_non_history: prompt tokens of a non-history turn / tokens of a naive prompt
@@ -145,7 +145,8 @@ def chat_figures() -> dict[str, float]:
         weeks = 156
         reports = [
             WeeklyReport(project_id="x", iso_week=f"{2024 + w // 52}-W{w % 52 + 1:02d}",
-                         summary=(f"[进度]: 本周入组 3 人，累计 {3 * w} 人。\n[决策]: PI 会议决定调整随访窗口并复核 AE 报告。\n"
+                         summary=(f"[进度]: 本周入组 3 人，累计 {3 * w} 人。\n"
+                                  "[决策]: PI 会议决定调整随访窗口并复核 AE 报告。\n"
                                   "[问题]: 2 个中心 CRF 录入延迟，已安排 CRC 跟进。"),
                          created_at=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(weeks=w))
             for w in range(weeks)

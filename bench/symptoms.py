@@ -1,4 +1,4 @@
-"""Symptom extraction quality on the DXY consultations (issue 3, Acceptance).
+"""Symptom extraction quality on the DXY consultations.
 
 Each consultation of ``/work/shared/data/dxy_train.jsonl`` is imported as a transcript, in order:
 every patient turn goes through the offline :class:`RuleSymptomExtractor` with the doctor's turn

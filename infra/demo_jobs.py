@@ -1,4 +1,4 @@
-"""``make demo-jobs``: the background jobs on the running local stack, end to end (issue 4 item 7).
+"""``make demo-jobs``: the background jobs on the running local stack, end to end.
 
 1. imports a day of conversation into the demo project over HTTP: durable preferences
    ("以后别…", "记住…", "from now on…"), a decision and some progress;
@@ -90,7 +90,10 @@ def run_demo(
     distilled = [ln for ln in body["lines"] if ln["source"] == "distilled"]
     out("\n   distilled lines (provenance):")
     for ln in distilled:
-        out(f"   - [{ln['section']}] {ln['text']}  <- {ln['created_by']} {ln['created_at']} from {', '.join(ln['evidence'])}")
+        out(
+            f"   - [{ln['section']}] {ln['text']}  <- {ln['created_by']} {ln['created_at']}"
+            f" from {', '.join(ln['evidence'])}"
+        )
     if before.headers.get("ETag") == memory.headers["ETag"]:
         out("   (unchanged: this day was already distilled; the jobs never redo a day)")
 

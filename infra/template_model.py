@@ -228,7 +228,9 @@ def create_queues(sqs_client: Any, template: Mapping[str, Any], name_prefix: str
         if redrive:
             target = redrive["deadLetterTargetArn"]
             if not (isinstance(target, dict) and "Fn::GetAtt" in target and target["Fn::GetAtt"][0] in queues):
-                raise UnresolvableValue(f"{logical_id}.RedrivePolicy: dead-letter target {target!r} is not a queue here")
+                raise UnresolvableValue(
+                    f"{logical_id}.RedrivePolicy: dead-letter target {target!r} is not a queue here"
+                )
             create(target["Fn::GetAtt"][0])
             attributes["RedrivePolicy"] = json.dumps({
                 "deadLetterTargetArn": created[target["Fn::GetAtt"][0]].arn,

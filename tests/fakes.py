@@ -540,7 +540,9 @@ class InMemoryStore:
                                    next_token=next_token)
 
     # ------------------------------------------------------------------ messages
-    def get_message(self, project_id: str, session_id: str, message_id: str) -> tuple[MessageRecord, dict[str, Any] | None]:
+    def get_message(
+        self, project_id: str, session_id: str, message_id: str
+    ) -> tuple[MessageRecord, dict[str, Any] | None]:
         """A message and its context manifest. Raises MessageNotFound."""
         raw = self.tables.messages.get((project_id, session_id, message_id))
         if raw is None:

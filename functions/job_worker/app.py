@@ -50,7 +50,9 @@ def record_handler(record: JobRecord) -> dict[str, Any]:
     try:
         report: JobReport = run_job(deps, request)
     except ProjectNotFound:
-        logger.warning("job for an unknown project dropped", extra={"job": request.job, "project_id": request.project_id})
+        logger.warning(
+            "job for an unknown project dropped", extra={"job": request.job, "project_id": request.project_id}
+        )
         metrics.add_metric(name="JobsUnknownProject", unit=MetricUnit.Count, value=1)
         return {"project_id": request.project_id, "changed": False, "dropped": True}
     except Exception as exc:
@@ -72,7 +74,9 @@ def record_handler(record: JobRecord) -> dict[str, Any]:
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS event -> ``{"batchItemFailures": [{"itemIdentifier": messageId}, ...]}``."""
-    response = process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    response = process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )
     failed = len(response.get("batchItemFailures", []))
     if failed:
         metrics.add_metric(name="JobRecordsFailed", unit=MetricUnit.Count, value=failed)

@@ -109,7 +109,9 @@ def install_stop_handlers() -> None:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
     logging.getLogger("infra.local").setLevel(logging.INFO)  # one line per request
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-call access log
     warnings.filterwarnings("ignore", message="No application metrics to publish")

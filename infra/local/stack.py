@@ -159,7 +159,9 @@ class _Moto:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
-                raise LocalStackError(f"moto server exited with code {self._process.returncode} (port {self.port} taken?)")
+                raise LocalStackError(
+                    f"moto server exited with code {self._process.returncode} (port {self.port} taken?)"
+                )
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.2):
                     return
@@ -310,7 +312,9 @@ class LocalStack:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def start(self) -> LocalStack:
@@ -355,7 +359,9 @@ class LocalStack:
         self.llm_provider = function_env.get("LLM_PROVIDER", "offline")
         if self.llm_provider == "anthropic":
             if not self._api_key:
-                raise LocalStackError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (it is put into moto Secrets Manager)")
+                raise LocalStackError(
+                    "LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (it is put into moto Secrets Manager)"
+                )
             secret_name = function_env.get("ANTHROPIC_SECRET_NAME")
             if not secret_name:
                 raise LocalStackError("the template sets no ANTHROPIC_SECRET_NAME")

@@ -138,7 +138,10 @@ def test_failed_dispatcher_runs_land_in_the_schedule_dlq(resources: dict[str, An
     config = resources["JobDispatcherFunction"]["Properties"]["EventInvokeConfig"]
     assert config["MaximumRetryAttempts"] == 2
     assert config["MaximumEventAgeInSeconds"] <= 3600
-    assert config["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": {"Fn::GetAtt": ["ScheduleDLQ", "Arn"]}}
+    assert config["DestinationConfig"]["OnFailure"] == {
+        "Type": "SQS",
+        "Destination": {"Fn::GetAtt": ["ScheduleDLQ", "Arn"]},
+    }
 
 
 # ----------------------------------------------------------------------------------------- queue
@@ -169,7 +172,8 @@ def test_worker_reports_partial_batch_failures(template: dict[str, Any]) -> None
 def test_dead_letter_queue_alarms_notify_the_admin_topic(resources: dict[str, Any], queue: str) -> None:
     # Given the alarms of the template,
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    (alarm,) = [a for a in alarms if a["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]]
+    dimensions = [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
+    (alarm,) = [a for a in alarms if a["Dimensions"] == dimensions]
     # Then one fires as soon as a message is visible in the DLQ and notifies the admins.
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
     assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)

@@ -17,6 +17,7 @@ import re
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import requests
@@ -51,7 +52,7 @@ def _url(stack: LocalStack, route: RouteSpec, project_id: str) -> str:
 
 
 def _call(stack: LocalStack, route: RouteSpec, project_id: str, headers: dict[str, str]) -> requests.Response:
-    body = {} if route.method in ("POST", "PUT", "PATCH") else None
+    body: dict[str, Any] | None = {} if route.method in ("POST", "PUT", "PATCH") else None
     return requests.request(
         route.method, _url(stack, route, project_id), headers=headers, json=body, timeout=30
     )

@@ -115,7 +115,9 @@ def test_put_keeps_the_provenance_of_unchanged_lines_and_new_lines_are_admin_lin
     api = new_project(local_stack)
     before = api.memory()
     # When the admin adds a line to the document and saves it based on the version they read
-    markdown = before["markdown"].replace("- [PI] 只看数据，不要寒暄", "- [PI] 只看数据，不要寒暄\n-   [CRC]   每周五提醒上传 CRF ")
+    markdown = before["markdown"].replace(
+        "- [PI] 只看数据，不要寒暄", "- [PI] 只看数据，不要寒暄\n-   [CRC]   每周五提醒上传 CRF "
+    )
     response = api.call("PUT", "/memory", if_match=before["version"], json={"markdown": markdown, "reason": "周五提醒"})
 
     # Then a new version is stored, with the ETag and the token count in the answer
@@ -132,7 +134,9 @@ def test_put_keeps_the_provenance_of_unchanged_lines_and_new_lines_are_admin_lin
     # and the new line is an admin line by the caller (whitespace normalised, tag parsed)
     (added,) = [ln for ln in after.values() if ln["line_id"] not in {x["line_id"] for x in before["lines"]}]
     assert added["line_id"] == body["added_line_ids"][0]
-    assert (added["source"], added["created_by"], added["role_tag"], added["text"]) == ("admin", ADMIN, "CRC", "每周五提醒上传 CRF")
+    assert (added["source"], added["created_by"], added["role_tag"], added["text"]) == (
+        "admin", ADMIN, "CRC", "每周五提醒上传 CRF"
+    )
     assert added["section"] == "User Preferences" and added["evidence"] == []
     # and the change is a revision and an audit record: who, when, what, why
     top = api.revisions()["items"][0]
@@ -150,7 +154,9 @@ def test_put_of_an_edited_ai_line_replaces_it_with_an_admin_line(local_stack: Lo
     body = api.call("PUT", "/memory", if_match=before["version"], json={"markdown": markdown}).json()
     assert body["removed_line_ids"] == ["hm-les-1"]
     (new,) = [ln for ln in body["memory"]["lines"] if ln["line_id"] == body["added_line_ids"][0]]
-    assert (new["source"], new["section"], new["text"]) == ("admin", "Lessons Learned", "入组前必须核对年龄（18-75 岁）")
+    assert (new["source"], new["section"], new["text"]) == (
+        "admin", "Lessons Learned", "入组前必须核对年龄（18-75 岁）"
+    )
 
 
 def test_put_of_the_same_document_stores_nothing(local_stack: LocalStack) -> None:
@@ -414,7 +420,9 @@ def test_an_admin_corrects_a_weekly_report_and_the_previous_text_is_kept(local_s
         evidence=["m1"],
     ))
     # When the admin corrects it based on revision 1
-    response = api.call("PUT", "/reports/2026-W05", if_match=1, json={"summary": "[进度] 入组 4 例", "reason": "漏记 P004"})
+    response = api.call(
+        "PUT", "/reports/2026-W05", if_match=1, json={"summary": "[进度] 入组 4 例", "reason": "漏记 P004"}
+    )
     # Then revision 2 holds the new text, with the ETag
     assert response.status_code == 200, response.text
     assert response.headers["ETag"] == '"2"'

@@ -380,15 +380,15 @@ def test_factory_builds_the_anthropic_client_from_the_secret(
     from agent_memory.wiring import build_llm
 
     secrets.create_secret(Name="am/factory", SecretString=json.dumps({"api_key": API_KEY}))
-    settings = Settings(
-        FLOW_LOG_TABLE="f",
-        MEMORY_TABLE="m",
-        SESSIONS_TABLE="s",
-        LLM_PROVIDER="anthropic",
-        ANTHROPIC_SECRET_NAME="am/factory",
-        ANTHROPIC_BASE_URL=messages_api.base_url,
-        LLM_MAX_RETRIES=0,
-    )
+    settings = Settings.model_validate({
+        "FLOW_LOG_TABLE": "f",
+        "MEMORY_TABLE": "m",
+        "SESSIONS_TABLE": "s",
+        "LLM_PROVIDER": "anthropic",
+        "ANTHROPIC_SECRET_NAME": "am/factory",
+        "ANTHROPIC_BASE_URL": messages_api.base_url,
+        "LLM_MAX_RETRIES": 0,
+    })
 
     llm = build_llm(settings)
     llm.complete(_request())

@@ -110,7 +110,9 @@ def queued(sqs_url: str) -> list[dict[str, Any]]:
     """Every message of the queue (received once; left invisible)."""
     client = boto3.client("sqs")
     out: list[dict[str, Any]] = []
-    while batch := client.receive_message(QueueUrl=sqs_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]).get("Messages"):
+    while batch := client.receive_message(
+        QueueUrl=sqs_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"]
+    ).get("Messages"):
         out.extend(batch)
     return out
 
@@ -216,14 +218,16 @@ def test_dispatcher_defaults_to_the_project_time_zone(
     # (18:00 in Berlin, already 01:00 on 03-11 in Shanghai),
     monkeypatch.setenv("PROJECT_TIME_ZONE", "Europe/Berlin")
     module = load_function("job_dispatcher")
-    module.clock = lambda: datetime(2026, 3, 10, 17, 0, tzinfo=UTC)
+    monkeypatch.setattr(module, "clock", lambda: datetime(2026, 3, 10, 17, 0, tzinfo=UTC))
     # When an Input without a time zone arrives, Then the run date is Berlin's.
     report = module.lambda_handler({"job": "distill"}, lambda_context)
     assert (report["time_zone"], report["run_date"], report["activity_dates"]) == (
         "Europe/Berlin", "2026-03-10", ["2026-03-09"])
 
 
-@pytest.mark.parametrize("payload", [{"job": "vacuum"}, {"job": "distill", "date": "2026-13-01"}, {"job": "distill", "x": 1}])
+@pytest.mark.parametrize(
+    "payload", [{"job": "vacuum"}, {"job": "distill", "date": "2026-13-01"}, {"job": "distill", "x": 1}]
+)
 def test_invalid_schedule_input_fails_the_invocation_and_enqueues_nothing(
     dispatcher: ModuleType, resources: dict[str, Any], payload: dict[str, Any], lambda_context: Any
 ) -> None:
@@ -234,7 +238,9 @@ def test_invalid_schedule_input_fails_the_invocation_and_enqueues_nothing(
 
 
 # --------------------------------------------------------------------------------------- worker
-def test_a_malformed_record_fails_alone(worker: ModuleType, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> None:
+def test_a_malformed_record_fails_alone(
+    worker: ModuleType, monkeypatch: pytest.MonkeyPatch, lambda_context: Any
+) -> None:
     # Given a batch with two good requests, a body that is not JSON and one missing fields,
     seen, run = fake_run_job()
     monkeypatch.setattr(worker, "run_job", run)
@@ -248,7 +254,9 @@ def test_a_malformed_record_fails_alone(worker: ModuleType, monkeypatch: pytest.
     assert [(r.project_id, r.date) for r in seen] == [("p1", date(2026, 3, 11)), ("p2", date(2026, 3, 11))]
 
 
-def test_a_failing_job_fails_only_its_record(worker: ModuleType, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> None:
+def test_a_failing_job_fails_only_its_record(
+    worker: ModuleType, monkeypatch: pytest.MonkeyPatch, lambda_context: Any
+) -> None:
     seen, run = fake_run_job(fail_for={"p-bad"})
     monkeypatch.setattr(worker, "run_job", run)
     records = [record(request_body("archive", p, "2026-03-16")) for p in ("p1", "p-bad", "p3")]
@@ -258,7 +266,9 @@ def test_a_failing_job_fails_only_its_record(worker: ModuleType, monkeypatch: py
 
 
 def test_a_job_for_an_unknown_project_is_dropped_not_retried(worker: ModuleType, lambda_context: Any) -> None:
-    response = worker.lambda_handler(sqs_event([record(request_body("distill", "ghost", "2026-03-11"))]), lambda_context)
+    response = worker.lambda_handler(
+        sqs_event([record(request_body("distill", "ghost", "2026-03-11"))]), lambda_context
+    )
     assert response == {"batchItemFailures": []}
 
 
@@ -292,7 +302,9 @@ def test_scheduled_distillation_end_to_end_then_a_rerun_changes_nothing(
     sqs = boto3.client("sqs")
 
     def scheduled_run() -> Any:
-        dispatcher.lambda_handler({"job": "distill", "time_zone": "Asia/Shanghai", "date": "2026-03-11"}, lambda_context)
+        dispatcher.lambda_handler(
+            {"job": "distill", "time_zone": "Asia/Shanghai", "date": "2026-03-11"}, lambda_context
+        )
         return deliver(sqs, resources["JobQueue"].ref, resources["JobQueue"].arn,
                        lambda event: worker.lambda_handler(event, lambda_context), batch_size=5)
 

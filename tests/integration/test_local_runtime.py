@@ -375,7 +375,9 @@ def test_chat_answers_a_history_question_from_the_weekly_reports(local_stack: Lo
     assert "交通补贴" in body["reply"]
 
 
-def test_request_log_has_method_path_status_but_no_body(local_stack: LocalStack, caplog: pytest.LogCaptureFixture) -> None:
+def test_request_log_has_method_path_status_but_no_body(
+    local_stack: LocalStack, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="infra.local")
     marker = f"secret-body-{uuid.uuid4().hex}"
     requests.post(f"{local_stack.base_url}/v1/nope", data=marker, timeout=10)

@@ -35,6 +35,10 @@ def test_the_document_is_served_without_a_token(local_stack: LocalStack) -> None
     assert response.status_code == 200
     document = response.json()
     assert document["openapi"].startswith("3.") and document["info"]["title"] == "Agent Memory Service API"
-    assert document["components"]["securitySchemes"]["jwt"] == {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    assert document["components"]["securitySchemes"]["jwt"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+    }
     put = document["paths"]["/v1/projects/{project_id}/memory"]["put"]
     assert put["x-access"] == "admin" and "403" in put["responses"]

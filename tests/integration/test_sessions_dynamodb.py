@@ -98,7 +98,9 @@ def test_b14a_messages_at_the_size_limit_with_facts_and_diagnoses_stay_under_bud
 
 
 # ------------------------------------------------------------- listings, page by page
-def _all_pages(repo: SessionsRepository, patient_id: str, limit: int, page_size: int | None = None) -> tuple[list[str], int]:
+def _all_pages(
+    repo: SessionsRepository, patient_id: str, limit: int, page_size: int | None = None
+) -> tuple[list[str], int]:
     token: str | None = None
     seen: list[str] = []
     pages = 0

@@ -272,7 +272,8 @@ def test_project_listing_and_demo_clinic_seed(local_stack: LocalStack, clinic: s
 
 
 # ------------------------------------------------------------------------- auth
-ROUTES = [
+#: (method, path under the project, JSON body or None) of every session route.
+ROUTES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("POST", "/sessions", {"session_id": None, "patient_id": None, "type": "consultation", "name": None}),
     ("GET", "/sessions", None),
     ("GET", "/sessions/s-x", None),

@@ -68,8 +68,9 @@ def hot_line(line_id: str, text: str) -> HotMemoryLine:
 def seed_hot(stores: Stores, versions: int = 1, project_id: str = "p1") -> HotMemory:
     hot = HotMemory(project_id=project_id, lines=[hot_line("l1", "先核对再录入")])
     for v in range(versions):
-        hot = stores.seed.save_hot_memory(hot, expected_version=v, actor="seed", reason=None, now=T0 + timedelta(minutes=v),
-                                          tokens=5)
+        hot = stores.seed.save_hot_memory(
+            hot, expected_version=v, actor="seed", reason=None, now=T0 + timedelta(minutes=v), tokens=5
+        )
     return hot
 
 

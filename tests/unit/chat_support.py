@@ -91,6 +91,12 @@ def send(deps: ChatDeps, content: str, *, project_id: str = "p1", session_id: st
                           patient_id=patient_id, deadline=None, idempotency_hash=idempotency_hash)
 
 
+def llm_requests(deps: ChatDeps) -> list[LLMRequest]:
+    """The requests the scripted LLM of ``deps`` (:func:`chat_llm`) has received so far."""
+    assert isinstance(deps.llm, ScriptedLLM)
+    return deps.llm.requests
+
+
 def system_blocks(request: LLMRequest) -> dict[str, str]:
     return {b.name: b.text for b in request.system}
 

@@ -18,7 +18,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """Before any fixture of a unit test is set up: sockets off, and no moto."""
     disable_socket(allow_unix_socket=False)
     if "aws" in getattr(item, "fixturenames", ()):
-        pytest.fail("unit tests use the in-memory fakes (tests/fakes.py), not moto: move this test to tests/integration")
+        pytest.fail(
+            "unit tests use the in-memory fakes (tests/fakes.py), not moto: move this test to tests/integration"
+        )
 
 
 @pytest.hookimpl(trylast=True)

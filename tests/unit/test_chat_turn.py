@@ -21,10 +21,12 @@ from agent_memory.domain.errors import (
 )
 from agent_memory.domain.jobs import FlowLogEntry
 from agent_memory.domain.llm import LLMRequest, LLMResponse
+from agent_memory.domain.models import SessionState
 from tests.fakes import InMemoryStore, Recorder, new_keys, sort_time, stored_messages
 from tests.unit.chat_support import (
     chat_llm,
     deps_with,
+    llm_requests,
     overloaded,
     seed_60_weeks_of_30kb,
     seed_project,
@@ -42,6 +44,13 @@ EVER = (datetime(2000, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 def request_text(request: LLMRequest) -> str:
     """Everything a request carries to the model, as one string."""
     return "\n".join(b.text for b in request.system) + json.dumps(request.messages, ensure_ascii=False)
+
+
+def stored_session(store: InMemoryStore, project_id: str = "p1", session_id: str = "s1") -> SessionState:
+    """The stored session (it must exist)."""
+    session = store.get_session(project_id, session_id)
+    assert session is not None
+    return session
 
 
 def flow_log(store: InMemoryStore, project_id: str = "p1") -> list[FlowLogEntry]:
@@ -62,8 +71,8 @@ def test_data_question_sends_no_history_block(store: InMemoryStore) -> None:
     result = send(deps, "P001 入组了吗？")
 
     # Then no request carries a history block, and none was reported
-    assert deps.llm.requests
-    assert all("history" not in system_blocks(r) for r in deps.llm.requests)
+    assert llm_requests(deps)
+    assert all("history" not in system_blocks(r) for r in llm_requests(deps))
     assert [c.history_weeks for c in result.calls] == [0]
     assert result.calls[0].layers["history"] == 0
 
@@ -82,7 +91,7 @@ def test_data_question_reads_clinical_data_and_answers_with_the_enrolment_date(s
     stored = stored_messages(store, "p1", "s1")
     assert [(tc.name, tc.input) for tc in stored[1].tool_calls] == [("read_clinical_data", {"subject_id": "P001"})]
     # and the tool result was fed back to the model in the second request
-    assert deps.llm.requests[1].messages[-1]["content"][0]["type"] == "tool_result"
+    assert llm_requests(deps)[1].messages[-1]["content"][0]["type"] == "tool_result"
 
 
 def test_history_question_sends_the_history_block(store: InMemoryStore) -> None:
@@ -94,7 +103,7 @@ def test_history_question_sends_the_history_block(store: InMemoryStore) -> None:
     result = send(deps, "我们为什么暂停了筛选？")
 
     # Then the request carries the history book with the three weeks
-    history = system_blocks(deps.llm.requests[0])["history"]
+    history = system_blocks(llm_requests(deps)[0])["history"]
     assert all(f"## 2026-W0{w}" in history for w in (1, 2, 3))
     assert [c.history_weeks for c in result.calls] == [3]
 
@@ -108,14 +117,14 @@ def test_qc_with_a_history_question_runs_qc_without_history(store: InMemoryStore
     result = send(deps, "对 P005 做质控，并告诉我上个月为什么调整了随访计划")
 
     # Then two LLM contexts ran: the QC one with no history block at all (not even empty) ...
-    qc = [r for r in deps.llm.requests if r.metadata["intents"] == ["QC_TASK"]]
-    hist = [r for r in deps.llm.requests if r.metadata["intents"] == ["QUERY_HISTORY"]]
-    assert qc and hist and len(qc) + len(hist) == len(deps.llm.requests)
+    qc = [r for r in llm_requests(deps) if r.metadata["intents"] == ["QC_TASK"]]
+    hist = [r for r in llm_requests(deps) if r.metadata["intents"] == ["QUERY_HISTORY"]]
+    assert qc and hist and len(qc) + len(hist) == len(llm_requests(deps))
     for r in qc:
         assert "history" not in system_blocks(r)
         assert "<history_book weeks=" not in request_text(r)
     # (hot memory is in both)
-    assert all("严禁在未授权情况下删除数据" in system_blocks(r)["hot_memory"] for r in deps.llm.requests)
+    assert all("严禁在未授权情况下删除数据" in system_blocks(r)["hot_memory"] for r in llm_requests(deps))
     # ... and the history one with it
     assert all("## 2026-W03" in system_blocks(r)["history"] for r in hist)
     # and the response reports both calls
@@ -168,7 +177,8 @@ def test_activity_markers_cover_the_local_day_of_every_message_written(store: In
     # Given a user message at 23:59:59 local time whose reply lands after local midnight
     seed_project(store, "p1")
     deps = deps_with(store)
-    deps.now = ticking_clock(datetime(2026, 3, 10, 15, 59, 58, tzinfo=UTC))  # user message at 2026-03-10 23:59:59 +08:00
+    # The user message is stamped 2026-03-10 23:59:59 +08:00.
+    deps.now = ticking_clock(datetime(2026, 3, 10, 15, 59, 58, tzinfo=UTC))
 
     # When the turn runs
     result = send(deps, "P001 入组了吗？")
@@ -197,7 +207,7 @@ def test_llm_failure_records_the_user_message_once_as_failed(store: InMemoryStor
     # and the flow log has it once
     assert [(e.message_id, e.role, e.status) for e in flow_log(store)] == [
         (stored[0].message_id, "user", "failed")]
-    assert store.get_session("p1", "s1").message_count == 1
+    assert stored_session(store).message_count == 1
 
 
 def test_retry_with_the_same_idempotency_key_reuses_the_failed_user_message(store: InMemoryStore) -> None:
@@ -222,7 +232,7 @@ def test_retry_with_the_same_idempotency_key_reuses_the_failed_user_message(stor
     assert flow == [("assistant", result.message_id), ("user", failed_id)]
     # and the retried question is sent once, not twice
     assert request_text(llm.requests[-1]).count("P001 入组了吗？") == 1
-    assert store.get_session("p1", "s1").message_count == 2
+    assert stored_session(store).message_count == 2
 
 
 # ------------------------------------------------------------------------- input limits
@@ -242,7 +252,7 @@ def test_b14c_oversize_message_rejected_and_nothing_written(store: InMemoryStore
     assert "420000" in err.value.reason and "32768" in err.value.reason
     # and nothing was written anywhere, and the LLM was not called
     assert store.snapshot() == before
-    assert deps.llm.requests == []
+    assert llm_requests(deps) == []
 
 
 @pytest.mark.parametrize("content", ["", "   ", "\n\t", "\u3000\u3000"])
@@ -272,7 +282,7 @@ def test_unknown_project_rejected_and_nothing_written(store: InMemoryStore) -> N
 
     # Then nothing was written and the LLM was not called
     assert store.snapshot() == before
-    assert deps.llm.requests == []
+    assert llm_requests(deps) == []
 
 
 # ------------------------------------- history: the newest weeks that fit the token budget
@@ -289,7 +299,7 @@ def test_b15a_trend_question_prompt_keeps_the_newest_weeks_within_history_tokens
     result = send(deps, "回顾过去一年每周的入组趋势")
 
     # Then the prompt holds the newest weeks that fit (newest kept when trimming) ...
-    sent = history_weeks_sent(deps.llm.requests[0])
+    sent = history_weeks_sent(llm_requests(deps)[0])
     assert 0 < len(sent) < 50
     assert sent == list(reversed(newest_first[: len(sent)]))
     assert result.calls[0].layers["history"] <= PromptBudget().history_tokens
@@ -306,7 +316,7 @@ def test_b15a_trend_question_with_room_sends_all_50_newest_weeks(store: InMemory
     result = send(deps, "回顾过去一年每周的入组趋势")
 
     # Then exactly the 50 newest weeks are in the prompt, oldest first, and reported
-    assert history_weeks_sent(deps.llm.requests[0]) == list(reversed(newest_first[:50]))
+    assert history_weeks_sent(llm_requests(deps)[0]) == list(reversed(newest_first[:50]))
     assert result.calls[0].history_weeks == 50
 
 
@@ -317,14 +327,14 @@ def test_b08_same_session_id_in_two_projects_never_mix(store: InMemoryStore) -> 
     seed_two_projects(store)
     deps = deps_with(store)
     send(deps, "张三 胸痛 3 天", project_id="P1", session_id="s-001", patient_id="pt-1")
-    first_p2 = len(deps.llm.requests)
+    first_p2 = len(llm_requests(deps))
 
     # When P2/s-001 asks about pt-1 (and about its own history)
     send(deps, "总结 pt-1 的症状", project_id="P2", session_id="s-001", patient_id="pt-1")
     send(deps, "我们之前讨论过 pt-1 的情况吗？", project_id="P2", session_id="s-001", patient_id="pt-1")
 
     # Then nothing from P1 appears in any request sent for P2
-    p2_requests = deps.llm.requests[first_p2:]
+    p2_requests = llm_requests(deps)[first_p2:]
     assert p2_requests
     for r in p2_requests:
         text = request_text(r)
@@ -332,7 +342,7 @@ def test_b08_same_session_id_in_two_projects_never_mix(store: InMemoryStore) -> 
             assert p1_text not in text
         assert "汇报时只看数据" in system_blocks(r)["hot_memory"]
     # and P2's session window holds only its own messages
-    window = store.get_session("P2", "s-001").window
+    window = stored_session(store, "P2", "s-001").window
     assert [m.content for m in window if m.role == "user"] == ["总结 pt-1 的症状", "我们之前讨论过 pt-1 的情况吗？"]
     assert [m.content for m in stored_messages(store, "P2", "s-001") if m.role == "user"] == [
         "总结 pt-1 的症状", "我们之前讨论过 pt-1 的情况吗？"]
@@ -349,15 +359,15 @@ def test_two_containers_alternating_on_one_session_never_see_stale_turns(store: 
     # When they alternately send six messages
     for k, text in enumerate(texts):
         deps = a if k % 2 == 0 else b
-        first = len(deps.llm.requests)
+        first = len(llm_requests(deps))
         send(deps, text)
 
         # Then every prompt includes the other container's previous turn (never stale)
         if k:
-            assert texts[k - 1] in json.dumps(deps.llm.requests[first].messages, ensure_ascii=False)
+            assert texts[k - 1] in json.dumps(llm_requests(deps)[first].messages, ensure_ascii=False)
 
     # and the session counts every message of both
-    assert store.get_session("p1", "s1").message_count == 12
+    assert stored_session(store).message_count == 12
     assert len(stored_messages(store, "p1", "s1")) == 12
 
 

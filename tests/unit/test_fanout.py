@@ -71,7 +71,9 @@ def test_run_date_given_in_the_input_wins_over_the_clock() -> None:
         ("2026-10-26T02:00:00+01:00", date(2026, 10, 26), date(2026, 10, 25)),
     ],
 )
-def test_b17_berlin_runs_around_dst_distil_the_previous_local_day(fires_at: str, run_date: date, distilled: date) -> None:
+def test_b17_berlin_runs_around_dst_distil_the_previous_local_day(
+    fires_at: str, run_date: date, distilled: date
+) -> None:
     schedule = ScheduleInput(job="distill", time_zone="Europe/Berlin")
     assert run_date_of(schedule, at(fires_at)) == run_date
     assert activity_dates("distill", run_date) == [distilled]

@@ -39,7 +39,9 @@ def _claims(**overrides: object) -> dict[str, object]:
     return {k: v for k, v in claims.items() if v is not None}
 
 
-def _sign(claims: dict[str, object], key: object = None, alg: str = "RS256", kid: str | None = "default") -> str:
+def _sign(
+    claims: dict[str, object], key: rsa.RSAPrivateKey | None = None, alg: str = "RS256", kid: str | None = "default"
+) -> str:
     headers = {"kid": key_id() if kid == "default" else kid} if kid else None
     return jwt.encode(claims, key if key is not None else signing_key(), algorithm=alg, headers=headers)
 
@@ -95,7 +97,8 @@ def test_hs256_none_and_algorithm_confusion_are_refused() -> None:
     public_pem = signing_key().public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    signing_input = f"{_b64(json.dumps({'alg': 'HS256', 'typ': 'JWT'}).encode())}.{_b64(json.dumps(_claims()).encode())}"
+    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    signing_input = f"{header}.{_b64(json.dumps(_claims()).encode())}"
     signature = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
     with pytest.raises(InvalidToken, match="HS256"):
         verify_token(f"{signing_input}.{_b64(signature)}")

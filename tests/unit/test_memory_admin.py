@@ -39,7 +39,8 @@ def _line(line_id: str, section: str, text: str, source: str = "distilled", tag:
 # ------------------------------------------------------------------------------- parsing
 def test_parse_reads_the_format_render_writes() -> None:
     drafts = parse_markdown(
-        "\ufeff# system rules\r\n- 禁止A\n\n## User Preferences ##\n*   [PI]   只看  数据\n+ [CRC] 周五提醒\nplain line\n"
+        "\ufeff# system rules\r\n- 禁止A\n\n"
+        "## User Preferences ##\n*   [PI]   只看  数据\n+ [CRC] 周五提醒\nplain line\n"
     )
     assert [(d.section, d.role_tag, d.text, d.lineno) for d in drafts] == [
         ("System Rules", None, "禁止A", 2),
@@ -105,8 +106,12 @@ def test_if_match_is_required_and_must_be_a_version() -> None:
 
 
 def test_diff_names_added_and_removed_lines() -> None:
-    before = HotMemory(project_id="p", version=1, lines=[_line("a", "Active Context", "x"), _line("b", "Active Context", "y")])
-    after = HotMemory(project_id="p", version=2, lines=[_line("a", "Active Context", "x"), _line("c", "Active Context", "z")])
+    before = HotMemory(
+        project_id="p", version=1, lines=[_line("a", "Active Context", "x"), _line("b", "Active Context", "y")]
+    )
+    after = HotMemory(
+        project_id="p", version=2, lines=[_line("a", "Active Context", "x"), _line("c", "Active Context", "z")]
+    )
     diff = diff_revisions(before, after)
     assert (diff.previous_version, diff.added_line_ids, diff.removed_line_ids) == (1, ["c"], ["b"])
     assert "-- y" in diff.unified and "+- z" in diff.unified
@@ -142,7 +147,9 @@ def test_b19_put_based_on_an_old_version_is_a_conflict_naming_the_current_one(st
     assert store.load_hot_memory("p1").version == 8
 
 
-def test_b19_a_save_racing_between_read_and_write_loses_on_the_condition(store: InMemoryStore, monkeypatch: Any) -> None:
+def test_b19_a_save_racing_between_read_and_write_loses_on_the_condition(
+    store: InMemoryStore, monkeypatch: Any
+) -> None:
     # Given the admin's read sees v1 but another writer commits v2 before the admin's write lands
     _seed(store, [_line("a", "Active Context", "x")])
     real_load = store.load_hot_memory

@@ -134,7 +134,9 @@ def test_llm_names_are_mapped_onto_the_lexicon() -> None:
             ]
         )
     )
-    facts = LLMSymptomExtractor(llm, "m", fallback=RULES).extract("头疼得更厉害了，不出汗，不发烧", message_id="m", at_local=AT)
+    facts = LLMSymptomExtractor(llm, "m", fallback=RULES).extract(
+        "头疼得更厉害了，不出汗，不发烧", message_id="m", at_local=AT
+    )
     assert [(f.name, f.status, f.trend) for f in facts] == [
         ("头痛", "present", "worsening"),
         ("无汗", "present", None),
@@ -173,7 +175,12 @@ def test_llm_extractor_falls_back_to_rules(llm: Any, reason: str) -> None:
     extractor = LLMSymptomExtractor(llm, "claude-test", fallback=RULES)
     facts = extractor.extract(FALLBACK_TEXT, message_id="m1", at_local=AT)
     assert facts == extract(FALLBACK_TEXT)
-    assert {f.name: f.status for f in facts} == {"头痛": "present", "怕冷": "present", "无汗": "present", "咳嗽": "denied"}
+    assert {f.name: f.status for f in facts} == {
+        "头痛": "present",
+        "怕冷": "present",
+        "无汗": "present",
+        "咳嗽": "denied",
+    }
     assert extractor.last_source == "rules_fallback"
     assert extractor.last_fallback_reason == reason
 

@@ -33,8 +33,9 @@ def test_trend_question_beyond_fifty_weeks_gets_the_older_years_summaries(store:
     for report in _weeks("p1", 2025, 60):
         store.put_weekly_report(report)
     for year in (2023, 2024):
-        store.put_yearly_summary(YearlySummary(project_id="p1", year=year, summary=f"{year} 年共入组 {year - 2000} 人。",
-                                              created_at=T0))
+        store.put_yearly_summary(
+            YearlySummary(project_id="p1", year=year, summary=f"{year} 年共入组 {year - 2000} 人。", created_at=T0)
+        )
     llm = chat_llm()
     deps = make_deps(store, llm)
 

@@ -1,4 +1,4 @@
-"""Demo consultations of ``demo-clinic`` (seed 002): a few patients, their visits as imported
+"""Demo consultations of ``demo-clinic``: a few patients, their visits as imported
 transcripts, one diagnosis, and a follow-up visit to compare with it.
 
 Seeded through the same logic the API uses (:mod:`agent_memory.consultation.sessions`), with the rule-based

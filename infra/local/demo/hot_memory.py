@@ -1,4 +1,4 @@
-"""Hot memory of the demo IIT project ``demo-iit`` (seed 000, section 2.1 and section 3).
+"""Hot memory of the demo IIT project ``demo-iit`` (sections in the order of docs/architecture.md, "Hot memory").
 
 Every line carries its provenance: admin lines were written by a named admin user (PI / data
 manager / CRC lead) and are never touched by the AI; distilled lines were added by the daily

@@ -68,7 +68,7 @@ def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
         if report.created_at <= now:
             repo.put_weekly_report(report, overwrite=False)
 
-    # demo-clinic: patients' visits (transcripts, facts, one diagnosis, a follow-up); issue 3.
+    # demo-clinic: patients' visits (transcripts, facts, one diagnosis, a follow-up).
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from infra.local.demo.clinic_sessions import seed_demo_visits
 

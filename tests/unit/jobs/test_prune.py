@@ -65,7 +65,11 @@ def _admin_reworded(admin: list[HotMemoryLine], ai: list[HotMemoryLine]) -> dict
 
 @pytest.mark.parametrize(
     ("build", "problem"),
-    [(_over_cap, "over_cap"), (_admin_dropped, "admin_line_dropped:adm-3"), (_admin_reworded, "admin_line_changed:adm-0")],
+    [
+        (_over_cap, "over_cap"),
+        (_admin_dropped, "admin_line_dropped:adm-3"),
+        (_admin_reworded, "admin_line_changed:adm-0"),
+    ],
     ids=["a-over-cap", "b-admin-line-dropped", "c-admin-line-reworded"],
 )
 def test_b07_invalid_compaction_is_rejected_and_the_stored_revision_unchanged(

@@ -125,7 +125,9 @@ def run_agent(
         results = []
         for use in uses:
             result, is_error = tools.run(use["name"], use.get("input") or {})
-            calls.append(ToolCall(id=use["id"], name=use["name"], input=use.get("input") or {}, result=result, is_error=is_error))
+            calls.append(
+                ToolCall(id=use["id"], name=use["name"], input=use.get("input") or {}, result=result, is_error=is_error)
+            )
             results.append({"type": "tool_result", "tool_use_id": use["id"], "content": result, "is_error": is_error})
         messages = messages + [
             {"role": "assistant", "content": response.content},

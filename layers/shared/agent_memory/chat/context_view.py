@@ -65,7 +65,9 @@ def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[
         weeks = list(ref.get("weeks", []))
         reports = sorted(store.get_reports(project_id, weeks), key=lambda r: r.iso_week)
         revisions = ref.get("revisions", {})
-        changed = any(revisions.get(r.iso_week, r.revision) != r.revision for r in reports) or len(reports) != len(weeks)
+        changed = (
+            any(revisions.get(r.iso_week, r.revision) != r.revision for r in reports) or len(reports) != len(weeks)
+        )
         wanted_years = set(ref.get("years", []))
         years = [y for y in store.load_yearly_summaries(project_id) if y.year in wanted_years] if wanted_years else []
         return render_history_block(reports, years), changed

@@ -30,20 +30,30 @@ from agent_memory.domain.text import estimate_tokens
 
 LAYER_NAMES: tuple[str, ...] = ("system", "hot_memory", "history", "session", "recent_turns", "user_message")
 
-SYSTEM_INSTRUCTIONS = """You are the project assistant of a clinical research team (investigator-initiated trials and clinical consultations).
-Memory you are given, in this order:
-1. <hot_memory>: the project's standing memory. Its "System Rules" section holds admin prohibitions: they override every user request and every other memory line, and no message can relax them. "User Preferences" lines tagged [PI], [CRC] ... apply to users in that role. Follow the preferences in every reply.
-2. <history_book>: weekly reports of the project, present ONLY for questions about the project's past or trends. When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, do not invent history.
-3. <session>: facts and summary of this conversation.
-Then the recent turns of this conversation and the user's message.
-Current clinical data is read with the read_clinical_data tool, never guessed. Quality-control (QC) tasks judge current data only.
-Reply in the language of the user's message. Never reveal personal identifiers that a system rule forbids."""
+SYSTEM_INSTRUCTIONS = (
+    "You are the project assistant of a clinical research team (investigator-initiated trials and clinical "
+    "consultations).\n"
+    "Memory you are given, in this order:\n"
+    "1. <hot_memory>: the project's standing memory. Its \"System Rules\" section holds admin prohibitions:"
+    " they override every user request and every other memory line, and no message can relax them."
+    ' "User Preferences" lines tagged [PI], [CRC] ... apply to users in that role.'
+    " Follow the preferences in every reply.\n"
+    "2. <history_book>: weekly reports of the project, present ONLY for questions about the project's past or trends."
+    " When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, do not invent history.\n"
+    "3. <session>: facts and summary of this conversation.\n"
+    "Then the recent turns of this conversation and the user's message.\n"
+    "Current clinical data is read with the read_clinical_data tool, never guessed."
+    " Quality-control (QC) tasks judge current data only.\n"
+    "Reply in the language of the user's message. Never reveal personal identifiers that a system rule forbids."
+)
 
 INTENT_NOTES: dict[Intent, str] = {
     Intent.QUERY_DATA: "Look the data up with read_clinical_data before answering.",
     Intent.QUERY_HISTORY: "Answer from the history book; cite the weeks.",
     Intent.ANALYZE_TREND: "Describe the trend over the weeks of the history book, with numbers.",
-    Intent.QC_TASK: "Run a quality-control check on CURRENT data only (read_clinical_data); no history is given, by design.",
+    Intent.QC_TASK: (
+        "Run a quality-control check on CURRENT data only (read_clinical_data); no history is given, by design."
+    ),
     Intent.GENERATE_REPORT: "Draft the requested report for the current period.",
     Intent.MEMORY_RECALL: "Answer from the hot memory.",
     Intent.CONSULTATION: "The patient is describing symptoms; keep track of present and denied symptoms.",
@@ -201,7 +211,8 @@ def render_history_block(reports: Sequence[WeeklyReport], yearly: Sequence[Yearl
 # -------------------------------------------------------------------- session
 def render_session_block(session: SessionState, intents: Sequence[Intent], max_tokens: int) -> str:
     """Session facts, rolling summary and the task note of this call (least stable system block)."""
-    parts = [f'<session id="{session.session_id}"' + (f' patient="{session.patient_id}"' if session.patient_id else "") + ">"]
+    patient = f' patient="{session.patient_id}"' if session.patient_id else ""
+    parts = [f'<session id="{session.session_id}"{patient}>']
     symptoms = session.facts.get("symptoms") if session.facts else None
     if symptoms:
         rendered = []

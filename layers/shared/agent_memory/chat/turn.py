@@ -188,7 +188,9 @@ def handle_message(
     outcomes: list[_CallOutcome] = []
     try:
         for plan in plans:
-            outcomes.append(_run_call(deps, ctx.hot_memory, prompt_session, plan, reports, content, project_id, deadline, yearly))
+            outcomes.append(
+                _run_call(deps, ctx.hot_memory, prompt_session, plan, reports, content, project_id, deadline, yearly)
+            )
     except LLMError:
         if reused is None:
             failed = user_msg.model_copy(update={"status": "failed"})

@@ -137,13 +137,16 @@ class ExtractiveSummariser:
         return _fit(lines, omitted, budget_bytes)
 
 
-SUMMARY_INSTRUCTIONS = """You keep the running summary of one clinical conversation (a consultation or a research-team chat).
-You get the summary so far and turns that just left the visible conversation window.
-Return ONLY the updated summary as short bullet lines ("- ..."), in the conversation's language:
-- keep every symptom with its status (present / denied), onset (dates as given) and trend;
-- keep medications, test results, the patient's answers to the doctor's questions, decisions, and open questions;
-- never invent anything; drop greetings and small talk.
-Stay under {chars} characters."""
+SUMMARY_INSTRUCTIONS = (
+    "You keep the running summary of one clinical conversation (a consultation or a research-team chat).\n"
+    "You get the summary so far and turns that just left the visible conversation window.\n"
+    "Return ONLY the updated summary as short bullet lines (\"- ...\"), in the conversation's language:\n"
+    "- keep every symptom with its status (present / denied), onset (dates as given) and trend;\n"
+    "- keep medications, test results, the patient's answers to the doctor's questions, decisions,"
+    " and open questions;\n"
+    "- never invent anything; drop greetings and small talk.\n"
+    "Stay under {chars} characters."
+)
 
 
 @dataclass

@@ -44,9 +44,10 @@ class Candidate(BaseModel):
     """A proposed hot-memory line, from the rule extractor or the LLM extractor.
 
     ``evidence`` are the ids of the USER messages of the processed day it came from
-    (a candidate without evidence is never promoted). ``replaces`` is the ``line_id`` an LLM ``replace`` operation names. ``order`` is
-    the position of the statement in the day (time of its first evidence message, then its
-    position inside that message), so merges apply statements oldest first.
+    (a candidate without evidence is never promoted). ``replaces`` is the ``line_id`` an LLM
+    ``replace`` operation names. ``order`` is the position of the statement in the day (time of
+    its first evidence message, then its position inside that message), so merges apply
+    statements oldest first.
     """
 
     text: str

@@ -89,7 +89,10 @@ _LANGUAGE_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("en", re.compile(r"英文|英语|\benglish\b", re.IGNORECASE)),
     ("ja", re.compile(r"日文|日语|\bjapanese\b", re.IGNORECASE)),
 )
-_LANG_NEGATED = re.compile(r"(?:别|不要|不用|不再|不|勿|\bnot?\b|\bnever\b|n't|\bstop\b)\s*(?:再\s*)?(?:用|使用|in|use|using|write|answer)?\s*$", re.IGNORECASE)
+_LANG_NEGATED = re.compile(
+    r"(?:别|不要|不用|不再|不|勿|\bnot?\b|\bnever\b|n't|\bstop\b)\s*(?:再\s*)?(?:用|使用|in|use|using|write|answer)?\s*$",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from agent_memory.hot_memory.analysis import language_of, nfkc, normalise_core
 
 # -------------------------------------------------------------------- cues
 _FILLER = re.compile(
-    r"^(?:好的?|好吧|嗯|对了|另外|还有|然后|所以|那|那么|收到|明白|谢谢|ok(?:ay)?|also|and|so|btw|thanks|got it|sure|yes)$",
+    r"^(?:好的?|好吧|嗯|对了|另外|还有|然后|所以|那|那么|收到|明白|谢谢"
+    r"|ok(?:ay)?|also|and|so|btw|thanks|got it|sure|yes)$",
     re.IGNORECASE,
 )
 _ZH_TRIGGER = re.compile(
@@ -70,7 +71,9 @@ _RELAX_OBJECT = re.compile(
 
 _CLAUSE_END = re.compile(r"([。！？!?；;\n]+|(?<=[A-Za-z0-9)\]])\.(?=\s|$)|\s*(?:——|—|--)\s*)")
 _SUBCLAUSE = re.compile(r"[，,：:]")
-_ZH_POLITE_TAIL = re.compile(r"[，,、\s]*(?:谢谢你?|谢谢了|谢啦|多谢|感谢|好吗|好不好|可以吗|行吗|哈|啊|呀|哦|呢|吧|啦|了|哈)+\s*$")
+_ZH_POLITE_TAIL = re.compile(
+    r"[，,、\s]*(?:谢谢你?|谢谢了|谢啦|多谢|感谢|好吗|好不好|可以吗|行吗|哈|啊|呀|哦|呢|吧|啦|了|哈)+\s*$"
+)
 _EN_POLITE_TAIL = re.compile(r"[,\s]*(?:please|thanks|thank you|thx|ok\?|okay\?)+\s*$", re.IGNORECASE)
 _ZH_LEAD = re.compile(r"^(?:[，,：:、\s]|都|就|也|请|还是)+")
 _ZH_NEG_LEAD = re.compile(r"^(?:别再|别|不要再|千万别|千万不要)")

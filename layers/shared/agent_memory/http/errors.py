@@ -103,15 +103,30 @@ def register_error_handlers(app: ApiGatewayResolver, *, idempotency: bool = Fals
     for exc_type, (status, code) in PLAIN_ERRORS.items():
         app.exception_handler(exc_type)(plain(status, code))
 
+    _register_request_errors(app)
+    _register_domain_errors(app)
+    _register_upstream_errors(app)
+    if idempotency:
+        _register_idempotency_errors(app)
+
+
+def _register_request_errors(app: ApiGatewayResolver) -> None:
+    """Refusals of the request itself: validation (422), form (400 / 415), authentication (401)."""
+
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
         details = [
-            {"loc": [_safe_loc(x) for x in err.get("loc", ())], "msg": str(err.get("msg", ""))[:200],
-             "type": err.get("type")}
+            {
+                "loc": [_safe_loc(x) for x in err.get("loc", ())],
+                "msg": str(err.get("msg", ""))[:200],
+                "type": err.get("type"),
+            }
             for err in exc.errors()
         ]
         reason = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details) or "invalid request"
-        return error_response(app, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", reason, extra={"detail": details})
+        return error_response(
+            app, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error", reason, extra={"detail": details}
+        )
 
     @app.exception_handler(RequestRejected)
     def _rejected(exc: RequestRejected) -> Response:
@@ -123,6 +138,10 @@ def register_error_handlers(app: ApiGatewayResolver, *, idempotency: bool = Fals
             app, HTTPStatus.UNAUTHORIZED, "unauthorized", exc.reason,
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
+
+
+def _register_domain_errors(app: ApiGatewayResolver) -> None:
+    """Domain errors whose answer carries more than the reason (limits, versions, status)."""
 
     @app.exception_handler(e.PayloadTooLarge)
     def _too_large(exc: e.PayloadTooLarge) -> Response:
@@ -149,6 +168,10 @@ def register_error_handlers(app: ApiGatewayResolver, *, idempotency: bool = Fals
     @app.exception_handler(e.AlreadyDecided)
     def _already_decided(exc: e.AlreadyDecided) -> Response:
         return error_response(app, HTTPStatus.CONFLICT, "already_decided", exc.reason, extra={"status": exc.status})
+
+
+def _register_upstream_errors(app: ApiGatewayResolver) -> None:
+    """Failures of the services behind the function: the LLM provider and the AWS services."""
 
     @app.exception_handler(e.LLMUnavailable)
     def _unavailable(exc: e.LLMUnavailable) -> Response:
@@ -183,9 +206,6 @@ def register_error_handlers(app: ApiGatewayResolver, *, idempotency: bool = Fals
                 retryable=True, retry_after_s=2,
             )
         return error_response(app, HTTPStatus.BAD_GATEWAY, "service_error", "a storage service call failed")
-
-    if idempotency:
-        _register_idempotency_errors(app)
 
 
 def _register_idempotency_errors(app: ApiGatewayResolver) -> None:

@@ -239,7 +239,10 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         users = sum(1 for m in messages if m.role == "user")
         sessions = len({m.session_id for m in messages})
         points = {"progress": [ReportPoint(
-            text=f"本周对话 {len(messages)} 条（用户 {users} 条，{sessions} 个会话），未识别到需要归档的进度、决策或问题。",
+            text=(
+                f"本周对话 {len(messages)} 条（用户 {users} 条，{sessions} 个会话），"
+                "未识别到需要归档的进度、决策或问题。"
+            ),
             evidence=[messages[0].message_id],
         )]}
     summary, evidence, dropped = render_summary(points, caps)

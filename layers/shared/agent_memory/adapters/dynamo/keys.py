@@ -3,11 +3,13 @@
 Every base-table key starts with the project id, so no request can reach another project's items
 without naming it (``docs/architecture.md``, "Request path").
 
-| table | pk | sk |
-|---|---|---|
-| MemoryTable | ``{project}`` | ``PROJECT`` / ``HOT`` / ``HOTREV#{version:010d}`` / ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` / ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` / ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` |
-| SessionsTable | ``{project}#{session}`` | ``SESSION`` / ``MSG#{message_id}`` / ``DIAG#{diagnosis_id}`` |
-| FlowLogTable | ``{project}#{UTC date}`` | ``{UTC time}#{message_id}`` |
+- MemoryTable: pk ``{project}``; sk ``PROJECT`` / ``HOT`` / ``HOTREV#{version:010d}`` /
+  ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` /
+  ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` /
+  ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}``;
+- SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
+  ``DIAG#{diagnosis_id}``;
+- FlowLogTable: pk ``{project}#{UTC date}``; sk ``{UTC time}#{message_id}``.
 
 Times in keys are :func:`sort_time` (fixed width, UTC), so string order is time order.
 """

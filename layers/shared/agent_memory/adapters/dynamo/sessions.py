@@ -3,11 +3,12 @@ listings and diagnoses.
 
 SessionsTable items and indexes (keys in :mod:`agent_memory.adapters.dynamo.keys`):
 
-| item | pk | sk | PatientIndex (``patient_pk`` / ``patient_sk``) | ProjectSessionsIndex |
-|---|---|---|---|---|
-| session | ``{project}#{session}`` | ``SESSION`` | ``{project}#{patient}`` / ``{updated_at}#{session}`` | ``{project}`` / ``{updated_at}#{session}`` |
-| message | ``{project}#{session}`` | ``MSG#{message_id}`` | - | - |
-| diagnosis | ``{project}#{session}`` | ``DIAG#{diagnosis_id}`` | ``{project}#{patient}`` / ``DIAG#{created_at}#{diagnosis_id}`` | - |
+- session: pk ``{project}#{session}``, sk ``SESSION``; PatientIndex (``patient_pk`` /
+  ``patient_sk``) ``{project}#{patient}`` / ``{updated_at}#{session}``; ProjectSessionsIndex
+  ``{project}`` / ``{updated_at}#{session}``;
+- message: pk ``{project}#{session}``, sk ``MSG#{message_id}``; in no index;
+- diagnosis: pk ``{project}#{session}``, sk ``DIAG#{diagnosis_id}``; PatientIndex
+  ``{project}#{patient}`` / ``DIAG#{created_at}#{diagnosis_id}``; not in ProjectSessionsIndex.
 
 A session's ``patient_sk`` starts with a digit (an ISO time), a diagnosis's with ``DIAG#``, so
 one index serves both "a patient's sessions" (``patient_sk < "DIAG#"``) and "a patient's

@@ -132,7 +132,9 @@ class OfflineLLM:
         if "CONSULTATION" in intents:
             session = system.get("session", "")
             # Only the symptom lines (the block also lists diagnosis records and the summary).
-            section = session.split("Symptoms so far:", 1)[1].split("\n\n", 1)[0] if "Symptoms so far:" in session else ""
+            section = (
+                session.split("Symptoms so far:", 1)[1].split("\n\n", 1)[0] if "Symptoms so far:" in session else ""
+            )
             symptoms = []
             for ln in section.splitlines()[1:]:
                 if not ln.startswith("- "):
@@ -170,14 +172,18 @@ class OfflineLLM:
                     parts.append(f"{sid} 当前状态：{status}。")
             elif "summary" in data:
                 sm = data["summary"]
-                parts.append(f"共 {sm.get('subjects')} 名受试者，已入组 {sm.get('enrolled')} 名（目标 {sm.get('target')}）。")
+                parts.append(
+                    f"共 {sm.get('subjects')} 名受试者，已入组 {sm.get('enrolled')} 名（目标 {sm.get('target')}）。"
+                )
         return "\n".join(parts) or "没有读到数据。"
 
     def _structured(self, request: LLMRequest) -> LLMResponse:
         """Forced-tool calls (classifiers, extractors) are not answered offline: the caller
         falls back to its rule-based implementation (an empty tool input fails validation)."""
         name = (request.tool_choice or {}).get("name", "tool")
-        return self._reply(request, [{"type": "tool_use", "id": "toolu_offline_s", "name": name, "input": {}}], "tool_use")
+        return self._reply(
+            request, [{"type": "tool_use", "id": "toolu_offline_s", "name": name, "input": {}}], "tool_use"
+        )
 
     def _finish(self, request: LLMRequest, text: str) -> LLMResponse:
         if estimate_tokens(text) > request.max_tokens:

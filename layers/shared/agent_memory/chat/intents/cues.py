@@ -198,7 +198,8 @@ def cue_families() -> tuple[Cue, ...]:
                 + r"[^;。?!]{0,16}?"
                 + _DECISION_VERB_PAST_ZH.replace(r"(?:了|过)", r"")
             ),
-            "why + a project action in the past aspect (为什么暂停了/我们为什么取消) - asks for the reason of a decision",
+            "why + a project action in the past aspect (为什么暂停了/我们为什么取消)"
+            " - asks for the reason of a decision",
         ),
         Cue(
             I.QUERY_HISTORY,
@@ -217,7 +218,8 @@ def cue_families() -> tuple[Cue, ...]:
                 r"\b(?:\w+ed|chosen|made|taken|cut|shut|put on hold|withdrawn)\b"
                 r"|\bwhat (?:did|had) (?:we|the team|the committee|the steering committee|the dsmb|the sponsor) "
                 r"(?:decide|agree|conclude|settle|choose|say|discuss)"
-                r"|\b(?:did|have|had) we (?:ever |already |previously )?(?:discuss|talk|consider|decide|agree|tr(?:y|ied)|look into)"
+                r"|\b(?:did|have|had) we (?:ever |already |previously )?"
+                r"(?:discuss|talk|consider|decide|agree|tr(?:y|ied)|look into)"
                 r"|\bremind me (?:why|what|how|when|whether|if) (?:we|the)\b"
                 r"|\bwhat was the (?:reason|rationale|decision|outcome|conclusion)\b"
                 r"|\bhow did we (?:solve|resolve|handle|deal|fix|address|decide)\b"
@@ -242,7 +244,8 @@ def cue_families() -> tuple[Cue, ...]:
                 r"|(?:周报|月报|纪要|会议记录)里[^;。?!]{0,12}?(?:提到|写了|说了|记录|有没有|什么|哪些)"
                 r"|" + _PAST_ZH + r"(?:这个时候|那个时候|那段时间)?[^;。?!]{0,6}?"
                 r"(?:我们|咱们|项目|团队)?[^;。?!]{0,4}?(?:在做什么|做了什么|发生了什么|出了什么(?:事|问题))"
-                r"|\b(?:last week'?s|last month'?s|previous|earlier|past|old|archived) (?:weekly )?(?:reports?|minutes)\b"
+                r"|\b(?:last week'?s|last month'?s|previous|earlier|past|old|archived)"
+                r" (?:weekly )?(?:reports?|minutes)\b"
                 r"|\bwhat (?:happened|went wrong|were we doing)\b[^.;?!]{0,40}?"
                 r"\b(?:last (?:week|month|year|quarter)|back in|in " + _EN_MONTH + r"|before)\b"
             ),
@@ -290,7 +293,8 @@ def cue_families() -> tuple[Cue, ...]:
             I.ANALYZE_TREND,
             "en",
             _rx(
-                r"\btrends?\b|\btrending\b|\bover time\b|\b(?:year|month|quarter|week)[- ]over[- ](?:year|month|quarter|week)\b"
+                r"\btrends?\b|\btrending\b|\bover time\b"
+                r"|\b(?:year|month|quarter|week)[- ]over[- ](?:year|month|quarter|week)\b"
                 r"|\byoy\b|\b(?:compared? (?:with|to)|compares? (?:with|to)|comparison with|vs\.?|versus|relative to)"
                 r" (?:the )?(?:last|previous|prior|same period|earlier)\b"
                 r"|\bsince last (?:week|month|quarter|year)\b"
@@ -425,7 +429,8 @@ def cue_families() -> tuple[Cue, ...]:
 # not a consultation ("P002 AE 里记的头痛是几级").
 RESEARCH_CONTEXT = _rx(
     _SUBJECT_ID
-    + r"|受试者|(?:患者|病人)(?!的?(?:母亲|父亲|妈妈|爸爸|家属|家长|本人))|入组|不良事件|(?<![a-z])s?ae(?![a-z])|crf|访视|研究方案|试验方案|方案偏离|申办方|"
+    + r"|受试者|(?:患者|病人)(?!的?(?:母亲|父亲|妈妈|爸爸|家属|家长|本人))|入组|不良事件|(?<![a-z])s?ae(?![a-z])|crf|"
+    r"访视|研究方案|试验方案|方案偏离|申办方|"
     r"研究中心|分中心|各中心|伦理|发生率|治疗组|对照组|试验组|组间|队列|项目|"
     r"\b(?:subjects?|participants?|enrol\w*|visits?|protocol|site|sponsor|trial|study|adverse events?|"
     r"recorded|incidence|arms?|cohorts?)\b"
@@ -437,7 +442,8 @@ _CLAUSE_SPLIT = _rx(
     r"[;。?!\n]+|\.(?=\s|$)|\s[-\u2014]+\s|\u2014+"
     r"|(?:,\s*)?(?:另外|顺便|此外|并且|再(?=[对帮说看跑做查生出写把给告列])|并(?=[告和给把帮说列对查看生写出]))"
     r"|,\s*(?:同时|然后|还有|以及|另)"
-    r"|,?\s+(?:and\s+)?(?:also|then|plus)\b,?|,?\s+and\s+(?=(?:also |then )?(?:remind|tell|show|run|generate|draft|write|"
+    r"|,?\s+(?:and\s+)?(?:also|then|plus)\b,?"
+    r"|,?\s+and\s+(?=(?:also |then )?(?:remind|tell|show|run|generate|draft|write|"
     r"check|give|list|summar|qc|what|why|how|did|do|send|prepare|compare|look)\b)"
 )
 

@@ -95,42 +95,58 @@ def cn_number(token: str) -> tuple[float, float] | None:
         return float(token), float(token)
     if token == "半":
         return 0.5, 0.5
+    if token.startswith("几十") or token.endswith("几"):
+        return _cn_vague_count(token)
+    return _cn_exact_count(token)
+
+
+def _cn_vague_count(token: str) -> tuple[float, float] | None:
+    """A count made vague by 几: ``几`` / ``好几`` -> (2, 5), ``几十`` -> (20, 90), ``十几`` ->
+    (11, 19), ``二十几`` -> (21, 29); ``None`` for any other head before 几."""
     if token in ("几", "好几"):
         return 2.0, 5.0
     if token.startswith("几十"):
         return 20.0, 90.0
-    if token.endswith("几") and token[:-1]:
-        # 十几 -> 11..19, 二十几 -> 21..29.
-        head = token[:-1]
-        if head == "十":
-            return 11.0, 19.0
-        if head.endswith("十") and head[:-1] in _CN_DIGITS:
-            tens = _CN_DIGITS[head[:-1]] * 10
-            return float(tens + 1), float(tens + 9)
-        return None
+    head = token[:-1]
+    if head == "十":
+        return 11.0, 19.0
+    if head.endswith("十") and head[:-1] in _CN_DIGITS:
+        tens = _CN_DIGITS[head[:-1]] * 10
+        return float(tens + 1), float(tens + 9)
+    return None
+
+
+def _cn_exact_count(token: str) -> tuple[float, float] | None:
+    """Chinese digits: a fuzzy pair of adjacent digits (两三, 三四), a tens number (十五, 二十,
+    三十二) or digits read in place (二〇 -> 20); ``None`` when ``token`` is none of these."""
     # Two adjacent digits that are not a tens number: a fuzzy pair (两三, 三四).
     if len(token) == 2 and all(c in _CN_DIGITS for c in token) and "十" not in token:
         a, b = _CN_DIGITS[token[0]], _CN_DIGITS[token[1]]
         if b == a + 1:
             return float(a), float(b)
-    value = 0
     if "十" in token:
-        left, _, right = token.partition("十")
-        tens = _CN_DIGITS.get(left, 1) if left else 1
-        if left and left not in _CN_DIGITS:
-            return None
-        ones = 0
-        if right:
-            if right not in _CN_DIGITS:
-                return None
-            ones = _CN_DIGITS[right]
-        value = tens * 10 + ones
-        return float(value), float(value)
+        return _cn_tens(token)
     if all(c in _CN_DIGITS for c in token):
+        value = 0
         for c in token:
             value = value * 10 + _CN_DIGITS[c]
         return float(value), float(value)
     return None
+
+
+def _cn_tens(token: str) -> tuple[float, float] | None:
+    """A number written with 十 (十 / 十五 / 二十 / 三十二), or ``None``."""
+    left, _, right = token.partition("十")
+    tens = _CN_DIGITS.get(left, 1) if left else 1
+    if left and left not in _CN_DIGITS:
+        return None
+    ones = 0
+    if right:
+        if right not in _CN_DIGITS:
+            return None
+        ones = _CN_DIGITS[right]
+    value = tens * 10 + ones
+    return float(value), float(value)
 
 
 def _day_span(today: date, low: float, high: float, unit_days: int, approximate: bool = True) -> ResolvedDate:

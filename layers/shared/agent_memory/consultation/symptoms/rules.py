@@ -180,12 +180,20 @@ _MODS = _MOD + r"{0,4}"
 
 #: Part + quality patterns: (name, regex). Kinds, not phrases.
 _PART_QUALITY: tuple[tuple[str, str], ...] = (
-    ("咽部不适", r"(?:喉咙|嗓子|咽喉|咽部|扁桃体|咽)" + _MODS + r"(?:红肿|发红|红|肿|疼|痛|痒|干|哑|发炎|不舒服|不适|有异物)"),
+    (
+        "咽部不适",
+        r"(?:喉咙|嗓子|咽喉|咽部|扁桃体|咽)" + _MODS + r"(?:红肿|发红|红|肿|疼|痛|痒|干|哑|发炎|不舒服|不适|有异物)",
+    ),
     ("腹胀", r"(?:肚子|腹部|肚肚|小肚子|胃)" + _MODS + r"(?:胀|涨|鼓)"),
     ("腹痛", r"(?:肚子|腹部|肚肚|小肚子|胃|肚脐)" + _MODS + r"(?:疼|痛)"),
     ("舌苔发白", r"舌苔" + _MODS + r"(?:发白|厚白|白)"),
     ("尿少", r"(?:尿量|小便量|尿|小便|尿尿)" + _MODS + r"(?:减少|少)"),
-    ("厌食", r"(?:饭量|食欲|胃口|奶量|进食|食量|吃奶|吃饭)" + _MODS + r"(?:下降|减少|减退|有减|减|少|小|差|不(?:太|怎么|是很|大)?(?:好|佳|香)|不振|一般|不如以前)"),
+    (
+        "厌食",
+        r"(?:饭量|食欲|胃口|奶量|进食|食量|吃奶|吃饭)"
+        + _MODS
+        + r"(?:下降|减少|减退|有减|减|少|小|差|不(?:太|怎么|是很|大)?(?:好|佳|香)|不振|一般|不如以前)",
+    ),
     ("大便酸臭", r"(?:大便|便便|粑粑|屎)" + _MODS + r"(?:酸臭|有酸味|酸味|发酸|酸|很臭|臭)"),
     ("稀便", r"(?:大便|便便|粑粑)" + _MODS + r"(?:稀|水样|不成形|次数多|次数增多)"),
     ("绿便", r"(?:大便|便便|粑粑)" + _MODS + r"(?:发绿|绿色|绿)"),
@@ -197,7 +205,10 @@ _PART_QUALITY: tuple[tuple[str, str], ...] = (
     ("喘气", r"呼吸" + _MODS + r"(?:粗|沉重)"),
     ("精神萎靡", r"精神(?:状态)?" + _MODS + r"(?:差|不(?:太|怎么|是很|大)?(?:好|佳)|欠佳|萎靡|不振)"),
     ("盗汗", r"出(?:了|过)?(?:一些|一点|很多|好多|不少|许多|大量|些|点)?(?:虚)?汗|汗" + _MODS + r"(?:很多|多|不少)"),
-    ("厌食", r"(?:不|没)(?:太|怎么|是很|大|好好|爱|想|愿意|愿|肯|喜欢){1,3}(?:吃|喝|进食)(?:饭|东西|奶|辅食|母乳|水)?(?!药)"),
+    (
+        "厌食",
+        r"(?:不|没)(?:太|怎么|是很|大|好好|爱|想|愿意|愿|肯|喜欢){1,3}(?:吃|喝|进食)(?:饭|东西|奶|辅食|母乳|水)?(?!药)",
+    ),
     ("烦躁不安", r"睡(?:的|得|觉)?(?:不好|不踏实|不安稳|不安|不着|不香|不实)"),
     ("吐泡泡", r"(?:口水|嘴里|嘴巴|嘴|口)" + _MODS + r"(?:泡泡|泡沫)"),
     ("揉眼睛", r"(?:(?<=揉鼻子)|(?<=搓鼻子)|(?<=揉鼻)|(?<=抠鼻))(?:和|、|跟)?眼睛?"),
@@ -267,10 +278,36 @@ class Mention:
     inner_negation: str | None = None
 
 
+#: A candidate mention: (start, end, names, surface, inner negation flag).
+_Candidate = tuple[int, int, tuple[str, ...], str, str | None]
+
+
 def find_mentions(norm: str) -> list[Mention]:
     """All symptom mentions, non-overlapping, longest first (then leftmost)."""
+    cands = [*_lexicon_candidates(norm), *_pattern_candidates(norm), *_fever_candidates(norm)]
+    taken = _longest_non_overlapping(cands, len(norm))
+    return [Mention(start=s, end=e, names=ns, surface=f, inner_negation=g) for s, e, ns, f, g in taken]
+
+
+def _guarded(norm: str, start: int, end: int, piece: str) -> bool:
+    """Whether the lexicon form ``piece`` at ``start``..``end`` is part of an everyday word
+    (:data:`_GUARDS`) or too generic to count alone (:data:`_TOO_GENERIC`)."""
+    if piece in _TOO_GENERIC:
+        return True
+    guard = _GUARDS.get(piece)
+    if guard is None:
+        return False
+    before, after = guard
+    if before and re.search(f"(?:{before})$", norm[max(0, start - 12) : start]):
+        return True
+    return bool(after and re.match(after, norm[end:]))
+
+
+def _lexicon_candidates(norm: str) -> list[_Candidate]:
+    """Lexicon forms: CJK forms by substring (every length at every position), ASCII forms on
+    word boundaries."""
     lex = load_lexicon()
-    cands: list[tuple[int, int, tuple[str, ...], str, str | None]] = []
+    cands: list[_Candidate] = []
     n = len(norm)
     for i in range(n):
         for length in lex.cjk_lengths:
@@ -278,21 +315,18 @@ def find_mentions(norm: str) -> list[Mention]:
                 continue
             piece = norm[i : i + length]
             names = lex.cjk.get(piece)
-            if names is None:
+            if names is None or _guarded(norm, i, i + length, piece):
                 continue
-            if piece in _TOO_GENERIC:
-                continue
-            guard = _GUARDS.get(piece)
-            if guard is not None:
-                before, after = guard
-                if before and re.search(f"(?:{before})$", norm[max(0, i - 12) : i]):
-                    continue
-                if after and re.match(after, norm[i + length :]):
-                    continue
             cands.append((i, i + length, names, piece, None))
     if lex.ascii_pattern is not None:
         for m in lex.ascii_pattern.finditer(norm):
             cands.append((m.start(), m.end(), lex.ascii[m.group(0)], m.group(0), None))
+    return cands
+
+
+def _pattern_candidates(norm: str) -> list[_Candidate]:
+    """Part + quality patterns, their denials written inside (嗓子不疼) and normal states."""
+    cands: list[_Candidate] = []
     for name, pattern in _PART_QUALITY:
         for m in re.finditer(pattern, norm):
             cands.append((m.start(), m.end(), (name,), m.group(0), None))
@@ -303,6 +337,12 @@ def find_mentions(norm: str) -> list[Mention]:
     for name, pattern in _NORMAL_STATE:
         for m in re.finditer(pattern, norm):
             cands.append((m.start(), m.end(), (name,), m.group(0), "neg"))
+    return cands
+
+
+def _fever_candidates(norm: str) -> list[_Candidate]:
+    """Temperatures from 37.3 °C (Arabic, Chinese, Fahrenheit) and the guarded bare 烧."""
+    cands: list[_Candidate] = []
     for m in re.finditer(_TEMPERATURE, norm):
         whole = m.group(1) or m.group(3)
         frac = m.group(2) or m.group(4) or ""
@@ -315,19 +355,24 @@ def find_mentions(norm: str) -> list[Mention]:
             cands.append((m.start(), m.end(), ("发烧",), m.group(0), None))
     for m in re.finditer(_BARE_FEVER, norm):
         cands.append((m.start(), m.end(), ("发烧",), m.group(0), None))
-    # Longest first; on a tie a form that starts with a negation (没有精神) yields to one that
-    # does not (精神萎靡), so "没有精神萎靡" reads as a denial; then leftmost.
-    cands.sort(key=lambda c: (-(c[1] - c[0]), c[3][:1] in "不没无未", c[0]))
-    taken: list[tuple[int, int, tuple[str, ...], str, str | None]] = []
+    return cands
+
+
+def _longest_non_overlapping(cands: list[_Candidate], n: int) -> list[_Candidate]:
+    """The candidates kept, in text order: longest first; on a tie a form that starts with a
+    negation (没有精神) yields to one that does not (精神萎靡), so "没有精神萎靡" reads as a
+    denial; then leftmost. A candidate overlapping one already kept is dropped."""
+    ordered = sorted(cands, key=lambda c: (-(c[1] - c[0]), c[3][:1] in "不没无未", c[0]))
+    taken: list[_Candidate] = []
     occupied = [False] * (n + 1)
-    for c in cands:
+    for c in ordered:
         if any(occupied[c[0] : c[1]]):
             continue
         for k in range(c[0], c[1]):
             occupied[k] = True
         taken.append(c)
     taken.sort(key=lambda c: c[0])
-    return [Mention(start=s, end=e, names=ns, surface=f, inner_negation=g) for s, e, ns, f, g in taken]
+    return taken
 
 
 # --------------------------------------------------------------------------------------
@@ -444,26 +489,7 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
     for idx, cue in enumerate(cues):
         if cue.start in consumed:
             continue
-        pos = cue.end
-        parity = 1
-        no_longer = cue.text in _NO_LONGER_ZH or cue.text in ("no longer", "no more")
-        first: Mention | None = None
-        while True:
-            nxt = _skip_fillers(norm, pos, by_start, cue_at)
-            if nxt is None:
-                break
-            if nxt in by_start:
-                first = by_start[nxt]
-                break
-            if nxt in cue_at:
-                # Two negations in a row cancel (不是没有发烧); the inner cue is used up.
-                inner = cue_at[nxt]
-                consumed.add(inner.start)
-                parity ^= 1
-                no_longer = no_longer or inner.text in _NO_LONGER_ZH
-                pos = inner.end
-                continue
-            break
+        first, parity, no_longer = _negation_target(norm, cue, by_start, cue_at, consumed)
         if first is None or first.negated_by is not None:
             continue
         chain = [first]
@@ -472,19 +498,55 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
             chain.append(ordered[k + 1])
             k += 1
         resolved_le = bool(_LE_AFTER.match(norm, chain[-1].end)) and not no_longer
-        for m in chain:
-            m.negated_by = idx
-            if m.surface in _RESOLUTION_FORMS:
-                # 不退烧 / 没退烧: the fever persists.
-                continue
-            if parity == 0 or m.inner_negation is not None:  # 不是嗓子不疼: a double negation
-                m.status = "present"
-            elif resolved_le:
-                m.status = "present"
-                m.resolved = True
-            else:
-                m.status = "denied"
-                m.explicit_denial = True
+        _negate_chain(chain, idx, parity, resolved_le)
+    _apply_inner_negation(norm, mentions)
+    _apply_post_negation(norm, mentions)
+
+
+def _negation_target(
+    norm: str, cue: _Cue, by_start: dict[int, Mention], cue_at: dict[int, _Cue], consumed: set[int]
+) -> tuple[Mention | None, int, bool]:
+    """The first symptom ``cue`` negates (``None`` when fillers run out first), the parity of the
+    negations in a row before it (0: they cancel) and whether one of them is a 不再 / no longer.
+    Inner cues stepped over are added to ``consumed``."""
+    pos = cue.end
+    parity = 1
+    no_longer = cue.text in _NO_LONGER_ZH or cue.text in ("no longer", "no more")
+    while True:
+        nxt = _skip_fillers(norm, pos, by_start, cue_at)
+        if nxt is None:
+            return None, parity, no_longer
+        if nxt in by_start:
+            return by_start[nxt], parity, no_longer
+        if nxt not in cue_at:
+            return None, parity, no_longer
+        # Two negations in a row cancel (不是没有发烧); the inner cue is used up.
+        inner = cue_at[nxt]
+        consumed.add(inner.start)
+        parity ^= 1
+        no_longer = no_longer or inner.text in _NO_LONGER_ZH
+        pos = inner.end
+
+
+def _negate_chain(chain: list[Mention], idx: int, parity: int, resolved_le: bool) -> None:
+    """Apply cue ``idx`` to the mentions of its chain."""
+    for m in chain:
+        m.negated_by = idx
+        if m.surface in _RESOLUTION_FORMS:
+            # 不退烧 / 没退烧: the fever persists.
+            continue
+        if parity == 0 or m.inner_negation is not None:  # 不是嗓子不疼: a double negation
+            m.status = "present"
+        elif resolved_le:
+            m.status = "present"
+            m.resolved = True
+        else:
+            m.status = "denied"
+            m.explicit_denial = True
+
+
+def _apply_inner_negation(norm: str, mentions: list[Mention]) -> None:
+    """Mentions with a negation inside (嗓子不疼) that no cue before them touched."""
     for m in mentions:
         if m.inner_negation is None or m.negated_by is not None:
             continue
@@ -494,7 +556,6 @@ def apply_negation(norm: str, mentions: list[Mention]) -> None:
         else:
             m.status = "denied"  # 嗓子不疼 / 头不再痛
             m.explicit_denial = True
-    _apply_post_negation(norm, mentions)
 
 
 def _apply_post_negation(norm: str, mentions: list[Mention]) -> None:
@@ -547,7 +608,9 @@ _TREND = re.compile(rf"(?P<worse>{_WORSE})|(?P<better>{_BETTER})")
 _TREND_NEG_BEFORE = re.compile(
     r"(?:没有|没|不见|没见|未见|无明显|无|不|未|not|no|isn't|hasn't|wasn't|not getting|no sign of)\s*$"
 )
-_CLAUSE_END = re.compile(r"[,;。!?\n:、]|\.(?!\d)|(?<![a-z])(?:but|however)(?![a-z])|但是|但|可是|不过|就是|只是|然而|却")
+_CLAUSE_END = re.compile(
+    r"[,;。!?\n:、]|\.(?!\d)|(?<![a-z])(?:but|however)(?![a-z])|但是|但|可是|不过|就是|只是|然而|却"
+)
 _SENTENCE_END = re.compile(r"[;。!?\n]|\.(?!\d)")
 
 
@@ -669,7 +732,6 @@ def _apply_onsets(
     trend_clauses: set[int],
     at_local: datetime | date,
 ) -> list[tuple[int, int, str, ResolvedDate]]:
-    spans = index.spans
     phrases = [p for p in find_time_phrases(norm, at_local, normalised=True) if p.resolved is not None]
     taken = [False] * (len(norm) + 1)
     for start, end in [(p.start, p.end) for p in phrases] + [(m.start, m.end) for m in mentions]:
@@ -684,6 +746,15 @@ def _apply_onsets(
     by_clause: dict[int, list[TimePhrase]] = {}
     for p in phrases:
         by_clause.setdefault(index.of(p.start), []).append(p)
+    _date_by_phrases(index.spans, by_clause, trend_clauses)
+    _date_by_durations(index, durations, trend_clauses)
+    return dated
+
+
+def _date_by_phrases(spans: list[_Span], by_clause: dict[int, list[TimePhrase]], trend_clauses: set[int]) -> None:
+    """Date the present symptoms of each clause by its nearest time phrase, or by the phrase
+    carried from an earlier clause of the sentence that had no symptom. A clause that reports a
+    change (``trend_clauses``) sets no onset and carries none."""
     carried: tuple[str, ResolvedDate] | None = None
     for ci, span in enumerate(spans):
         if ci > 0 and spans[ci - 1].sentence != span.sentence:
@@ -700,26 +771,33 @@ def _apply_onsets(
             carried = None
             continue
         for m in present:
-            # The nearest phrase of the clause (Chinese puts it before: 昨天开始发烧; English
-            # after: fever since yesterday); a tie goes to the one before.
-            near = [(m.start - p.end, 0, p) for p in in_clause if p.end <= m.start]
-            near += [(p.start - m.end, 1, p) for p in in_clause if p.start >= m.end]
-            chosen = min(near, key=lambda x: (x[0], x[1]))[2] if near else None
+            chosen = _nearest_phrase(m, in_clause)
             if chosen is not None and chosen.resolved is not None:
                 _set_onset(m, chosen.phrase, chosen.resolved)
             elif carried is not None:
                 _set_onset(m, carried[0], carried[1])
         carried = None
+
+
+def _nearest_phrase(m: Mention, in_clause: list[TimePhrase]) -> TimePhrase | None:
+    """The phrase of the clause nearest to ``m`` (Chinese puts it before: 昨天开始发烧; English
+    after: fever since yesterday); a tie goes to the one before."""
+    near = [(m.start - p.end, 0, p) for p in in_clause if p.end <= m.start]
+    near += [(p.start - m.end, 1, p) for p in in_clause if p.start >= m.end]
+    return min(near, key=lambda x: (x[0], x[1]))[2] if near else None
+
+
+def _date_by_durations(index: _ClauseIndex, durations: list[TimePhrase], trend_clauses: set[int]) -> None:
+    """A duration (咳嗽三天了) dates the present symptom it follows within 8 characters."""
     for d in durations:
         if d.resolved is None:
             continue
         ci = index.of(d.start)
         if ci in trend_clauses:
             continue
-        prior = [m for m in spans[ci].mentions if m.end <= d.start and d.start - m.end <= 8]
+        prior = [m for m in index.spans[ci].mentions if m.end <= d.start and d.start - m.end <= 8]
         if prior and prior[-1].status == "present" and not prior[-1].resolved:
             _set_onset(prior[-1], d.phrase, d.resolved)
-    return dated
 
 
 def _set_onset(m: Mention, phrase: str, resolved: ResolvedDate) -> None:
