@@ -143,7 +143,7 @@ def test_reply_maps_content_stop_reason_model_and_cache_usage(messages_api: Mess
     assert reply.text == "你好"
     assert reply.stop_reason == "end_turn"
     assert reply.model == "claude-sonnet-test-20260101"
-    assert reply.usage == usage
+    assert reply.usage is not None and reply.usage.as_dict() == usage
 
 
 def test_prompt_reply_and_key_are_not_logged(

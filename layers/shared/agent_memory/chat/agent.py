@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_memory.domain.llm import LLMRequest, LLMResponse, ToolSpec
+from agent_memory.domain.llm import LLMRequest, LLMResponse, ToolSpec, Usage
 from agent_memory.domain.models import ToolCall
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.ports import ClinicalDataPort, LLMClient
@@ -46,7 +46,7 @@ class AgentResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     truncated: bool = False
     model_calls: int = 0
-    usage: dict[str, int] = field(default_factory=dict)
+    usage: Usage | None = None
     provider: str = "offline"
 
 
@@ -96,7 +96,7 @@ def run_agent(
     """
     messages = [dict(m) for m in request.messages]
     calls: list[ToolCall] = []
-    usage: dict[str, int] = {}
+    usage: Usage | None = None
     provider = "offline"
     for step in range(max_steps):
         last = step == max_steps - 1
@@ -108,8 +108,8 @@ def run_agent(
         )
         response = llm.complete(req)
         provider = response.provider
-        for k, v in response.usage.items():
-            usage[k] = usage.get(k, 0) + int(v or 0)
+        if response.usage is not None:
+            usage = response.usage if usage is None else usage + response.usage
         if on_response:
             on_response(response)
         uses = response.tool_uses

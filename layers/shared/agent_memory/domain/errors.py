@@ -171,3 +171,22 @@ class ExternalServiceError(DomainError):
         self.service = service
         self.code = code
         self.retryable = retryable
+
+
+class LLMAuthError(LLMError):
+    """The provider refused our credentials (401/403): a configuration fault, not the request's
+    (HTTP 502 ``llm_auth``; metric ``LLMAuthError`` and its alarm)."""
+
+
+class LLMModelNotFound(LLMError):
+    """The configured model id is unknown or retired (404 ``not_found_error``; HTTP 502
+    ``llm_model_not_found``; metric ``LLMModelNotFound`` and its alarm)."""
+
+
+class LLMBadResponse(LLMError):
+    """The provider answered 2xx with something that is not a Messages response (HTTP 502
+    ``llm_bad_response``); nothing of it is used."""
+
+
+class LLMEmptyReply(LLMError):
+    """The model's final answer had no text, also after one retry (HTTP 502 ``llm_empty_reply``)."""

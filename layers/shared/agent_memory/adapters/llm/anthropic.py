@@ -45,7 +45,7 @@ from anthropic import (
 )
 
 from agent_memory.domain.errors import LLMBadRequest, LLMDeadlineExceeded, LLMError, LLMUnavailable
-from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider, Usage
 
 __all__ = ["AnthropicClient", "DeadlineMiddleware", "MIN_ATTEMPT_S", "load_api_key"]
 
@@ -207,12 +207,10 @@ def _from_wire_message(message: Any, request: LLMRequest) -> LLMResponse:
     for block in message.content:
         dumped = block.model_dump()
         content.append({k: dumped[k] for k in _BLOCK_KEYS if k in dumped})
-    usage: dict[str, int] = {}
+    usage = None
     if message.usage is not None:
-        for key in _USAGE_KEYS:
-            value = getattr(message.usage, key, None)
-            if isinstance(value, int):
-                usage[key] = value
+        counts = {key: getattr(message.usage, key, None) for key in _USAGE_KEYS}
+        usage = Usage(**{key: value for key, value in counts.items() if isinstance(value, int)})
     return LLMResponse(
         content=content,
         stop_reason=str(message.stop_reason or ""),

@@ -193,16 +193,11 @@ class OfflineLLM:
 
     @staticmethod
     def _reply(request: LLMRequest, content: list[dict[str, Any]], stop: str) -> LLMResponse:
-        input_tokens = sum(estimate_tokens(b.text) for b in request.system) + sum(
-            estimate_tokens(json.dumps(m["content"], ensure_ascii=False)) for m in request.messages
-        )
-        output = sum(estimate_tokens(json.dumps(b, ensure_ascii=False)) for b in content)
         return LLMResponse(
             content=content,
             stop_reason=stop,
             provider="offline",
             model="offline",
-            usage={"input_tokens": input_tokens, "output_tokens": output},
         )
 
 
