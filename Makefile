@@ -21,7 +21,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-## system-deps: Debian packages the tests need (.ci/apt-packages: Chromium for the browser test)
+## system-deps: Debian packages the tests need (.ci/apt-packages: Chromium and a CJK font for the browser test)
 system-deps:
 	@missing=""; for p in $$(cat .ci/apt-packages); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \

@@ -50,7 +50,7 @@ from agent_memory.domain.errors import (
     VersionConflict,
 )
 from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
-from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider, Usage
 from agent_memory.domain.models import (
     HotMemory,
     MessageRecord,
@@ -849,6 +849,10 @@ class ScriptedLLM:
         """Queue more replies (before the ``then`` client)."""
         self.replies.extend(replies)
 
+    def queue_json(self, payload: Any, *, stop_reason: str = "end_turn", usage: Usage | None = None) -> None:
+        """Queue a structured-output reply: ``payload`` as the JSON text of one text block."""
+        self.replies.append(json_reply(payload, stop_reason=stop_reason, usage=usage))
+
     def complete(self, request: LLMRequest) -> LLMResponse:
         """Record ``request`` and answer with the next reply."""
         self.requests.append(request)
@@ -874,10 +878,63 @@ def text_reply(text: str, *, stop_reason: str = "end_turn", model: str = "claude
                        model=model)
 
 
+def json_reply(
+    payload: Any, *, stop_reason: str = "end_turn", usage: Usage | None = None, model: str = "claude-test"
+) -> LLMResponse:
+    """A structured-output reply: ``payload`` serialised as the text of one text block (what a
+    call with ``output_schema`` gets back), with ``usage`` as the provider would report it."""
+    return LLMResponse(content=[{"type": "text", "text": json.dumps(payload, ensure_ascii=False)}],
+                       stop_reason=stop_reason, provider="anthropic", model=model, usage=usage)
+
+
 def tool_reply(name: str, payload: Any, *, stop_reason: str = "tool_use", model: str = "claude-test") -> LLMResponse:
     """A reply of one ``tool_use`` block calling ``name`` with ``payload`` (``max_tokens``: a cut call)."""
     return LLMResponse(content=[{"type": "tool_use", "id": "toolu_test_1", "name": name, "input": payload}],
                        stop_reason=stop_reason, provider="anthropic", model=model)
+
+
+def reply(*content: dict[str, Any], stop_reason: str = "end_turn", usage: Usage | None = None,
+          model: str = "claude-test") -> LLMResponse:
+    """A reply of the given content blocks (kept exactly as given), with ``usage`` as reported."""
+    return LLMResponse(content=list(content), stop_reason=stop_reason, provider="anthropic", model=model,
+                       usage=usage)
+
+
+def text_block(text: str) -> dict[str, Any]:
+    """A ``text`` content block."""
+    return {"type": "text", "text": text}
+
+
+def thinking_block(thinking: str = "", signature: str = "EqQBCkgIARABGAIiQL3sig") -> dict[str, Any]:
+    """A ``thinking`` block as current models return it (the text is empty at the default
+    ``display``; the signature covers the block and what came before it)."""
+    return {"type": "thinking", "thinking": thinking, "signature": signature}
+
+
+def redacted_thinking_block(data: str = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIw") -> dict[str, Any]:
+    """A ``redacted_thinking`` block (opaque ``data``)."""
+    return {"type": "redacted_thinking", "data": data}
+
+
+def tool_use_block(name: str, payload: Any, tool_use_id: str = "toolu_test_1") -> dict[str, Any]:
+    """A ``tool_use`` content block."""
+    return {"type": "tool_use", "id": tool_use_id, "name": name, "input": payload}
+
+
+def refusal_reply(partial_text: str = "", usage: Usage | None = None) -> LLMResponse:
+    """``stop_reason: refusal``, with whatever text came before the refusal (often none)."""
+    content = [text_block(partial_text)] if partial_text else []
+    return reply(*content, stop_reason="refusal", usage=usage)
+
+
+def empty_reply(*, with_thinking: bool = True, usage: Usage | None = None) -> LLMResponse:
+    """An ``end_turn`` reply without text (at most a thinking block)."""
+    return reply(*([thinking_block()] if with_thinking else []), stop_reason="end_turn", usage=usage)
+
+
+def pause_turn_reply(*content: dict[str, Any], usage: Usage | None = None) -> LLMResponse:
+    """``stop_reason: pause_turn``: a paused turn to be sent back as it is to continue."""
+    return reply(*content, stop_reason="pause_turn", usage=usage)
 
 
 class FakeClock:

@@ -23,6 +23,7 @@ from agent_memory.domain.records import Page, ReviewEntry
 from agent_memory.history import reports
 from agent_memory.hot_memory import editor, review, revisions
 from agent_memory.http.admin_requests import (
+    ApproveRequest,
     Cursor,
     MemoryPutRequest,
     ReasonQuery,
@@ -126,12 +127,23 @@ def list_review(project_id: str, status: ReviewStatus = None) -> Response[str]:
     return model_response(Page[ReviewEntry](items=items))
 
 
-@app.post(f"{_P}/memory/review/<item_id>/approve")
-def approve_review(project_id: str, item_id: str) -> Response[str]:
-    """Add the candidate as an admin line (admins; same cap check as every write; ``If-Match`` optional)."""
+
+
+@app.post(
+    f"{_P}/memory/review/<item_id>/approve",
+    description=(
+        "Add the candidate as an admin line (same cap check as every write; `If-Match` optional). An item that "
+        "would relax System Rules needs `\"confirm\": true`: without it 422 `confirmation_required` names the "
+        "rules (`rules`: line id and text) and `current_version`."
+    ),
+)
+def approve_review(project_id: str, item_id: str, body: ApproveRequest | None = None) -> Response[str]:
+    """Add the candidate as an admin line (admins; ``If-Match`` optional); one that would relax System
+    Rules only with ``"confirm": true`` (see ``review.approve_review``)."""
+    request = body or ApproveRequest()
     result = review.approve_review(
-        deps.store, project_id, item_id, reason=reason_from_body(app), if_match=optional_if_match(app),
-        actor=current_caller(app).user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
+        deps.store, project_id, item_id, reason=request.reason, if_match=optional_if_match(app),
+        actor=current_caller(app).user_id, now=deps.clock(), cap=deps.hot_memory_token_cap, confirm=request.confirm,
     )
     metrics.add_metric(name="ReviewApproved", unit="Count", value=1)
     return change_response(result, "HotMemoryAdminEdits")

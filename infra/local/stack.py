@@ -80,7 +80,30 @@ _DUMMY_CREDENTIALS = {
 _REMOVED_FROM_ENV = ("ANTHROPIC_API_KEY", "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
 #: Shell variables passed to the functions as they are, when set.
 DEMO_CLINICAL_DATA_FILE = Path(__file__).resolve().parent / "demo" / "clinical_data.json"
-_PASS_THROUGH = ("ANTHROPIC_BASE_URL", "INTENT_CLASSIFIER", "LLM_MAX_RETRIES", "LOG_LEVEL")
+#: ``ANTHROPIC_BASE_URL`` + ``ANTHROPIC_API_KEY`` point the stack at any Messages-API server;
+#: ``LLM_PROVIDER=bedrock`` with ``ANTHROPIC_BEDROCK_BASE_URL`` at a Bedrock endpoint.
+_PASS_THROUGH = (
+    "LLM_PROVIDER",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "BEDROCK_REGION",
+    "ANTHROPIC_SECRET_MAX_AGE_S",
+    "CHAT_MODEL_ID",
+    "FAST_MODEL_ID",
+    "LLM_MAX_OUTPUT_TOKENS",
+    "LLM_EFFORT_CHAT",
+    "LLM_EFFORT_INTENT",
+    "LLM_EFFORT_SYMPTOMS",
+    "LLM_EFFORT_SUMMARY",
+    "LLM_EFFORT_DISTILL",
+    "LLM_EFFORT_ARCHIVE",
+    "LLM_EFFORT_COMPACT",
+    "INTENT_CLASSIFIER",
+    "SYMPTOM_EXTRACTOR",
+    "SESSION_SUMMARISER",
+    "LLM_MAX_RETRIES",
+    "LOG_LEVEL",
+)
 
 
 class LocalStackError(RuntimeError):

@@ -173,7 +173,7 @@ def test_dead_letter_queue_alarms_notify_the_admin_topic(resources: dict[str, An
     # Given the alarms of the template,
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
     dimensions = [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}]
-    (alarm,) = [a for a in alarms if a["Dimensions"] == dimensions]
+    (alarm,) = [a for a in alarms if a.get("Dimensions") == dimensions]
     # Then one fires as soon as a message is visible in the DLQ and notifies the admins.
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
     assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)

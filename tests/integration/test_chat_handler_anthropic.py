@@ -9,7 +9,11 @@ Messages API, on the HTTP responses, and on what was stored.
 Covered: the messages sent start with a user message and alternate; a slow LLM ends in our own
 JSON error before the gateway timeout; overload, rate limits and bad requests; a reply cut by
 max_tokens is flagged truncated; an over-size message is 413 with nothing written; the
-Idempotency-Key and input validation.
+Idempotency-Key and input validation; with the default chat model on the strict server: thinking
+blocks sent back in the tool loop, cache breakpoints only where the prefix is cacheable (and the
+server's cache reads on the following turns), ``calls[].usage`` carrying the server's figures, and
+the provider's faults (a malformed 200, an empty reply, a refusal, 401, 404) answered through the
+one error map with only the failed question written.
 """
 
 from __future__ import annotations
@@ -28,25 +32,36 @@ from typing import Any
 
 import pytest
 
+from agent_memory.chat.agent import REFUSAL_REPLY
+from agent_memory.config import DEFAULT_CHAT_MODEL_ID
 from infra.local.events import build_http_api_event
 from tests.conftest import FakeLambdaContext
 from tests.support.messages_api import (
     MessagesAPIServer,
     RecordedRequest,
+    authentication_failed,
+    empty_reply,
     invalid_request,
+    model_not_found,
+    non_json_reply,
+    not_a_message_reply,
     overloaded,
+    pause_turn_reply,
+    permission_denied,
     rate_limited,
+    refusal_reply,
     slow,
     text_reply,
     tool_use_reply,
+    truncated_json_reply,
 )
-from tests.unit.chat_support import seed_project
+from tests.unit.chat_support import hot_line, seed_project
 
 REPO = Path(__file__).resolve().parents[2]
 CHAT_APP = REPO / "functions" / "chat" / "app.py"
 API_KEY = "sk-ant-handler-test-0123456789"
 SECRET_NAME = "agent-memory/test/anthropic"
-CHAT_MODEL = "claude-chat-under-test"
+CHAT_MODEL = DEFAULT_CHAT_MODEL_ID  # the strict server applies the current API's rules to it
 PROJECT = "demo-iit"  # the demo clinical data knows its subjects (P001 ...)
 USER = "user-pi-1"
 _module_ids = itertools.count(1)
@@ -285,6 +300,26 @@ def _assert_alternating_from_user(messages: list[dict[str, Any]]) -> None:
                 assert block["tool_use_id"] in uses
 
 
+def _question_only(messages: list[dict[str, Any]], question: str) -> None:
+    """A first turn's messages: one user message, the session block then the question."""
+    assert len(messages) == 1 and messages[0]["role"] == "user", messages
+    session_block, asked = messages[0]["content"]
+    assert session_block["type"] == "text" and session_block["text"].startswith("<session id=")
+    assert asked == {"type": "text", "text": question}
+
+
+def _session_text(body: dict[str, Any]) -> str:
+    """The session block a request carries (first text of its last message)."""
+    text: str = body["messages"][-1]["content"][0]["text"]
+    assert text.startswith("<session id="), text
+    return text
+
+
+def _user_words(message: dict[str, Any]) -> list[str]:
+    """The user's words in a user message (the session block left out)."""
+    return [b["text"] for b in message["content"] if b.get("type") == "text" and not b["text"].startswith("<session")]
+
+
 def _flow_items_for(env: ChatEnv, message_id: str) -> list[dict[str, Any]]:
     return [i for i in env.flow_log() if i["message_id"]["S"] == message_id]
 
@@ -344,7 +379,7 @@ def test_hot_memory_always_sent_history_only_for_history_intents(chat: ChatEnv) 
         else:
             assert HISTORY_TAG not in sent and "2026-W01" not in sent, content
             assert body["calls"][0]["history_weeks"] == 0
-        assert req.body["messages"] == [{"role": "user", "content": [{"type": "text", "text": content}]}]
+        _question_only(req.body["messages"], content)
 
 
 def test_qc_plus_history_message_runs_two_conversations_qc_without_history(chat: ChatEnv) -> None:
@@ -357,7 +392,7 @@ def test_qc_plus_history_message_runs_two_conversations_qc_without_history(chat:
     assert set(body["intents"]) == {"QC_TASK", "ANALYZE_TREND"}
     assert len(chat.api.requests) == 2
     qc, hist = (r.body for r in chat.api.requests)
-    assert "QC_TASK" in _system(chat.api.requests[0])[-1]["text"]  # the session block's task note
+    assert "QC_TASK" in _session_text(qc)  # the session block's task note
     for req in chat.api.requests:
         assert _block_with(req, HOT_TAG) == [1]
         assert ADMIN_RULE in _system(req)[1]["text"]
@@ -365,14 +400,31 @@ def test_qc_plus_history_message_runs_two_conversations_qc_without_history(chat:
     qc_text = json.dumps(qc, ensure_ascii=False)
     assert HISTORY_TAG not in qc_text and "2026-W0" not in qc_text
     assert _block_with(chat.api.requests[1], HISTORY_TAG) == [2]
-    assert "QC_TASK" not in _system(chat.api.requests[1])[-1]["text"]
+    assert "QC_TASK" not in _session_text(hist)
     assert [c["history_weeks"] for c in body["calls"]] == [0, 3]
     assert "质控：数据完整" in body["reply"] and "趋势：入组逐周增加" in body["reply"]
     # the second conversation starts afresh: it is not a continuation of the QC one
-    assert hist["messages"] == [{"role": "user", "content": [{"type": "text", "text": QC_AND_TREND_Q}]}]
+    _question_only(hist["messages"], QC_AND_TREND_Q)
+
+
+#: A hot memory that makes the prefix up to it (tools, instructions, hot memory) cacheable for the
+#: default chat model: 12 admin rules of about 40 estimated tokens each.
+LARGE_RULE = "严禁在未经数据管理员书面授权的情况下修改或删除任何受试者的源数据记录"
+LARGE_HOT_MEMORY = [hot_line(f"r{k:02d}", "System Rules", f"第{k}条规则：{LARGE_RULE}") for k in range(12)]
+
+
+def _seed_large_hot_memory(env: ChatEnv) -> None:
+    from agent_memory.domain.models import HotMemory
+
+    current = env.repo.load_hot_memory(PROJECT)
+    env.repo.save_hot_memory(
+        HotMemory(project_id=PROJECT, lines=[*current.lines, *LARGE_HOT_MEMORY]),
+        expected_version=current.version, actor="seed", reason="seed", now=current.lines[0].created_at, tokens=0,
+    )
 
 
 def test_cache_breakpoints_on_hot_memory_history_and_last_recent_turn(chat: ChatEnv) -> None:
+    _seed_large_hot_memory(chat)
     chat.api.script(text_reply("第一轮回答"), text_reply("第二轮回答"), text_reply("第三轮回答"))
     assert _status(chat.post("你好")) == 200
     assert _status(chat.post(MEMORY_Q)) == 200
@@ -393,11 +445,47 @@ def test_cache_breakpoints_on_hot_memory_history_and_last_recent_turn(chat: Chat
         "role": "assistant",
         "content": [{"type": "text", "text": "第二轮回答", "cache_control": {"type": "ephemeral"}}],
     }
-    assert "cache_control" not in third["messages"][-1]["content"][-1]
+    # the session block (it changes every turn) and the question come after the last breakpoint
+    assert "cache_control" not in json.dumps(third["messages"][-1])
+    assert [b["type"] for b in third["messages"][-1]["content"]] == ["text", "text"]
+    assert all('<session id="' not in b["text"] for b in third["system"])
     for body in (first, second, third):
         assert len(_breakpoints(body)) <= 4
         for b in body["system"]:
             assert b.get("cache_control", {"type": "ephemeral"}) == {"type": "ephemeral"}
+
+
+def test_small_prompts_carry_no_breakpoint_and_write_no_cache(chat: ChatEnv) -> None:
+    # the seeded hot memory is small: nothing up to it reaches the model's minimum cacheable length
+    chat.api.script(text_reply("好的"))
+    usages = []
+    for k in range(4):
+        response = chat.post(f"第{k}轮：好的")
+        assert _status(response) == 200, response
+        usages.append(_json(response)["calls"][0]["usage"])
+
+    assert all(_breakpoints(r.body) == [] for r in chat.api.requests)
+    assert [(u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) for u in usages] == [(0, 0)] * 4
+
+
+def test_ten_turns_read_the_cache_from_the_second_turn_on(chat: ChatEnv) -> None:
+    # a hot memory large enough to be cached, and the server reporting usage from what it sees
+    _seed_large_hot_memory(chat)
+    chat.api.script(text_reply("好的，记下了。"))
+    usages = []
+    for k in range(10):
+        response = chat.post(f"第{k}轮：请记下今天的随访安排。")
+        assert _status(response) == 200, response
+        (call,) = _json(response)["calls"]
+        assert call["model_calls"] == 1
+        usages.append(call["usage"])
+
+    # turn 1 writes the cached prefix; every later turn reads it (the prefix through hot memory, and
+    # from turn 3 on the previous turns as well: the read grows)
+    assert usages[0]["cache_creation_input_tokens"] > 0 and usages[0]["cache_read_input_tokens"] == 0
+    reads = [u["cache_read_input_tokens"] for u in usages[1:]]
+    assert all(r > 0 for r in reads)
+    assert reads[-1] > reads[0]
 
 
 def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: ChatEnv) -> None:
@@ -414,9 +502,15 @@ def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: Cha
     first, second = (r.body for r in chat.api.requests)
     assert [t["name"] for t in first["tools"]] == ["read_clinical_data"]
     assert first["tool_choice"] == {"type": "auto"}
+    # nothing before the reply's thinking block changed: same system, tools and tool_choice
     assert second["system"] == first["system"] and second["model"] == CHAT_MODEL
+    assert second["tools"] == first["tools"] and second["tool_choice"] == first["tool_choice"]
     msgs = second["messages"]
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+    # the assistant turn went back as the server sent it: its signed thinking block first (the strict
+    # server answers 400 to one altered or missing), then the text and the tool call
+    assert [b["type"] for b in msgs[1]["content"]] == ["thinking", "text", "tool_use"]
+    assert isinstance(msgs[1]["content"][0]["signature"], str) and msgs[1]["content"][0]["signature"]
     tool_use = next(b for b in msgs[1]["content"] if b["type"] == "tool_use")
     assert tool_use["name"] == "read_clinical_data" and tool_use["input"] == {"subject_id": "P001"}
     (result,) = msgs[2]["content"]
@@ -427,6 +521,138 @@ def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: Cha
     (assistant,) = [m for m in chat.messages() if m["role"]["S"] == "assistant"]
     assert assistant["content"]["S"] == "P001 已入组。"
     assert tool_use["id"] in assistant["tool_calls"]["S"]
+    assert msgs[1]["content"][0]["signature"] not in json.dumps(assistant)  # thinking is never stored
+
+
+# --- usage and the provider's faults ------------------------------------------------------------
+
+SERVER_USAGE = {"input_tokens": 812, "output_tokens": 57, "cache_creation_input_tokens": 1340,
+                "cache_read_input_tokens": 2210}
+
+
+def test_calls_usage_carries_the_servers_figures(chat: ChatEnv) -> None:
+    chat.api.script(
+        tool_use_reply("read_clinical_data", {"subject_id": "P001"}, usage=SERVER_USAGE),
+        text_reply("P001 已入组。", usage={**SERVER_USAGE, "output_tokens": 9, "cache_creation_input_tokens": 0}),
+    )
+
+    response = chat.post(DATA_Q)
+
+    assert _status(response) == 200, response
+    (call,) = _json(response)["calls"]
+    assert call["model_calls"] == 2
+    assert call["usage"] == {"input_tokens": 1624, "output_tokens": 66, "cache_creation_input_tokens": 1340,
+                             "cache_read_input_tokens": 4420}
+
+
+def _assert_only_the_failed_question(env: ChatEnv, question: str) -> None:
+    (user,) = env.messages()
+    assert (user["role"]["S"], user["status"]["S"], user["content"]["S"]) == ("user", "failed", question)
+    flow = env.flow_log()
+    assert _texts(flow) == [question] and flow[0]["status"]["S"] == "failed"
+
+
+@pytest.mark.parametrize("malformed", [non_json_reply(), truncated_json_reply(), not_a_message_reply()],
+                         ids=["html", "truncated-json", "not-a-message"])
+def test_a_malformed_200_is_502_llm_bad_response(chat: ChatEnv, malformed: dict[str, Any]) -> None:
+    chat.api.script(malformed)
+
+    response = chat.post(DATA_Q)
+
+    body = _assert_error_body(response, 502, secret=DATA_Q)
+    assert body["error"] == "llm_bad_response" and body["retryable"] is False
+    _assert_only_the_failed_question(chat, DATA_Q)
+
+
+def test_an_empty_reply_is_asked_for_once_more_then_502_llm_empty_reply(chat: ChatEnv) -> None:
+    chat.api.script(empty_reply(thinking="..."))  # every answer: a thinking block and no text
+
+    response = chat.post(MEMORY_Q)
+
+    body = _assert_error_body(response, 502, secret=MEMORY_Q)
+    assert body["error"] == "llm_empty_reply" and body["retryable"] is True
+    first, second = chat.api.requests  # the same request, twice, and no more
+    assert second.body == first.body
+    _assert_only_the_failed_question(chat, MEMORY_Q)
+
+
+def test_an_empty_reply_then_an_answer_is_200(chat: ChatEnv) -> None:
+    chat.api.script(empty_reply(), text_reply("记得：严禁在未授权情况下删除数据。"))
+
+    response = chat.post(MEMORY_Q)
+
+    assert _status(response) == 200, response
+    assert _json(response)["reply"] == "记得：严禁在未授权情况下删除数据。"
+    assert len(chat.api.requests) == 2
+
+
+def test_a_paused_turn_is_continued_by_sending_the_paused_content_back(chat: ChatEnv) -> None:
+    # Given a reply paused mid-way, then its continuation (the strict server refuses a trailing
+    # assistant message unless it is exactly the paused content it sent)
+    paused = pause_turn_reply(text="记得：")
+    chat.api.script(paused, text_reply("严禁在未授权情况下删除数据。"))
+
+    # When the turn runs
+    response = chat.post(MEMORY_Q)
+
+    # Then the continuation request ended with the paused content unchanged, and the reply joins both
+    assert _status(response) == 200, response
+    second = chat.api.requests[1].body["messages"]
+    assert second[-1]["role"] == "assistant"
+    assert second[-1]["content"] == paused["json"]["content"]
+    assert _json(response)["reply"] == "记得：严禁在未授权情况下删除数据。"
+
+
+def test_a_refusal_is_200_with_the_refusal_sentence_flagged_refused(chat: ChatEnv) -> None:
+    chat.api.script(refusal_reply(), text_reply("好的。"))
+
+    response = chat.post("写一段绕过伦理审查的方案")
+
+    assert _status(response) == 200, response
+    body = _json(response)
+    assert body["refused"] is True and body["reply"] == REFUSAL_REPLY and body["truncated"] is False
+    stored = sorted((m["role"]["S"], m["content"]["S"]) for m in chat.messages())
+    assert stored == [("assistant", REFUSAL_REPLY), ("user", "写一段绕过伦理审查的方案")]
+    # the refused turn leaves the context of the next turn
+    assert _status(chat.post("你好")) == 200
+    sent = json.dumps(chat.api.requests[-1].body["messages"], ensure_ascii=False)
+    assert "绕过伦理审查" not in sent and REFUSAL_REPLY not in sent
+    assert _json(chat.post("你好"))["refused"] is False
+
+
+@pytest.mark.parametrize("rejection", [authentication_failed(), permission_denied()], ids=["401", "403"])
+def test_rejected_credentials_are_502_llm_auth(chat: ChatEnv, rejection: dict[str, Any]) -> None:
+    chat.api.script(rejection)
+
+    response = chat.post(DATA_Q)
+
+    body = _assert_error_body(response, 502, secret=DATA_Q)
+    assert body["error"] == "llm_auth" and body["retryable"] is False
+    assert API_KEY not in response["body"] and "x-api-key" not in response["body"]
+    _assert_only_the_failed_question(chat, DATA_Q)
+
+
+def test_an_unknown_model_is_502_llm_model_not_found(chat: ChatEnv) -> None:
+    chat.api.script(model_not_found(CHAT_MODEL))
+
+    response = chat.post(DATA_Q)
+
+    body = _assert_error_body(response, 502, secret=DATA_Q)
+    assert body["error"] == "llm_model_not_found" and body["retryable"] is False
+    assert len(chat.api.requests) == 1  # never retried
+    _assert_only_the_failed_question(chat, DATA_Q)
+
+
+@pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5' is deprecated:DeprecationWarning")
+def test_a_retired_model_is_502_llm_model_not_found(make_chat: MakeChat) -> None:
+    env = make_chat(CHAT_MODEL_ID="claude-sonnet-4-5")  # in the SDK's DEPRECATED_MODELS: the server says 404
+
+    response = env.post(DATA_Q)
+
+    body = _assert_error_body(response, 502, secret=DATA_Q)
+    assert body["error"] == "llm_model_not_found"
+    assert env.api.requests[0].body["model"] == "claude-sonnet-4-5"
+    _assert_only_the_failed_question(env, DATA_Q)
 
 
 # --- failures: overload, deadline, truncation, message order -----------------------------------
@@ -683,7 +909,8 @@ def test_retry_of_a_failed_turn_after_another_turn_keeps_question_and_answer_tog
 
     messages = chat_idem.api.requests[-1].body["messages"]
     _assert_alternating_from_user(messages)
-    pairs = [(m["role"], [b["text"] for b in m["content"]]) for m in messages]
+    pairs = [(m["role"], _user_words(m) if m["role"] == "user" else [b["text"] for b in m["content"]])
+             for m in messages]
     assert pairs == [
         ("user", [DATA_Q]),
         ("assistant", ["A 的回答"]),

@@ -4,6 +4,8 @@ and a form-encoded body echoed in a validation error)."""
 
 from __future__ import annotations
 
+import http.client
+import json
 from typing import Any
 
 import requests
@@ -62,3 +64,48 @@ def test_validation_errors_never_quote_request_content(local_stack: Any) -> None
     assert response.status_code == 422
     assert SECRET not in response.text
     assert "<value>" in response.text
+
+
+def test_a_json_array_body_is_422_and_nothing_is_written(local_stack: Any) -> None:
+    # Given an admin sending the hot memory as a one-element array (it used to REPLACE the memory)
+    before = requests.get(f"{local_stack.base_url}/v1/projects/demo-iit/memory",
+                          headers=bearer("demo-iit:admin", "u-guard"), timeout=30)
+    body = b'[{"markdown": "# System Rules\\n- arr"}]'
+    headers = {**bearer("demo-iit:admin", "u-guard"), "Content-Type": "application/json",
+               "If-Match": before.headers["ETag"]}
+    # When it is PUT, and an array of messages is posted
+    put = requests.put(f"{local_stack.base_url}/v1/projects/demo-iit/memory", data=body, headers=headers, timeout=30)
+    post = _post(local_stack, "/v1/projects/demo-iit/sessions/arr-1/messages",
+                 data=b'[{"content": "a"}, {"content": "b"}]')
+    # Then both are refused as not one JSON object, and the memory is unchanged
+    assert (put.status_code, put.json()["error"]) == (422, "invalid_body")
+    assert (post.status_code, post.json()["error"]) == (422, "invalid_body")
+    after = requests.get(f"{local_stack.base_url}/v1/projects/demo-iit/memory",
+                         headers=bearer("demo-iit:admin", "u-guard"), timeout=30)
+    assert after.headers["ETag"] == before.headers["ETag"]
+
+
+def test_deep_nesting_and_oversized_numbers_are_422_never_500(local_stack: Any) -> None:
+    deep = b'{"content": ' + b"[" * 20_000 + b"]" * 20_000 + b"}"
+    huge_int = b'{"content": "hi", "patient_id": ' + b"9" * 5000 + b"}"
+    for body in (deep, huge_int):
+        response = _post(local_stack, "/v1/projects/demo-iit/sessions/deep-1/messages", data=body)
+        assert (response.status_code, response.json()["error"]) == (422, "invalid_body")
+
+
+def test_percent_escapes_and_trailing_newlines_in_ids_are_refused_on_the_raw_path(local_stack: Any) -> None:
+    # Sent byte for byte (http.client): client libraries normalise %2D to '-' before sending.
+    # %2D decodes to a valid '-' and %0A to a newline that `$` used to let through.
+    host, port = local_stack.base_url.removeprefix("http://").split(":")
+    headers = {**bearer("demo-iit:admin", "u-guard"), "Content-Type": "application/json"}
+    for bad in ("pct%2D1", "a%0A", "a%0a", "s" * 127 + "%0a"):
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        conn.request("POST", f"/v1/projects/demo-iit/sessions/{bad}/messages", body=b'{"content": "hi"}',
+                     headers=headers)
+        response = conn.getresponse()
+        body = json.loads(response.read())
+        conn.close()
+        assert (response.status, body["error"]) == (400, "invalid_path_parameter"), bad
+    listed = requests.get(f"{local_stack.base_url}/v1/projects/demo-iit/sessions",
+                          headers=bearer("demo-iit:admin", "u-guard"), timeout=30).json()
+    assert not any("%" in s["session_id"] or "\n" in s["session_id"] for s in listed["sessions"])

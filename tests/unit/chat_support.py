@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -99,6 +100,62 @@ def llm_requests(deps: ChatDeps) -> list[LLMRequest]:
 
 def system_blocks(request: LLMRequest) -> dict[str, str]:
     return {b.name: b.text for b in request.system}
+
+
+def session_block(request: LLMRequest) -> str:
+    """The session block a chat request carries: the first text of its last (user) message, sent
+    after the last cache breakpoint (docs/architecture.md, "Prompt caching")."""
+    last = request.messages[-1]
+    assert last["role"] == "user", last
+    texts = [b["text"] for b in last["content"] if b.get("type") == "text"]
+    assert texts and texts[0].startswith("<session"), texts
+    return str(texts[0])
+
+
+def question_text(request: LLMRequest) -> str:
+    """The user's message as sent: the last text block of the first user message after the replay."""
+    return str(request.messages[-1]["content"][-1]["text"])
+
+
+def breakpoints(request: LLMRequest) -> list[str]:
+    """Where cache breakpoints sit: ``system:<name>`` and ``messages[i][j]``, in order."""
+    found = [f"system:{b.name}" for b in request.system if b.cache]
+    for i, m in enumerate(request.messages):
+        content = m["content"] if isinstance(m["content"], list) else []
+        found += [f"messages[{i}][{j}]" for j, b in enumerate(content) if "cache_control" in b]
+    return found
+
+
+def strip_cache_control(value: Any) -> Any:
+    """``value`` (messages, blocks) without ``cache_control`` keys: a breakpoint marks a prefix, it is
+    not part of it."""
+    if isinstance(value, list):
+        return [strip_cache_control(v) for v in value]
+    if isinstance(value, dict):
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    return value
+
+
+def prefix_json(request: LLMRequest, n_messages: int) -> str:
+    """The bytes of a request's prefix through its first ``n_messages`` messages: tools, system and
+    those messages (JSON, ``cache_control`` left out: a breakpoint marks a prefix, it is not part of it)."""
+    return json.dumps({
+        "tools": [[t.name, t.description, t.input_schema] for t in request.tools],
+        "system": [b.text for b in request.system],
+        "messages": strip_cache_control(request.messages[:n_messages]),
+    }, ensure_ascii=False, sort_keys=True)
+
+
+def message_breakpoint(request: LLMRequest) -> int | None:
+    """How many messages a request's message breakpoint covers (it ends the last block of the last of
+    them); None without one."""
+    marks = [(i, j) for i, m in enumerate(request.messages) if isinstance(m["content"], list)
+             for j, b in enumerate(m["content"]) if "cache_control" in b]
+    if not marks:
+        return None
+    i, j = marks[-1]
+    assert j == len(request.messages[i]["content"]) - 1, "a message breakpoint ends its message"
+    return i + 1
 
 
 def seed_60_weeks_of_30kb(repo: Any) -> list[str]:

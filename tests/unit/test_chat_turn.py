@@ -1,6 +1,8 @@
 """The chat turn on the in-memory fakes (``agent_memory.chat.turn.handle_message``): which memory
 layers each intent routes into the prompt, what one turn writes, LLM failures and retries, input
-limits, the history trimmed to its token budget, tenancy and concurrent writers. What DynamoDB
+limits, the history trimmed to its token budget, tenancy and concurrent writers; the tool loop with
+current models (thinking blocks sent back unchanged, pause_turn, refusal, an empty reply, max_tokens,
+the step cap) and every call's usage. What DynamoDB
 stores (keys, item sizes, paging) is tested in ``tests/integration/test_chat_turn_dynamodb.py``."""
 
 from __future__ import annotations
@@ -11,18 +13,43 @@ from datetime import UTC, date, datetime
 import pytest
 
 from agent_memory.adapters.llm.offline import OfflineLLM
+from agent_memory.chat import turn as turn_module
+from agent_memory.chat.agent import REFUSAL_REPLY
+from agent_memory.chat.context_view import turn_context
 from agent_memory.chat.prompt import PromptBudget
+from agent_memory.chat.turn import TokenUsage
 from agent_memory.domain.errors import (
     InvalidInput,
+    LLMAuthError,
+    LLMBadResponse,
+    LLMEmptyReply,
+    LLMError,
+    LLMModelNotFound,
     LLMUnavailable,
     PayloadTooLarge,
     ProjectNotFound,
     VersionConflict,
 )
 from agent_memory.domain.jobs import FlowLogEntry
-from agent_memory.domain.llm import LLMRequest, LLMResponse
+from agent_memory.domain.llm import LLMRequest, LLMResponse, Usage
 from agent_memory.domain.models import SessionState
-from tests.fakes import InMemoryStore, Recorder, new_keys, sort_time, stored_messages
+from tests.fakes import (
+    InMemoryStore,
+    Recorder,
+    ScriptedLLM,
+    empty_reply,
+    new_keys,
+    pause_turn_reply,
+    redacted_thinking_block,
+    refusal_reply,
+    reply,
+    sort_time,
+    stored_messages,
+    text_block,
+    text_reply,
+    thinking_block,
+    tool_use_block,
+)
 from tests.unit.chat_support import (
     chat_llm,
     deps_with,
@@ -401,3 +428,256 @@ def test_version_conflict_on_record_turn_is_reapplied_and_nothing_is_lost(store:
     assert state.window[-1].message_id == result.message_id
     assert state.message_count == 4
     assert len(stored_messages(store, "p1", "s1")) == 4
+
+
+# ------------------------------------------------------------ the tool loop (current models)
+P001_TOOL = tool_use_block("read_clinical_data", {"subject_id": "P001"}, "toolu_p001")
+
+
+def test_thinking_blocks_go_back_exactly_as_received_with_the_same_system_and_tools(store: InMemoryStore) -> None:
+    # Given a model that thinks before calling the tool (a thinking block with its signature, a
+    # redacted one, a key this code has never seen) and then answers
+    seed_project(store, "p1")
+    first = reply(
+        {**thinking_block("", "EqQBCkgIARABGAIiQL-sig-1"), "future_field": {"kept": True}},
+        redacted_thinking_block("EmwKAhgBEgy3va3pzix-opaque"),
+        text_block("我先查一下。"),
+        P001_TOOL,
+        stop_reason="tool_use", usage=Usage(1200, 80, 0, 0),
+    )
+    second = reply(thinking_block("", "EqQBCkgIARABGAIiQL-sig-2"), text_block("P001 已入组（2026-02-05）。"),
+                   usage=Usage(60, 40, 0, 1200))
+    llm = ScriptedLLM(first, second)
+    deps = deps_with(store, llm)
+
+    # When the data question runs through the loop
+    result = send(deps, "P001 入组了吗？")
+
+    # Then the second request repeats the first one's messages and adds the assistant content byte for
+    # byte (every block, every key, in order), then the tool result
+    r1, r2 = llm.requests
+    assert r2.messages[: len(r1.messages)] == r1.messages
+    assistant, results = r2.messages[len(r1.messages):]
+    assert assistant == {"role": "assistant", "content": first.content}
+    assert json.dumps(assistant["content"], ensure_ascii=False) == json.dumps(first.content, ensure_ascii=False)
+    assert [b["type"] for b in results["content"]] == ["tool_result"]
+    assert results["content"][0]["tool_use_id"] == "toolu_p001" and '"2026-02-05"' in results["content"][0]["content"]
+    # and nothing before the thinking blocks changed: same system blocks, tools and tool_choice (auto)
+    assert r1.system == r2.system and r1.tools == r2.tools
+    assert r1.tool_choice == r2.tool_choice == {"type": "auto"}
+    # and the reply is the final text; the stored reply keeps the tool call, never the thinking
+    assert result.reply == "P001 已入组（2026-02-05）。"
+    assert (result.truncated, result.refused) == (False, False)
+    stored = stored_messages(store, "p1", "s1")[1]
+    assert [tc.id for tc in stored.tool_calls] == ["toolu_p001"]
+    assert "EqQBCkgIARABGAIiQL" not in stored.model_dump_json()
+
+
+def test_pause_turn_sends_the_paused_content_back_as_it_is_without_a_new_user_message(store: InMemoryStore) -> None:
+    # Given a model that pauses its turn once, then finishes it
+    seed_project(store, "p1")
+    paused = pause_turn_reply(thinking_block("", "sig-paused"), text_block("正在整理"))
+    llm = ScriptedLLM(paused, text_reply("整理完毕：本周无新增入组。"))
+    deps = deps_with(store, llm)
+
+    # When a turn runs
+    result = send(deps, "总结一下本周情况")
+
+    # Then the continuation request is the first one plus the paused assistant content, unchanged
+    r1, r2 = llm.requests
+    assert r2.messages == [*r1.messages, {"role": "assistant", "content": paused.content}]
+    assert r2.system == r1.system and r2.tool_choice == r1.tool_choice
+    # and the reply is the whole assistant turn: the paused part's text, then the rest
+    assert result.reply == "正在整理整理完毕：本周无新增入组。" and not result.truncated
+
+
+def test_pause_turn_stops_at_the_step_cap_with_the_text_so_far_flagged_truncated(store: InMemoryStore) -> None:
+    # Given a model that pauses every time, and a cap of 3 steps
+    seed_project(store, "p1")
+    llm = ScriptedLLM(pause_turn_reply(text_block("仍在处理")))
+    deps = deps_with(store, llm, react_max_steps=3)
+
+    # When a turn runs
+    result = send(deps, "总结一下本周情况")
+
+    # Then exactly 3 calls were made, the paused parts joined into one assistant message, and the
+    # reply is what the model had written in them, flagged truncated
+    assert len(llm.requests) == 3
+    last = llm.requests[-1].messages
+    assert last[-1] == {"role": "assistant", "content": [text_block("仍在处理"), text_block("仍在处理")]}
+    assert last[-2]["role"] == "user"
+    assert result.reply == "仍在处理" * 3 and result.truncated
+    assert result.calls[0].model_calls == 3
+
+
+def test_refusal_is_a_clear_reply_flagged_refused_and_never_replayed(store: InMemoryStore) -> None:
+    # Given a model that declines (after a few words)
+    seed_project(store, "p1")
+    llm = ScriptedLLM(refusal_reply("Hello.."), text_reply("好的。"))
+    deps = deps_with(store, llm)
+
+    # When the turn runs
+    result = send(deps, "帮我写一段危险的东西")
+
+    # Then the reply is the fixed refusal sentence, flagged, never the partial text nor empty
+    assert result.refused is True
+    assert result.reply == REFUSAL_REPLY and REFUSAL_REPLY.strip()
+    assert "Hello.." not in result.reply and not result.truncated
+    # and it is stored as the turn's answer
+    assert [(m.role, m.content) for m in stored_messages(store, "p1", "s1")] == [
+        ("user", "帮我写一段危险的东西"), ("assistant", REFUSAL_REPLY)]
+
+    # When the next turn runs
+    send(deps, "那换个话题：你好")
+
+    # Then the refused turn is not in its context (a refused turn must leave the conversation)
+    sent = request_text(llm.requests[-1])
+    assert "帮我写一段危险的东西" not in sent and REFUSAL_REPLY not in sent
+
+
+def test_an_empty_final_reply_is_asked_for_once_more(store: InMemoryStore) -> None:
+    # Given a model whose first answer has no text (only a thinking block)
+    seed_project(store, "p1")
+    llm = ScriptedLLM(empty_reply(usage=Usage(500, 3, 0, 0)), text_reply("你好，有什么可以帮您？"))
+    deps = deps_with(store, llm)
+
+    # When the turn runs
+    result = send(deps, "你好")
+
+    # Then the same request was sent again once, and its answer is the reply
+    r1, r2 = llm.requests
+    assert r2.messages == r1.messages and r2.system == r1.system
+    assert result.reply == "你好，有什么可以帮您？"
+    assert result.calls[0].model_calls == 2
+
+
+def test_two_empty_replies_raise_llm_empty_reply_and_record_only_the_failed_question(store: InMemoryStore) -> None:
+    # Given a model that never answers with text
+    seed_project(store, "p1")
+    llm = ScriptedLLM(empty_reply())
+    deps = deps_with(store, llm)
+    before = store.snapshot()
+
+    # When the turn runs
+    with pytest.raises(LLMEmptyReply):
+        send(deps, "你好", idempotency_hash="h-empty")
+
+    # Then it asked twice, and wrote only the user message, as failed (as for a 503)
+    assert len(llm.requests) == 2
+    stored = stored_messages(store, "p1", "s1")
+    assert [(m.role, m.status) for m in stored] == [("user", "failed")]
+    assert set(new_keys(before, store.snapshot())) == {"sessions", "messages", "flow_log", "activity"}
+    assert [e.status for e in flow_log(store)] == ["failed"]
+
+
+@pytest.mark.parametrize("error", [
+    LLMAuthError("HTTP 401 authentication_error"),
+    LLMModelNotFound("HTTP 404 not_found_error"),
+    LLMBadResponse("not a Messages response"),
+])
+def test_provider_faults_record_only_the_failed_question(store: InMemoryStore, error: LLMError) -> None:
+    # Given a provider call that fails with a credential, model or response fault
+    seed_project(store, "p1")
+    deps = deps_with(store, chat_llm(error))
+
+    # When the turn runs
+    with pytest.raises(type(error)):
+        send(deps, "P001 入组了吗？")
+
+    # Then only the user message is written, as failed
+    assert [(m.role, m.status) for m in stored_messages(store, "p1", "s1")] == [("user", "failed")]
+
+
+def test_max_tokens_flags_the_reply_truncated(store: InMemoryStore) -> None:
+    # Given a reply cut by max_tokens
+    seed_project(store, "p1")
+    deps = deps_with(store, ScriptedLLM(text_reply("P001 于 2026-02-05 入组，目前", stop_reason="max_tokens")))
+
+    # When the turn runs
+    result = send(deps, "P001 入组了吗？")
+
+    # Then the reply is what came, flagged truncated in the response and on the stored message
+    assert result.reply == "P001 于 2026-02-05 入组，目前" and result.truncated
+    assert stored_messages(store, "p1", "s1")[1].truncated
+
+
+def test_the_step_cap_never_forces_the_tool_choice(store: InMemoryStore) -> None:
+    # Given a model that asks for the tool every time, and a cap of 3 steps
+    seed_project(store, "p1")
+    asks = reply(text_block("再查一次。"), P001_TOOL, stop_reason="tool_use")
+    llm = ScriptedLLM(asks)
+    deps = deps_with(store, llm, react_max_steps=3)
+
+    # When the turn runs
+    result = send(deps, "P001 入组了吗？")
+
+    # Then every call carried the tools with tool_choice auto (never "none", never forced) ...
+    assert len(llm.requests) == 3
+    assert all(r.tool_choice == {"type": "auto"} and [t.name for t in r.tools] == ["read_clinical_data"]
+               for r in llm.requests)
+    # ... the tools ran for the first two, and the loop stopped at the cap with the text it had
+    assert [tc.id for tc in stored_messages(store, "p1", "s1")[1].tool_calls] == ["toolu_p001", "toolu_p001"]
+    assert result.reply == "再查一次。" and result.truncated
+
+
+# ------------------------------------------------------------------------------- usage
+def test_every_calls_usage_is_in_the_response_the_manifest_and_the_chat_metrics(
+        store: InMemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a two-call loop whose calls report their usage
+    seed_project(store, "p1")
+    u1, u2 = Usage(1200, 80, 1100, 0), Usage(60, 40, 0, 1100)
+    llm = ScriptedLLM(reply(text_block("查询中"), P001_TOOL, stop_reason="tool_use", usage=u1),
+                      reply(text_block("P001 已入组。"), usage=u2))
+    recorded: list[tuple[str, Usage | None]] = []
+    monkeypatch.setattr(turn_module, "record_usage", lambda task, usage: recorded.append((task, usage)))
+    deps = deps_with(store, llm)
+
+    # When the turn runs
+    result = send(deps, "P001 入组了吗？")
+
+    # Then the response reports the context's summed usage and its number of model calls
+    (call,) = result.calls
+    assert call.model_calls == 2
+    assert call.usage == TokenUsage(input_tokens=1260, output_tokens=120, cache_creation_input_tokens=1100,
+                                    cache_read_input_tokens=1100)
+    # and the context endpoint shows the same sum and each call's stop reason and usage
+    (context_call,) = turn_context(store, "p1", "s1", result.message_id)["calls"]
+    assert context_call["usage"] == (u1 + u2).as_dict()
+    assert context_call["model_calls"] == [{"stop_reason": "tool_use", "usage": u1.as_dict()},
+                                           {"stop_reason": "end_turn", "usage": u2.as_dict()}]
+    # and each call was counted as the chat task's usage, once
+    assert recorded == [("chat", u1), ("chat", u2)]
+
+
+def test_offline_usage_is_null(store: InMemoryStore) -> None:
+    # Given the offline provider (no usage reported)
+    seed_project(store, "p1")
+    deps = deps_with(store)
+
+    # When a turn runs
+    result = send(deps, "P001 入组了吗？")
+
+    # Then calls[].usage is null, in the response and in the context
+    assert [c.usage for c in result.calls] == [None]
+    assert result.model_dump(mode="json")["calls"][0]["usage"] is None
+    assert turn_context(store, "p1", "s1", result.message_id)["calls"][0]["usage"] is None
+
+
+def test_the_context_shows_the_blocks_in_the_order_sent_and_which_ended_a_cache_breakpoint(
+        store: InMemoryStore) -> None:
+    # Given a model that caches any prefix, and a second turn (so there is a previous turn to cache)
+    seed_project(store, "p1")
+    deps = deps_with(store, min_cacheable_tokens=0)
+    send(deps, "你好")
+
+    # When the second turn runs and its context is read back
+    result = send(deps, "再说一遍")
+    (call,) = turn_context(store, "p1", "s1", result.message_id)["calls"]
+
+    # Then the blocks come in the order they were sent, the breakpoints marked, the session block
+    # (which changes every turn) after the last one
+    assert [(b["name"], b.get("cache", False)) for b in call["blocks"]] == [
+        ("system", False), ("hot_memory", True), ("recent_turns", True), ("session", False),
+        ("user_message", False)]
+    assert call["blocks"][3]["text"].startswith('<session id="s1">')
+    assert call["blocks"][4]["text"] == "再说一遍"

@@ -1,5 +1,6 @@
-"""Intent classification and call planning: rules, the LLM classifier and its fallback to the rules
-(a tool call cut by max_tokens is never used)."""
+"""Intent classification and call planning: rules, the LLM classifier (a structured output: one JSON
+document) and its fallback to the rules (a reply cut by max_tokens is never used; every fallback is
+counted as LLMFallback)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,18 @@ from typing import Any
 import pytest
 
 from agent_memory.chat.intents import (
-    TOOL_NAME,
     CallPlan,
     Classification,
+    IntentOutput,
     LLMIntentClassifier,
     RuleIntentClassifier,
     plan_calls,
 )
 from agent_memory.domain.errors import LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.domain.llm import LLMResponse
+from agent_memory.domain.llm import LLMResponse, Usage
 from agent_memory.domain.models import Intent
-from tests.fakes import ScriptedLLM, tool_reply
+from tests.fakes import ScriptedLLM, json_reply, text_reply
+from tests.unit.structured_support import assert_structured_request, assert_valid_reply, fallbacks, usage_metrics
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED_SAMPLE = Path(__file__).resolve().parents[3] / "shared/scenarios/intents.jsonl"
@@ -288,44 +290,69 @@ def test_plan_ignores_duplicate_intents() -> None:
 # ---------------------------------------------------------------- LLM classifier
 
 
-def _tool_reply(tool_input: Any, stop_reason: str = "tool_use", name: str = TOOL_NAME) -> LLMResponse:
-    return tool_reply(name, tool_input, stop_reason=stop_reason)
+USAGE = Usage(input_tokens=412, output_tokens=37, cache_creation_input_tokens=0, cache_read_input_tokens=1024)
 
 
 def _classifier(llm: ScriptedLLM) -> LLMIntentClassifier:
     return LLMIntentClassifier(llm, model="claude-test", fallback=RuleIntentClassifier())
 
 
-def test_valid_tool_use_is_the_answer() -> None:
-    # Given: the model records two intents
-    llm = ScriptedLLM(_tool_reply({"intents": ["QC_TASK", "QUERY_HISTORY"]}))
+def test_valid_json_reply_is_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: the model answers with a JSON document naming two intents
+    payload = {"intents": ["QC_TASK", "QUERY_HISTORY"]}
+    llm = ScriptedLLM(json_reply(payload, usage=USAGE))
     # When
     result = _classifier(llm).classify("对 P005 做质控，并告诉我上个月为什么调整了随访计划")
-    # Then: the model's intents, labelled llm
-    assert result == Classification(intents=(Intent.QC_TASK, Intent.QUERY_HISTORY), source="llm")
+    # Then: the model's intents, labelled llm, with the call's usage; no fallback counted
+    assert result == Classification(intents=(Intent.QC_TASK, Intent.QUERY_HISTORY), source="llm", usage=USAGE)
+    (request,) = llm.requests
+    assert_structured_request(request, IntentOutput, task="intent")
+    assert_valid_reply(request, payload)
+    out = capsys.readouterr().out
+    assert fallbacks(out) == []
+    assert usage_metrics(out) == {"intent": {
+        "LLMInputTokens": 412.0, "LLMOutputTokens": 37.0, "LLMCacheReadTokens": 1024.0, "LLMCacheWriteTokens": 0.0,
+    }}
 
 
-def test_b22_truncated_classifier_falls_back_to_rules() -> None:
-    # Given: max_tokens cut the tool call; the block carries a partial (empty) input
-    llm = ScriptedLLM(_tool_reply({}, stop_reason="max_tokens"))
+def test_b22_truncated_classifier_falls_back_to_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: max_tokens cut the reply mid-document
+    reply = text_reply('{"intents": ["QUERY_HIS', stop_reason="max_tokens")
+    llm = ScriptedLLM(reply)
     # When
     result = _classifier(llm).classify("我们为什么暂停了筛选？")
-    # Then: the partial object is never used; the rules answer
+    # Then: the partial document is never used; the rules answer; the fallback is counted
     assert result.source == "rules_fallback"
     assert result.fallback_reason == "truncated"
     assert result.intents == (Intent.QUERY_HISTORY,)
+    assert fallbacks(capsys.readouterr().out) == [("intent", "truncated")]
 
 
-def test_truncated_call_is_not_used_even_if_its_input_looks_valid() -> None:
-    # Given: a cut call whose partial input happens to parse
-    llm = ScriptedLLM(_tool_reply({"intents": ["GENERAL"]}, stop_reason="max_tokens"))
+def test_truncated_reply_is_not_used_even_if_its_text_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: a cut reply whose text happens to parse and validate
+    llm = ScriptedLLM(json_reply({"intents": ["GENERAL"]}, stop_reason="max_tokens", usage=USAGE))
     # When
     result = _classifier(llm).classify("P001 入组了吗？")
-    # Then: the rules answer
-    assert (result.source, result.intents) == ("rules_fallback", (Intent.QUERY_DATA,))
+    # Then: the rules answer; the tokens it cost are still reported
+    assert (result.source, result.intents, result.usage) == ("rules_fallback", (Intent.QUERY_DATA,), USAGE)
+    out = capsys.readouterr().out
+    assert fallbacks(out) == [("intent", "truncated")]
+    assert usage_metrics(out)["intent"]["LLMInputTokens"] == 412.0
 
 
-def test_llm_unavailable_falls_back_to_rules() -> None:
+def test_refusal_falls_back_to_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: the model declines (stop_reason refusal), with some text
+    llm = ScriptedLLM(text_reply("I can't help with that.", stop_reason="refusal"))
+    # When
+    result = _classifier(llm).classify("生成本周周报")
+    # Then
+    assert result == Classification(
+        intents=(Intent.GENERATE_REPORT,), source="rules_fallback", fallback_reason="refused"
+    )
+    assert fallbacks(capsys.readouterr().out) == [("intent", "refused")]
+
+
+def test_llm_unavailable_falls_back_to_rules(capsys: pytest.CaptureFixture[str]) -> None:
     # Given: the provider is overloaded
     llm = ScriptedLLM(LLMUnavailable("overloaded", retry_after_s=2.0))
     # When
@@ -334,6 +361,7 @@ def test_llm_unavailable_falls_back_to_rules() -> None:
     assert result == Classification(
         intents=(Intent.GENERATE_REPORT,), source="rules_fallback", fallback_reason="llm_error:LLMUnavailable"
     )
+    assert fallbacks(capsys.readouterr().out) == [("intent", "llm_error:LLMUnavailable")]
 
 
 def test_deadline_exceeded_falls_back_to_rules() -> None:
@@ -348,87 +376,128 @@ def test_unexpected_exception_falls_back_to_rules() -> None:
     assert (result.source, result.intents) == ("rules_fallback", (Intent.CONSULTATION,))
 
 
-def test_unknown_intent_name_falls_back_to_rules() -> None:
-    # Given: the model invents an intent
-    llm = ScriptedLLM(_tool_reply({"intents": ["QUERY_DATA", "SCHEDULE_VISIT"]}))
+def test_unknown_intent_name_falls_back_to_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: the model invents an intent (a schema violation)
+    llm = ScriptedLLM(json_reply({"intents": ["QUERY_DATA", "SCHEDULE_VISIT"]}))
     # When
     result = _classifier(llm).classify("查下 P001")
     # Then
     assert (result.source, result.fallback_reason) == ("rules_fallback", "invalid_output")
     assert result.intents == (Intent.QUERY_DATA,)
+    assert fallbacks(capsys.readouterr().out) == [("intent", "invalid_output")]
 
 
 @pytest.mark.parametrize(
-    "tool_input",
+    "payload",
     [
         pytest.param({"intents": []}, id="empty-list"),
         pytest.param({"intents": "QUERY_DATA"}, id="string-not-list"),
         pytest.param({"intents": [1]}, id="number-item"),
         pytest.param({"labels": ["QUERY_DATA"]}, id="missing-key"),
-        pytest.param(["QUERY_DATA"], id="input-not-object"),
+        pytest.param(["QUERY_DATA"], id="document-not-object"),
     ],
 )
-def test_malformed_tool_input_falls_back_to_rules(tool_input: Any) -> None:
-    llm = ScriptedLLM(_tool_reply(tool_input))
+def test_malformed_document_falls_back_to_rules(payload: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    llm = ScriptedLLM(json_reply(payload))
     result = _classifier(llm).classify("查下 P001")
     assert (result.source, result.fallback_reason) == ("rules_fallback", "invalid_output")
+    assert fallbacks(capsys.readouterr().out) == [("intent", "invalid_output")]
 
 
-def test_text_reply_without_tool_use_falls_back_to_rules() -> None:
-    # Given: the model answered in text instead of calling the tool
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        pytest.param("QUERY_DATA", "invalid_json", id="prose-not-json"),
+        pytest.param('{"intents": ["QUERY_DATA"]} trailing', "invalid_json", id="json-then-text"),
+        pytest.param("   ", "no_text", id="blank-text"),
+    ],
+)
+def test_text_that_is_not_one_json_document_falls_back_to_rules(
+    text: str, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = _classifier(ScriptedLLM(text_reply(text))).classify("查下 P001")
+    assert (result.source, result.fallback_reason, result.intents) == ("rules_fallback", reason, (Intent.QUERY_DATA,))
+    assert fallbacks(capsys.readouterr().out) == [("intent", reason)]
+
+
+def test_reply_with_only_a_tool_call_has_no_text_and_falls_back() -> None:
+    # Given: a reply without any text block (e.g. only thinking, or a stray tool_use)
     reply = LLMResponse(
-        content=[{"type": "text", "text": "QUERY_DATA"}],
+        content=[{"type": "thinking", "thinking": "…", "signature": "sig"},
+                 {"type": "tool_use", "id": "toolu_1", "name": "record_intents", "input": {"intents": ["QUERY_DATA"]}}],
         stop_reason="end_turn",
-        provider="offline",
+        provider="anthropic",
         model="m",
     )
     result = _classifier(ScriptedLLM(reply)).classify("查下 P001")
-    assert (result.source, result.fallback_reason) == ("rules_fallback", "no_tool_use")
+    assert (result.source, result.fallback_reason) == ("rules_fallback", "no_text")
 
 
-def test_other_tool_name_falls_back_to_rules() -> None:
-    llm = ScriptedLLM(_tool_reply({"intents": ["QUERY_DATA"]}, name="something_else"))
-    assert _classifier(llm).classify("查下 P001").fallback_reason == "no_tool_use"
+def test_thinking_blocks_beside_the_text_are_ignored() -> None:
+    reply = LLMResponse(
+        content=[{"type": "thinking", "thinking": "the user asks for data", "signature": "sig"},
+                 {"type": "text", "text": '{"intents": ["QUERY_DATA"]}'}],
+        stop_reason="end_turn",
+        provider="anthropic",
+        model="m",
+    )
+    assert _classifier(ScriptedLLM(reply)).classify("查下 P001") == Classification(
+        intents=(Intent.QUERY_DATA,), source="llm"
+    )
 
 
 def test_duplicates_are_removed_and_general_dropped_beside_real_intents() -> None:
-    llm = ScriptedLLM(_tool_reply({"intents": ["QUERY_DATA", "GENERAL", "QUERY_DATA"]}))
+    llm = ScriptedLLM(json_reply({"intents": ["QUERY_DATA", "GENERAL", "QUERY_DATA"]}))
     assert _classifier(llm).classify("查下 P001").intents == (Intent.QUERY_DATA,)
 
 
-def test_request_forces_the_tool_and_passes_the_deadline() -> None:
-    # Given: a deadline five seconds ahead
+def test_request_asks_for_json_without_forcing_a_tool_and_passes_the_deadline() -> None:
+    # Given: a deadline five seconds ahead and a per-task effort
     deadline = time.monotonic() + 5.0
-    llm = ScriptedLLM(_tool_reply({"intents": ["QUERY_DATA"]}))
+    llm = ScriptedLLM(json_reply({"intents": ["QUERY_DATA"]}))
     classifier = LLMIntentClassifier(
-        llm, model="claude-test", fallback=RuleIntentClassifier(), max_tokens=128
+        llm, model="claude-test", fallback=RuleIntentClassifier(), max_tokens=128, effort="low"
     )
     # When
     classifier.classify("P001 入组了吗？", deadline=deadline)
-    # Then: one structured-output request with the forced tool and our deadline
+    # Then: one structured-output request: schema, no tool, our deadline and effort
     (request,) = llm.requests
-    assert request.tool_choice == {"type": "tool", "name": "record_intents"}
-    assert [t.name for t in request.tools] == ["record_intents"]
+    assert_structured_request(request, IntentOutput, task="intent")
     assert request.deadline == deadline
-    assert (request.purpose, request.model, request.max_tokens) == ("intent", "claude-test", 128)
+    assert (request.purpose, request.model, request.max_tokens, request.effort) == (
+        "intent", "claude-test", 128, "low"
+    )
     assert request.messages == [{"role": "user", "content": "P001 入组了吗？"}]
 
 
-def test_tool_schema_enumerates_every_intent_and_requires_one() -> None:
-    llm = ScriptedLLM(_tool_reply({"intents": ["GENERAL"]}))
+def test_default_request_leaves_room_for_thinking_and_the_default_effort() -> None:
+    llm = ScriptedLLM(json_reply({"intents": ["GENERAL"]}))
     _classifier(llm).classify("你好")
-    schema = llm.requests[0].tools[0].input_schema["properties"]["intents"]
-    assert schema["items"]["enum"] == [i.value for i in Intent]
-    assert schema["minItems"] == 1
+    (request,) = llm.requests
+    assert request.max_tokens == 2048
+    assert request.effort is None
 
 
-def test_passed_deadline_skips_the_call() -> None:
+def test_schema_enumerates_every_intent_and_requires_one() -> None:
+    llm = ScriptedLLM(json_reply({"intents": ["GENERAL"]}))
+    _classifier(llm).classify("你好")
+    schema = llm.requests[0].output_schema
+    assert schema is not None
+    assert schema["required"] == ["intents"]
+    assert schema["additionalProperties"] is False
+    intents = schema["properties"]["intents"]
+    assert intents["items"]["enum"] == [i.value for i in Intent]
+    assert intents["minItems"] == 1
+
+
+def test_passed_deadline_skips_the_call(capsys: pytest.CaptureFixture[str]) -> None:
     # Given: a deadline already in the past
     llm = ScriptedLLM()
     result = _classifier(llm).classify("查下 P001", deadline=time.monotonic() - 1)
-    # Then: no LLM call; the rules answer
+    # Then: no LLM call; the rules answer; the fallback is counted
     assert llm.requests == []
     assert (result.source, result.fallback_reason) == ("rules_fallback", "deadline_passed")
+    assert fallbacks(capsys.readouterr().out) == [("intent", "deadline_passed")]
 
 
 def test_fallback_never_logs_message_text(caplog: pytest.LogCaptureFixture) -> None:
@@ -438,7 +507,8 @@ def test_fallback_never_logs_message_text(caplog: pytest.LogCaptureFixture) -> N
     with caplog.at_level(logging.DEBUG):
         _classifier(llm).classify("受试者 P099 主诉剧烈头痛")
     # Then: a log record carries the reason, and no record carries the text
-    assert [getattr(r, "fallback_reason", None) for r in caplog.records] == ["llm_error:LLMUnavailable"]
+    reasons = [r.fallback_reason for r in caplog.records if hasattr(r, "fallback_reason")]
+    assert reasons == ["llm_error:LLMUnavailable"]
     dumped = " ".join(f"{r.getMessage()} {r.__dict__}" for r in caplog.records)
     assert "P099" not in dumped
     assert "头痛" not in dumped

@@ -214,3 +214,44 @@ def test_repeated_question_gets_a_new_tool_use_id() -> None:
     # Then the new tool_use id differs from the one already in the conversation
     # (tool_use ids must be unique within a conversation, or results cannot be paired)
     assert second["id"] != use["id"]
+
+
+def test_structured_output_request_gets_an_empty_object_so_the_caller_falls_back() -> None:
+    # Given a structured-output request (output_config.format with a JSON schema),
+    schema = {"type": "object", "properties": {"intents": {"type": "array"}}, "required": ["intents"]}
+    structured = LLMRequest(
+        model="claude-haiku-5-5", system=[], messages=[{"role": "user", "content": "P001 入组了吗？"}],
+        max_tokens=2048, output_schema=schema, effort="low", purpose="intent",
+    )
+
+    # When the offline provider answers it,
+    response = OfflineLLM().complete(structured)
+
+    # Then the reply is the empty JSON object (it fails the schema's "required": the caller uses its
+    # rules), a normal end of turn, no usage and no tool call.
+    assert response.content == [{"type": "text", "text": "{}"}]
+    assert response.stop_reason == "end_turn"
+    assert response.provider == "offline"
+    assert response.usage is None
+    assert response.tool_uses == []
+    assert not response.refused
+
+
+def test_consultation_reply_names_the_symptoms_of_the_session_block_sent_with_the_message() -> None:
+    # Given a consultation prompt whose session block (with the user's message) lists two symptoms
+    session = SessionState(
+        project_id="clinic", session_id="s1", created_at=T0, updated_at=T0, type="consultation",
+        facts={"symptoms": [{"name": "头痛", "status": "present"}, {"name": "发烧", "status": "denied"}]},
+    )
+    prompt = assemble_prompt(
+        hot_memory=HotMemory(project_id="clinic"), reports=None, session=session, user_text="还是头痛",
+        intents=(Intent.CONSULTATION,), budget=PromptBudget(), now=T0, time_zone="Asia/Shanghai",
+    )
+    request = LLMRequest(model="offline", system=prompt.system, messages=prompt.messages, max_tokens=512,
+                         metadata={"intents": ["CONSULTATION"]})
+
+    # When the offline provider answers
+    reply = OfflineLLM().complete(request).text
+
+    # Then it names the symptoms from the session block, not a generic phrase
+    assert "头痛: present" in reply and "发烧: DENIED" in reply

@@ -24,7 +24,7 @@ from agent_memory.domain.errors import (
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.session_models import TranscriptTurn
 from tests.fakes import InMemoryStore, Recorder, stored_messages
-from tests.unit.chat_support import chat_llm, ticking_clock
+from tests.unit.chat_support import chat_llm, session_block, ticking_clock
 from tests.unit.sessions_support import (
     CLINIC,
     chat_deps,
@@ -102,9 +102,9 @@ def test_this_turns_facts_are_in_the_prompt_of_the_same_turn(srepo: InMemoryStor
     say(deps, "头痛、怕冷、不出汗", patient_id="pt-1")
 
     # Then the session block sent with THAT message already lists them
-    session_block = {b.name: b.text for b in llm.requests[0].system}["session"]
-    assert "头痛: present" in session_block
-    assert "怕冷: present" in session_block
+    block = session_block(llm.requests[0])
+    assert "头痛: present" in block
+    assert "怕冷: present" in block
 
 
 def test_facts_are_written_in_the_turns_single_transaction(srepo: InMemoryStore) -> None:
@@ -142,7 +142,7 @@ def test_two_containers_alternating_each_see_the_others_messages_and_facts(srepo
     b_sent = json.dumps(b_llm.requests[-1].messages, ensure_ascii=False)
     assert all(t in a_sent for t in ("怕冷", "咳嗽"))
     assert all(t in b_sent for t in ("头痛", "没有出汗", "头痛加重了"))
-    b_block = {x.name: x.text for x in b_llm.requests[-1].system}["session"]
+    b_block = session_block(b_llm.requests[-1])
     assert "头痛: present (worsening)" in b_block  # A's turn-5 fact, seen by B on turn 6
 
 
@@ -339,11 +339,11 @@ def test_patients_new_session_gets_earlier_diagnoses_in_the_session_block(srepo:
     say(deps, "好些了", session_id="visit-2", patient_id="pt-5")
 
     # Then the first prompt lists the earlier diagnosis (id, time, key symptoms, no report) ...
-    block = {b.name: b.text for b in llm.requests[0].system}["session"]
+    block = session_block(llm.requests[0])
     assert dx.diagnosis_id in block and "头痛" in block and "风寒" not in block
     # ... the lookup ran once (first turn only), and the reference stays on the session
     assert [c.name for c in recorder.calls] == ["patient_diagnosis_refs"]
-    assert dx.diagnosis_id in {b.name: b.text for b in llm.requests[1].system}["session"]
+    assert dx.diagnosis_id in session_block(llm.requests[1])
 
 
 # ------------------------------------------------------------------- comparison
@@ -384,14 +384,14 @@ def test_turns_beyond_the_window_are_summarised_so_early_facts_stay_in_the_promp
     llm = chat_llm()
     deps = chat_deps(srepo, llm=llm)
     say(deps, "孩子头痛三天了，还怕冷")
-    for i in range(11):
+    for i in range(14):
         say(deps, f"第{i}次补充：睡得还行")
 
-    # When the 13th turn's prompt is built
+    # When the 16th turn's prompt is built (the replay's first block, turns 1 to 5, has been dropped)
     say(deps, "现在怎么办")
     last = llm.requests[-1]
-    block = {b.name: b.text for b in last.system}["session"]
-    sent = json.dumps(last.messages, ensure_ascii=False)
+    block = session_block(last)
+    sent = json.dumps(last.messages[:-1], ensure_ascii=False)  # the replayed turns
 
     # Then turn 1 is no longer a recent turn but its words and facts are in the summary
     assert "孩子头痛三天了" not in sent

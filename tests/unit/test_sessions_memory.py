@@ -19,11 +19,13 @@ from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummarise
 from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import LLMUnavailable
+from agent_memory.domain.llm import Usage
 from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
 from agent_memory.domain.session_models import CompareSide
 from agent_memory.domain.text import utf8_len
 from tests.fakes import InMemoryStore, Recorder, ScriptedLLM, text_reply
 from tests.unit.chat_support import T0
+from tests.unit.structured_support import fallbacks, usage_metrics
 
 
 def msg(i: int, role: str, content: str) -> MessageRecord:
@@ -109,6 +111,45 @@ def test_llm_summary_is_bounded_and_falls_back_on_failure_or_no_time() -> None:
     late = LLMSummariser(late_llm, "claude-haiku-4-5", monotonic=lambda: 100.0)
     assert "patient:" in late.summarise("", turns, [], time_zone="UTC", budget_bytes=500, deadline=101.0)
     assert late_llm.requests == []
+
+
+def test_llm_summary_reports_usage_and_passes_effort(capsys: pytest.CaptureFixture[str]) -> None:
+    turns = group_turns(conversation(1))
+    usage = Usage(input_tokens=1500, output_tokens=120, cache_creation_input_tokens=0, cache_read_input_tokens=0)
+    reply = text_reply("- 头痛 (present)")
+    reply.usage = usage
+    llm = ScriptedLLM(reply)
+    summariser = LLMSummariser(llm, "claude-haiku-5-5", effort="low")
+    assert summariser.summarise("", turns, [], time_zone="UTC", budget_bytes=500) == "- 头痛 (present)"
+    (request,) = llm.requests
+    assert (request.effort, request.max_tokens, request.output_schema, request.tool_choice) == ("low", 4096, None, None)
+    assert summariser.last_usage == usage
+    out = capsys.readouterr().out
+    assert fallbacks(out) == []
+    assert usage_metrics(out) == {"summary": {
+        "LLMInputTokens": 1500.0, "LLMOutputTokens": 120.0, "LLMCacheReadTokens": 0.0, "LLMCacheWriteTokens": 0.0,
+    }}
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        pytest.param(text_reply("- 头痛，第0轮说", stop_reason="max_tokens"), "truncated", id="cut"),
+        pytest.param(text_reply("I can't help with that.", stop_reason="refusal"), "refused", id="refused"),
+        pytest.param(text_reply("  "), "no_text", id="empty"),
+        pytest.param(LLMUnavailable("overloaded"), "llm_error:LLMUnavailable", id="unavailable"),
+    ],
+)
+def test_llm_summary_never_stores_a_cut_refused_or_empty_reply(
+    reply: Any, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    turns = group_turns(conversation(1))
+    summary = LLMSummariser(ScriptedLLM(reply), "claude-haiku-5-5").summarise(
+        "", turns, [], time_zone="UTC", budget_bytes=500
+    )
+    assert summary == ExtractiveSummariser().summarise("", turns, [], time_zone="UTC", budget_bytes=500)
+    assert "I can't" not in summary
+    assert fallbacks(capsys.readouterr().out) == [("summary", reason)]
 
 
 # ------------------------------------------------------------------ summary gap

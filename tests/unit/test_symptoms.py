@@ -12,10 +12,10 @@ import pytest
 
 from agent_memory.adapters.llm.offline import OfflineLLM
 from agent_memory.consultation.symptoms import (
-    TOOL_NAME,
     LLMSymptomExtractor,
     RuleSymptomExtractor,
     SymptomFact,
+    SymptomOutput,
     canonical_name,
     facts_block,
     merge_facts,
@@ -23,8 +23,9 @@ from agent_memory.consultation.symptoms import (
 from agent_memory.consultation.symptoms.dates import resolve_phrase
 from agent_memory.consultation.symptoms.rules import load_lexicon
 from agent_memory.domain.errors import LLMDeadlineExceeded, LLMUnavailable
-from agent_memory.domain.llm import LLMResponse
-from tests.fakes import ScriptedLLM, tool_reply
+from agent_memory.domain.llm import LLMResponse, Usage
+from tests.fakes import ScriptedLLM, json_reply, text_reply
+from tests.unit.structured_support import assert_structured_request, assert_valid_reply, fallbacks, usage_metrics
 
 CST = timezone(timedelta(hours=8))
 # A message at 2026-03-10 07:30 +08:00, which is 2026-03-09T23:30Z.
@@ -42,8 +43,10 @@ def statuses(text: str, question: str | None = None) -> dict[str, str]:
     return {f.name: f.status for f in extract(text, question)}
 
 
-def tool_response(symptoms: list[dict[str, Any]], stop_reason: str = "tool_use") -> LLMResponse:
-    return tool_reply(TOOL_NAME, {"symptoms": symptoms}, stop_reason=stop_reason)
+def json_response(symptoms: list[dict[str, Any]], stop_reason: str = "end_turn", usage: Usage | None = None
+                  ) -> LLMResponse:
+    """A structured-output reply: ``{"symptoms": [...]}`` as the reply's JSON text."""
+    return json_reply({"symptoms": symptoms}, stop_reason=stop_reason, usage=usage)
 
 
 # --------------------------------------------------------------------------------------
@@ -77,9 +80,10 @@ def test_b11_rules_resolve_against_the_local_date() -> None:
 
 
 def test_b11_llm_dates_are_overridden_by_code() -> None:
-    # Given: an LLM that copies the prompt example's date 2026-03-15 into every onset
+    # Given: an LLM that writes a date 2026-03-15 into every item anyway (the schema asks for no
+    # date: a key outside it is ignored, never stored)
     llm = ScriptedLLM(
-        tool_response(
+        json_response(
             [
                 {"name": "发烧", "status": "present", "onset_phrase": "昨天开始", "onset": "2026-03-15", "trend": None},
                 {"name": "咳嗽", "status": "present", "onset_phrase": "上周起", "onset": "2026-03-15", "trend": None},
@@ -98,7 +102,7 @@ def test_b11_llm_dates_are_overridden_by_code() -> None:
 def test_b11_llm_date_without_a_usable_phrase_is_never_stored() -> None:
     # Given: the model gives a date but no phrase (发烧) or a phrase that is not in the message (咳嗽)
     llm = ScriptedLLM(
-        tool_response(
+        json_response(
             [
                 {"name": "发烧", "status": "present", "onset_phrase": None, "onset": "2026-03-15"},
                 {"name": "咳嗽", "status": "present", "onset_phrase": "三天前", "onset": "2026-03-15"},
@@ -112,21 +116,44 @@ def test_b11_llm_date_without_a_usable_phrase_is_never_stored() -> None:
     _assert_b11(facts)
 
 
-def test_request_forces_the_tool_and_carries_question_and_local_date() -> None:
-    llm = ScriptedLLM(tool_response([{"name": "打喷嚏", "status": "denied"}]))
-    extractor = LLMSymptomExtractor(llm, "claude-test", fallback=RULES)
+def test_request_asks_for_json_and_carries_question_and_local_date(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given: a valid JSON reply with usage
+    payload = {"symptoms": [{"name": "打喷嚏", "status": "denied", "onset_phrase": None, "trend": None}]}
+    usage = Usage(input_tokens=980, output_tokens=41, cache_creation_input_tokens=0, cache_read_input_tokens=0)
+    llm = ScriptedLLM(json_reply(payload, usage=usage))
+    extractor = LLMSymptomExtractor(llm, "claude-test", fallback=RULES, effort="low")
+    # When
     facts = extractor.extract("没有", message_id="m9", at_local=B11_AT, question="孩子现在打喷嚏吗?")
-    request = llm.requests[0]
-    assert request.tool_choice == {"type": "tool", "name": TOOL_NAME}
-    assert request.purpose == "extract"
+    # Then: one structured-output request (schema, no forced tool), the answer applied, usage kept
+    (request,) = llm.requests
+    assert_structured_request(request, SymptomOutput, task="symptoms")
+    assert_valid_reply(request, payload)
+    assert (request.effort, request.max_tokens) == ("low", 4096)
     body = json.loads(request.messages[0]["content"])
     assert body == {"message_date": "2026-03-10", "doctor_question": "孩子现在打喷嚏吗?", "patient_message": "没有"}
     assert [(f.name, f.status, f.evidence) for f in facts] == [("打喷嚏", "denied", ["m9"])]
+    assert (extractor.last_source, extractor.last_usage) == ("llm", usage)
+    out = capsys.readouterr().out
+    assert fallbacks(out) == []
+    assert usage_metrics(out) == {"symptoms": {
+        "LLMInputTokens": 980.0, "LLMOutputTokens": 41.0, "LLMCacheReadTokens": 0.0, "LLMCacheWriteTokens": 0.0,
+    }}
+
+
+def test_schema_asks_for_no_date() -> None:
+    llm = ScriptedLLM(json_response([]))
+    LLMSymptomExtractor(llm, "m", fallback=RULES).extract("你好", message_id="m", at_local=AT)
+    schema = llm.requests[0].output_schema
+    assert schema is not None
+    item = schema["properties"]["symptoms"]["items"]
+    assert item["required"] == ["name", "status", "onset_phrase", "trend"]
+    assert "onset" not in item["properties"]
+    assert item["properties"]["status"] == {"enum": ["present", "denied"]}
 
 
 def test_llm_names_are_mapped_onto_the_lexicon() -> None:
     llm = ScriptedLLM(
-        tool_response(
+        json_response(
             [
                 {"name": "头疼", "status": "present", "trend": "worsening"},
                 {"name": "不出汗", "status": "present"},
@@ -158,20 +185,25 @@ FALLBACK_TEXT = "头痛、怕冷、不出汗，没有咳嗽"
         (ScriptedLLM(LLMUnavailable("overloaded")), "llm_error:LLMUnavailable"),
         (ScriptedLLM(LLMDeadlineExceeded("slow")), "llm_error:LLMDeadlineExceeded"),
         (ScriptedLLM(RuntimeError("boom")), "llm_error:RuntimeError"),
-        # Truncated: the partial tool input says something else; it must not be used.
-        (ScriptedLLM(tool_response([{"name": "咳嗽", "status": "present"}], stop_reason="max_tokens")), "truncated"),
+        # Truncated: the text says something else (and parses); it must not be used.
+        (ScriptedLLM(json_response([{"name": "咳嗽", "status": "present"}], stop_reason="max_tokens")), "truncated"),
+        (ScriptedLLM(text_reply('{"symptoms": [{"name": "咳嗽", "sta', stop_reason="max_tokens")), "truncated"),
+        (ScriptedLLM(text_reply("I can't help with that.", stop_reason="refusal")), "refused"),
+        (ScriptedLLM(text_reply("头痛")), "invalid_json"),
         (
-            ScriptedLLM(LLMResponse(content=[{"type": "text", "text": "头痛"}], stop_reason="end_turn",
-                                    provider="anthropic", model="m")),
-            "no_tool_use",
+            ScriptedLLM(LLMResponse(content=[{"type": "thinking", "thinking": "…", "signature": "s"}],
+                                    stop_reason="end_turn", provider="anthropic", model="m")),
+            "no_text",
         ),
-        (ScriptedLLM(tool_response([{"name": "咳嗽", "status": "maybe"}])), "invalid_output"),
-        (ScriptedLLM(tool_response([{"name": "咳嗽", "status": "present", "trend": "sideways"}])), "invalid_output"),
-        (OfflineLLM(), "invalid_output"),
+        (ScriptedLLM(json_response([{"name": "咳嗽", "status": "maybe"}])), "invalid_output"),
+        (ScriptedLLM(json_response([{"name": "咳嗽", "status": "present", "trend": "sideways"}])), "invalid_output"),
+        (ScriptedLLM(json_response([{"name": "  ", "status": "present"}])), "invalid_output"),
+        (ScriptedLLM(json_reply({"findings": []})), "invalid_output"),
     ],
-    ids=["unavailable", "deadline", "any-exception", "max-tokens", "no-tool-use", "bad-status", "bad-trend", "offline"],
+    ids=["unavailable", "deadline", "any-exception", "max-tokens-valid-text", "max-tokens-cut-text", "refusal",
+         "not-json", "no-text", "bad-status", "bad-trend", "blank-name", "missing-key"],
 )
-def test_llm_extractor_falls_back_to_rules(llm: Any, reason: str) -> None:
+def test_llm_extractor_falls_back_to_rules(llm: Any, reason: str, capsys: pytest.CaptureFixture[str]) -> None:
     extractor = LLMSymptomExtractor(llm, "claude-test", fallback=RULES)
     facts = extractor.extract(FALLBACK_TEXT, message_id="m1", at_local=AT)
     assert facts == extract(FALLBACK_TEXT)
@@ -183,14 +215,33 @@ def test_llm_extractor_falls_back_to_rules(llm: Any, reason: str) -> None:
     }
     assert extractor.last_source == "rules_fallback"
     assert extractor.last_fallback_reason == reason
+    assert fallbacks(capsys.readouterr().out) == [("symptoms", reason)]
 
 
-def test_llm_extractor_passed_deadline_uses_rules_without_calling() -> None:
-    llm = ScriptedLLM(tool_response([{"name": "咳嗽", "status": "present"}]))
+def test_offline_provider_cannot_answer_and_the_rules_do() -> None:
+    # The offline provider gives no valid structured answer (what it sends back is its own).
+    extractor = LLMSymptomExtractor(OfflineLLM(), "claude-test", fallback=RULES)
+    facts = extractor.extract(FALLBACK_TEXT, message_id="m1", at_local=AT)
+    assert facts == extract(FALLBACK_TEXT)
+    assert extractor.last_source == "rules_fallback"
+    assert extractor.last_fallback_reason in {"refused", "no_text", "invalid_json", "invalid_output"}
+
+
+def test_truncated_reply_keeps_its_usage() -> None:
+    usage = Usage(input_tokens=700, output_tokens=4096)
+    llm = ScriptedLLM(json_response([{"name": "咳嗽", "status": "present"}], stop_reason="max_tokens", usage=usage))
+    extractor = LLMSymptomExtractor(llm, "claude-test", fallback=RULES)
+    extractor.extract(FALLBACK_TEXT, message_id="m1", at_local=AT)
+    assert (extractor.last_fallback_reason, extractor.last_usage) == ("truncated", usage)
+
+
+def test_llm_extractor_passed_deadline_uses_rules_without_calling(capsys: pytest.CaptureFixture[str]) -> None:
+    llm = ScriptedLLM(json_response([{"name": "咳嗽", "status": "present"}]))
     extractor = LLMSymptomExtractor(llm, "m", fallback=RULES)
     facts = extractor.extract(FALLBACK_TEXT, message_id="m1", at_local=AT, deadline=0.0)
     assert llm.requests == []
     assert facts == extract(FALLBACK_TEXT)
+    assert fallbacks(capsys.readouterr().out) == [("symptoms", "deadline_passed")]
 
 
 # --------------------------------------------------------------------------------------

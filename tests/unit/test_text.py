@@ -7,6 +7,7 @@ import pytest
 
 from agent_memory.domain.text import (
     DYNAMODB_ITEM_LIMIT_BYTES,
+    content_problem,
     dynamodb_item_size,
     estimate_tokens,
     truncate_utf8,
@@ -132,3 +133,21 @@ def test_dynamodb_item_size_counts_list_and_map_overheads() -> None:
 def test_dynamodb_item_limit_is_400_kb() -> None:
     # Given / When / Then: DynamoDB's item limit is 400 KB = 409,600 bytes
     assert DYNAMODB_ITEM_LIMIT_BYTES == 400 * 1024
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "must not be empty"),
+        (" \t\n\u3000\u00a0", "must not be empty"),
+        ("\u200b\u200c\u200d\ufeff", "must not be empty"),
+        ("\u202e\u2066", "must not be empty"),
+        ("P001\x00入组了吗", "must not contain control characters"),
+        ("a\x1bb", "must not contain control characters"),
+        ("P001 入组了吗", None),
+        ("第一行\n第二行\t制表", None),
+        ("\u200bP001", None),
+    ],
+)
+def test_content_problem_refuses_invisible_or_control_text(text: str, problem: str | None) -> None:
+    assert content_problem(text) == problem

@@ -1,9 +1,11 @@
 """The recent-turns window is cut on turn boundaries (it starts on a user turn, keeps tool pairs whole,
-never replays a failed message) and stays within its budgets.
+never replays a failed message) and stays within its budgets; once full, its first message moves
+only once every ``turn_block`` turns, so the next turn can read this turn's cache.
 
 Part 1 builds a 57-message window directly and checks what ``assemble_prompt`` sends. Part 2
 drives 29 real turns through ``handle_message`` (the in-memory store, the offline LLM) and checks
-the messages actually sent, the container cache and what the store keeps.
+the messages actually sent, the container cache and what the store keeps. Part 3 checks the block
+rule and the cached prefix over a long conversation (docs/architecture.md, "Prompt caching").
 """
 
 from __future__ import annotations
@@ -15,14 +17,23 @@ from typing import Any
 import pytest
 
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
-from agent_memory.chat.turn import handle_message
+from agent_memory.chat.turn import ChatDeps, handle_message
 from agent_memory.conversation.window import WINDOW_BUDGET_BYTES, trim_window
 from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, MessageRecord, SessionState, ToolCall
 from agent_memory.domain.text import utf8_len
 from tests.fakes import InMemoryStore, ScriptedLLM, stored_messages
-from tests.unit.chat_support import chat_llm, hot_line, make_deps, overloaded, seed_project
+from tests.unit.chat_support import (
+    chat_llm,
+    hot_line,
+    make_deps,
+    message_breakpoint,
+    overloaded,
+    prefix_json,
+    question_text,
+    seed_project,
+)
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 TOOL_TURN = 18  # turn whose reply used a tool: its assistant message is the 20th-newest
@@ -39,6 +50,11 @@ def turn_text(t: int) -> str:
 def user_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """User messages that carry text (not only tool results)."""
     return [m for m in messages if m["role"] == "user" and any(b["type"] == "text" for b in m["content"])]
+
+
+def user_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The user's words of each user turn (the last text block: the new message follows its session block)."""
+    return [[b["text"] for b in m["content"] if b["type"] == "text"][-1] for m in user_turns(messages)]
 
 
 def assert_well_formed(messages: list[dict[str, Any]]) -> None:
@@ -76,12 +92,13 @@ def case_window() -> list[MessageRecord]:
     return out
 
 
-def prompt_for(window: list[MessageRecord], recent_turns: int = 10) -> list[dict[str, Any]]:
-    state = SessionState(project_id="p1", session_id="s1", created_at=T0, updated_at=T0, window=window)
+def prompt_for(window: list[MessageRecord], recent_turns: int = 10, turn_block: int = 1) -> list[dict[str, Any]]:
+    state = SessionState(project_id="p1", session_id="s1", created_at=T0, updated_at=T0, window=window,
+                         message_count=len(window))
     prompt = assemble_prompt(
         hot_memory=HotMemory(project_id="p1", lines=[hot_line("l1", "System Rules", "禁止输出患者身份证号")]),
         reports=None, session=state, user_text=NEW_MESSAGE, intents=(Intent.GENERAL,),
-        budget=PromptBudget(recent_turns=recent_turns),
+        budget=PromptBudget(recent_turns=recent_turns, turn_block=turn_block),
     )
     return prompt.messages
 
@@ -132,7 +149,7 @@ def test_b13_at_most_10_user_turns_plus_the_new_message() -> None:
     messages = prompt_for(case_window())
 
     # Then exactly 10 earlier turns are replayed, then the new message
-    texts = [next(b["text"] for b in m["content"] if b["type"] == "text") for m in user_turns(messages)]
+    texts = user_texts(messages)
     assert len(texts) == 11
     assert texts[-1] == NEW_MESSAGE
     expected = [turn_text(t) for t in range(TURNS) if t != FAILED_TURN][-10:]
@@ -154,8 +171,9 @@ def test_b13_window_of_0_turns_sends_only_the_current_message() -> None:
     # When the prompt is assembled
     messages = prompt_for(case_window(), recent_turns=0)
 
-    # Then only the new message is sent
-    assert messages == [{"role": "user", "content": [{"type": "text", "text": NEW_MESSAGE}]}]
+    # Then only the new message is sent (after its session block)
+    assert len(messages) == 1 and messages[0]["role"] == "user"
+    assert [b["text"] for b in messages[0]["content"]][1:] == [NEW_MESSAGE]
 
 
 def test_b13_window_ending_on_a_failed_message_still_alternates() -> None:
@@ -288,11 +306,16 @@ def test_b13_sent_messages_start_on_a_user_turn_after_29_real_turns(driven: Driv
     # When the next message is sent
     messages = driven.requests[0].messages
 
-    # Then what reaches the LLM is well formed, starts on the tool turn's user message,
-    # holds 10 earlier turns plus the new message, and never the failed message
+    # Then what reaches the LLM is well formed and starts on a user turn, holds the 10 latest
+    # answered turns (and, from the start of their block, at most 4 more), then the new message,
+    # and never the failed message
     assert_well_formed(messages)
-    assert messages[0]["content"] == [{"type": "text", "text": "P001 入组了吗？"}]
-    assert len(user_turns(messages)) == 11
+    answered = [turn_text(t) for t in range(TURNS) if t != FAILED_TURN]
+    texts = user_texts(messages)
+    assert texts[-1] == NEW_MESSAGE
+    replayed = texts[:-1]
+    assert 10 <= len(replayed) <= 14
+    assert replayed == answered[-len(replayed):]
     assert turn_text(FAILED_TURN) not in str(messages)
     assert messages[-1]["content"][-1] == {"type": "text", "text": NEW_MESSAGE}
 
@@ -311,8 +334,81 @@ def test_stored_session_window_is_bounded(driven: Driven) -> None:
     # Given the session after 30 turns
     state = driven.repo.get_session("p1", "s1")
 
-    # Then its window holds at most recent_turns + 2 user messages within the byte budget,
-    # while message_count counts every message ever written
-    assert [m.role for m in state.window].count("user") <= PromptBudget().recent_turns + 2
+    # Then its window holds at most the user messages a replay may need (recent_turns + turn_block + 1)
+    # within the byte budget, while message_count counts every message ever written
+    budget = PromptBudget()
+    assert budget.window_user_turns == budget.recent_turns + budget.turn_block + 1 == 16
+    assert [m.role for m in state.window].count("user") <= budget.window_user_turns
     assert json_bytes(state.window) <= WINDOW_BUDGET_BYTES
     assert state.message_count == 59
+
+
+# ------------------------------------------- part 3: the block rule and the cached prefix
+def drive_turns(turns: int, **config: Any) -> tuple[ChatDeps, list[LLMRequest]]:
+    """``turns`` plain turns through one container (offline replies); the request of each turn."""
+    repo = InMemoryStore()
+    seed_project(repo, "p1")
+    llm = chat_llm()
+    deps = make_deps(repo, llm, **config)
+    requests: list[LLMRequest] = []
+    for t in range(turns):
+        first = len(llm.requests)
+        handle_message(deps, project_id="p1", session_id="s1", user_id="u1", content=f"第{t}轮：好的，收到。",
+                       patient_id=None, deadline=None)
+        assert len(llm.requests) == first + 1  # a plain turn: one call
+        requests.append(llm.requests[first])
+    return deps, requests
+
+
+def test_once_full_the_replay_keeps_its_first_message_for_a_block_of_turns() -> None:
+    # Given 30 turns with the default budget (10 recent turns, dropped 5 at a time)
+    budget = PromptBudget()
+    assert (budget.recent_turns, budget.turn_block) == (10, 5)
+    _, requests = drive_turns(30)
+
+    starts: list[str] = []
+    for k, request in enumerate(requests):
+        replayed = user_texts(request.messages)[:-1]
+        # Then every prompt replays a run of the latest turns ending with the previous one ...
+        assert replayed == [f"第{t}轮：好的，收到。" for t in range(k - len(replayed), k)]
+        # ... always the last 10 (all of them before there are 10), at most 14
+        assert len(replayed) == k if k <= 10 else 10 <= len(replayed) <= 14
+        starts.append(replayed[0] if replayed else "")
+
+    # and once 10 turns are there, the first message moves only every 5th turn, by 5 turns
+    moves = [k for k in range(11, 30) if starts[k] != starts[k - 1]]
+    assert moves == [15, 20, 25]
+    assert [starts[k] for k in moves] == ["第5轮：好的，收到。", "第10轮：好的，收到。", "第15轮：好的，收到。"]
+    assert [len(user_texts(requests[k].messages)) - 1 for k in (14, 15, 19, 20)] == [14, 10, 14, 10]
+
+
+def test_the_next_turn_repeats_the_previous_turns_cached_prefix_byte_for_byte() -> None:
+    # Given 22 turns with a model that caches any prefix (so every breakpoint is placed)
+    _, requests = drive_turns(22, min_cacheable_tokens=0)
+
+    repeated = 0
+    for k in range(1, len(requests) - 1):
+        this, following = requests[k], requests[k + 1]
+        # Then each request's message breakpoint ends the previous turn (the message before its last) ...
+        n = message_breakpoint(this)
+        assert n == len(this.messages) - 1 and this.messages[n - 1]["role"] == "assistant"
+        # ... and the next request starts with exactly those bytes (tools, system, messages), except
+        # when the replay's first message moved on (once every 5 turns)
+        if user_texts(following.messages)[0] == user_texts(this.messages)[0]:
+            assert prefix_json(following, n) == prefix_json(this, n)
+            assert message_breakpoint(following) == n + 2  # this turn's question and reply added
+            repeated += 1
+        else:
+            assert k + 1 in (15, 20)
+    assert repeated == len(requests) - 2 - 2
+
+
+def test_no_breakpoint_when_nothing_reaches_the_models_minimum() -> None:
+    # Given the default chat model (a 1,024-token minimum) and a small project: short instructions, a
+    # two-line hot memory, short turns
+    _, requests = drive_turns(16)
+
+    # Then no request carries a breakpoint: none could be written, so none is placed
+    assert all(not b.cache for r in requests for b in r.system)
+    assert all(message_breakpoint(r) is None for r in requests)
+    assert all(question_text(r).startswith("第") for r in requests)

@@ -61,6 +61,9 @@
       return action + " refused: the hot memory would be " + b.tokens + " tokens, over the cap of " + b.cap +
         ". Nothing was saved; shorten or delete lines.";
     }
+    if (err.status === 422 && b.error === "confirmation_required") {
+      return action + " needs your confirmation: " + b.reason;
+    }
     if (err.status === 401) return "Your token was refused (missing, invalid or expired). Sign in again.";
     if (err.status === 403) return "Not allowed: " + (b.reason || "you are not an admin of this project") + ".";
     if (err.status === 428) return "The request had no version (If-Match). Reload and try again.";
@@ -220,28 +223,96 @@
       $("review-empty").hidden = page.items.length > 0;
       page.items.forEach(function (item) {
         var pending = item.status === "pending";
-        list.append(el("li", { className: "review-item", dataset: { itemId: item.item_id, status: item.status } },
+        var row = el("li", { className: "review-item", dataset: { itemId: item.item_id, status: item.status } },
           el("span", { className: "text" }, (item.role_tag ? "[" + item.role_tag + "] " : "") + item.text),
           el("div", { className: "meta" }, item.section + " · held: " + item.reason + " · " + item.status +
             (item.decided_by ? " by " + item.decided_by : "") +
-            (item.evidence.length ? " · from messages " + item.evidence.join(", ") : "")),
-          pending ? el("button", { type: "button", className: "approve", onclick: function () { decide(item, "approve"); } }, "Approve") : null,
-          " ",
-          pending ? el("button", { type: "button", className: "reject", onclick: function () { decide(item, "reject"); } }, "Reject") : null
-        ));
+            (item.evidence.length ? " · from messages " + item.evidence.join(", ") : "")));
+        if (pending) {
+          row.append(
+            el("button", { type: "button", className: "approve", onclick: function () { decide(item, "approve", row); } }, "Approve"),
+            " ",
+            el("button", { type: "button", className: "reject", onclick: function () { decide(item, "reject", row); } }, "Reject"));
+        }
+        list.append(row);
       });
     });
   }
 
-  function decide(item, verdict) {
+  // "System Rule hm-1" / "System Rules hm-1, hm-2" (ids only: the texts are shown as text nodes).
+  function rulesLabel(rules) {
+    return "System Rule" + (rules.length > 1 ? "s " : " ") + rules.map(function (r) { return r.line_id; }).join(", ");
+  }
+
+  function closeConfirmations() {
+    Array.prototype.forEach.call(document.querySelectorAll("#review .confirm-relax"), function (panel) { panel.remove(); });
+  }
+
+  // The server refused the approval (422 confirmation_required): the candidate would relax System
+  // Rules. Show those rules (text nodes only) and ask the admin to confirm; the confirmation is sent
+  // with If-Match = the version the rules were read from, so it approves exactly what was shown.
+  function askToConfirm(item, row, refusal) {
+    closeConfirmations();
+    var rules = refusal.rules || [];
+    var list = el("ul", { className: "relaxed-rules" });
+    rules.forEach(function (rule) {
+      list.append(el("li", { className: "relaxed-rule", dataset: { lineId: rule.line_id } },
+        el("code", { className: "line-id" }, rule.line_id), " ", el("span", { className: "text" }, lineContent(rule))));
+    });
+    var several = rules.length > 1;
+    var panel = el("div", { className: "confirm-relax" },
+      el("strong", {}, several ? "Approving this candidate would relax " + rules.length + " System Rules:"
+        : "Approving this candidate would relax this System Rule:"),
+      list,
+      el("p", { className: "meta" }, "The candidate becomes an admin line and the AI follows it as well as " +
+        (several ? "these rules" : "this rule") + ". Approve only if " + (several ? "they" : "it") +
+        " should no longer hold as written."),
+      el("div", { className: "row" },
+        el("button", { type: "button", className: "confirm-approve", onclick: function () {
+          decide(item, "approve", row, refusal);
+        } }, several ? "Approve and relax these rules" : "Approve and relax this rule"),
+        el("button", { type: "button", className: "cancel-approve", onclick: function () {
+          panel.remove();
+          showStatus("info", "Not approved; the candidate is still pending.");
+        } }, "Cancel")));
+    panel.setAttribute("role", "group");
+    panel.setAttribute("aria-label", "Confirm the approval");
+    row.append(panel);
+    showStatus("warn", "Approving this candidate would relax " + rulesLabel(rules) +
+      ": confirm or cancel in the review queue.");
+    panel.querySelector("button.cancel-approve").focus();
+  }
+
+  // confirmation: the 422 confirmation_required body the admin confirmed (absent: a first attempt).
+  function decide(item, verdict, row, confirmation) {
     var reason = $("reason").value.trim() || null;
-    return api("POST", "/memory/review/" + encodeURIComponent(item.item_id) + "/" + verdict, { body: { reason: reason } })
+    var body = { reason: reason };
+    var opts = { body: body };
+    if (confirmation) { body.confirm = true; opts.ifMatch = confirmation.current_version; }
+    return api("POST", "/memory/review/" + encodeURIComponent(item.item_id) + "/" + verdict, opts)
       .then(function (result) {
-        if (verdict === "approve") return afterWrite(result, "Candidate approved.");
+        closeConfirmations();
+        if (verdict === "approve") {
+          return afterWrite(result, confirmation ?
+            "Candidate approved; it relaxes " + rulesLabel(confirmation.rules || []) + "." : "Candidate approved.");
+        }
         showStatus("info", "Candidate rejected.");
         return Promise.all([loadReview(), loadAudit()]);
       })
-      .catch(function (err) { showStatus("error", explain(err, verdict === "approve" ? "Approve" : "Reject")); });
+      .catch(function (err) {
+        var b = err instanceof ApiError ? err.body : {};
+        if (verdict === "approve" && !confirmation && err.status === 422 && b.error === "confirmation_required") {
+          askToConfirm(item, row, b);
+          return;
+        }
+        closeConfirmations();
+        if (confirmation && err.status === 409 && b.error === "version_conflict") {
+          showStatus("error", "The hot memory changed since the rule was shown (now version " + b.current_version +
+            "). Nothing was approved: reload and approve again to see the rules as they are now.");
+          return;
+        }
+        showStatus("error", explain(err, verdict === "approve" ? "Approve" : "Reject"));
+      });
   }
 
   // ------------------------------------------------------------------------------ audit

@@ -10,10 +10,75 @@ they need. A missing or invalid variable fails the cold start with a message nam
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: ``output_config.effort`` values (the Messages API's; mirrors ``agent_memory.domain.llm.Effort``,
+#: which config may not import: docs/architecture.md, "Layout: a one-way house").
+EffortSetting = Literal["low", "medium", "high", "xhigh", "max"]
+
+#: The default chat and fast models (Anthropic API ids) and their Amazon Bedrock counterparts. A test
+#: (tests/infra) fails when one of them is in the installed SDK's list of deprecated models.
+DEFAULT_CHAT_MODEL_ID = "claude-sonnet-5-5"
+DEFAULT_FAST_MODEL_ID = "claude-haiku-5-5"
+DEFAULT_BEDROCK_CHAT_MODEL_ID = "anthropic.claude-sonnet-5-5"
+DEFAULT_BEDROCK_FAST_MODEL_ID = "anthropic.claude-haiku-5-5"
+
+#: Minimum cacheable prompt length (tokens) per model family and generation, most specific first:
+#: a prefix up to a ``cache_control`` breakpoint shorter than this is neither written nor read.
+#: Values as Anthropic publishes them per model; a 5.5 model whose figure is not published yet takes
+#: its family's latest published one (Opus 5 / Fable 5 / Mythos 5: 512; Sonnet 5: 1024; Haiku 4.5: 4096).
+_MIN_CACHEABLE_TOKENS: tuple[tuple[str, tuple[int, int], int], ...] = (
+    # (family, (major, minor) at or above which the value applies, tokens)
+    ("opus", (5, 0), 512),
+    ("fable", (5, 0), 512),
+    ("mythos", (5, 0), 512),
+    ("sonnet", (5, 0), 1024),
+    ("haiku", (4, 5), 4096),
+    ("opus", (4, 8), 1024),
+    ("opus", (4, 7), 2048),
+    ("opus", (4, 5), 4096),
+    ("opus", (4, 0), 1024),
+    ("sonnet", (3, 7), 1024),
+    ("haiku", (3, 0), 2048),
+)
+#: Unknown ids (test doubles, future families): the largest published minimum, so that no breakpoint is
+#: placed where it could never be written.
+_MIN_CACHEABLE_FALLBACK = 4096
+_MODEL_ID = re.compile(
+    r"^(?:[a-z]{2,6}\.)?(?:anthropic\.)?claude-(?P<family>[a-z]+)-(?P<major>\d)(?:-(?P<minor>\d))?(?![0-9])"
+)
+
+
+def model_family(model_id: str) -> tuple[str, int, int] | None:
+    """``(family, major, minor)`` of a Claude model id (Anthropic API or Bedrock form), else None.
+
+    ``claude-sonnet-5-5`` -> ``("sonnet", 5, 5)``; ``global.anthropic.claude-haiku-5-5`` ->
+    ``("haiku", 5, 5)``; ``claude-opus-4-20250514`` -> ``("opus", 4, 0)`` (a date is not a minor version).
+    """
+    match = _MODEL_ID.match(model_id.strip().lower())
+    if match is None:
+        return None
+    return match["family"], int(match["major"]), int(match["minor"] or 0)
+
+
+def min_cacheable_tokens(model_id: str) -> int:
+    """The minimum cacheable prompt length of ``model_id``, in tokens (see ``_MIN_CACHEABLE_TOKENS``).
+
+    A cache breakpoint only pays when the prompt up to it is at least this long; below it the API
+    neither writes nor reads the cache (docs/architecture.md, "LLM calls").
+    """
+    parsed = model_family(model_id)
+    if parsed is None:
+        return _MIN_CACHEABLE_FALLBACK
+    family, major, minor = parsed
+    for table_family, since, tokens in _MIN_CACHEABLE_TOKENS:
+        if family == table_family and (major, minor) >= since:
+            return tokens
+    return _MIN_CACHEABLE_FALLBACK
 
 
 class MissingSetting(ValueError):
@@ -38,14 +103,30 @@ class Settings(BaseModel):
     idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")
     idempotency_disabled: bool = Field(default=False, alias="POWERTOOLS_IDEMPOTENCY_DISABLED")
 
-    llm_provider: Literal["anthropic", "offline"] = Field(default="offline", alias="LLM_PROVIDER")
-    chat_model_id: str = Field(default="claude-sonnet-4-5", alias="CHAT_MODEL_ID")
-    fast_model_id: str = Field(default="claude-haiku-4-5", alias="FAST_MODEL_ID")
+    # The LLM: provider, models (with LLM_PROVIDER=bedrock, Bedrock model / inference-profile ids),
+    # the API key's secret (anthropic only; re-read after ANTHROPIC_SECRET_MAX_AGE_S so that a rotated
+    # key applies without a new version), retries and the output cap. Current models think before
+    # answering and the thinking counts against max_tokens, so the cap leaves room for it.
+    llm_provider: Literal["anthropic", "bedrock", "offline"] = Field(default="offline", alias="LLM_PROVIDER")
+    chat_model_id: str = Field(default=DEFAULT_CHAT_MODEL_ID, alias="CHAT_MODEL_ID")
+    fast_model_id: str = Field(default=DEFAULT_FAST_MODEL_ID, alias="FAST_MODEL_ID")
     anthropic_secret_name: str = Field(default="", alias="ANTHROPIC_SECRET_NAME")
+    anthropic_secret_max_age_s: int = Field(default=300, ge=0, le=86_400, alias="ANTHROPIC_SECRET_MAX_AGE_S")
     anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
+    bedrock_base_url: str | None = Field(default=None, alias="ANTHROPIC_BEDROCK_BASE_URL")
+    bedrock_region: str | None = Field(default=None, alias="BEDROCK_REGION")
     llm_max_retries: int = Field(default=2, ge=0, le=5, alias="LLM_MAX_RETRIES")
-    llm_max_output_tokens: int = Field(default=1024, ge=64, le=8192, alias="LLM_MAX_OUTPUT_TOKENS")
+    llm_max_output_tokens: int = Field(default=8192, ge=1024, le=128_000, alias="LLM_MAX_OUTPUT_TOKENS")
     intent_classifier: Literal["rules", "llm"] = Field(default="rules", alias="INTENT_CLASSIFIER")
+
+    # ``output_config.effort`` per task; empty (or "default") = the model's own default.
+    llm_effort_chat: EffortSetting | None = Field(default="medium", alias="LLM_EFFORT_CHAT")
+    llm_effort_intent: EffortSetting | None = Field(default="low", alias="LLM_EFFORT_INTENT")
+    llm_effort_symptoms: EffortSetting | None = Field(default="low", alias="LLM_EFFORT_SYMPTOMS")
+    llm_effort_summary: EffortSetting | None = Field(default="low", alias="LLM_EFFORT_SUMMARY")
+    llm_effort_distill: EffortSetting | None = Field(default="medium", alias="LLM_EFFORT_DISTILL")
+    llm_effort_archive: EffortSetting | None = Field(default="medium", alias="LLM_EFFORT_ARCHIVE")
+    llm_effort_compact: EffortSetting | None = Field(default="low", alias="LLM_EFFORT_COMPACT")
 
     hot_memory_token_cap: int = Field(default=2000, ge=100, alias="HOT_MEMORY_TOKEN_CAP")
     history_weeks_cap: int = Field(default=50, ge=1, le=520, alias="HISTORY_WEEKS_CAP")
@@ -71,6 +152,29 @@ class Settings(BaseModel):
     # ``agent_memory.wiring.build_job_deps``). Empty = not configured.
     job_queue_url: str = Field(default="", alias="JOB_QUEUE_URL")
     alert_topic_arn: str = Field(default="", alias="ADMIN_ALERTS_TOPIC_ARN")
+
+    @field_validator(
+        "llm_effort_chat",
+        "llm_effort_intent",
+        "llm_effort_symptoms",
+        "llm_effort_summary",
+        "llm_effort_distill",
+        "llm_effort_archive",
+        "llm_effort_compact",
+        mode="before",
+    )
+    @classmethod
+    def _empty_effort_is_default(cls, value: Any) -> Any:
+        """An empty value, ``default`` or ``none`` leaves the effort to the model (None)."""
+        if isinstance(value, str) and value.strip().lower() in ("", "default", "none"):
+            return None
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("anthropic_base_url", "bedrock_base_url", "bedrock_region", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        """An empty variable (a template parameter left blank) means "not set"."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     def idempotency_table_name(self) -> str:
         """The table Powertools idempotency stores the chat function's Idempotency-Key results in.

@@ -5,8 +5,8 @@ code chooses adapters. Every builder binds the PynamoDB models to the configured
 
 Each builder imports the modules of its own function, so a function loads only what it runs (the
 api function's cold start would grow by about a quarter with every function's modules). The
-``anthropic`` SDK is imported by :func:`build_llm` only, for the anthropic provider: the functions
-that never call an LLM (sessions, admin, api, dispatcher) never import it (a test imports the
+``anthropic`` SDK is imported by :func:`build_llm` only, for the anthropic and bedrock providers: the
+functions that never call an LLM (sessions, admin, api, dispatcher) never import it (a test imports the
 sessions function in a fresh interpreter to check).
 """
 
@@ -72,44 +72,65 @@ def _bind_tables(settings: Settings) -> None:
 
 
 def build_llm(settings: Settings) -> LLMClient:
-    """``OfflineLLM()`` when ``LLM_PROVIDER=offline``, else an ``AnthropicClient`` whose API key is
-    read from Secrets Manager (``ANTHROPIC_SECRET_NAME``).
+    """The LLM client of ``LLM_PROVIDER``:
+
+    - ``offline``: ``OfflineLLM()`` (no network);
+    - ``anthropic``: ``AnthropicClient`` on the Claude API (``ANTHROPIC_BASE_URL`` if set), its API key
+      read from Secrets Manager (``ANTHROPIC_SECRET_NAME``) through Powertools Parameters now and again
+      whenever the cached value is older than ``ANTHROPIC_SECRET_MAX_AGE_S`` (a rotated key applies
+      without publishing a new version);
+    - ``bedrock``: ``BedrockClient`` (``AnthropicBedrock``, the function's IAM role, no key; region
+      ``BEDROCK_REGION`` or the function's, endpoint ``ANTHROPIC_BEDROCK_BASE_URL`` if set).
 
     Raises:
-        ValueError: the provider is ``anthropic`` but no secret name is configured.
+        ValueError: the provider is ``anthropic`` but no secret name is configured, or the secret
+            holds no key.
     """
     if settings.llm_provider == "offline":
         from agent_memory.adapters.llm.offline import OfflineLLM
 
         return OfflineLLM()
+    # Imported here: the SDK is slow to import and only the real providers need it.
+    if settings.llm_provider == "bedrock":
+        from agent_memory.adapters.llm.anthropic import BedrockClient
+
+        return BedrockClient(
+            aws_region=settings.bedrock_region,
+            base_url=settings.bedrock_base_url,
+            max_retries=settings.llm_max_retries,
+        )
     if not settings.anthropic_secret_name:
         raise ValueError("ANTHROPIC_SECRET_NAME is required when LLM_PROVIDER=anthropic")
-    # Imported here: the SDK is slow to import and only the anthropic provider needs it.
-    from agent_memory.adapters.llm.anthropic import AnthropicClient, load_api_key
+    from agent_memory.adapters.llm.anthropic import AnthropicClient, SecretApiKey
 
     return AnthropicClient(
-        load_api_key(settings.anthropic_secret_name),
+        SecretApiKey(settings.anthropic_secret_name, max_age_s=settings.anthropic_secret_max_age_s),
         base_url=settings.anthropic_base_url,
         max_retries=settings.llm_max_retries,
     )
 
 
+def _real_llm(llm: LLMClient | None) -> LLMClient | None:
+    """``llm`` unless it is missing or offline (the offline provider answers no structured call)."""
+    return llm if llm is not None and llm.provider != "offline" else None
+
+
 def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: LLMClient | None) -> SessionMemory:
     """Symptom extractor + rolling summariser. The LLM variants only with a real provider
-    (``llm.provider == "anthropic"``) and when configured; each falls back offline."""
+    (``anthropic`` or ``bedrock``) and when configured; each falls back offline."""
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser, Summariser
     from agent_memory.consultation.symptoms import LLMSymptomExtractor, RuleSymptomExtractor, SymptomExtractor
 
     rules = RuleSymptomExtractor()
-    real = llm if llm is not None and llm.provider == "anthropic" else None
+    real = _real_llm(llm)
     extractor: SymptomExtractor = (
-        LLMSymptomExtractor(real, settings.fast_model_id, fallback=rules)
+        LLMSymptomExtractor(real, settings.fast_model_id, fallback=rules, effort=settings.llm_effort_symptoms)
         if real is not None and settings.symptom_extractor == "llm"
         else rules
     )
     summariser: Summariser = (
-        LLMSummariser(real, settings.fast_model_id)
+        LLMSummariser(real, settings.fast_model_id, effort=settings.llm_effort_summary)
         if real is not None and settings.session_summariser == "llm"
         else ExtractiveSummariser()
     )
@@ -132,8 +153,8 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
     llm = build_llm(settings)
     rules = RuleIntentClassifier()
     classifier: IntentClassifier = (
-        LLMIntentClassifier(llm, settings.fast_model_id, fallback=rules)
-        if settings.intent_classifier == "llm" and llm.provider == "anthropic"
+        LLMIntentClassifier(llm, settings.fast_model_id, fallback=rules, effort=settings.llm_effort_intent)
+        if settings.intent_classifier == "llm" and _real_llm(llm) is not None
         else rules
     )
     return ChatDeps(
@@ -149,6 +170,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
             max_message_bytes=settings.max_message_bytes,
             react_max_steps=settings.react_max_steps,
             flow_log_retention_days=settings.flow_log_retention_days,
+            effort=settings.llm_effort_chat,
             budget=PromptBudget(
                 hot_memory_tokens=settings.hot_memory_token_cap,
                 history_weeks=settings.history_weeks_cap,
@@ -217,11 +239,11 @@ def build_job_deps(
     """The job worker: everything the jobs need.
 
     - store: ``JobsRepository`` on the tables named in the settings;
-    - llm: the Anthropic client when ``LLM_PROVIDER=anthropic``, else None (the rule-based
-      extractor, offline compactor and extractive summary are used);
+    - llm: the Claude client when ``LLM_PROVIDER`` is ``anthropic`` or ``bedrock``, else None (the
+      rule-based extractor, offline compactor and extractive summary are used);
     - notifier: ``notifier`` if given; else the SNS adapter on ``alert_topic_arn`` (default: the
       settings' ``ADMIN_ALERTS_TOPIC_ARN``); else a notifier that only logs (local runs);
-    - caps: the hot-memory cap and the fast model id from the settings.
+    - caps: the hot-memory cap, the fast model id and the output cap from the settings.
     """
     from agent_memory.adapters.dynamo.jobs import JobsRepository
     from agent_memory.adapters.sns import SnsNotifier
@@ -229,7 +251,7 @@ def build_job_deps(
     from agent_memory.jobs.notifier import LoggingNotifier
 
     _bind_tables(settings)
-    llm = build_llm(settings) if settings.llm_provider == "anthropic" else None
+    llm = build_llm(settings) if settings.llm_provider != "offline" else None
     topic = settings.alert_topic_arn if alert_topic_arn is None else alert_topic_arn
     if notifier is None:
         notifier = SnsNotifier(topic, client=sns_client) if topic else LoggingNotifier()
@@ -238,5 +260,12 @@ def build_job_deps(
         llm=llm,
         notifier=notifier,
         clock=utc_now,
-        caps=JobCaps(hot_memory_token_cap=settings.hot_memory_token_cap, llm_model_id=settings.fast_model_id),
+        caps=JobCaps(
+            hot_memory_token_cap=settings.hot_memory_token_cap,
+            llm_model_id=settings.fast_model_id,
+            llm_max_output_tokens=settings.llm_max_output_tokens,
+            distill_effort=settings.llm_effort_distill,
+            archive_effort=settings.llm_effort_archive,
+            compact_effort=settings.llm_effort_compact,
+        ),
     )

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+from agent_memory.domain.llm import LLMResponse, Usage
 from agent_memory.domain.models import WeeklyReport
 from agent_memory.domain.text import utf8_len
-from agent_memory.jobs.llm_tasks import REPORT_TOOL_NAME
-from tests.fakes import FakeClock, InMemoryStore, ScriptedLLM, tool_reply
+from agent_memory.jobs.llm_tasks import ReportOutput
+from tests.fakes import FakeClock, InMemoryStore, ScriptedLLM, json_reply, text_reply
 from tests.unit.jobs.support import add_project, make_deps, run, say, utc
+from tests.unit.structured_support import assert_structured_request, assert_valid_reply, fallbacks, usage_metrics
 
 POINT = re.compile(r"^\[(进度|决策|问题)\] \d\d-\d\d .+ \[[^\]]+\]$")
 
@@ -54,7 +58,7 @@ def test_empty_week_writes_nothing_and_calls_no_llm(store: InMemoryStore) -> Non
     # Given a project without a message in 2026-W11 and a recording LLM
     add_project(store)
     say(store, "p1", "m-other-week", "P001 完成 V2 随访。", utc("2026-03-16T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
+    llm = ScriptedLLM(json_reply({"progress": [], "decisions": [], "problems": []}))
     before = store.snapshot()
 
     # When 2026-W11 is archived after it is over
@@ -74,7 +78,7 @@ def test_existing_report_is_never_overwritten(store: InMemoryStore) -> None:
                              revision=2, created_at=utc("2026-03-10T09:00:00+08:00"), created_by="u-pi-zhang")
     store.put_weekly_report(corrected)
     say(store, "p1", "m-1", "P005 入组完成。", utc("2026-03-05T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
+    llm = ScriptedLLM(json_reply({"progress": [], "decisions": [], "problems": []}))
     before = store.snapshot()
 
     # When archiving runs again for that week
@@ -137,42 +141,87 @@ def test_report_size_is_bounded_in_utf8_bytes_with_whole_points(store: InMemoryS
     assert report.counts["summary_bytes"] == utf8_len(stored.summary)
 
 
-def test_llm_report_keeps_only_points_citing_messages_of_the_week(store: InMemoryStore) -> None:
+def test_llm_report_keeps_only_points_citing_messages_of_the_week(
+    store: InMemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Given a week of messages and an LLM citing one real and one invented message
     add_project(store)
     say(store, "p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {
+    payload = {
         "progress": [{"text": "P007 完成 V2 随访。", "evidence": ["m-1"]}],
         "decisions": [{"text": "决定放宽入排标准。", "evidence": ["m-404"]}],
         "problems": [],
-    }))
+    }
+    usage = Usage(input_tokens=3000, output_tokens=250, cache_creation_input_tokens=1200, cache_read_input_tokens=0)
+    llm = ScriptedLLM(json_reply(payload, usage=usage))
 
-    # When archived
-    report = run(make_deps(store, llm=llm), "archive", "p1", "2026-03-09")
+    # When archived (with a per-task effort)
+    report = run(make_deps(store, llm=llm, archive_effort="medium"), "archive", "p1", "2026-03-09")
 
     # Then only the grounded point is kept and the other is counted
     stored = store.get_weekly_report("p1", "2026-W10")
     assert stored is not None
     assert stored.summary == "[进度] 03-02 P007 完成 V2 随访。 [m-1]"
     assert report.counts["ungrounded"] == 1 and report.details["summariser"] == "llm"
-    assert llm.requests[0].tool_choice == {"type": "tool", "name": REPORT_TOOL_NAME}
+    # and the call was a structured output (no forced tool) the answer is valid against
+    (request,) = llm.requests
+    assert_structured_request(request, ReportOutput, task="archive")
+    assert_valid_reply(request, payload)
+    assert request.effort == "medium"
+    # and the report carries the call's usage, the metrics count it, no fallback is counted
+    assert report.details["llm_calls"] == 1
+    assert report.details["llm_usage"] == usage.as_dict()
+    out = capsys.readouterr().out
+    assert fallbacks(out) == []
+    assert usage_metrics(out) == {"archive": {
+        "LLMInputTokens": 3000.0, "LLMOutputTokens": 250.0, "LLMCacheReadTokens": 0.0, "LLMCacheWriteTokens": 1200.0,
+    }}
 
 
-def test_truncated_llm_report_is_not_used_and_the_offline_summary_is_written(store: InMemoryStore) -> None:
-    # Given an LLM reply cut by max_tokens
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        pytest.param(json_reply({"progress": [{"text": "P00", "evidence": ["m-1"]}], "decisions": [], "problems": []},
+                                stop_reason="max_tokens"), "truncated", id="cut-but-parses"),
+        pytest.param(text_reply('{"progress": [{"text": "P00', stop_reason="max_tokens"), "truncated", id="cut"),
+        pytest.param(text_reply("I can't help with that.", stop_reason="refusal"), "refused", id="refusal"),
+        pytest.param(text_reply("本周 P007 完成 V2 随访。"), "invalid_json", id="prose"),
+        pytest.param(LLMResponse(content=[], stop_reason="end_turn", provider="anthropic", model="m"), "no_text",
+                     id="no-text"),
+        pytest.param(json_reply({"progress": [{"text": "", "evidence": ["m-1"]}], "decisions": [], "problems": []}),
+                     "invalid_output", id="schema-violation"),
+    ],
+)
+def test_unusable_llm_report_is_not_used_and_the_offline_summary_is_written(
+    store: InMemoryStore, reply: LLMResponse, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an LLM reply that cannot be used (cut by max_tokens, refused, not JSON, invalid)
     add_project(store)
     say(store, "p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [{"text": "P00", "evidence": ["m-1"]}]},
-                                 stop_reason="max_tokens"))
+    llm = ScriptedLLM(reply)
 
     # When archived
     report = run(make_deps(store, llm=llm), "archive", "p1", "2026-03-09")
 
-    # Then nothing of the cut reply is used: the offline summary is stored
+    # Then nothing of the reply is used: the offline summary is stored; the fallback is counted
     stored = store.get_weekly_report("p1", "2026-W10")
     assert stored is not None and stored.summary == "[进度] 03-02 P007 今天完成 V2 随访。 [m-1]"
     assert report.details["summariser"] == "offline"
-    assert report.details["fallback_reason"] == "LLMTruncated"
+    assert report.details["fallback_reason"] == reason
+    assert report.details["llm_calls"] == 1
+    assert fallbacks(capsys.readouterr().out) == [("archive", reason)]
+
+
+def test_llm_report_without_a_grounded_point_falls_back_and_is_counted(
+    store: InMemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_project(store)
+    say(store, "p1", "m-1", "P007 今天完成 V2 随访。", utc("2026-03-02T10:00:00+08:00"))
+    llm = ScriptedLLM(json_reply({"progress": [{"text": "P007 完成 V2 随访。", "evidence": ["m-404"]}],
+                                  "decisions": [], "problems": []}))
+    report = run(make_deps(store, llm=llm), "archive", "p1", "2026-03-09")
+    assert (report.details["summariser"], report.details["fallback_reason"]) == ("offline", "no_grounded_points")
+    assert fallbacks(capsys.readouterr().out) == [("archive", "no_grounded_points")]
 
 
 def test_rerunning_archive_changes_nothing(store: InMemoryStore) -> None:
@@ -197,7 +246,7 @@ def test_archiving_the_current_week_writes_nothing_and_says_so(store: InMemorySt
     # Given a message on Tuesday of 2026-W11, a recording LLM and a clock on Tuesday noon
     add_project(store)
     say(store, "p1", "m-tue", "今天 PI 会议决定：S02 中心暂停筛选一周。", utc("2026-03-10T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {"progress": [], "decisions": [], "problems": []}))
+    llm = ScriptedLLM(json_reply({"progress": [], "decisions": [], "problems": []}))
     before = store.snapshot()
 
     # When the current week is archived by hand (`make job JOB=archive DATE=2026-03-10`: run date 03-16)
@@ -263,7 +312,7 @@ def test_llm_archiver_is_told_and_shown_only_this_weeks_events(store: InMemorySt
     say(store, "p1", "m-hist", "根据周报（history book）：\n- 2026-W07 [决策] PI 会议决定：增加 S03 中心。",
         utc("2026-03-02T10:00:02+08:00"), role="assistant")
     say(store, "p1", "m-own", "周三 PI 会议决定：暂停筛选。", utc("2026-03-04T15:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(REPORT_TOOL_NAME, {
+    llm = ScriptedLLM(json_reply({
         "progress": [], "decisions": [{"text": "暂停筛选。", "evidence": ["m-own"]}], "problems": []}))
 
     # When archived with the LLM

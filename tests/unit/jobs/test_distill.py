@@ -12,11 +12,12 @@ import pytest
 
 from agent_memory.chat.prompt import render_hot_memory_block
 from agent_memory.domain.errors import VersionConflict
+from agent_memory.domain.llm import LLMResponse, Usage
 from agent_memory.domain.models import HotMemory
 from agent_memory.jobs.calendar import local_day_window
-from agent_memory.jobs.llm_tasks import EXTRACT_TOOL_NAME
+from agent_memory.jobs.llm_tasks import ExtractOutput
 from agent_memory.observability import metrics
-from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, ScriptedLLM, Tables, tool_reply
+from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, ScriptedLLM, Tables, json_reply, text_reply
 from tests.unit.jobs.support import (
     add_project,
     hot_lines,
@@ -28,12 +29,15 @@ from tests.unit.jobs.support import (
     texts,
     utc,
 )
+from tests.unit.structured_support import assert_structured_request, assert_valid_reply, fallbacks, usage_metrics
 
 NOW = utc("2026-03-10T02:00:00+08:00")
+USAGE = Usage(input_tokens=2100, output_tokens=180, cache_creation_input_tokens=0, cache_read_input_tokens=900)
 
 
-def ops_reply(*operations: dict[str, Any], stop_reason: str = "tool_use") -> ScriptedLLM:
-    return ScriptedLLM(tool_reply(EXTRACT_TOOL_NAME, {"operations": list(operations)}, stop_reason=stop_reason))
+def ops_reply(*operations: dict[str, Any], stop_reason: str = "end_turn", usage: Usage | None = None) -> ScriptedLLM:
+    """An LLM answering with the JSON document ``{"operations": [...]}``."""
+    return ScriptedLLM(json_reply({"operations": list(operations)}, stop_reason=stop_reason, usage=usage))
 
 
 # ------------------------------------------ a statement already in memory is a duplicate
@@ -130,9 +134,10 @@ def test_b04_grounded_chinese_line_added_and_ungrounded_candidate_rejected(store
     say(store, "p1", "m-16", "P003 的随访表今天交了。", utc("2026-03-09T09:00:00+08:00"))
     say(store, "p1", "m-17", "以后别在总结里用英文缩写，比如 BP、HR 要写全称。", utc("2026-03-09T09:05:00+08:00"))
     llm = ops_reply(
-        {"op": "add", "text": "总结中不要使用英文缩写（如 BP、HR），应写全称。", "section": "User Preferences",
-         "evidence": ["m-17"]},
-        {"op": "add", "text": "The user plans to visit Paris", "section": "Active Context", "evidence": ["m-999"]},
+        {"op": "add", "line_id": None, "text": "总结中不要使用英文缩写（如 BP、HR），应写全称。",
+         "section": "User Preferences", "role_tag": None, "evidence": ["m-17"]},
+        {"op": "add", "line_id": None, "text": "The user plans to visit Paris", "section": "Active Context",
+         "role_tag": None, "evidence": ["m-999"]},
     )
 
     # When the day is distilled
@@ -145,6 +150,47 @@ def test_b04_grounded_chinese_line_added_and_ungrounded_candidate_rejected(store
     assert report.counts["added"] == 1
     assert report.counts["rejected_ungrounded"] == 1
     assert report.details["extractor"] == "llm"
+    # and the call was a structured output the scripted answer is valid against
+    (request,) = llm.requests
+    assert_structured_request(request, ExtractOutput, task="distill")
+    assert_valid_reply(request, {"operations": [
+        {"op": "add", "line_id": None, "text": "x", "section": "User Preferences", "role_tag": None,
+         "evidence": ["m-17"]},
+    ]})
+
+
+def test_distillation_reports_the_llm_usage_and_counts_no_fallback(
+    store: InMemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a day with one statement, an LLM reporting its usage, and a per-task effort
+    add_project(store)
+    say(store, "p1", "m-2", "以后周报都用表格。", utc("2026-03-09T10:00:00+08:00"))
+    llm = ops_reply({"op": "add", "text": "周报都用表格。", "section": "User Preferences", "evidence": ["m-2"]},
+                    usage=USAGE)
+
+    # When distilled
+    report = run(make_deps(store, llm=llm, clock=FakeClock(NOW), distill_effort="low"), "distill", "p1", "2026-03-10")
+
+    # Then the line is added, the report carries the call's usage, and the metrics count it per task
+    assert texts(hot_lines(store)) == ["周报都用表格。"]
+    assert report.details["llm_calls"] == 1
+    assert report.details["llm_usage"] == {"input_tokens": 2100, "output_tokens": 180,
+                                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 900}
+    (request,) = llm.requests
+    assert (request.effort, request.max_tokens, request.model) == ("low", 8192, "claude-haiku-5-5")
+    out = capsys.readouterr().out
+    assert fallbacks(out) == []
+    assert usage_metrics(out) == {"distill": {
+        "LLMInputTokens": 2100.0, "LLMOutputTokens": 180.0, "LLMCacheReadTokens": 900.0, "LLMCacheWriteTokens": 0.0,
+    }}
+
+
+def test_offline_distillation_reports_no_llm_usage(store: InMemoryStore) -> None:
+    add_project(store)
+    say(store, "p1", "m-2", "以后周报都用表格。", utc("2026-03-09T10:00:00+08:00"))
+    report = run(make_deps(store, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
+    assert report.details["extractor"] == "rules"
+    assert "llm_usage" not in report.details and "llm_calls" not in report.details
 
 
 @pytest.mark.parametrize(
@@ -423,45 +469,82 @@ def test_b19_concurrent_admin_edit_and_distillation_both_survive(store: InMemory
     assert conflict.value.current_version == 9
 
 
-# ----------------------------------------- a tool call cut by max_tokens applies nothing
+# ----------------------------------------- a reply cut by max_tokens applies nothing
 @pytest.mark.parametrize(
-    "cut_input",
-    [{}, {"operations": [{"op": "add", "text": "以后别", "section": "User Preferences", "evidence": ["m-1"]}]}],
-    ids=["empty-input", "partial-object"],
+    "cut_text",
+    ['{"operations": [{"op": "add", "text": "以后别',
+     '{"operations": [{"op": "add", "line_id": null, "text": "以后别", "section": "User Preferences", '
+     '"role_tag": null, "evidence": ["m-1"]}]}'],
+    ids=["cut-document", "complete-looking-document"],
 )
-def test_b22_max_tokens_in_the_middle_of_a_tool_call_applies_nothing(
-    store: InMemoryStore, cut_input: dict[str, Any]
+def test_b22_max_tokens_in_the_middle_of_a_reply_applies_nothing(
+    store: InMemoryStore, cut_text: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given a day with a durable statement and an LLM whose tool call was cut by max_tokens
-    # (the wire JSON ended in {"lines":[{"text":"以后别 ; the SDK hands over {} or a partial object)
+    # Given a day with a durable statement and an LLM whose reply was cut by max_tokens (whether
+    # or not what arrived happens to parse)
     add_project(store)
     save_hot(store, "p1", [line("l-sys", "System Rules", "禁止输出患者身份证号")])
     say(store, "p1", "m-1", "以后别发英文摘要。", utc("2026-03-09T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply(EXTRACT_TOOL_NAME, cut_input, stop_reason="max_tokens"))
+    reply = text_reply(cut_text, stop_reason="max_tokens")
+    reply.usage = Usage(input_tokens=1500, output_tokens=8192)
+    llm = ScriptedLLM(reply)
     before = store.snapshot()
 
     # When distilled
     report = run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then nothing is applied (not even the rule fallback) and the failure is reported
+    # Then nothing is applied (not even the rule fallback), the failure is reported and counted,
+    # and the tokens the cut reply cost are in the report
     assert store.snapshot() == before
     assert report.details["failure"] == "llm_truncated"
     assert report.counts["llm_truncated"] == 1
     assert not report.changed
+    assert report.details["llm_usage"]["output_tokens"] == 8192
+    assert fallbacks(capsys.readouterr().out) == [("distill", "truncated")]
 
 
-def test_unusable_llm_reply_falls_back_to_the_rule_extractor(store: InMemoryStore) -> None:
-    # Given an LLM answering with text instead of the forced tool
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        pytest.param(text_reply("I can't help with that.", stop_reason="refusal"), "refused", id="refusal"),
+        pytest.param(text_reply("以后别发英文摘要 -> User Preferences"), "invalid_json", id="prose"),
+        pytest.param(LLMResponse(content=[], stop_reason="end_turn", provider="anthropic", model="m"), "no_text",
+                     id="no-text"),
+        pytest.param(json_reply({"operations": [{"op": "delete", "text": "x", "section": "Active Context"}]}),
+                     "invalid_output", id="schema-violation"),
+        pytest.param(json_reply({"ops": []}), "invalid_output", id="missing-key"),
+    ],
+)
+def test_unusable_llm_reply_falls_back_to_the_rule_extractor(
+    store: InMemoryStore, reply: LLMResponse, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an LLM whose reply cannot be used
     add_project(store)
     say(store, "p1", "m-1", "以后别发英文摘要。", utc("2026-03-09T10:00:00+08:00"))
-    llm = ScriptedLLM(tool_reply("something_else", {}))
+    llm = ScriptedLLM(reply)
 
     # When distilled
     report = run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then the rules answered
+    # Then the rules answered, the reason is reported and the fallback counted
     assert report.details["extractor"] == "rules_fallback"
+    assert report.details["fallback_reason"] == reason
+    assert report.details["llm_calls"] == 1
     assert texts(hot_lines(store)) == ["不要发英文摘要。"]
+    assert fallbacks(capsys.readouterr().out) == [("distill", reason)]
+
+
+def test_input_over_budget_uses_the_rules_without_a_call(
+    store: InMemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_project(store)
+    say(store, "p1", "m-1", "以后别发英文摘要。", utc("2026-03-09T10:00:00+08:00"))
+    llm = ops_reply()
+    report = run(make_deps(store, llm=llm, clock=FakeClock(NOW), llm_input_token_budget=10), "distill", "p1",
+                 "2026-03-10")
+    assert llm.requests == []
+    assert (report.details["extractor"], report.details["fallback_reason"]) == ("rules_fallback", "input_over_budget")
+    assert fallbacks(capsys.readouterr().out) == [("distill", "input_over_budget")]
 
 
 # --------------------------------------------------------------------------- idempotency

@@ -11,14 +11,16 @@ from typing import Any
 import pytest
 
 from agent_memory.domain.jobs import Alert
+from agent_memory.domain.llm import LLMResponse, Usage
 from agent_memory.domain.models import HotMemoryLine, WeeklyReport
 from agent_memory.domain.text import utf8_len
 from agent_memory.hot_memory.document import document_tokens
-from agent_memory.jobs.llm_tasks import COMPACT_TOOL_NAME
+from agent_memory.jobs.llm_tasks import CompactOutput
 from agent_memory.jobs.notifier import cap_alert
 from agent_memory.observability import metrics
-from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, ScriptedLLM, tool_reply
+from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, ScriptedLLM, json_reply, text_reply
 from tests.unit.jobs.support import add_project, line, make_deps, run, save_hot, utc
+from tests.unit.structured_support import assert_structured_request, assert_valid_reply, fallbacks, usage_metrics
 
 NOW = utc("2026-03-10T04:00:00+08:00")
 
@@ -77,7 +79,7 @@ def test_b07_invalid_compaction_is_rejected_and_the_stored_revision_unchanged(
 ) -> None:
     # Given 2,320 tokens of hot memory (1,500 AI, 800 admin) and a compactor returning a bad document
     admin, ai = seeded(store)
-    llm = ScriptedLLM(tool_reply(COMPACT_TOOL_NAME, build(admin, ai)))
+    llm = ScriptedLLM(json_reply(build(admin, ai)))
     notifier = InMemoryNotifier()
     hot_before = store.load_hot_memory("p1")
 
@@ -100,16 +102,30 @@ def test_b07_invalid_compaction_is_rejected_and_the_stored_revision_unchanged(
     assert report.counts["proposed_tokens"] > 0
 
 
-def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(store: InMemoryStore) -> None:
+def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(
+    store: InMemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
     # Given 2,320 tokens of hot memory and a compactor merging the AI lines
     admin, ai = seeded(store)
     merged = {"line_id": None, "section": "Active Context", "text": "当前重点：" + filler(90, 40),
-              "merged_from": [ln.line_id for ln in ai[:8]]}
-    llm = ScriptedLLM(tool_reply(COMPACT_TOOL_NAME, {"lines": [*proposal(admin)["lines"], merged,
-                                                                *proposal(ai[8:11])["lines"]]}))
+              "role_tag": None, "merged_from": [ln.line_id for ln in ai[:8]]}
+    kept = [{**ln, "merged_from": []} for ln in proposal(admin)["lines"] + proposal(ai[8:11])["lines"]]
+    payload = {"lines": [*kept[:len(admin)], merged, *kept[len(admin):]]}
+    usage = Usage(input_tokens=2600, output_tokens=1400, cache_creation_input_tokens=0, cache_read_input_tokens=0)
+    llm = ScriptedLLM(json_reply(payload, usage=usage))
 
-    # When pruning runs
-    report = run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "prune", "p1", "2026-03-10")
+    # When pruning runs (with a per-task effort)
+    report = run(make_deps(store, llm=llm, clock=FakeClock(NOW), compact_effort="high"), "prune", "p1", "2026-03-10")
+
+    # Then the call was a structured output the answer is valid against, its usage reported
+    (request,) = llm.requests
+    assert_structured_request(request, CompactOutput, task="compact")
+    assert_valid_reply(request, payload)
+    assert request.effort == "high"
+    assert report.details["llm_calls"] == 1 and report.details["llm_usage"] == usage.as_dict()
+    out = capsys.readouterr().out
+    assert fallbacks(out) == []
+    assert usage_metrics(out)["compact"]["LLMOutputTokens"] == 1400.0
 
     # Then one new revision holds the admin lines byte-identical and the compacted AI lines
     hot = store.load_hot_memory("p1")
@@ -124,6 +140,49 @@ def test_b07_valid_llm_compaction_is_one_revision_listing_the_compacted_lines(st
     reason = revision.summary.reason
     assert reason is not None and "merged" in reason and "ai-00" in reason
     assert "evicted ai-11,ai-12,ai-13,ai-14" in reason
+
+
+def test_truncated_compaction_applies_nothing_and_is_counted(
+    store: InMemoryStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given hot memory over the cap and a compactor reply cut by max_tokens (its text parses)
+    admin, ai = seeded(store)
+    reply = json_reply(proposal(admin + ai[:8]), stop_reason="max_tokens", usage=Usage(input_tokens=2600,
+                                                                                      output_tokens=8192))
+    llm = ScriptedLLM(reply)
+    hot_before = store.load_hot_memory("p1")
+
+    # When pruning runs
+    report = run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "prune", "p1", "2026-03-10")
+
+    # Then nothing is applied (not even the offline compactor), the status says why, it is counted
+    assert (report.details["status"], report.details["compactor"]) == ("llm_truncated", "llm_truncated")
+    assert not report.changed and store.load_hot_memory("p1") == hot_before
+    assert report.details["llm_usage"]["output_tokens"] == 8192
+    assert fallbacks(capsys.readouterr().out) == [("compact", "truncated")]
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        pytest.param(text_reply("I can't help with that.", stop_reason="refusal"), "refused", id="refusal"),
+        pytest.param(text_reply("保留全部管理员条目。"), "invalid_json", id="prose"),
+        pytest.param(LLMResponse(content=[], stop_reason="end_turn", provider="anthropic", model="m"), "no_text",
+                     id="no-text"),
+        pytest.param(json_reply({"lines": []}), "invalid_output", id="empty-document"),
+    ],
+)
+def test_unusable_compaction_reply_falls_back_to_the_offline_compactor(
+    store: InMemoryStore, reply: LLMResponse, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    admin, _ = seeded(store)
+    report = run(make_deps(store, llm=ScriptedLLM(reply), clock=FakeClock(NOW)), "prune", "p1", "2026-03-10")
+    assert (report.details["compactor"], report.details["status"]) == ("offline_fallback", "compacted")
+    hot = store.load_hot_memory("p1")
+    assert [ln.model_dump_json() for ln in hot.lines if ln.source == "admin"] == [ln.model_dump_json() for ln in admin]
+    assert document_tokens(hot.lines) <= 2000
+    assert report.details["llm_calls"] == 1
+    assert fallbacks(capsys.readouterr().out) == [("compact", reason)]
 
 
 def test_offline_compaction_merges_duplicates_drops_superseded_then_oldest(store: InMemoryStore) -> None:

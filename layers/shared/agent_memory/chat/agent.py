@@ -1,8 +1,20 @@
 """A bounded ReAct loop: the model may call ``read_clinical_data`` a few times, then answers.
 
-Seed 001 scenario 1: "P001 入组了吗" is answered from data read through the tool, never
-from memory. The loop is bounded by ``max_steps`` model calls; the last allowed call is
-made with ``tool_choice = none`` so the model must answer.
+"P001 入组了吗" is answered from data read through the tool, never from memory. The rules of
+the loop (docs/architecture.md, "Chat replies"):
+
+- the assistant content is sent back exactly as received (``thinking`` with its signature,
+  ``redacted_thinking``, ``text``, ``tool_use``: every block, every key), and every step repeats
+  the same system blocks, tools and ``tool_choice`` (``auto``), so nothing before a thinking block
+  changes and the cached prefix stays valid;
+- ``pause_turn``: the paused assistant content is sent back as it is, with no new user message; the
+  continuation goes on the same assistant turn, so the reply is the text of all its parts;
+- at most ``max_steps`` steps; when the model still asks for a tool (or pauses) at the last one,
+  the loop stops with the text it has (the reply is flagged truncated);
+- ``max_tokens`` (or a full context window): the reply is flagged truncated;
+- ``refusal``: the reply is :data:`REFUSAL_REPLY`, flagged refused (any partial text is dropped);
+- a final reply without text is asked for once more (the same request); a second empty one
+  raises ``LLMEmptyReply``.
 """
 
 from __future__ import annotations
@@ -12,13 +24,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_memory.domain.llm import LLMRequest, LLMResponse, ToolSpec, Usage
+from agent_memory.domain.errors import LLMEmptyReply
+from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
 from agent_memory.domain.models import ToolCall
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.ports import ClinicalDataPort, LLMClient
 
 #: Tool results are capped (UTF-8 bytes) so a message item stays far under 400 KB.
 TOOL_RESULT_MAX_BYTES = 8_000
+
+#: The reply to a refused request: fixed, the same for every language the service is used in.
+REFUSAL_REPLY = "I can't help with that request. / 抱歉，我无法协助处理这个请求。"
+
+#: Stop reasons of a reply that did not finish.
+TRUNCATED_STOP_REASONS = frozenset({"max_tokens", "pause_turn", "model_context_window_exceeded"})
+
+#: ``tool_choice`` of every step: current models reject a forced choice, and every step of a loop is
+#: the same request but for the messages it appends (docs/architecture.md, "Prompt caching").
+TOOL_CHOICE_AUTO: dict[str, str] = {"type": "auto"}
 
 READ_CLINICAL_DATA = ToolSpec(
     name="read_clinical_data",
@@ -37,17 +60,44 @@ READ_CLINICAL_DATA = ToolSpec(
 )
 
 
+@dataclass(frozen=True)
+class ModelCall:
+    """One Messages-API call of the loop: why it stopped and what it cost (None offline)."""
+
+    stop_reason: str
+    usage: Usage | None
+
+
 @dataclass
 class AgentResult:
-    """The final answer of one LLM context: text, tool calls made, whether the text was cut
-    by max_tokens, the model calls made and summed token usage."""
+    """The final answer of one LLM context.
+
+    ``text``: the reply (:data:`REFUSAL_REPLY` when ``refused``); ``truncated``: cut by
+    ``max_tokens``, or stopped at the step cap while the model still asked for a tool;
+    ``calls``: every model call made, in order (a retried empty reply included); ``usage``: their
+    summed token usage (None when the provider reported none).
+    """
 
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     truncated: bool = False
-    model_calls: int = 0
-    usage: Usage | None = None
+    refused: bool = False
+    calls: list[ModelCall] = field(default_factory=list)
     provider: str = "offline"
+
+    @property
+    def model_calls(self) -> int:
+        return len(self.calls)
+
+    @property
+    def usage(self) -> Usage | None:
+        reported = [c.usage for c in self.calls if c.usage is not None]
+        if not reported:
+            return None
+        total = reported[0]
+        for u in reported[1:]:
+            total = total + u
+        return total
 
 
 class ClinicalTools:
@@ -72,65 +122,100 @@ class ClinicalTools:
         return truncate_utf8(text, TOOL_RESULT_MAX_BYTES), "error" in data
 
 
+def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` plus the assistant ``content`` as received. After a ``pause_turn`` the last
+    message is already the assistant's: the continuation joins it (one assistant turn)."""
+    if messages and messages[-1]["role"] == "assistant":
+        last = messages[-1]
+        return [*messages[:-1], {**last, "content": [*last["content"], *content]}]
+    return [*messages, {"role": "assistant", "content": list(content)}]
+
+
 def run_agent(
     llm: LLMClient,
     request: LLMRequest,
     tools: ClinicalTools | None,
     *,
     max_steps: int,
-    on_response: Callable[[LLMResponse], None] | None = None,
+    on_call: Callable[[ModelCall], None] | None = None,
 ) -> AgentResult:
-    """Run the loop: call the model; execute requested tools; feed results back; repeat.
+    """Run the loop (see the module docstring): call the model, execute the tools it asks for,
+    send the results back, repeat.
 
     Args:
         llm: the provider port.
         request: the assembled first call (system blocks, messages); tools are added here.
         tools: the tool executor, or None for a call without tools.
-        max_steps: at most this many model calls (>= 1).
+        max_steps: at most this many model calls (>= 1), not counting the one retry of an empty reply.
+        on_call: told of every model call as soon as it returned (usage metrics count the calls of a
+            loop that fails later too).
 
     Returns:
-        AgentResult with the final text; ``truncated`` when the final reply hit max_tokens.
+        AgentResult with the final text, the tool calls made and every model call's usage.
 
     Raises:
-        Whatever the port raises (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest).
+        LLMEmptyReply: the final reply had no text, twice in a row.
+        Whatever the port raises (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, ...).
     """
-    messages = [dict(m) for m in request.messages]
-    calls: list[ToolCall] = []
-    usage: Usage | None = None
-    provider = "offline"
-    for step in range(max_steps):
-        last = step == max_steps - 1
-        req = replace(
-            request,
-            messages=messages,
-            tools=list(tools.specs) if tools else [],
-            tool_choice=({"type": "none"} if last else {"type": "auto"}) if tools else None,
-        )
+    messages = list(request.messages)
+    specs = list(tools.specs) if tools else []
+    result = AgentResult(text="")
+    paused_text: list[str] = []  # the text of this assistant turn's paused parts
+    retried = False
+    step = 0
+    while True:
+        req = replace(request, messages=messages, tools=specs, tool_choice=dict(TOOL_CHOICE_AUTO) if specs else None)
         response = llm.complete(req)
-        provider = response.provider
-        if response.usage is not None:
-            usage = response.usage if usage is None else usage + response.usage
-        if on_response:
-            on_response(response)
+        result.provider = response.provider
+        call = ModelCall(stop_reason=response.stop_reason, usage=response.usage)
+        result.calls.append(call)
+        if on_call is not None:
+            on_call(call)
+        last = step >= max_steps - 1
         uses = response.tool_uses
-        if response.stop_reason != "tool_use" or not uses or tools is None or last:
-            return AgentResult(
-                text=response.text,
-                tool_calls=calls,
-                truncated=response.stop_reason == "max_tokens",
-                model_calls=step + 1,
-                usage=usage,
-                provider=provider,
-            )
-        results = []
-        for use in uses:
-            result, is_error = tools.run(use["name"], use.get("input") or {})
-            calls.append(
-                ToolCall(id=use["id"], name=use["name"], input=use.get("input") or {}, result=result, is_error=is_error)
-            )
-            results.append({"type": "tool_result", "tool_use_id": use["id"], "content": result, "is_error": is_error})
-        messages = messages + [
-            {"role": "assistant", "content": response.content},
-            {"role": "user", "content": results},
-        ]
-    raise AssertionError("unreachable: the last step always returns")  # pragma: no cover
+        if response.stop_reason == "tool_use" and uses and tools is not None and not last:
+            messages = _with_assistant(messages, response.content)
+            messages = [*messages, {"role": "user", "content": _run_tools(tools, uses, result)}]
+            paused_text = []
+            step += 1
+            continue
+        if response.stop_reason == "pause_turn" and not last:
+            messages = _with_assistant(messages, response.content)
+            paused_text.append(response.text)
+            step += 1
+            continue
+        if response.refused:
+            result.text, result.refused = REFUSAL_REPLY, True
+            return result
+        text = "".join([*paused_text, response.text])
+        if not text.strip():
+            if retried:
+                raise LLMEmptyReply("the model's reply had no text, twice")
+            retried = True
+            continue
+        result.text = text
+        result.truncated = response.stop_reason in TRUNCATED_STOP_REASONS or bool(uses)
+        return result
+
+
+def _run_tools(tools: ClinicalTools, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
+    """Run the requested tools; record each call on ``result``; the ``tool_result`` blocks."""
+    blocks: list[dict[str, Any]] = []
+    for use in uses:
+        tool_input = use.get("input") or {}
+        text, is_error = tools.run(use["name"], tool_input)
+        result.tool_calls.append(
+            ToolCall(id=use["id"], name=use["name"], input=tool_input, result=text, is_error=is_error)
+        )
+        blocks.append({"type": "tool_result", "tool_use_id": use["id"], "content": text, "is_error": is_error})
+    return blocks
+
+
+__all__ = [
+    "READ_CLINICAL_DATA",
+    "REFUSAL_REPLY",
+    "AgentResult",
+    "ClinicalTools",
+    "ModelCall",
+    "run_agent",
+]

@@ -3,6 +3,8 @@
 The manifest stores small blocks inline (system instructions, session block) and the
 large ones by reference (hot-memory version and line ids, report weeks, message ids), so
 message items stay small; the text is rebuilt here with the same renderers the prompt used.
+Blocks come in the order they were sent; one a cache breakpoint ended says so, and each LLM
+context shows what its model calls cost (docs/architecture.md, "Prompt caching").
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
 
     Returns:
         ``{"message_id", "intents", "calls": [{"intents", "load_history", "blocks":
-        [{"name", "tokens", "text"}]}]}``; a block whose source changed since the turn
-        (a corrected report) carries ``"changed_since_turn": true``.
+        [{"name", "tokens", "text"}], "usage", "model_calls"}]}``; a block whose source changed
+        since the turn (a corrected report) carries ``"changed_since_turn": true``, one that a
+        cache breakpoint ended ``"cache": true``. ``usage`` is the context's summed token usage
+        (null offline, and for turns recorded before usage was kept), ``model_calls`` lists each
+        Messages-API call's stop reason and usage.
 
     Raises:
         ProjectNotFound, MessageNotFound.
@@ -41,11 +46,16 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
         for block in call.get("blocks", []):
             text, changed = _rebuild(store, project_id, session_id, block)
             entry: dict[str, Any] = {"name": block["name"], "tokens": block["tokens"], "text": text}
+            if block.get("cache"):
+                entry["cache"] = True
             if changed:
                 entry["changed_since_turn"] = True
             blocks_out.append(entry)
-        calls_out.append({"intents": call.get("intents", []), "load_history": call.get("load_history", False),
-                          "blocks": blocks_out})
+        calls_out.append({
+            "intents": call.get("intents", []), "load_history": call.get("load_history", False),
+            "blocks": blocks_out, "usage": call.get("usage"), "model_calls": call.get("model_calls", []),
+            "truncated": bool(call.get("truncated", False)), "refused": bool(call.get("refused", False)),
+        })
     return {"message_id": message.message_id, "intents": manifest.get("intents", []), "calls": calls_out}
 
 

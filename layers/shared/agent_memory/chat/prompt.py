@@ -1,9 +1,13 @@
-"""Prompt assembly (docs/architecture.md, "Prompt assembly").
+"""Prompt assembly (docs/architecture.md, "Prompt caching" and "Session window").
 
-Blocks go from most stable to least stable so Anthropic prompt caching reuses the prefix:
-system instructions -> hot memory -> history (only when routed) -> session facts and
-summary -> recent turns -> the user's message. Cache breakpoints (at most 4, an API limit)
-sit at the end of hot memory, of history, and of the last recent turn.
+Blocks go from most stable to least stable, so prompt caching reuses the prefix: (the tools) ->
+system instructions -> hot memory -> history (only when routed) -> the recent turns -> the
+session block (facts, summary, time, the task of this call) with the user's message. Cache
+breakpoints (at most 4, an API limit; this module places at most 3) sit at the end of hot
+memory, of history and of the last recent turn, each only when the prefix up to it reaches the
+model's minimum cacheable length. Everything that changes every turn comes after the last one.
+The recent turns start on a block boundary, so their first message stays the same for several
+turns and the next turn can read this turn's cache.
 
 Every block is measured with :func:`agent_memory.domain.text.estimate_tokens`; the per-layer
 counts are reported to the client and kept in the turn's context manifest.
@@ -11,11 +15,16 @@ counts are reported to the client and kept in the turn's context manifest.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from agent_memory.domain.llm import SystemBlock
+from agent_memory.chat.agent import REFUSAL_REPLY
+from agent_memory.domain.llm import SystemBlock, ToolSpec
 from agent_memory.domain.models import (
     HOT_MEMORY_SECTIONS,
     HotMemory,
@@ -28,7 +37,11 @@ from agent_memory.domain.models import (
 )
 from agent_memory.domain.text import estimate_tokens
 
-LAYER_NAMES: tuple[str, ...] = ("system", "hot_memory", "history", "session", "recent_turns", "user_message")
+#: The layers in the order they are sent.
+LAYER_NAMES: tuple[str, ...] = ("system", "hot_memory", "history", "recent_turns", "session", "user_message")
+
+#: A prompt-caching breakpoint (ephemeral: the API's default lifetime).
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 SYSTEM_INSTRUCTIONS = (
     "You are the project assistant of a clinical research team (investigator-initiated trials and clinical "
@@ -40,8 +53,9 @@ SYSTEM_INSTRUCTIONS = (
     " Follow the preferences in every reply.\n"
     "2. <history_book>: weekly reports of the project, present ONLY for questions about the project's past or trends."
     " When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, do not invent history.\n"
-    "3. <session>: facts and summary of this conversation.\n"
-    "Then the recent turns of this conversation and the user's message.\n"
+    "3. The recent turns of this conversation.\n"
+    "4. With the user's new message, <session>: the current time, the facts and summary of this conversation"
+    " and the task of this reply.\n"
     "Current clinical data is read with the read_clinical_data tool, never guessed."
     " Quality-control (QC) tasks judge current data only.\n"
     "Reply in the language of the user's message. Never reveal personal identifiers that a system rule forbids."
@@ -65,9 +79,11 @@ INTENT_NOTES: dict[Intent, str] = {
 class PromptBudget:
     """Token caps of the blocks (tokens as estimated by ``estimate_tokens``).
 
-    ``hot_memory_tokens``: 2,000; ``history_weeks``: 50 (same
-    section); ``history_tokens``: what the history block may take; ``recent_turns``: 10
-   ; ``session_tokens``: facts and summary.
+    ``hot_memory_tokens``: 2,000; ``history_weeks``: 50; ``history_tokens``: what the history
+    block may take; ``recent_turns``: the turns always replayed (10); ``turn_block``: the older
+    turns are dropped this many at a time, so the replay holds ``recent_turns`` to
+    ``recent_turns + turn_block - 1`` turns and its first message stays put for ``turn_block``
+    turns (docs/architecture.md, "Prompt caching"); ``session_tokens``: facts and summary.
     """
 
     hot_memory_tokens: int = 2000
@@ -75,17 +91,25 @@ class PromptBudget:
     history_tokens: int = 120_000
     recent_turns: int = 10
     session_tokens: int = 4000
+    turn_block: int = 5
+
+    @property
+    def window_user_turns(self) -> int:
+        """User messages the stored session window keeps: the ``recent_turns + turn_block - 1`` turns a
+        replay may hold, plus two failed or refused ones (docs/architecture.md, "Session window")."""
+        return self.recent_turns + max(1, self.turn_block) + 1
 
 
 @dataclass
 class PromptBlock:
-    """One block as sent: ``name`` (a layer name), its text and estimated tokens, and a
-    reference from which the context endpoint can rebuild the text."""
+    """One block as sent: ``name`` (a layer name), its text and estimated tokens, a reference
+    from which the context endpoint can rebuild the text, and whether a cache breakpoint ends it."""
 
     name: str
     text: str
     tokens: int
     ref: dict[str, Any] = field(default_factory=dict)
+    cache: bool = False
 
 
 @dataclass
@@ -93,6 +117,7 @@ class AssembledPrompt:
     """The system blocks and messages of one LLM context plus what went into them.
 
     ``layers`` maps every name of :data:`LAYER_NAMES` to its token count (0 when absent).
+    ``breakpoints`` names the blocks a cache breakpoint ends, in order.
     """
 
     system: list[SystemBlock]
@@ -112,6 +137,18 @@ class AssembledPrompt:
     @property
     def prompt_tokens(self) -> int:
         return sum(b.tokens for b in self.blocks)
+
+    @property
+    def breakpoints(self) -> list[str]:
+        return [b.name for b in self.blocks if b.cache]
+
+
+def tool_tokens(tools: Sequence[ToolSpec]) -> int:
+    """Estimated tokens of the tool definitions (the start of every cached prefix)."""
+    if not tools:
+        return 0
+    specs = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+    return estimate_tokens(json.dumps(specs, ensure_ascii=False, sort_keys=True))
 
 
 # ----------------------------------------------------------------- hot memory
@@ -141,9 +178,20 @@ def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLi
     return sorted(keep, key=lambda ln: order[ln.line_id])
 
 
+#: An opening or closing tag of one of the prompt's delimited blocks, as stored text might carry it.
+_BLOCK_TAG = re.compile(r"<(\s*/?\s*(?:hot_memory|history_book|session)\b)", re.IGNORECASE)
+
+
+def neutralise_block_tags(text: str) -> str:
+    """``text`` with every tag of the prompt's own blocks (``<hot_memory>``, ``</session>``, ...)
+    written with a full-width ``＜``: what users, admins or the distiller wrote can never close a
+    block and speak from outside it (docs/architecture.md, "Prompt caching")."""
+    return _BLOCK_TAG.sub(lambda m: "\uff1c" + m.group(1), text)
+
+
 def render_hot_memory_block(hot: HotMemory, lines: Sequence[HotMemoryLine]) -> str:
     """The delimited hot-memory block (its own block, admin rules inside it)."""
-    doc = HotMemory(project_id=hot.project_id, version=hot.version, lines=list(lines)).render()
+    doc = neutralise_block_tags(HotMemory(project_id=hot.project_id, version=hot.version, lines=list(lines)).render())
     return f'<hot_memory project="{hot.project_id}" version="{hot.version}">\n{doc}\n</hot_memory>'
 
 
@@ -203,16 +251,27 @@ def render_yearly(summary: YearlySummary) -> str:
 def render_history_block(reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary] = ()) -> str:
     """The delimited history block: yearly summaries of older years, then the weeks, oldest first."""
     parts = [render_yearly(y) for y in yearly] + [render_report(r) for r in reports]
-    body = "\n\n".join(parts)
+    body = neutralise_block_tags("\n\n".join(parts))
     years = f' years="{len(yearly)}"' if yearly else ""
     return f'<history_book weeks="{len(reports)}"{years}>\n{body}\n</history_book>'
 
 
 # -------------------------------------------------------------------- session
-def render_session_block(session: SessionState, intents: Sequence[Intent], max_tokens: int) -> str:
-    """Session facts, rolling summary and the task note of this call (least stable system block)."""
+def render_session_block(
+    session: SessionState,
+    intents: Sequence[Intent],
+    max_tokens: int,
+    *,
+    now: datetime | None = None,
+    time_zone: str | None = None,
+) -> str:
+    """The current time, session facts, rolling summary and the task note of this call: the
+    block that changes every turn, sent with the user's message after the last cache breakpoint."""
     patient = f' patient="{session.patient_id}"' if session.patient_id else ""
     parts = [f'<session id="{session.session_id}"{patient}>']
+    if now is not None:
+        zone = time_zone or "UTC"
+        parts.append(f"Current time: {now.astimezone(ZoneInfo(zone)).strftime('%Y-%m-%d %H:%M')} ({zone})")
     symptoms = session.facts.get("symptoms") if session.facts else None
     if symptoms:
         rendered = []
@@ -236,35 +295,57 @@ def render_session_block(session: SessionState, intents: Sequence[Intent], max_t
         parts.append("Summary of earlier turns:\n" + session.summary)
     notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
     parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
-    parts.append("</session>")
-    text = "\n".join(parts)
+    text = "\n".join([parts[0], *(neutralise_block_tags(part) for part in parts[1:]), "</session>"])
     if estimate_tokens(text) > max_tokens and session.summary:
         # The summary is the only unbounded part; drop it before the facts.
-        return render_session_block(session.model_copy(update={"summary": ""}), intents, max_tokens)
+        return render_session_block(
+            session.model_copy(update={"summary": ""}), intents, max_tokens, now=now, time_zone=time_zone
+        )
     return text
 
 
 # --------------------------------------------------------------- recent turns
-def select_recent_turns(window: Sequence[MessageRecord], max_turns: int) -> list[list[MessageRecord]]:
-    """Group the window into turns and keep the last ``max_turns``.
+def is_refused_turn(turn: Sequence[MessageRecord]) -> bool:
+    """A turn answered with the refusal reply. It is never replayed: after a refusal the API asks for
+    the refused turn to leave the context, or later turns are refused too (docs/architecture.md,
+    "Chat replies")."""
+    return any(m.role == "assistant" and REFUSAL_REPLY in m.content for m in turn)
 
-    A turn starts at a user message and holds the assistant messages that answer it.
-    Failed user messages (no reply) and leading assistant messages are dropped, so the
-    result starts with a user message; tool calls live inside their assistant message,
-    so a tool_use is never separated from its tool_result. ``max_turns == 0`` -> ``[]``.
+
+def select_recent_turns(
+    window: Sequence[MessageRecord], max_turns: int, *, turn_block: int = 1, first_position: int = 0
+) -> list[list[MessageRecord]]:
+    """Group the window into turns and keep the recent ones.
+
+    A turn starts at a user message and holds the assistant messages that answer it. Failed
+    user messages (no reply), refused turns and leading assistant messages are dropped, so the
+    result starts with a user message; tool calls live inside their assistant message, so a
+    tool_use is never separated from its tool_result. ``max_turns == 0`` -> ``[]``.
+
+    With ``turn_block == 1`` the last ``max_turns`` turns are kept. With a larger block the
+    replay starts on a block boundary: the conversation's messages are numbered from the
+    session's first (``first_position`` is the number of ``window[0]``), block ``k`` holds the
+    turns whose user message is numbered ``2 * turn_block * k`` to ``2 * turn_block * (k + 1) - 1``,
+    and every turn from the start of the block holding the ``max_turns``-th newest turn is kept
+    (docs/architecture.md, "Prompt caching"): at least ``max_turns`` turns, at most
+    ``max_turns + turn_block - 1``, and the first one changes only once every ``turn_block`` turns.
     """
     if max_turns <= 0:
         return []
-    turns: list[list[MessageRecord]] = []
-    for m in window:
+    turns: list[tuple[int, list[MessageRecord]]] = []
+    for position, m in enumerate(window, start=first_position):
         if m.role == "user":
             if m.status == "failed":
                 continue
-            turns.append([m])
+            turns.append((position, [m]))
         elif turns:
-            turns[-1].append(m)
-    complete = [t for t in turns if len(t) > 1]
-    return complete[-max_turns:]
+            turns[-1][1].append(m)
+    complete = [(position, t) for position, t in turns if len(t) > 1 and not is_refused_turn(t)]
+    if len(complete) <= max_turns:
+        return [t for _, t in complete]
+    span = 2 * max(1, turn_block)
+    first_block = complete[-max_turns][0] // span
+    return [t for position, t in complete if position // span >= first_block]
 
 
 def turns_to_messages(turns: Sequence[Sequence[MessageRecord]]) -> list[dict[str, Any]]:
@@ -272,7 +353,8 @@ def turns_to_messages(turns: Sequence[Sequence[MessageRecord]]) -> list[dict[str
 
     An assistant message with tool calls expands to assistant(tool_use...) ->
     user(tool_result...) -> assistant(text). Adjacent messages of the same role (e.g. two
-    doctor lines of an imported transcript) are merged.
+    doctor lines of an imported transcript) are merged. The same turns always render to the
+    same bytes: a later turn's request repeats this one's as its cached prefix.
     """
     out: list[dict[str, Any]] = []
 
@@ -323,6 +405,10 @@ def assemble_prompt(
     intents: Sequence[Intent],
     budget: PromptBudget,
     yearly: Sequence[YearlySummary] = (),
+    tools: Sequence[ToolSpec] = (),
+    min_cacheable_tokens: int = 0,
+    now: datetime | None = None,
+    time_zone: str | None = None,
 ) -> AssembledPrompt:
     """Assemble one LLM context.
 
@@ -330,28 +416,40 @@ def assemble_prompt(
         hot_memory: always included (selected under ``budget.hot_memory_tokens``).
         reports: the loaded history (newest first or any order) or ``None`` when the plan
             does not load history; QC plans always pass ``None``.
-        session: its window gives the recent turns; its facts and summary the session block.
+        session: its window (numbered from ``message_count``) gives the recent turns; its facts
+            and summary the session block.
         user_text: the new user message.
         intents: the intents of this call (a task note is added for them).
+        tools: the tools the call will carry (they start every cached prefix).
+        min_cacheable_tokens: the model's minimum cacheable prompt length: a breakpoint whose
+            prefix (tools included) is estimated shorter is not placed.
+        now, time_zone: the time the session block states (none when ``now`` is None).
 
     Returns:
-        The system blocks (with cache flags), the messages (cache breakpoint on the last
-        recent turn) and the measured blocks.
+        The system blocks (with cache flags), the messages (a cache breakpoint on the last block
+        of the last recent turn, the session block and the user's text in the last message) and
+        the measured blocks, in the order they are sent.
     """
     blocks: list[PromptBlock] = []
     system: list[SystemBlock] = []
+    prefix = tool_tokens(tools)
 
-    blocks.append(PromptBlock("system", SYSTEM_INSTRUCTIONS, estimate_tokens(SYSTEM_INSTRUCTIONS)))
-    system.append(SystemBlock("system", SYSTEM_INSTRUCTIONS))
+    def add_system(block: PromptBlock, cacheable: bool) -> None:
+        nonlocal prefix
+        prefix += block.tokens
+        block.cache = cacheable and prefix >= min_cacheable_tokens
+        blocks.append(block)
+        system.append(SystemBlock(block.name, block.text, cache=block.cache))
+
+    add_system(PromptBlock("system", SYSTEM_INSTRUCTIONS, estimate_tokens(SYSTEM_INSTRUCTIONS)), cacheable=False)
 
     lines = select_hot_memory_lines(hot_memory, budget.hot_memory_tokens)
     hot_text = render_hot_memory_block(hot_memory, lines)
-    blocks.append(PromptBlock(
+    add_system(PromptBlock(
         "hot_memory", hot_text, estimate_tokens(hot_text),
         ref={"version": hot_memory.version, "line_ids": [ln.line_id for ln in lines],
              "complete": len(lines) == len(hot_memory.lines)},
-    ))
-    system.append(SystemBlock("hot_memory", hot_text, cache=True))
+    ), cacheable=True)
 
     history_weeks: list[str] = []
     if reports is not None:
@@ -360,31 +458,33 @@ def assemble_prompt(
         used = sum(estimate_tokens(render_report(r)) for r in selected)
         years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
         history_text = render_history_block(selected, years)
-        blocks.append(PromptBlock(
+        add_system(PromptBlock(
             "history", history_text, estimate_tokens(history_text),
             ref={"weeks": history_weeks, "revisions": {r.iso_week: r.revision for r in selected},
                  "years": [y.year for y in years]},
-        ))
-        system.append(SystemBlock("history", history_text, cache=True))
+        ), cacheable=True)
 
-    session_text = render_session_block(session, intents, budget.session_tokens)
-    blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
-    system.append(SystemBlock("session", session_text))
-
-    turns = select_recent_turns(session.window, budget.recent_turns)
+    turns = select_recent_turns(
+        session.window, budget.recent_turns, turn_block=budget.turn_block,
+        first_position=max(0, session.message_count - len(session.window)),
+    )
     messages = turns_to_messages(turns)
     recent_ids = [m.message_id for t in turns for m in t]
     if messages:
-        messages[-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
-        blocks.append(PromptBlock(
-            "recent_turns", "", _message_tokens(messages), ref={"message_ids": recent_ids}
-        ))
-    user_block = {"role": "user", "content": [{"type": "text", "text": user_text}]}
-    if messages and messages[-1]["role"] == "user":  # cannot happen after select_recent_turns; kept safe
-        messages[-1]["content"].extend(user_block["content"])
-    else:
-        messages.append(user_block)
+        turn_tokens = _message_tokens(messages)
+        cached = prefix + turn_tokens >= min_cacheable_tokens
+        if cached:  # the previous turn's end: the next turn repeats everything up to here
+            messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
+        blocks.append(PromptBlock("recent_turns", "", turn_tokens, ref={"message_ids": recent_ids}, cache=cached))
+
+    session_text = render_session_block(session, intents, budget.session_tokens, now=now, time_zone=time_zone)
+    blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
     blocks.append(PromptBlock("user_message", user_text, estimate_tokens(user_text)))
+    # After the last breakpoint: what changes every turn, then the question (last, so that it is the
+    # message's final text block).
+    messages.append({"role": "user", "content": [
+        {"type": "text", "text": session_text}, {"type": "text", "text": user_text},
+    ]})
     return AssembledPrompt(
         system=system,
         messages=messages,
@@ -402,9 +502,12 @@ __all__ = [
     "PromptBlock",
     "PromptBudget",
     "assemble_prompt",
+    "is_refused_turn",
     "render_history_block",
     "render_hot_memory_block",
     "render_report",
+    "render_session_block",
     "select_recent_turns",
+    "tool_tokens",
     "turns_to_messages",
 ]

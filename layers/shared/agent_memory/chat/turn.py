@@ -1,12 +1,18 @@
 """The chat turn: read memory, route by intent, call the LLM, record the turn.
 
-One turn, in round trips (docs/architecture.md, "DynamoDB access patterns"):
+One turn, in round trips (docs/architecture.md, "Request path"):
 1. ONE BatchGetItem: project + hot memory + session item (window, facts, summary);
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
    item (version condition), the project's activity marker for the local day.
-If the LLM fails, the user message is still recorded exactly once (status ``failed``) and
-the LLM error is re-raised for the handler to answer 503/504 with Retry-After.
+If the LLM fails (any ``LLMError``: unavailable, deadline, a rejected request, bad credentials,
+an unknown model, a malformed or empty reply), the user message is still recorded exactly once
+(status ``failed``), nothing else is written, and the error is re-raised for the one error map
+(503/504 with Retry-After, or 502).
+
+Every model call's token usage is reported: summed per LLM context in the response
+(``calls[].usage``, null offline), call by call in the turn's context manifest (with each call's
+stop reason), and as the ``chat`` task's metrics (docs/architecture.md, "Prompt caching").
 """
 
 from __future__ import annotations
@@ -20,14 +26,15 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from agent_memory.chat.agent import AgentResult, ClinicalTools, run_agent
+from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
+from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
-from agent_memory.domain.llm import LLMRequest
+from agent_memory.domain.llm import Effort, LLMRequest, Usage
 from agent_memory.domain.models import (
     HotMemory,
     Intent,
@@ -36,8 +43,9 @@ from agent_memory.domain.models import (
     WeeklyReport,
     YearlySummary,
 )
-from agent_memory.domain.text import utf8_len
+from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.ports import ChatStore, ClinicalDataPort, LLMClient
+from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
     from agent_memory.consultation.session_memory import SessionMemory, TurnMemory
@@ -46,14 +54,27 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ChatConfig:
-    """Caps and model settings of a turn (from ``Settings``)."""
+    """Caps and model settings of a turn (from ``Settings``).
 
-    chat_model_id: str = "claude-sonnet-4-5"
+    ``min_cacheable_tokens``: the chat model's minimum cacheable prompt length; None = the
+    published figure for ``chat_model_id`` (``agent_memory.config.min_cacheable_tokens``).
+    ``effort``: ``output_config.effort`` of the chat calls; None = the model's default.
+    """
+
+    chat_model_id: str = DEFAULT_CHAT_MODEL_ID
     max_output_tokens: int = 1024
     max_message_bytes: int = 32_768
     react_max_steps: int = 4
     flow_log_retention_days: int = 0
     budget: PromptBudget = field(default_factory=PromptBudget)
+    min_cacheable_tokens: int | None = None
+    effort: Effort | None = None
+
+    def cacheable_from(self) -> int:
+        """Tokens a prefix needs before a cache breakpoint is placed at its end."""
+        if self.min_cacheable_tokens is not None:
+            return self.min_cacheable_tokens
+        return min_cacheable_tokens(self.chat_model_id)
 
 
 @dataclass
@@ -72,18 +93,42 @@ class ChatDeps:
     memory: SessionMemory | None = None
 
 
+class TokenUsage(BaseModel):
+    """Tokens of the model calls of one LLM context, as the provider reported them (summed).
+
+    ``input_tokens`` excludes the cached parts: the prompts were ``input_tokens +
+    cache_creation_input_tokens + cache_read_input_tokens`` tokens.
+    """
+
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+
+    @classmethod
+    def of(cls, usage: Usage | None) -> TokenUsage | None:
+        return None if usage is None else cls(**usage.as_dict())
+
+
 class CallReport(BaseModel):
-    """One LLM context of the turn as reported to the client."""
+    """One LLM context of the turn as reported to the client. ``usage`` is null from the offline
+    provider; ``model_calls`` counts the Messages-API calls the context took (tool steps, a retry)."""
 
     intents: list[str]
     history_weeks: int
     recent_turns: int
     prompt_tokens: int
     layers: dict[str, int]
+    model_calls: int = 0
+    usage: TokenUsage | None = None
 
 
 class ChatResult(BaseModel):
-    """The 200 response body of ``POST .../messages``."""
+    """The 200 response body of ``POST .../messages``.
+
+    ``truncated``: a reply was cut (``max_tokens``, or the tool-step cap); ``refused``: the model
+    declined the request and ``reply`` says so in a fixed sentence.
+    """
 
     message_id: str
     user_message_id: str
@@ -92,6 +137,7 @@ class ChatResult(BaseModel):
     intents: list[str]
     provider: str
     calls: list[CallReport]
+    refused: bool = False
 
 
 @dataclass
@@ -105,11 +151,13 @@ def validate_message(content: str, max_bytes: int) -> None:
     """Reject empty or over-size messages before anything is read or written.
 
     Raises:
-        InvalidInput: empty / whitespace-only content (422).
+        InvalidInput: nothing visible (only whitespace or invisible format characters) or control
+            characters such as NUL (422; ``domain.text.content_problem``).
         PayloadTooLarge: more than ``max_bytes`` UTF-8 bytes (413).
     """
-    if not content.strip():
-        raise InvalidInput("content must not be empty")
+    problem = content_problem(content)
+    if problem is not None:
+        raise InvalidInput(f"content {problem}")
     size = utf8_len(content)
     if size > max_bytes:
         raise PayloadTooLarge(
@@ -144,8 +192,9 @@ def handle_message(
 
     Raises:
         InvalidInput, PayloadTooLarge, ProjectNotFound: nothing is written.
-        LLMUnavailable / LLMDeadlineExceeded / LLMBadRequest: the user message was recorded
-            as failed (exactly once).
+        LLMError (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, LLMAuthError,
+            LLMModelNotFound, LLMBadResponse, LLMEmptyReply): the user message was recorded as
+            failed (exactly once), nothing else.
     """
     cfg = deps.config
     validate_message(content, cfg.max_message_bytes)
@@ -181,16 +230,15 @@ def handle_message(
             # yearly summaries. One more Query, only then.
             yearly = deps.store.load_yearly_summaries(project_id)
 
-    # The prompt sees the window WITHOUT a reused failed message (it is the current message).
-    prompt_session = memory_session.model_copy(
-        update={"window": [m for m in session.window if m.message_id != user_msg.message_id]}
-    )
+    # A reused failed message stays in the window the prompt sees (its place numbers the window's
+    # messages); being failed, it is never replayed as a recent turn.
     outcomes: list[_CallOutcome] = []
     try:
         for plan in plans:
-            outcomes.append(
-                _run_call(deps, ctx.hot_memory, prompt_session, plan, reports, content, project_id, deadline, yearly)
-            )
+            outcomes.append(_run_call(
+                deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
+                                 ctx.project.time_zone, now, deadline),
+            ))
     except LLMError:
         if reused is None:
             failed = user_msg.model_copy(update={"status": "failed"})
@@ -222,6 +270,7 @@ def handle_message(
         user_message_id=user_msg.message_id,
         reply=assistant.content,
         truncated=assistant.truncated,
+        refused=any(o.result.refused for o in outcomes),
         intents=[i.value for i in classification.intents],
         provider=outcomes[0].result.provider if outcomes else deps.llm.provider,
         calls=[
@@ -231,6 +280,8 @@ def handle_message(
                 recent_turns=o.prompt.recent_turns,
                 prompt_tokens=o.prompt.prompt_tokens,
                 layers=o.prompt.layers,
+                model_calls=o.result.model_calls,
+                usage=TokenUsage.of(o.result.usage),
             )
             for o in outcomes
         ],
@@ -246,38 +297,55 @@ def _failed_retry(window: Sequence[MessageRecord], idempotency_hash: str | None)
     return None
 
 
-def _run_call(
-    deps: ChatDeps,
-    hot: HotMemory,
-    session: SessionState,
-    plan: CallPlan,
-    reports: list[WeeklyReport] | None,
-    content: str,
-    project_id: str,
-    deadline: float | None,
-    yearly: list[YearlySummary] | None = None,
-) -> _CallOutcome:
+@dataclass(frozen=True)
+class _CallInput:
+    """What one LLM context of the turn is built from."""
+
+    hot: HotMemory
+    session: SessionState
+    plan: CallPlan
+    reports: list[WeeklyReport] | None
+    yearly: list[YearlySummary]
+    content: str
+    project_id: str
+    time_zone: str
+    now: datetime
+    deadline: float | None
+
+
+def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
     cfg = deps.config
+    tools = ClinicalTools(deps.clinical, call.project_id)
     prompt = assemble_prompt(
-        hot_memory=hot,
-        reports=reports if plan.load_history else None,  # a QC call never sees history
-        yearly=(yearly or []) if plan.load_history else [],
-        session=session,
-        user_text=content,
-        intents=plan.intents,
+        hot_memory=call.hot,
+        reports=call.reports if call.plan.load_history else None,  # a QC call never sees history
+        yearly=call.yearly if call.plan.load_history else [],
+        session=call.session,
+        user_text=call.content,
+        intents=call.plan.intents,
         budget=cfg.budget,
+        tools=tools.specs,
+        min_cacheable_tokens=cfg.cacheable_from(),
+        now=call.now,
+        time_zone=call.time_zone,
     )
     request = LLMRequest(
         model=cfg.chat_model_id,
         system=prompt.system,
         messages=prompt.messages,
         max_tokens=cfg.max_output_tokens,
-        deadline=deadline,
+        deadline=call.deadline,
         purpose="chat",
-        metadata={"intents": [i.value for i in plan.intents]},
+        effort=cfg.effort,
+        metadata={"intents": [i.value for i in call.plan.intents]},
     )
-    result = run_agent(deps.llm, request, ClinicalTools(deps.clinical, project_id), max_steps=cfg.react_max_steps)
-    return _CallOutcome(plan=plan, prompt=prompt, result=result)
+    result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
+    return _CallOutcome(plan=call.plan, prompt=prompt, result=result)
+
+
+def _record_usage(call: ModelCall) -> None:
+    """The ``chat`` task's token metrics, per model call (nothing offline)."""
+    record_usage("chat", call.usage)
 
 
 def _combine(outcomes: Sequence[_CallOutcome]) -> str:
@@ -291,7 +359,8 @@ def _combine(outcomes: Sequence[_CallOutcome]) -> str:
 
 
 def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_message_id: str) -> dict[str, Any]:
-    """What was sent, by reference, so the context endpoint can rebuild it (kept small)."""
+    """What was sent, by reference, so the context endpoint can rebuild it (kept small), and what
+    each model call cost."""
     calls = []
     for o in outcomes:
         blocks = []
@@ -303,12 +372,22 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
                 entry["ref"] = {"message_id": user_message_id}
             else:
                 entry["ref"] = b.ref
+            if b.cache:
+                entry["cache"] = True
             blocks.append(entry)
+        usage = o.result.usage
         calls.append({
             "intents": [i.value for i in o.plan.intents],
             "load_history": o.plan.load_history,
             "blocks": blocks,
             "tool_calls": [tc.id for tc in o.result.tool_calls],
+            "usage": usage.as_dict() if usage is not None else None,
+            "model_calls": [
+                {"stop_reason": c.stop_reason, "usage": c.usage.as_dict() if c.usage is not None else None}
+                for c in o.result.calls
+            ],
+            "truncated": o.result.truncated,
+            "refused": o.result.refused,
         })
     return {"intents": [i.value for i in intents], "calls": calls}
 
@@ -331,7 +410,7 @@ def _append(
     done = append_messages(
         deps.store, session, append,
         time_zone=time_zone, now=deps.now,
-        keep_user_turns=deps.config.budget.recent_turns + 2,
+        keep_user_turns=deps.config.budget.window_user_turns,
         flow_log_retention_days=deps.config.flow_log_retention_days,
         update=update,
     )
@@ -351,4 +430,7 @@ def _zone(name: str) -> ZoneInfo:
     return ZoneInfo(name)
 
 
-__all__ = ["ChatConfig", "ChatDeps", "ChatResult", "ChatStore", "handle_message", "validate_message"]
+__all__ = [
+    "CallReport", "ChatConfig", "ChatDeps", "ChatResult", "ChatStore", "TokenUsage", "handle_message",
+    "validate_message",
+]

@@ -57,7 +57,7 @@ from agent_memory.domain.session_models import (
     TrendChange,
     report_problem,
 )
-from agent_memory.domain.text import utf8_len
+from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.ports import SessionsStore
 
 #: DynamoDB's limit of items in one TransactWriteItems.
@@ -253,8 +253,9 @@ def _validate_transcript(turns: Sequence[TranscriptTurn], cfg: SessionsConfig) -
         raise InvalidInput(f"at most {MAX_TRANSCRIPT_TURNS} turns per request")
     total = 0
     for i, t in enumerate(turns):
-        if not t.content.strip():
-            raise InvalidInput(f"turns[{i}].content must not be empty")
+        problem = content_problem(t.content)
+        if problem is not None:
+            raise InvalidInput(f"turns[{i}].content {problem}")
         size = utf8_len(t.content)
         if size > cfg.max_message_bytes:
             raise PayloadTooLarge(

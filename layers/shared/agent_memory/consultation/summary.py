@@ -5,9 +5,10 @@ Two summarisers behind one port:
   patient's words, the symptom facts that turn produced and the question asked after it;
   bounded in UTF-8 bytes (the first lines, usually the chief complaint, and the newest lines
   are kept; the middle is condensed into a counted marker).
-- :class:`LLMSummariser`: the fast model rewrites the summary with the new turns; any LLM
-  failure, an empty answer or too little time left before the deadline falls back to the
-  extractive one.
+- :class:`LLMSummariser`: the fast model rewrites the summary with the new turns (free text, not
+  a structured call); any LLM failure, a cut, refused or empty answer or too little time left
+  before the deadline falls back to the extractive one (counted as ``LLMFallback``, task
+  ``summary``).
 
 Symptoms themselves never depend on the summary: they live in the session's facts.
 """
@@ -22,10 +23,14 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from agent_memory.domain.errors import LLMError
-from agent_memory.domain.llm import LLMRequest, SystemBlock
+from agent_memory.domain.llm import Effort, LLMRequest, SystemBlock, Usage
 from agent_memory.domain.models import MessageRecord
 from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.ports import LLMClient
+from agent_memory.structured import TRUNCATED_STOP_REASONS, failure_reason, record_fallback, record_usage
+
+#: The task label of the LLM call (request ``purpose``, metric dimension ``task``).
+TASK = "summary"
 
 #: Bytes of the stored summary (UTF-8). About 1,500 tokens of Chinese: with the facts it stays
 #: inside the session block's token budget (``PromptBudget.session_tokens``).
@@ -151,15 +156,23 @@ SUMMARY_INSTRUCTIONS = (
 
 @dataclass
 class LLMSummariser:
-    """The fast model through the LLM port, with the extractive fallback."""
+    """The fast model through the LLM port, with the extractive fallback.
+
+    ``max_tokens`` leaves room for thinking; ``effort`` is the call's ``output_config.effort``
+    (None: the model's default). ``last_usage`` holds the tokens of the latest call (None when
+    none answered). A reply cut by ``max_tokens`` (a summary missing its end), a refusal or an
+    empty text is never stored: the extractive summary is.
+    """
 
     llm: LLMClient
     model: str
     fallback: Summariser = field(default_factory=ExtractiveSummariser)
-    max_tokens: int = 700
+    max_tokens: int = 4096
     min_time_left_s: float = 3.0
     per_message_bytes: int = 1_500
     monotonic: Any = time.monotonic
+    effort: Effort | None = None
+    last_usage: Usage | None = field(default=None, init=False)
 
     def summarise(
         self,
@@ -171,13 +184,16 @@ class LLMSummariser:
         budget_bytes: int = SUMMARY_BUDGET_BYTES,
         deadline: float | None = None,
     ) -> str:
-        def fallback() -> str:
+        def fallback(reason: str | None = None) -> str:
+            if reason is not None:
+                record_fallback(TASK, reason)
             return self.fallback.summarise(
                 previous, turns, facts, time_zone=time_zone, budget_bytes=budget_bytes, deadline=deadline
             )
 
+        self.last_usage = None
         if deadline is not None and deadline - self.monotonic() < self.min_time_left_s:
-            return fallback()
+            return fallback("deadline_passed")
         rendered = "\n".join(
             f"{'patient/user' if m.role == 'user' else 'doctor/assistant'}: "
             f"{truncate_utf8(' '.join(m.content.split()), self.per_message_bytes)}"
@@ -190,15 +206,23 @@ class LLMSummariser:
                 f"<summary_so_far>\n{previous}\n</summary_so_far>\n<new_turns>\n{rendered}\n</new_turns>"
             )}]}],
             max_tokens=self.max_tokens,
+            effort=self.effort,
             deadline=deadline,
-            purpose="summary",
+            purpose=TASK,
         )
         try:
-            text = self.llm.complete(request).text.strip()
-        except LLMError:
-            return fallback()
+            response = self.llm.complete(request)
+        except LLMError as exc:
+            return fallback(failure_reason(exc))
+        self.last_usage = response.usage
+        record_usage(TASK, response.usage)
+        text = response.text.strip()
+        if response.stop_reason in TRUNCATED_STOP_REASONS:
+            return fallback("truncated")
+        if response.refused:
+            return fallback("refused")
         if not text:
-            return fallback()
+            return fallback("no_text")
         return truncate_utf8(text, budget_bytes)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DomainError(Exception):
     """Base class; ``reason`` is safe to show a client (never patient text)."""
@@ -190,3 +192,18 @@ class LLMBadResponse(LLMError):
 
 class LLMEmptyReply(LLMError):
     """The model's final answer had no text, also after one retry (HTTP 502 ``llm_empty_reply``)."""
+
+
+class ConfirmationRequired(InvalidInput):
+    """Approving a review item would relax System Rules and the admin did not confirm it (HTTP 422
+    ``confirmation_required``, with the rules and the current version).
+
+    ``rules`` are the System Rules lines it would relax, in document order (``HotMemoryLine``);
+    they are the admin's own memory, shown to the admin: never log them.
+    """
+
+    def __init__(self, reason: str, *, item_id: str, rules: list[Any], current_version: int) -> None:
+        super().__init__(reason)
+        self.item_id = item_id
+        self.rules = rules
+        self.current_version = current_version

@@ -154,7 +154,13 @@ class JobRequest(BaseModel):
 
 
 class JobReport(BaseModel):
-    """What a job did (counts only, never message text)."""
+    """What a job did (counts only, never message text).
+
+    A job that called the LLM carries ``details["llm_calls"]`` (calls made) and
+    ``details["llm_usage"]``: the Messages-API token counts of those calls summed
+    (``input_tokens``, ``output_tokens``, ``cache_creation_input_tokens``,
+    ``cache_read_input_tokens``), None when no call reported usage.
+    """
 
     job: JobName
     project_id: str

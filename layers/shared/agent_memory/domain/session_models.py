@@ -102,7 +102,7 @@ class SessionPage(BaseModel):
 
 
 #: An ISO-8601 date-time: a date, ``T`` (or a space) and at least hours and minutes.
-_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+_ISO_DATETIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
 
 
 class TranscriptTurn(BaseModel):

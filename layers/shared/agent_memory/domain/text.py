@@ -108,3 +108,21 @@ def _value_size(value: dict[str, Any]) -> int:
 
 
 DYNAMODB_ITEM_LIMIT_BYTES = 409_600
+
+
+#: C0 controls other than tab, newline and carriage return, and DEL: never part of a message.
+_FORBIDDEN_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def content_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as a message, or None when it can.
+
+    Refused: text with NUL or another C0 control character (tab, newline and carriage return are
+    fine), and text with nothing visible: only whitespace and invisible format characters (zero
+    width spaces and joiners, bidi marks, the BOM: Unicode category Cf).
+    """
+    if _FORBIDDEN_CONTROLS.search(text):
+        return "must not contain control characters"
+    if all(ch.isspace() or unicodedata.category(ch) == "Cf" for ch in text):
+        return "must not be empty"
+    return None

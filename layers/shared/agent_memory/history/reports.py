@@ -21,7 +21,7 @@ from agent_memory.hot_memory.editor import audit_record, check_reason
 from agent_memory.ports import AdminStore, ViewStore
 
 #: ``YYYY-Www`` with a week number 01..53 (whether week 53 exists is checked by :func:`check_iso_week`).
-ISO_WEEK_PATTERN = r"^\d{4}-W(0[1-9]|[1-4]\d|5[0-3])$"
+ISO_WEEK_PATTERN = r"^[0-9]{4}-W(0[1-9]|[1-4][0-9]|5[0-3])$"
 _ISO_WEEK = re.compile(ISO_WEEK_PATTERN)
 #: Most reports one request returns (10 years of weeks).
 MAX_REPORTS = 520

@@ -22,6 +22,7 @@ Rules every write keeps:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -89,18 +90,24 @@ def etag(version: int) -> str:
     return f'"{version}"'
 
 
+_VERSION = re.compile(r"[0-9]{1,12}")
+
+
 def parse_if_match(value: str | None) -> int:
-    """The version an ``If-Match`` header names (``"7"``, ``W/"7"`` or ``7``).
+    """The version an ``If-Match`` header names (``"7"`` or ``7``, ASCII digits).
 
     Raises:
         PreconditionRequired: no header (428).
-        InvalidInput: not a version (``*`` included: a write must name what it is based on).
+        InvalidInput: not a version (``*`` included: a write must name what it is based on), or a
+            weak validator (``W/"7"``): a write needs a strong one (RFC 9110 section 13.1.1).
     """
     if value is None or not value.strip():
         raise PreconditionRequired("If-Match with the version you are editing (the ETag) is required")
     raw = value.strip()
-    raw = raw.removeprefix("W/").strip().strip('"')
-    if not raw.isdigit() or len(raw) > 12:
+    if raw[:2].upper() == "W/":
+        raise InvalidInput("If-Match must be a strong ETag (\"7\", not W/\"7\"): a write needs one")
+    raw = raw.strip('"')
+    if not _VERSION.fullmatch(raw):
         raise InvalidInput("If-Match must be the ETag of the version you are editing, e.g. \"7\"")
     return int(raw)
 

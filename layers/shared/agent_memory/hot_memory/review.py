@@ -5,14 +5,22 @@ here for an admin.
 Approving adds the candidate as an ADMIN line through the editor's commit (same version check,
 token cap and audit record as every admin write); rejecting leaves the hot memory untouched.
 Either way the decision is recorded once: a decided item cannot be decided again.
+
+An approval that would relax a System Rule (:func:`relaxed_rules`) needs the admin's explicit
+confirmation, which names the rules it relaxes (:class:`ConfirmationRequired`). The rules are the
+admin's own lines: they are shown to the admin, never logged.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from agent_memory.domain.errors import AlreadyDecided, InvalidInput, ReviewItemNotFound
+from agent_memory.domain.errors import AlreadyDecided, ConfirmationRequired, InvalidInput, ReviewItemNotFound
+from agent_memory.domain.jobs import SYSTEM_RULES
+from agent_memory.domain.models import HotMemory, HotMemoryLine
 from agent_memory.domain.records import ReviewEntry, split_review_item_id
+from agent_memory.hot_memory.analysis import analyse, contradicts, same_topic, supersedes
 from agent_memory.hot_memory.document import admin_line, line_key, normalise_text, tagged_text
 from agent_memory.hot_memory.editor import (
     ChangeResult,
@@ -22,7 +30,49 @@ from agent_memory.hot_memory.editor import (
     commit_change,
     unchanged,
 )
+from agent_memory.hot_memory.statements import relaxes_system_rules
 from agent_memory.ports import AdminStore
+
+
+def confirmation_required(item_id: str, rules: Sequence[HotMemoryLine], current_version: int) -> ConfirmationRequired:
+    """The refusal of an unconfirmed approval that would relax ``rules`` (non-empty, in document
+    order): the reason names the first rule by id and text (the admin's own line, shown to the
+    admin; never logged)."""
+    first = rules[0]
+    more = f" (and {len(rules) - 1} more)" if len(rules) > 1 else ""
+    reason = (
+        f'approving review item {item_id} would relax the System Rule {first.line_id} '
+        f'"{tagged_text(first.text, first.role_tag)}"{more}; approve it again with '
+        '{"confirm": true} to add it anyway'
+    )
+    return ConfirmationRequired(reason, item_id=item_id, rules=list(rules), current_version=current_version)
+
+
+def relaxed_rules(item: ReviewEntry, current: HotMemory) -> list[HotMemoryLine]:
+    """The System Rules lines of ``current`` that approving ``item`` would relax, in document
+    order; none for an ordinary item. Decided with the distiller's own rules, against the rules
+    as they are now (nothing is stored for it):
+
+    1. the admin line the item was held for (``detail``, of ``contradicts_admin_line`` /
+       ``targets_admin_line``) when it is a System Rule of ``current``;
+    2. a statement asking to ignore or relax the admin's rules (held as ``relaxes_system_rules``,
+       or matching :func:`~agent_memory.hot_memory.statements.relaxes_system_rules`): the rules on
+       its subject (:func:`~agent_memory.hot_memory.analysis.same_topic`), or every rule when it
+       names none (it relaxes the whole section);
+    3. any other candidate: the rules it contradicts or whose detail it changes (the merge's
+       admin guard, :func:`~agent_memory.hot_memory.analysis.contradicts` /
+       :func:`~agent_memory.hot_memory.analysis.supersedes`).
+
+    With no System Rules there is nothing to relax.
+    """
+    rules = [ln for ln in current.lines if ln.section == SYSTEM_RULES]
+    named = [ln for ln in rules if item.detail is not None and ln.line_id == item.detail]
+    if named or not rules:
+        return named
+    info = analyse(item.text)
+    if item.reason == "relaxes_system_rules" or relaxes_system_rules(item.text):
+        return [ln for ln in rules if same_topic(info, analyse(ln.text))] or rules
+    return [ln for ln in rules if contradicts(info, analyse(ln.text)) or supersedes(info, analyse(ln.text))]
 
 
 def list_review(store: AdminStore, project_id: str, *, status: str | None) -> list[ReviewEntry]:
@@ -53,15 +103,21 @@ def approve_review(
     actor: str,
     now: datetime,
     cap: int,
+    confirm: bool = False,
 ) -> ChangeResult:
     """Add a held candidate to the hot memory as an ADMIN line (the admin now owns it, so the AI
     never changes it; its evidence is kept), through the same cap check as every write.
 
     ``if_match`` is optional here (the candidate is added to whatever version is current; the
-    save is still conditional on that version).
+    save is still conditional on that version). A candidate that would relax System Rules
+    (:func:`relaxed_rules`) is added only with ``confirm``; the audit record then lists the
+    relaxed rules' ids (``relaxed_rule_ids``). A candidate already present adds nothing and needs
+    no confirmation.
 
     Raises:
-        ReviewItemNotFound (404), AlreadyDecided (409), VersionConflict (409), OverTokenCap (422).
+        ReviewItemNotFound (404), AlreadyDecided (409), VersionConflict (409), OverTokenCap (422),
+        ConfirmationRequired (422): it would relax System Rules and ``confirm`` is false (nothing
+        is written, the item stays pending).
     """
     reason = check_reason(reason)
     store.get_project(project_id)
@@ -82,6 +138,12 @@ def approve_review(
         result = unchanged(current, cap)
         result.audit_id = audit.audit_id
         return result
+    relaxed = relaxed_rules(item, current)
+    if relaxed and not confirm:
+        raise confirmation_required(item_id, relaxed, current.version)
+    extra: dict[str, object] = {"review_reason": item.reason}
+    if relaxed:
+        extra["relaxed_rule_ids"] = [ln.line_id for ln in relaxed]
     line = admin_line(
         section=item.section, text=normalise_text(item.text), role_tag=item.role_tag, actor=actor, now=now,
         evidence=item.evidence,
@@ -90,7 +152,7 @@ def approve_review(
         store, current, [*current.lines, line],
         action="review.approve", what=f"approved review item {item_id}", target=f"review:{item_id}",
         added=[line.line_id], removed=[], actor=actor, now=now, reason=reason, cap=cap,
-        extra={"review_reason": item.reason}, decide=decided,
+        extra=extra, decide=decided,
     )
 
 
@@ -116,4 +178,4 @@ def reject_review(
     return decided
 
 
-__all__ = ["approve_review", "list_review", "reject_review"]
+__all__ = ["approve_review", "confirmation_required", "list_review", "reject_review", "relaxed_rules"]

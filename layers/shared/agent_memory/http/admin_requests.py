@@ -1,6 +1,6 @@
-"""The admin API's requests (bodies, query parameters, ``If-Match``, reasons) and the response of a
-hot-memory change. Bodies and parameters are validated by the Powertools event handler (bad
-input -> 422)."""
+"""The admin API's requests (bodies, query parameters, ``If-Match``, reasons), the response of a
+hot-memory change, and the answer to an approval that needs the admin's confirmation. Bodies and
+parameters are validated by the Powertools event handler (bad input -> 422)."""
 
 from __future__ import annotations
 
@@ -34,11 +34,27 @@ class MemoryPutRequest(BaseModel):
 
 
 class ReasonRequest(BaseModel):
-    """Optional body of the restore / approve / reject routes."""
+    """Optional body of the restore / reject routes."""
 
     model_config = ConfigDict(extra="forbid")
 
     reason: str | None = None
+
+
+class ApproveRequest(BaseModel):
+    """Optional body of ``POST /v1/projects/{project_id}/memory/review/{item_id}/approve``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(default=None, description="Why (kept in the revision and the audit record).")
+    confirm: bool = Field(
+        default=False,
+        strict=True,
+        description=(
+            "true: approve an item that would relax System Rules (without it such an approval answers 422 "
+            "`confirmation_required`, naming the rules). Not needed for other items."
+        ),
+    )
 
 
 class ReportCorrectionRequest(BaseModel):

@@ -25,6 +25,10 @@ from agent_memory.domain.errors import Forbidden, Unauthorized
 Role = Literal["admin", "member"]
 PROJECTS_CLAIM = "custom:projects"
 _SPLIT = re.compile(r"[\s,;]+")
+#: A user id (``sub``): 1-128 printable ASCII characters without spaces (Cognito's are UUIDs).
+#: Control, format (bidi, zero-width) and other non-ASCII characters are refused: the id is the
+#: audit actor and appears in provenance, where it must read as what it is.
+USER_ID_RE = re.compile(r"[!-~]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,8 @@ class Caller:
 def parse_projects_claim(value: Any) -> dict[str, Role]:
     """``"p1:admin,p2:member"`` / ``"[p1:admin p2:member]"`` / a list -> ``{p1: admin, p2: member}``.
 
-    Entries without a valid role are ignored (never widened to a default role).
+    Entries without a valid role are ignored (never widened to a default role). A project named
+    twice with different roles gets the least privilege (``member``), whatever the order.
     """
     if value is None:
         return {}
@@ -54,7 +59,7 @@ def parse_projects_claim(value: Any) -> dict[str, Role]:
             continue
         project, role = entry.rsplit(":", 1)
         if project and role in ("admin", "member"):
-            roles[project] = role  # type: ignore[assignment]
+            roles[project] = "member" if roles.get(project, role) != role else role  # type: ignore[assignment]
     return roles
 
 
@@ -73,12 +78,15 @@ def caller_from_event(event: APIGatewayProxyEventV2) -> Caller:
     """The caller of the request.
 
     Raises:
-        Unauthorized: no verified claims or no ``sub`` (HTTP 401).
+        Unauthorized: no verified claims, no ``sub``, or a ``sub`` outside :data:`USER_ID_RE`
+            (HTTP 401).
     """
     claims = claims_of(event)
     sub = claims.get("sub")
     if not sub:
         raise Unauthorized("a valid bearer token is required")
+    if not isinstance(sub, str) or not USER_ID_RE.fullmatch(sub):
+        raise Unauthorized("the token's subject must be 1-128 printable ASCII characters")
     return Caller(user_id=str(sub), roles=parse_projects_claim(claims.get(PROJECTS_CLAIM)))
 
 

@@ -169,9 +169,36 @@ def _register_domain_errors(app: ApiGatewayResolver) -> None:
     def _already_decided(exc: e.AlreadyDecided) -> Response:
         return error_response(app, HTTPStatus.CONFLICT, "already_decided", exc.reason, extra={"status": exc.status})
 
+    @app.exception_handler(e.ConfirmationRequired)
+    def _confirmation_required(exc: e.ConfirmationRequired) -> Response:
+        # The rules are the admin's own lines, shown to the admin; nothing is logged.
+        rules = [{"line_id": ln.line_id, "text": ln.text, "role_tag": ln.role_tag} for ln in exc.rules]
+        return error_response(
+            app, HTTPStatus.UNPROCESSABLE_ENTITY, "confirmation_required", exc.reason,
+            extra={"item_id": exc.item_id, "rules": rules, "current_version": exc.current_version},
+        )
+
 
 def _register_upstream_errors(app: ApiGatewayResolver) -> None:
     """Failures of the services behind the function: the LLM provider and the AWS services."""
+    _register_llm_errors(app)
+    _register_llm_provider_faults(app)
+
+    @app.exception_handler(e.ExternalServiceError)
+    def _service(exc: e.ExternalServiceError) -> Response:
+        metrics.add_metric(name="ExternalServiceError", unit="Count", value=1)
+        logger.error("service call failed", extra={"service": exc.service, "code": exc.code})
+        if exc.retryable:
+            return error_response(
+                app, HTTPStatus.SERVICE_UNAVAILABLE, "service_unavailable", "a storage service is busy; retry",
+                retryable=True, retry_after_s=2,
+            )
+        return error_response(app, HTTPStatus.BAD_GATEWAY, "service_error", "a storage service call failed")
+
+
+def _register_llm_errors(app: ApiGatewayResolver) -> None:
+    """The LLM call could not be made or finished: overload (503), our deadline (504), a request the
+    provider rejected (502)."""
 
     @app.exception_handler(e.LLMUnavailable)
     def _unavailable(exc: e.LLMUnavailable) -> Response:
@@ -196,16 +223,37 @@ def _register_upstream_errors(app: ApiGatewayResolver) -> None:
         logger.error("llm rejected the request", extra={"reason": exc.reason})
         return error_response(app, HTTPStatus.BAD_GATEWAY, "llm_bad_request", "the LLM provider rejected the request")
 
-    @app.exception_handler(e.ExternalServiceError)
-    def _service(exc: e.ExternalServiceError) -> Response:
-        metrics.add_metric(name="ExternalServiceError", unit="Count", value=1)
-        logger.error("service call failed", extra={"service": exc.service, "code": exc.code})
-        if exc.retryable:
-            return error_response(
-                app, HTTPStatus.SERVICE_UNAVAILABLE, "service_unavailable", "a storage service is busy; retry",
-                retryable=True, retry_after_s=2,
-            )
-        return error_response(app, HTTPStatus.BAD_GATEWAY, "service_error", "a storage service call failed")
+
+#: Faults of the provider's side or of our configuration, each 502 with its own code: exception ->
+#: (code, safe reason, retryable, metric). Only an empty reply may go otherwise on a retry; the others
+#: need a fix first (credentials, model id). The metrics the alarms watch (``LLMAuthError``,
+#: ``LLMModelNotFound``, ``LLMBadResponse``) are counted where the error arises, in the LLM adapter,
+#: so that the background jobs count too: ``None`` here, so that a chat turn counts once.
+LLM_PROVIDER_FAULTS: Mapping[type[e.LLMError], tuple[str, str, bool, str | None]] = {
+    e.LLMAuthError: ("llm_auth", "the LLM provider refused the service's credentials", False, None),
+    e.LLMModelNotFound: ("llm_model_not_found", "the configured LLM model is unknown or retired", False, None),
+    e.LLMBadResponse: ("llm_bad_response", "the LLM provider's answer was not a valid reply", False, None),
+    e.LLMEmptyReply: ("llm_empty_reply", "the LLM gave no answer", True, "LLMEmptyReply"),
+    # Any other LLM failure (a subclass mapped nowhere above): still a 502, never a 500.
+    e.LLMError: ("llm_error", "the LLM call failed", False, "LLMError"),
+}
+
+
+def _register_llm_provider_faults(app: ApiGatewayResolver) -> None:
+    """:data:`LLM_PROVIDER_FAULTS`: 502 with the code, the metric when the map counts it, an error log
+    line (the exception's reason, never a prompt or a reply)."""
+
+    def fault(code: str, reason: str, retryable: bool, metric: str | None) -> Callable[[e.LLMError], Response]:
+        def answer(exc: e.LLMError) -> Response:
+            if metric is not None:
+                metrics.add_metric(name=metric, unit="Count", value=1)
+            logger.error("llm call failed", extra={"error": code, "reason": exc.reason})
+            return error_response(app, HTTPStatus.BAD_GATEWAY, code, reason, retryable=retryable)
+
+        return answer
+
+    for exc_type, (code, reason, retryable, metric) in LLM_PROVIDER_FAULTS.items():
+        app.exception_handler(exc_type)(fault(code, reason, retryable, metric))
 
 
 def _register_idempotency_errors(app: ApiGatewayResolver) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections.abc import Mapping
 from http import HTTPStatus
@@ -124,9 +125,28 @@ def admit(event: Mapping[str, Any]) -> Caller | None:
 
 
 #: Every path parameter (ids, ISO weeks, versions): letters, digits, ``.``, ``_``, ``-``; 1..128
-#: characters, starting with a letter or digit (the same rule as ids in request bodies).
-PATH_PARAMETER_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: characters, starting with a letter or digit (the same rule as ids in request bodies). Matched
+#: against the whole value (``fullmatch``: no trailing newline slips through).
+PATH_PARAMETER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Deepest nesting of arrays and objects a request body may have: twice what the deepest request
+#: model (a diagnosis report, 32 levels inside its body) allows, so that model's own check answers
+#: with its own reason, while a nesting bomb never reaches a recursive parser.
+MAX_BODY_DEPTH = 64
+_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def body_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON ``text``, brackets inside strings not counted;
+    linear in the text's length and never recursive (checked before any parser runs)."""
+    depth = deepest = 0
+    for token in _STRUCTURE.findall(text):
+        if token in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in "]}":
+            depth -= 1
+    return deepest
 
 
 def check_request(event: Mapping[str, Any]) -> None:
@@ -138,20 +158,17 @@ def check_request(event: Mapping[str, Any]) -> None:
             session id would otherwise reach DynamoDB's 1,024-byte key limit; ``..``, ``%2F``, NUL
             are refused); a body that is not UTF-8 -> 400; a body on POST/PUT/PATCH not declared
             ``application/json`` -> 415 (it would otherwise be read as a form and echoed in
-            validation errors).
+            validation errors); a JSON body nested deeper than :data:`MAX_BODY_DEPTH`, not JSON,
+            or not one JSON object (an array would otherwise be read as its first element) -> 422.
     """
-    for name, value in (event.get("pathParameters") or {}).items():
-        if not isinstance(value, str) or not PATH_PARAMETER_RE.match(value):
-            raise RequestRejected(
-                HTTPStatus.BAD_REQUEST, "invalid_path_parameter",
-                f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'",
-            )
+    _check_path(event)
     raw = event.get("body")
     if raw is None or raw == "":
         return
+    text = str(raw)
     if event.get("isBase64Encoded"):
         try:
-            base64.b64decode(raw, validate=True).decode("utf-8")
+            text = base64.b64decode(raw, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
             raise RequestRejected(HTTPStatus.BAD_REQUEST, "invalid_encoding", "the body must be UTF-8 text") from None
     method = str(((event.get("requestContext") or {}).get("http") or {}).get("method") or "").upper()
@@ -163,6 +180,39 @@ def check_request(event: Mapping[str, Any]) -> None:
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                 "send the body as JSON with Content-Type: application/json",
             )
+        _check_json_object(text)
+
+
+def _check_path(event: Mapping[str, Any]) -> None:
+    """Path parameters as the handlers see them: every one matches :data:`PATH_PARAMETER_RE`, and
+    the raw path holds no percent-escape (no valid id needs one, so a decoded parameter can never
+    differ from the raw path segment the handler reads)."""
+    for name, value in (event.get("pathParameters") or {}).items():
+        if not isinstance(value, str) or not PATH_PARAMETER_RE.fullmatch(value):
+            raise RequestRejected(
+                HTTPStatus.BAD_REQUEST, "invalid_path_parameter",
+                f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'",
+            )
+    if "%" in str(event.get("rawPath") or ""):
+        raise RequestRejected(
+            HTTPStatus.BAD_REQUEST, "invalid_path_parameter",
+            "path parameters must be 1-128 letters, digits, '.', '_' or '-' (no percent-escapes)",
+        )
+
+
+def _check_json_object(text: str) -> None:
+    """The body is one JSON object, nested at most :data:`MAX_BODY_DEPTH` deep (checked first,
+    without recursion), with numbers Python can hold."""
+    if body_depth(text) > MAX_BODY_DEPTH:
+        raise RequestRejected(
+            HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_body", f"the body is nested deeper than {MAX_BODY_DEPTH} levels"
+        )
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise RequestRejected(HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_body", "the body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise RequestRejected(HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_body", "the body must be one JSON object")
 
 
 class RouteGuard(OpenAPIRequestValidationMiddleware):

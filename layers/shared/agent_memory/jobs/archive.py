@@ -34,15 +34,9 @@ from agent_memory.domain.text import normalise_for_compare, truncate_utf8, utf8_
 from agent_memory.history.reports import REPORT_SECTIONS
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
-from agent_memory.jobs.llm_tasks import (
-    ReportOutput,
-    ReportPoint,
-    StructuredOutputInvalid,
-    call_tool,
-    report_request,
-    tool_input_tokens,
-)
+from agent_memory.jobs.llm_tasks import ARCHIVE_TASK, ReportOutput, ReportPoint, report_request, request_input_tokens
 from agent_memory.observability import logger
+from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
 JOB = "archive"
 ARCHIVER = "archiver"
@@ -153,9 +147,11 @@ def render_summary(points: dict[str, list[ReportPoint]], caps: JobCaps) -> tuple
 
 
 def _llm_points(
-    deps: JobDeps, messages: Sequence[FlowLogEntry], label: str, tz: ZoneInfo
+    deps: JobDeps, messages: Sequence[FlowLogEntry], label: str, tz: ZoneInfo, tally: UsageTally
 ) -> tuple[dict[str, list[ReportPoint]] | None, str, int]:
-    """The LLM's points with only grounded evidence kept; ``(None, reason, 0)`` to fall back.
+    """The LLM's points with only grounded evidence kept; ``(None, reason, 0)`` to fall back
+    (counted as ``LLMFallback``, task ``archive``, unless no LLM is configured or nothing of the
+    week is left to send). The call and its usage are added to ``tally``.
 
     The LLM gets the messages' :func:`week_content` only (replies quoting old history left
     out), so it can neither read nor cite them."""
@@ -169,15 +165,20 @@ def _llm_points(
         return None, "nothing_of_this_week", 0
     request = report_request(
         messages, iso_week=label, model=caps.llm_model_id, max_tokens=caps.llm_max_output_tokens,
-        max_bytes_each=caps.llm_message_max_bytes, timeout_s=caps.llm_timeout_s,
+        max_bytes_each=caps.llm_message_max_bytes, timeout_s=caps.llm_timeout_s, effort=caps.archive_effort,
     )
-    if tool_input_tokens(request) > caps.llm_input_token_budget:
+    if request_input_tokens(request) > caps.llm_input_token_budget:
+        record_fallback(ARCHIVE_TASK, "input_over_budget")
         return None, "input_over_budget", 0
     try:
-        output = call_tool(llm, request, ReportOutput)
-    except (StructuredOutputInvalid, LLMError) as exc:  # LLMTruncated included: nothing of it is used
-        logger.warning("archiving fell back to the offline summary", extra={"fallback_reason": type(exc).__name__})
-        return None, type(exc).__name__, 0
+        answer = call_structured(llm, request, ReportOutput)
+    except LLMError as exc:  # a truncated reply included: nothing of it is used
+        tally.add(failure_usage(exc))
+        reason = failure_reason(exc)
+        record_fallback(ARCHIVE_TASK, reason)
+        return None, reason, 0
+    tally.add(answer.usage)
+    output = answer.value
     by_id = {m.message_id: m for m in messages}
     points: dict[str, list[ReportPoint]] = {}
     ungrounded = 0
@@ -191,6 +192,7 @@ def _llm_points(
             kept.append(ReportPoint(text=f"{first.at.astimezone(tz).strftime('%m-%d')} {p.text}", evidence=p.evidence))
         points[key] = kept
     if not any(points.values()):
+        record_fallback(ARCHIVE_TASK, "no_grounded_points")
         return None, "no_grounded_points", ungrounded
     return points, "llm", ungrounded
 
@@ -200,8 +202,10 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
 
     Returns:
         JobReport with counts ``messages``, ``points``, ``points_dropped``, ``ungrounded``,
-        ``summary_bytes``; details ``iso_week``, ``window_utc``, ``summariser`` and
-        ``existing_report`` / ``already_done`` / ``reason = "period_not_over"`` when nothing
+        ``summary_bytes``; details ``iso_week``, ``window_utc``, ``summariser``,
+        ``fallback_reason`` when the offline summary answered, ``llm_calls`` and ``llm_usage``
+        (the four token counts summed, None when no call reported any) when the LLM was called,
+        and ``existing_report`` / ``already_done`` / ``reason = "period_not_over"`` when nothing
         was written.
     """
     store, caps = deps.store, deps.caps
@@ -231,7 +235,10 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     if not messages:
         return report(False)
 
-    points, summariser, ungrounded = _llm_points(deps, messages, label, tz)
+    tally = UsageTally()
+    points, summariser, ungrounded = _llm_points(deps, messages, label, tz, tally)
+    if tally.calls:
+        details.update(tally.details())
     if points is None:
         details["fallback_reason"] = summariser
         points, summariser = summarise_offline(messages, tz, caps), "offline"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_memory.domain.jobs import Alert
+from agent_memory.domain.llm import Effort
 from agent_memory.jobs.notifier import cap_alert
 from agent_memory.observability import logger, metrics
 from agent_memory.ports import JobStore, LLMClient, Notifier
@@ -25,7 +26,10 @@ class JobCaps:
 
     Units: tokens as estimated by ``agent_memory.domain.text.estimate_tokens``; bytes are UTF-8 bytes;
     seconds. ``hot_memory_token_cap`` is the document cap (2,000 tokens);
-    ``yearly_after_weeks`` its 50 weeks.
+    ``yearly_after_weeks`` its 50 weeks. ``llm_max_output_tokens`` is the output budget of a
+    structured call, thinking included (so not tight: only what is used is billed).
+    ``distill_effort`` / ``archive_effort`` / ``compact_effort`` are the ``output_config.effort``
+    of each task's call (None: the model's default).
     """
 
     hot_memory_token_cap: int = 2000
@@ -37,8 +41,11 @@ class JobCaps:
     yearly_summary_max_bytes: int = 8000
     alert_max_bytes: int = 2000
     revision_reason_max_bytes: int = 1000
-    llm_model_id: str = "claude-haiku-4-5"
-    llm_max_output_tokens: int = 2048
+    llm_model_id: str = "claude-haiku-5-5"
+    llm_max_output_tokens: int = 8192
+    distill_effort: Effort | None = None
+    archive_effort: Effort | None = None
+    compact_effort: Effort | None = None
     llm_input_token_budget: int = 60_000
     llm_message_max_bytes: int = 2000
     llm_timeout_s: float = 120.0

@@ -33,14 +33,9 @@ from agent_memory.hot_memory.merge import DISTILLER, MergeResult, merge_candidat
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
-from agent_memory.jobs.llm_tasks import (
-    ExtractOutput,
-    StructuredOutputInvalid,
-    call_tool,
-    extract_request,
-    tool_input_tokens,
-)
+from agent_memory.jobs.llm_tasks import DISTILL_TASK, ExtractOutput, extract_request, request_input_tokens
 from agent_memory.observability import logger
+from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
 JOB = "distill"
 
@@ -52,9 +47,13 @@ class _Extraction:
         self.fallback_reason = fallback_reason
 
 
-def extract_candidates(deps: JobDeps, hot: HotMemory, messages: list[FlowLogEntry], day: str) -> _Extraction:
+def extract_candidates(
+    deps: JobDeps, hot: HotMemory, messages: list[FlowLogEntry], day: str, tally: UsageTally | None = None
+) -> _Extraction:
     """Candidates of the day: LLM operations, or the rules when no LLM is configured, the input
-    is over budget, or the reply is unusable (error, no tool, invalid input).
+    is over budget, or the reply is unusable (an error of the call; a refused, empty, non-JSON or
+    invalid reply). Each fallback of the LLM is counted (``LLMFallback``, task ``distill``); the
+    call and its usage are added to ``tally``.
 
     Raises:
         LLMTruncated: the structured reply was cut by max_tokens: the caller must
@@ -64,6 +63,7 @@ def extract_candidates(deps: JobDeps, hot: HotMemory, messages: list[FlowLogEntr
     if llm is None:
         return _Extraction(extract_rule_candidates(messages), "rules")
     caps = deps.caps
+    tally = UsageTally() if tally is None else tally
     request = extract_request(
         hot,
         messages,
@@ -72,16 +72,22 @@ def extract_candidates(deps: JobDeps, hot: HotMemory, messages: list[FlowLogEntr
         max_tokens=caps.llm_max_output_tokens,
         max_bytes_each=caps.llm_message_max_bytes,
         timeout_s=caps.llm_timeout_s,
+        effort=caps.distill_effort,
     )
-    if tool_input_tokens(request) > caps.llm_input_token_budget:
+    if request_input_tokens(request) > caps.llm_input_token_budget:
+        record_fallback(DISTILL_TASK, "input_over_budget")
         return _Extraction(extract_rule_candidates(messages), "rules_fallback", "input_over_budget")
     try:
-        output = call_tool(llm, request, ExtractOutput)
-    except LLMTruncated:
-        raise
-    except (StructuredOutputInvalid, LLMError) as exc:
-        logger.warning("distillation fell back to rules", extra={"fallback_reason": type(exc).__name__})
-        return _Extraction(extract_rule_candidates(messages), "rules_fallback", type(exc).__name__)
+        answer = call_structured(llm, request, ExtractOutput)
+    except LLMError as exc:  # LLMTruncated included: re-raised below, nothing of it is applied
+        tally.add(failure_usage(exc))
+        reason = failure_reason(exc)
+        record_fallback(DISTILL_TASK, reason)
+        if isinstance(exc, LLMTruncated):
+            raise
+        return _Extraction(extract_rule_candidates(messages), "rules_fallback", reason)
+    tally.add(answer.usage)
+    output = answer.value
     at = {m.message_id: m.at.isoformat() for m in messages}
     candidates = [
         Candidate(
@@ -106,6 +112,8 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         ``replaced``, ``removed``, ``duplicates``, ``review_queued``, ``rejected`` (total,
         review included), ``rejected_ungrounded`` / ``_language`` / ``_invalid``,
         ``tokens_before``, ``tokens_after``; details ``day``, ``window_utc``, ``extractor``,
+        ``fallback_reason`` when the rules answered for the LLM, ``llm_calls`` and ``llm_usage``
+        (the four token counts summed, None when no call reported any) when the LLM was called,
         ``reason = "period_not_over"`` when the day is still in progress (merged, no marker)
         and, when nothing could be applied, ``failure`` (``llm_truncated`` / ``over_cap``).
     """
@@ -135,15 +143,19 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         return report(False)
 
     hot = store.load_hot_memory(pid)
+    tally = UsageTally()
     try:
-        extraction = extract_candidates(deps, hot, users, key)
+        extraction = extract_candidates(deps, hot, users, key, tally)
     except LLMTruncated:
+        details.update(tally.details())
         count_metric("DistillLLMTruncated")
         logger.warning("distillation reply truncated; nothing applied", extra={"project_id": pid, "day": key})
         details.update(extractor="llm", failure="llm_truncated")
         counts["llm_truncated"] = 1
         return report(False)
     details["extractor"] = extraction.extractor
+    if tally.calls:
+        details.update(tally.details())
     if extraction.fallback_reason:
         details["fallback_reason"] = extraction.fallback_reason
     counts["candidates"] = len(extraction.candidates)

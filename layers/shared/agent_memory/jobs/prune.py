@@ -39,8 +39,9 @@ from agent_memory.hot_memory.merge import (
 )
 from agent_memory.jobs.calendar import iso_week_monday, zone
 from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
-from agent_memory.jobs.llm_tasks import CompactOutput, StructuredOutputInvalid, call_tool, compact_request
+from agent_memory.jobs.llm_tasks import COMPACT_TASK, CompactOutput, compact_request
 from agent_memory.observability import logger
+from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
 JOB = "prune"
 
@@ -95,9 +96,10 @@ def summarise_years(deps: JobDeps, project: Project, run_date: date) -> list[int
 
 
 # ----------------------------------------------------------------- compaction
-def _compact(deps: JobDeps, hot: HotMemory) -> tuple[Compaction | None, str]:
+def _compact(deps: JobDeps, hot: HotMemory, tally: UsageTally) -> tuple[Compaction | None, str]:
     """A proposed compaction and who made it; ``(None, "llm_truncated")`` when the LLM's
-    reply was cut (nothing of a truncated reply may be used)."""
+    reply was cut (nothing of a truncated reply may be used). An unusable LLM answer is counted
+    (``LLMFallback``, task ``compact``); the call and its usage are added to ``tally``."""
     cap = deps.caps.hot_memory_token_cap
     llm = deps.structured_llm
     if llm is None:
@@ -105,16 +107,18 @@ def _compact(deps: JobDeps, hot: HotMemory) -> tuple[Compaction | None, str]:
     caps = deps.caps
     request = compact_request(
         hot, cap_tokens=cap, model=caps.llm_model_id, max_tokens=caps.llm_max_output_tokens,
-        timeout_s=caps.llm_timeout_s,
+        timeout_s=caps.llm_timeout_s, effort=caps.compact_effort,
     )
     try:
-        output = call_tool(llm, request, CompactOutput)
-    except LLMTruncated:
-        return None, "llm_truncated"
-    except (StructuredOutputInvalid, LLMError) as exc:
-        logger.warning("compaction fell back to offline", extra={"fallback_reason": type(exc).__name__})
+        answer = call_structured(llm, request, CompactOutput)
+    except LLMError as exc:
+        tally.add(failure_usage(exc))
+        record_fallback(COMPACT_TASK, failure_reason(exc))
+        if isinstance(exc, LLMTruncated):
+            return None, "llm_truncated"
         return compact_offline(hot, cap), "offline_fallback"
-    return build_llm_compaction(hot, [ln.model_dump() for ln in output.lines], now=deps.clock()), "llm"
+    tally.add(answer.usage)
+    return build_llm_compaction(hot, [ln.model_dump() for ln in answer.value.lines], now=deps.clock()), "llm"
 
 
 def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
@@ -124,7 +128,9 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         JobReport with counts ``tokens_before``, ``tokens_after``, ``admin_tokens``,
         ``merged``, ``superseded``, ``evicted``, ``reworded``, ``yearly_summaries``; details
         ``status`` (``under_cap`` / ``compacted`` / ``rejected`` / ``admin_over_cap`` /
-        ``llm_truncated``), ``compactor`` and ``problems`` of a rejected compaction.
+        ``llm_truncated``), ``compactor``, ``problems`` of a rejected compaction, and ``llm_calls``
+        and ``llm_usage`` (the four token counts summed, None when no call reported any) when the
+        LLM was called.
     """
     store, caps = deps.store, deps.caps
     pid = project.project_id
@@ -133,7 +139,11 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     details: dict[str, object] = {}
     counts: dict[str, int] = {}
 
+    tally = UsageTally()
+
     def report(changed: bool) -> JobReport:
+        if tally.calls:
+            details.update(tally.details())
         return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
 
     done = store.get_job_run(pid, JOB, key)
@@ -181,7 +191,7 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
                     dedupe_key=f"admin-over-cap#{hot.version}",
                 ))
             else:
-                comp, compactor = _compact(deps, hot)
+                comp, compactor = _compact(deps, hot, tally)
                 details["compactor"] = compactor
                 if comp is None:
                     status = "llm_truncated"

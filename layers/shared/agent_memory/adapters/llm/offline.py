@@ -77,6 +77,8 @@ class OfflineLLM:
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         """Answer ``request`` from its own content; never raises for well-formed requests."""
+        if request.output_schema is not None:
+            return self._structured_output(request)
         if request.tool_choice and request.tool_choice.get("type") == "tool":
             return self._structured(request)
         last = request.messages[-1] if request.messages else {"role": "user", "content": ""}
@@ -130,7 +132,7 @@ class OfflineLLM:
         if "QC_TASK" in intents:
             return "质控仅基于当前数据执行；未指定受试者，未发现可核查的记录。"
         if "CONSULTATION" in intents:
-            session = system.get("session", "")
+            session = _session_block(request.messages)
             # Only the symptom lines (the block also lists diagnosis records and the summary).
             section = (
                 session.split("Symptoms so far:", 1)[1].split("\n\n", 1)[0] if "Symptoms so far:" in session else ""
@@ -185,6 +187,12 @@ class OfflineLLM:
             request, [{"type": "tool_use", "id": "toolu_offline_s", "name": name, "input": {}}], "tool_use"
         )
 
+    def _structured_output(self, request: LLMRequest) -> LLMResponse:
+        """Structured-output calls (``output_schema``) are not answered offline either: the reply is
+        the empty JSON object ``{}``, which fails the caller's validation, so it falls back to its
+        rule-based implementation."""
+        return self._reply(request, [{"type": "text", "text": "{}"}], "end_turn")
+
     def _finish(self, request: LLMRequest, text: str) -> LLMResponse:
         if estimate_tokens(text) > request.max_tokens:
             cut = text[: max(1, request.max_tokens)]
@@ -199,6 +207,18 @@ class OfflineLLM:
             provider="offline",
             model="offline",
         )
+
+
+def _session_block(messages: Sequence[dict[str, Any]]) -> str:
+    """The ``<session>`` block the prompt sends with the user's message (after the last cache
+    breakpoint; docs/architecture.md, "Prompt caching"), or ``""``."""
+    for m in reversed(messages):
+        if m["role"] == "user" and isinstance(m["content"], list):
+            for block in m["content"]:
+                if block.get("type") == "text" and str(block.get("text", "")).startswith("<session"):
+                    return str(block["text"])
+            return ""
+    return ""
 
 
 def _question(messages: Sequence[dict[str, Any]]) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from agent_memory.domain.llm import Usage
 from agent_memory.domain.models import HISTORY_INTENTS, Intent
 
 ClassificationSource = Literal["rules", "llm", "rules_fallback"]
@@ -24,11 +25,14 @@ class Classification:
             ``"rules_fallback"`` (the LLM classifier failed and the rules answered).
         fallback_reason: short machine-readable reason when ``source == "rules_fallback"``
             (e.g. ``"truncated"``, ``"llm_error:LLMUnavailable"``); never message text.
+        usage: tokens of the LLM call when one answered (also a failed answer); None for the
+            rules or when the call itself failed.
     """
 
     intents: tuple[Intent, ...]
     source: ClassificationSource
     fallback_reason: str | None = None
+    usage: Usage | None = None
 
 
 class IntentClassifier(Protocol):

@@ -9,9 +9,9 @@ Two extractors behind one port:
   :mod:`.rules`, dates in :mod:`.dates`): lexicon
   normalisation, scope-aware Chinese/English negation, trend, onset, and short answers resolved
   against the doctor's question (Q ``孩子现在打喷嚏吗?`` A ``没有`` -> 打喷嚏 denied).
-- :class:`LLMSymptomExtractor` - Claude with a forced tool call (structured output); falls back to
-  the rules on any error, truncation (``stop_reason == "max_tokens"``), missing tool call or
-  invalid output - nothing of a partial answer is used. Onset DATES are always computed in code
+- :class:`LLMSymptomExtractor` - Claude with a structured output (one JSON document); falls back
+  to the rules on any error, truncation (``stop_reason == "max_tokens"``), refusal, missing text,
+  invalid JSON or invalid output - nothing of a partial answer is used. Onset DATES are always computed in code
   from the phrase the model quotes: a date the model writes itself is never stored.
 
 Decisions (documented here because callers rely on them):
@@ -31,19 +31,21 @@ Nothing here logs message text."""
 from agent_memory.consultation.symptoms.answers import RuleSymptomExtractor
 from agent_memory.consultation.symptoms.facts import SymptomExtractor, SymptomFact, facts_block, merge_facts
 from agent_memory.consultation.symptoms.llm import (
-    SYMPTOM_TOOL,
-    TOOL_NAME,
+    TASK,
     LLMSymptomExtractor,
+    SymptomItem,
+    SymptomOutput,
     canonical_name,
 )
 
 __all__ = [
-    "SYMPTOM_TOOL",
-    "TOOL_NAME",
+    "TASK",
     "LLMSymptomExtractor",
     "RuleSymptomExtractor",
     "SymptomExtractor",
     "SymptomFact",
+    "SymptomItem",
+    "SymptomOutput",
     "canonical_name",
     "facts_block",
     "merge_facts",
