@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aws_lambda_powertools.metrics import MetricUnit
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.jobs import Alert
 from agent_memory.domain.llm import Effort
 from agent_memory.jobs.notifier import cap_alert
@@ -108,4 +110,18 @@ def send_alert(deps: JobDeps, alert: Alert) -> bool:
     return True
 
 
-__all__ = ["JobCaps", "JobDeps", "count_metric", "send_alert", "utc_now"]
+
+
+def conflict_retrying(caps: JobCaps) -> Retrying:
+    """Re-apply a job's hot-memory commit on a version conflict (an admin or another job wrote
+    meanwhile): at most ``caps.conflict_attempts`` tries, jittered exponential waits of at most
+    ``caps.conflict_wait_max_s`` seconds; the last conflict is raised."""
+    return Retrying(
+        stop=stop_after_attempt(caps.conflict_attempts),
+        wait=wait_random_exponential(multiplier=0.02, max=caps.conflict_wait_max_s),
+        retry=retry_if_exception_type(VersionConflict),
+        reraise=True,
+    )
+
+
+__all__ = ["JobCaps", "JobDeps", "conflict_retrying", "count_metric", "send_alert", "utc_now"]

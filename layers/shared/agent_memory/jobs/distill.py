@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
-
-from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
@@ -32,7 +30,7 @@ from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.merge import DISTILLER, MergeResult, merge_candidates
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
-from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
+from agent_memory.jobs.deps import JobDeps, conflict_retrying, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import DISTILL_TASK, ExtractOutput, extract_request, request_input_tokens
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
@@ -163,12 +161,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
 
     changed = False
     merged: MergeResult | None = None
-    for attempt in Retrying(
-        stop=stop_after_attempt(caps.conflict_attempts),
-        wait=wait_random_exponential(multiplier=0.02, max=caps.conflict_wait_max_s),
-        retry=retry_if_exception_type(VersionConflict),
-        reraise=True,
-    ):
+    for attempt in conflict_retrying(caps):
         with attempt:
             if attempt.retry_state.attempt_number > 1:
                 count_metric("DistillVersionConflicts")

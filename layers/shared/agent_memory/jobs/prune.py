@@ -22,9 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import date, timedelta
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
-
-from agent_memory.domain.errors import LLMError, LLMTruncated, VersionConflict
+from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.jobs import Alert, JobReport, JobRun, YearlySummary
 from agent_memory.domain.models import HotMemory, Project, WeeklyReport
 from agent_memory.domain.text import truncate_utf8
@@ -38,7 +36,7 @@ from agent_memory.hot_memory.merge import (
     validate_compaction,
 )
 from agent_memory.jobs.calendar import iso_week_monday, zone
-from agent_memory.jobs.deps import JobDeps, count_metric, send_alert
+from agent_memory.jobs.deps import JobDeps, conflict_retrying, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import COMPACT_TASK, CompactOutput, compact_request
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
@@ -157,12 +155,7 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details["years"] = years
     changed = bool(years)
 
-    for attempt in Retrying(
-        stop=stop_after_attempt(caps.conflict_attempts),
-        wait=wait_random_exponential(multiplier=0.02, max=caps.conflict_wait_max_s),
-        retry=retry_if_exception_type(VersionConflict),
-        reraise=True,
-    ):
+    for attempt in conflict_retrying(caps):
         with attempt:
             if attempt.retry_state.attempt_number > 1:
                 done = store.get_job_run(pid, JOB, key)
