@@ -767,13 +767,13 @@ def _keys_sent(server: MessagesAPIServer) -> list[str]:
     return [r.headers["authorization"].removeprefix("Bearer ") for r in server.requests]
 
 
-def _factory_client(messages_api: MessagesAPIServer, max_age_s: int) -> Any:
+def _factory_client(messages_api: MessagesAPIServer, max_age_s: int, secret_name: str = "am/rotating") -> Any:
     from agent_memory.config import Settings
     from agent_memory.wiring import build_llm
 
     return build_llm(Settings.model_validate({
         "FLOW_LOG_TABLE": "f", "MEMORY_TABLE": "m", "SESSIONS_TABLE": "s", "LLM_PROVIDER": "anthropic",
-        "ANTHROPIC_SECRET_NAME": "am/rotating", "ANTHROPIC_SECRET_MAX_AGE_S": str(max_age_s),
+        "ANTHROPIC_SECRET_NAME": secret_name, "ANTHROPIC_SECRET_MAX_AGE_S": str(max_age_s),
         "ANTHROPIC_BASE_URL": messages_api.base_url, "LLM_MAX_RETRIES": "0",
     }))
 
@@ -805,6 +805,22 @@ def test_max_age_zero_reads_the_secret_for_every_call(secrets: Any, messages_api
     llm.complete(_request(model=CHAT_MODEL))
 
     assert _keys_sent(messages_api) == [API_KEY, ROTATED_KEY]
+
+
+def test_a_secret_rotated_to_an_unusable_value_is_llm_auth_with_its_metric_not_a_500(
+    secrets: Any, messages_api: MessagesAPIServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a client reading the key for every call, and the secret rotated to JSON without a key
+    secrets.create_secret(Name="am/broken", SecretString=API_KEY)
+    llm = _factory_client(messages_api, max_age_s=0, secret_name="am/broken")
+    llm.complete(_request(model=CHAT_MODEL))
+    secrets.put_secret_value(SecretId="am/broken", SecretString=json.dumps({"api_key": ""}))
+
+    # When the next call runs, Then it is refused as a credentials fault, counted, and never sent
+    with pytest.raises(LLMAuthError, match="unusable"):
+        llm.complete(_request(model=CHAT_MODEL))
+    assert len(messages_api.requests) == 1
+    assert '"LLMAuthError"' in capsys.readouterr().out
 
 
 def test_a_401_rereads_the_secret_and_tries_once_more(

@@ -603,6 +603,20 @@ def test_a_paused_turn_is_continued_by_sending_the_paused_content_back(chat: Cha
     assert _json(response)["reply"] == "记得：严禁在未授权情况下删除数据。"
 
 
+def test_two_pauses_in_a_row_are_continued_as_one_assistant_turn(chat: ChatEnv) -> None:
+    # Given a reply paused twice before it finishes
+    chat.api.script(pause_turn_reply(text="记得："), pause_turn_reply(text="严禁"),
+                    text_reply("在未授权情况下删除数据。"))
+
+    # When the turn runs
+    response = chat.post(MEMORY_Q)
+
+    # Then the strict server accepted both continuations and the reply joins the three parts
+    assert _status(response) == 200, response
+    assert len(chat.api.requests) == 3
+    assert _json(response)["reply"] == "记得：严禁在未授权情况下删除数据。"
+
+
 def test_a_refusal_is_200_with_the_refusal_sentence_flagged_refused(chat: ChatEnv) -> None:
     chat.api.script(refusal_reply(), text_reply("好的。"))
 

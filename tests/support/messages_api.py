@@ -623,7 +623,14 @@ class _Server(ThreadingHTTPServer):
         if message.get("usage") is None:
             message["usage"] = self._usage(model, body, content if isinstance(content, list) else [])
         if message.get("stop_reason") == "pause_turn":
-            self.state.paused.add(_canonical(content))
+            # A continuation of a continuation: the client sends the paused parts back as ONE
+            # assistant turn (earlier parts, then this one), which is what may end the next request.
+            messages = body.get("messages")
+            prior: list[Any] = []
+            if isinstance(messages, list) and messages and isinstance(messages[-1], dict) \
+                    and messages[-1].get("role") == "assistant" and isinstance(messages[-1].get("content"), list):
+                prior = list(messages[-1]["content"])
+            self.state.paused.add(_canonical([*prior, *(content if isinstance(content, list) else [])]))
         return current
 
     def _sign_thinking(self, model: str, content: list[Any]) -> None:

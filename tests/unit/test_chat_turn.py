@@ -8,16 +8,18 @@ stores (keys, item sizes, paging) is tested in ``tests/integration/test_chat_tur
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, date, datetime
 
 import pytest
 
 from agent_memory.adapters.llm.offline import OfflineLLM
 from agent_memory.chat import turn as turn_module
-from agent_memory.chat.agent import REFUSAL_REPLY
+from agent_memory.chat.agent import REFUSAL_REPLY, STEP_CAP_REPLY
 from agent_memory.chat.context_view import turn_context
+from agent_memory.chat.intents import Classification
 from agent_memory.chat.prompt import PromptBudget
-from agent_memory.chat.turn import TokenUsage
+from agent_memory.chat.turn import PRE_CHAT_DEADLINE_SHARE, TokenUsage, handle_message, pre_chat_deadline
 from agent_memory.domain.errors import (
     InvalidInput,
     LLMAuthError,
@@ -618,6 +620,52 @@ def test_the_step_cap_never_forces_the_tool_choice(store: InMemoryStore) -> None
     # ... the tools ran for the first two, and the loop stopped at the cap with the text it had
     assert [tc.id for tc in stored_messages(store, "p1", "s1")[1].tool_calls] == ["toolu_p001", "toolu_p001"]
     assert result.reply == "再查一次。" and result.truncated
+
+
+def test_the_step_cap_with_only_tool_calls_answers_so_flagged_truncated_never_502(store: InMemoryStore) -> None:
+    # Given a model that asks for the tool every time without any text, and a cap of 3 steps
+    seed_project(store, "p1")
+    llm = ScriptedLLM(reply(P001_TOOL, stop_reason="tool_use"))
+    deps = deps_with(store, llm, react_max_steps=3)
+
+    # When the turn runs
+    result = send(deps, "P001 入组了吗？")
+
+    # Then the cap ends the loop after 3 calls (no identical "empty reply" retry), with the
+    # step-cap reply flagged truncated, and the two tool calls that ran are kept
+    assert len(llm.requests) == 3
+    assert result.reply == STEP_CAP_REPLY and result.truncated
+    assert [tc.id for tc in stored_messages(store, "p1", "s1")[1].tool_calls] == ["toolu_p001", "toolu_p001"]
+
+
+def test_calls_before_the_chat_call_get_a_bounded_share_of_the_time_left(store: InMemoryStore) -> None:
+    # Given a turn with 20 s left, and a classifier that records the deadline it is given
+    seed_project(store, "p1")
+    llm = ScriptedLLM(reply(text_block("好的。")))
+    deps = deps_with(store, llm)
+    seen: list[float | None] = []
+    rules = deps.classifier
+
+    class Recording:
+        def classify(self, text: str, *, deadline: float | None = None) -> Classification:
+            seen.append(deadline)
+            return rules.classify(text, deadline=deadline)
+
+    deps.classifier = Recording()
+    start = time.monotonic()
+    deadline = start + 20.0
+
+    # When the turn runs
+    handle_message(deps, project_id="p1", session_id="s1", user_id="u1", content="你好", patient_id=None,
+                   deadline=deadline, idempotency_hash=None)
+
+    # Then the classifier got at most a quarter of the time left, and the chat call the whole deadline
+    assert seen[0] is not None and seen[0] <= time.monotonic() + 20.0 * PRE_CHAT_DEADLINE_SHARE
+    assert seen[0] < deadline - 10.0
+    assert llm.requests[-1].deadline == deadline
+    assert pre_chat_deadline(None) is None
+    assert pre_chat_deadline(110.0, now=100.0) == 102.5
+    assert pre_chat_deadline(90.0, now=100.0) == 100.0
 
 
 # ------------------------------------------------------------------------------- usage

@@ -36,6 +36,13 @@ TOOL_RESULT_MAX_BYTES = 8_000
 #: The reply to a refused request: fixed, the same for every language the service is used in.
 REFUSAL_REPLY = "I can't help with that request. / 抱歉，我无法协助处理这个请求。"
 
+#: The reply when the step cap stops a loop whose last reply still asked for a tool and had no text:
+#: the turn is answered (flagged ``truncated``), never a 502; the user may ask a narrower question.
+STEP_CAP_REPLY = (
+    "I could not finish looking this up within the step limit; please ask a narrower question. / "
+    "查询步骤已达上限，未能完成回答；请缩小问题范围后再问。"
+)
+
 #: Stop reasons of a reply that did not finish.
 TRUNCATED_STOP_REASONS = frozenset({"max_tokens", "pause_turn", "model_context_window_exceeded"})
 
@@ -188,6 +195,10 @@ def run_agent(
             result.text, result.refused = REFUSAL_REPLY, True
             return result
         text = "".join([*paused_text, response.text])
+        if not text.strip() and (uses or response.stop_reason == "pause_turn"):
+            # The step cap stopped a loop that still wanted to go on: answer so, never retry it.
+            result.text, result.truncated = STEP_CAP_REPLY, True
+            return result
         if not text.strip():
             if retried:
                 raise LLMEmptyReply("the model's reply had no text, twice")

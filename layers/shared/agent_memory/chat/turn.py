@@ -216,10 +216,11 @@ def handle_message(
     memory_session = session
     if deps.memory is not None:
         memory_session, turn_memory = deps.memory.before_turn(
-            session, user_msg, patient_id=patient_id, time_zone=ctx.project.time_zone, deadline=deadline
+            session, user_msg, patient_id=patient_id, time_zone=ctx.project.time_zone,
+            deadline=pre_chat_deadline(deadline),
         )
 
-    classification = deps.classifier.classify(content, deadline=deadline)
+    classification = deps.classifier.classify(content, deadline=pre_chat_deadline(deadline))
     plans = plan_calls(classification.intents)
     reports: list[WeeklyReport] | None = None
     yearly: list[YearlySummary] = []
@@ -418,6 +419,21 @@ def _append(
         session.project_id, session.session_id, done.base.version, done.written.version,
         list(append.new), done.written.window,
     )
+
+
+#: Share of the time left that one call BEFORE the chat call (symptom extraction, intent
+#: classification) may use: each falls back to its rules when it runs out, and two slow ones still
+#: leave the chat call more than half of the turn's time.
+PRE_CHAT_DEADLINE_SHARE = 0.25
+
+
+def pre_chat_deadline(deadline: float | None, *, now: float | None = None) -> float | None:
+    """The deadline (``time.monotonic()`` instant) of a call made before the chat call: a
+    :data:`PRE_CHAT_DEADLINE_SHARE` of the time left until ``deadline`` (None: no deadline)."""
+    if deadline is None:
+        return None
+    at = time.monotonic() if now is None else now
+    return at + max(0.0, deadline - at) * PRE_CHAT_DEADLINE_SHARE
 
 
 def _fill(patient_id: str | None, user_id: str) -> dict[str, str]:

@@ -362,7 +362,17 @@ class SecretApiKey:
         self.max_age_s = max_age_s
 
     def __call__(self, *, force: bool = False) -> str:
-        return load_api_key(self.secret_name, max_age_s=self.max_age_s, force_fetch=force)
+        """The key (re-read when ``force``).
+
+        Raises:
+            LLMAuthError: the secret holds no usable key (empty, not JSON, no ``api_key``): a
+                configuration fault answered 502 ``llm_auth`` with its metric, never a 500.
+        """
+        try:
+            return load_api_key(self.secret_name, max_age_s=self.max_age_s, force_fetch=force)
+        except ValueError as exc:
+            _count("LLMAuthError")
+            raise LLMAuthError(f"the API key secret is unusable: {exc}") from None
 
 
 class _MessagesClient:
