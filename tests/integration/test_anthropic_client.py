@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from agent_memory.adapters.llm.anthropic import AnthropicClient, BedrockClient, SecretApiKey, load_api_key
+from agent_memory.config import Settings
 from agent_memory.domain.errors import (
     LLMAuthError,
     LLMBadRequest,
@@ -67,6 +68,10 @@ CLASSIFY = ToolSpec(
     },
 )
 
+#: The default models (what a deployment runs): the strict server treats them as current models.
+DEFAULT_CHAT = str(Settings.model_fields["chat_model_id"].default)
+DEFAULT_FAST = str(Settings.model_fields["fast_model_id"].default)
+
 
 def _client(server: MessagesAPIServer, *, max_retries: int = 2) -> AnthropicClient:
     return AnthropicClient(API_KEY, base_url=server.base_url, max_retries=max_retries)
@@ -74,7 +79,7 @@ def _client(server: MessagesAPIServer, *, max_retries: int = 2) -> AnthropicClie
 
 def _request(*, deadline_in_s: float | None = 10.0, **overrides: Any) -> LLMRequest:
     fields: dict[str, Any] = {
-        "model": "claude-sonnet-test",
+        "model": DEFAULT_CHAT,
         "system": [
             SystemBlock("instructions", "You are the IIT project assistant.", cache=True),
             SystemBlock("hot_memory", "- [PI] 回答用中文", cache=True),
@@ -115,21 +120,24 @@ def test_model_max_tokens_and_messages_are_sent_as_given(messages_api: MessagesA
         {"role": "assistant", "content": "noted"},
         {"role": "user", "content": "now"},
     ]
-    _client(messages_api).complete(_request(messages=messages, model="claude-haiku-test", max_tokens=77))
+    _client(messages_api).complete(_request(messages=messages, model=DEFAULT_FAST, max_tokens=77))
 
     sent = messages_api.requests[0]
     assert (sent.method, sent.path) == ("POST", "/v1/messages")
-    assert sent.body["model"] == "claude-haiku-test"
+    assert sent.body["model"] == DEFAULT_FAST
     assert sent.body["max_tokens"] == 77
     assert sent.body["messages"] == messages
     assert "tools" not in sent.body and "tool_choice" not in sent.body and "metadata" not in sent.body
 
 
-def test_tools_and_forced_tool_choice_are_sent(messages_api: MessagesAPIServer) -> None:
+def test_tools_and_a_forced_tool_choice_are_sent_unchanged_to_an_older_model(messages_api: MessagesAPIServer) -> None:
+    # claude-haiku-4-5 (current, not retired, generation 4) still accepts a forced choice
     messages_api.script(tool_use_reply("classify", {"intents": ["QUERY_DATA"]}))
     choice = {"type": "tool", "name": "classify"}
 
-    reply = _client(messages_api).complete(_request(tools=[CLASSIFY], tool_choice=choice, purpose="intent"))
+    reply = _client(messages_api).complete(
+        _request(model="claude-haiku-4-5", tools=[CLASSIFY], tool_choice=choice, purpose="intent")
+    )
 
     body = messages_api.requests[0].body
     assert body["tools"] == [
