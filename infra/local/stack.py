@@ -167,14 +167,20 @@ class _Moto:
         if self.mode == "thread":
             from moto.server import ThreadedMotoServer
 
+            from infra.local import moto_patches
+
+            moto_patches.apply()  # per-item transaction rollback under one lock (see the module)
             self._thread_server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
             self._thread_server.start()
             self.port = int(self._thread_server.get_host_and_port()[1])
             return
         if self.port == 0:
             self.port = free_port(self.host)
+        # moto's server with infra.local.moto_patches applied; the repository root must be importable.
+        python_path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
+            [sys.executable, "-m", "infra.local.moto_patches", "-H", self.host, "-p", str(self.port)],
+            env={**os.environ, "PYTHONPATH": python_path},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

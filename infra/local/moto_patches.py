@@ -1,0 +1,186 @@
+"""Patches to moto's DynamoDB backend that the local stack (and tests) need under concurrency.
+
+moto 5.x ``DynamoDBBackend.transact_write_items`` deep-copies every table a transaction touches
+and, when any operation fails, puts the whole copy back. With ``ThreadedMotoServer`` serving
+requests on several threads that is wrong twice over: writes other threads committed between
+the copy and the restore are erased (a 200 that later disappears), and the copy costs memory and
+time proportional to the table size.
+
+``apply()`` replaces it with:
+
+* one process-wide re-entrant lock that serialises transactions against each other and against
+  single-item writes (``put_item`` / ``update_item`` / ``delete_item``, which BatchWriteItem also
+  goes through) and item reads (``get_item`` / ``query`` / ``scan``, so nobody reads a write that
+  is about to be rolled back) — moto's backend lives in this process, so a lock is enough;
+* a rollback that restores only the items the transaction touched: each item's previous state
+  (a deep copy of that one item, or its absence) is saved before the operation is applied.
+
+Validation and errors are moto's own: the same checks in the same order, the same
+``TransactionCanceledException`` with one cancellation reason per operation, and
+``MultipleTransactionsException`` / ``MockValidationException`` re-raised after the rollback.
+
+``python -m infra.local.moto_patches -H HOST -p PORT`` runs moto's server with the patch applied
+(what ``LocalStack`` uses for ``moto_mode="process"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.exceptions import (
+    ConditionalCheckFailed,
+    MockValidationException,
+    MultipleTransactionsException,
+    TooManyTransactionsException,
+    TransactionCanceledException,
+    TransactWriteSingleOpException,
+)
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
+
+#: Serialises DynamoDB writes (and reads) of every patched backend in this process.
+DYNAMODB_LOCK = threading.RLock()
+
+_PATCHED_ATTR = "_agent_memory_transact_patch"
+_LOCKED_METHODS = ("put_item", "update_item", "delete_item", "get_item", "query", "scan")
+
+# (table, hash key, range key or None, the item before the transaction or None if absent)
+_Saved = tuple[Table, Any, Any, Any]
+
+
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with DYNAMODB_LOCK:
+            return method(*args, **kwargs)
+
+    return wrapper
+
+
+def _save(backend: DynamoDBBackend, table_name: str, key: dict[str, Any], current: Any) -> _Saved:
+    table = backend.get_table(table_name)
+    hash_key, range_key = backend.get_keys_value(table, key)
+    return table, hash_key, range_key, copy.deepcopy(current)
+
+
+def _restore(saved: list[_Saved]) -> None:
+    """Put the touched items back as they were, newest change first."""
+    for table, hash_key, range_key, previous in reversed(saved):
+        if table.has_range_key:
+            if previous is None:
+                table.items[hash_key].pop(range_key, None)
+                if not table.items[hash_key]:
+                    table.items.pop(hash_key, None)
+            else:
+                table.items[hash_key][range_key] = previous
+        elif previous is None:
+            table.items.pop(hash_key, None)
+        else:
+            table.items[hash_key] = previous
+
+
+def _apply_op(backend: DynamoDBBackend, op_type: str, op: dict[str, Any], key: dict[str, Any]) -> None:
+    table_name = op["TableName"]
+    condition_kwargs: dict[str, Any] = {
+        "condition_expression": op.get("ConditionExpression"),
+        "expression_attribute_names": op.get("ExpressionAttributeNames"),
+        "expression_attribute_values": op.get("ExpressionAttributeValues"),
+    }
+    if op_type == "Put":
+        backend.put_item(table_name, op["Item"], **condition_kwargs)
+    elif op_type == "Delete":
+        backend.delete_item(table_name, key, **condition_kwargs)
+    elif op_type == "Update":
+        backend.update_item(table_name, key, update_expression=op["UpdateExpression"], **condition_kwargs)
+
+
+def _op_key(backend: DynamoDBBackend, op_type: str, op: dict[str, Any]) -> dict[str, Any]:
+    if op_type != "Put":
+        return dict(op["Key"])
+    attrs = op["Item"]
+    table = backend.get_table(op["TableName"])
+    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+    if table.range_key_attr is not None:
+        key[table.range_key_attr] = attrs[table.range_key_attr]
+    return key
+
+
+def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
+    """moto's ``transact_write_items`` with a per-item rollback, run under ``DYNAMODB_LOCK``."""
+    if len(transact_items) > 100:
+        raise TooManyTransactionsException()
+    with DYNAMODB_LOCK:
+        saved: list[_Saved] = []
+        target_items: set[tuple[str, str]] = set()
+        errors: list[tuple[str, str, dict[str, Any]] | tuple[None, None, None]] = []
+        for item in transact_items:
+            original_item: dict[str, Any] | None = None
+            if len(list(item.keys())) > 1:
+                _restore(saved)
+                raise TransactWriteSingleOpException
+            try:
+                op_type, op = next(iter(item.items()))
+                if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                    raise ValueError("Unsupported transaction operation")
+                table_name = op["TableName"]
+                key = _op_key(self, op_type, op)
+                unique = (str(table_name), str(dict(sorted(key.items()))))
+                if unique in target_items:
+                    raise MultipleTransactionsException()
+                target_items.add(unique)
+
+                current = self.get_item(table_name, key)
+                condition_expression = op.get("ConditionExpression")
+                if condition_expression is not None:
+                    condition_op = get_filter_expression(
+                        condition_expression, op.get("ExpressionAttributeNames"), op.get("ExpressionAttributeValues")
+                    )
+                    if not condition_op.expr(current):
+                        if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
+                            original_item = current.to_json()["Attributes"]
+                        raise ConditionalCheckFailed(item=original_item)
+
+                if op_type != "ConditionCheck":
+                    saved.append(_save(self, table_name, key, current))
+                    _apply_op(self, op_type, op, key)
+                errors.append((None, None, None))
+            except (MultipleTransactionsException, MockValidationException):
+                _restore(saved)
+                raise
+            except ConditionalCheckFailed as e:
+                errors.append(("ConditionalCheckFailed", str(e.message), original_item))  # type: ignore[arg-type]
+            except Exception as e:  # noqa: BLE001 - moto reports any other failure as a cancellation reason
+                errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+
+        if any(code is not None for code, _, _ in errors):
+            _restore(saved)
+            raise TransactionCanceledException(errors)
+
+
+def apply() -> None:
+    """Patch ``DynamoDBBackend`` in this process (idempotent; affects existing backends too)."""
+    with DYNAMODB_LOCK:
+        if getattr(DynamoDBBackend, _PATCHED_ATTR, False):
+            return
+        for name in _LOCKED_METHODS:
+            setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
+        DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        setattr(DynamoDBBackend, _PATCHED_ATTR, True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """moto's server (same arguments as ``python -m moto.server``) with the patch applied."""
+    apply()
+    from moto.server import main as moto_main
+
+    moto_main(argv)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
