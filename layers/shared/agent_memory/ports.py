@@ -7,24 +7,28 @@ the unit tests pass the in-memory fakes of ``tests/fakes.py``. Ports import only
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
-from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
-from agent_memory.domain.models import (
-    HotMemory,
-    MessageRecord,
-    Project,
-    SessionState,
-    TurnContext,
-    TurnWrite,
-    WeeklyReport,
-    YearlySummary,
-)
-from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
-from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
+# Annotations only (postponed by ``from __future__ import annotations``): importing a port costs
+# no domain module at run time, which keeps the no-LLM functions' cold import small.
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import date, datetime
+
+    from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
+    from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
+    from agent_memory.domain.models import (
+        HotMemory,
+        MessageRecord,
+        Project,
+        SessionState,
+        TurnContext,
+        TurnWrite,
+        WeeklyReport,
+        YearlySummary,
+    )
+    from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
+    from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
 
 
 class LLMClient(Protocol):
