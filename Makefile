@@ -17,6 +17,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
+	# the Lambda layer's package on the venv's path (lint-imports, python -c, tools run from any folder)
+	echo "$(CURDIR)/layers/shared" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/agent-memory-layer.pth"
 	touch $@
 
 venv: $(VENV)/.installed
