@@ -53,7 +53,9 @@ def score(path: Path, verbose: bool = False) -> dict[str, Any]:
         if verbose and not hit:
             print(f"  MISS want={row['history']}/{sorted(want_intents)} got={history}/{sorted(intents)}: {row['text']}")
     n = len(rows) or 1
-    return {"file": str(path), "lines": len(rows), "routing": ok / n, "history": history_ok / n, "qc_with_history": qc_hist}
+    return {
+        "file": str(path), "lines": len(rows), "routing": ok / n, "history": history_ok / n, "qc_with_history": qc_hist,
+    }
 
 
 def main(argv: list[str]) -> int:

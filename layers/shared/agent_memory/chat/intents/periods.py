@@ -15,7 +15,9 @@ _NUM = r"(?:\d+|[一二两三四五六七八九十半几]+)"
 _EN_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|several|couple of)"
 _EN_SPAN = r"(?:days?|weeks?|months?|quarters?|years?)"
 _HOLIDAY_ZH = r"(?:春节|过年|年前|年后|国庆|中秋|元旦|五一|劳动节|端午|清明|十一长假|寒假|暑假|节前|节后|假期|长假)"
-_HOLIDAY_EN = r"(?:christmas|xmas|thanksgiving|easter|new year'?s?|the holidays?|holiday season|lunar new year|summer break)"
+_HOLIDAY_EN = (
+    r"(?:christmas|xmas|thanksgiving|easter|new year'?s?|the holidays?|holiday season|lunar new year|summer break)"
+)
 _SEASON_EN = r"(?:spring|summer|autumn|fall|winter)"
 
 #: A reference to a past week, period, holiday or project phase (never a subject's visit).
@@ -47,7 +49,7 @@ ANCHOR = (
 #: A question about what happened, was decided, went wrong or was learned.
 EVENT_Q = (
     r"(?:发生|出|冒出来?|遇到|碰到|出现|发现|暴露|提)(?:了|过)?(?:些|点)?(?:什么|啥|哪些|什么样的)"
-    r"|(?:什么|啥|哪些|哪几(?:个|条|项)?)(?:重要|重大|大|关键|主要)?的?(?:事|情况|状况|问题|决定|决策|变化|调整|改动|"
+    r"|(?:什么|啥|哪些|哪几(?:个|条|项)?)[^,;。?!]{0,4}?(?:事|情况|状况|问题|决定|决策|变化|调整|改动|"
     r"困难|麻烦|风险|意见|进展|动静|结论|措施|变动|修订)"
     r"|(?:决定|决策|变化|调整|问题|状况|事)(?:没|吗|没有)"
     r"|(?:定|决定|拍板|商定|讨论|改|调整|处理|解决)了?(?:些|点)?(?:什么|啥|哪些)"
@@ -63,7 +65,7 @@ EVENT_Q = (
 
 #: Lessons and pitfalls of the project (past experience by nature).
 LESSON = (
-    r"踩(?:过|了|的)?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|\blessons?(?: learned| learnt)?\b"
+    r"踩(?:过|了)?的?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|\blessons?(?: learned| learnt)?\b"
     r"|\bwhat did we learn\b|\bpitfalls?\b"
 )
 
@@ -76,6 +78,8 @@ PROVENANCE = (
     r"|\b(?:who|when did (?:we|the team|they)) (?:\w+ )?(?:decided?|signed off|approved|agreed|chose|made the call)"
     r"|\bwho (?:signed off|approved|made the call|decided)\b"
     r"|\bwas there (?:ever |a |any )*(?:discussion|decision|debate|meeting)\b"
+    r"|\b(?:did|has|have) (?:anyone|anybody|we|the team|the sponsor) (?:ever )?"
+    r"(?:propose|suggest|raise|bring up|push for)"
     r"|\bhow did (?:we|the team) (?:end up|come to|arrive)"
 )
 
@@ -83,7 +87,7 @@ PROVENANCE = (
 #: state, before/after an event.
 CHANGE_ZH = (
     r"(?:上升|下降|提升|提高|降低|加快|放缓|变快|变慢|变好|变差|改善|好转|恶化|增加|减少|增多|变多|变少|升高|回升|"
-    r"恢复|回落|下滑|增长|减缓|少了|多了|高了|低了|快了|慢了)"
+    r"恢复|回落|下滑|增长|减缓|少了|多了|高了|低了|快了|慢了|越来越[^,;。?!\s])"
 )
 CHANGE_Q = (
     r"是不是(?:在|有|还在)?[^,;。?!]{0,3}?" + CHANGE_ZH
@@ -96,7 +100,10 @@ CHANGE_Q = (
 CHANGE_EN = (
     r"\b(?:getting|gotten|got|been getting) (?:worse|better|faster|slower)\b"
     r"|\b(?:gone|going|went|trending|creeping|moving) (?:up|down)\b"
-    r"|\b(?:increas|decreas|declin|improv|worsen|dropp|ris|fall|shrink|grow)(?:e|es|ed|ing)\b"
+    r"|\b(?:is|are|been|be|keeps?|still)\b[^.;?!]{0,30}?\b(?:increas|decreas|declin|improv|worsen|dropp|ris|fall|shrink|grow)ing\b"
+    r"|\b(?:increas|decreas|declin|improv|worsen|dropp|ris|fall|shrink|grow)ing (?:since|over|lately|recently|again)\b"
+    r"|\b(?:has|have|did)\b[^.;?!]{0,30}?\b(?:increased|decreased|declined|improved|worsened|risen|fallen|dropped)\b"
+    r"[^.;?!]{0,30}?\bsince\b"
     r"|\b(?:faster|slower|better|worse|higher|lower|more|fewer|less) than (?:we were |it was |they were )?"
     r"(?:before|earlier|last|previous|a year ago|at the start|back then|in )"
     r"|\bstack(?:s)? up against\b|\bcompare[sd]? (?:with|to|against|w/)\b|\bcompared (?:with|to|w/)\b"
@@ -105,7 +112,6 @@ CHANGE_EN = (
 BEFORE_AFTER = (
     r"(?:以后|之后|后|前后|以来)[^;。?!]{0,12}?" + CHANGE_ZH
     + r"|前后[^;。?!]{0,8}?(?:对比|比较|比)"
-    + r"|\bsince (?:we|the|our)\b[^.;?!]{0,40}"
 )
 
 #: A report assembled from several past weekly reports (a report AND a review of a period).
@@ -129,8 +135,14 @@ PAST_REPORTS = (
     r"(?:所有|全部|历史|历次|以前的|过去的|之前的|往期)[^,;。?!]{0,4}?(?:周报|weekly reports?)"
     r"|\b(?:all|every|each|past|old|previous|archived) (?:the |of the )?(?:\w+ )?weekly reports?\b"
 )
+#: A standing preference about the future ("周报以后改成周一发", "from now on"): never a request
+#: for a report or a look-up now.
+PREFERENCE = (
+    r"(?:以后|今后|往后|从今天起|从现在起|从下周起)[^,;。?!]{0,3}?(?:改成|改为|都|就|要|请|别|不要|只|统一)"
+    r"|\bfrom now on\b|\bgoing forward\b|\bin (?:the )?future\b"
+)
 #: Decisions named as such; with a time anchor they are the project's past.
-DECISION_NOUN = r"决策|决议|决定|\bdecisions?\b|\bdecided\b|\bagreed\b"
+DECISION_NOUN = r"决策|决议|决定|定下|拍板|\bdecisions?\b|\bdecided\b|\bagreed\b"
 #: Why / for what reason (with a time anchor: the reason of a past event).
 REASON = r"为什么|为啥|为何|什么原因|啥原因|原因|理由|\bwhy\b|\breason"
 #: Current-period marker: a report of this period is generated, not looked up.
@@ -138,7 +150,10 @@ CURRENT_PERIOD = r"本周|这周|这一周|本月|这个月|今天|今日|\bthis
 #: Review / recap wording (with a time anchor: a review of a past period).
 REVIEW = r"回顾|复盘|\breview\b|\brecap\b|\blook back\b"
 #: Comparison markers (with a past reference: a comparison between periods).
-COMPARE = r"比|对比|相比|相较|\bvs\.?(?=\s)|\bversus\b|\bcompar|\bstack(?:s)? up\b|\bthan\b"
+COMPARE = (
+    r"比较(?=一下|下|了|\s*(?:今年|去年|本|上|这|前|第|w|q|两|各|和|与))|比(?![较如])|对比|相比|相较"
+    r"|\bvs\.?(?=\s)|\bversus\b|\bcompar|\bstack(?:s)? up\b|\bthan\b"
+)
 #: Past references that a comparison may be made against.
 PAST_REF = r"以前|之前|原来|当初|那会|那阵|过去|上周|上个?月|去年|同期|节前|年初|\bbefore\b|\bearlier\b|\bago\b"
 #: QC named as a noun, not asked for ("质控发现的问题", "QC findings", "数据质量好点没").
@@ -162,6 +177,7 @@ REVIEW_RX = _rx(REVIEW)
 COMPARE_RX = _rx(COMPARE)
 PAST_REF_RX = _rx(PAST_REF)
 QC_NOMINAL_RX = _rx(QC_NOMINAL)
+PREFERENCE_RX = _rx(PREFERENCE)
 EVENT_Q_RX = _rx(EVENT_Q)
 CHANGE_RX = _rx(CHANGE_Q + "|" + CHANGE_EN)
 BEFORE_AFTER_RX = _rx(BEFORE_AFTER)
@@ -183,7 +199,7 @@ def period_flags(clause: str) -> set[str]:
     """Which period kinds a normalised clause carries (a subset of the names below; empty for
     none): ``anchor``, ``event``, ``change``, ``before_after``, ``report_retrieval``, ``lesson``,
     ``provenance``, ``from_reports``, ``definition``, ``past_reports``, ``decision``, ``reason``,
-    ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``."""
+    ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``, ``preference``."""
     flags = {
         name
         for name, rx in (
@@ -204,6 +220,7 @@ def period_flags(clause: str) -> set[str]:
             ("compare", COMPARE_RX),
             ("past_ref", PAST_REF_RX),
             ("qc_nominal", QC_NOMINAL_RX),
+            ("preference", PREFERENCE_RX),
         )
         if rx.search(clause)
     }

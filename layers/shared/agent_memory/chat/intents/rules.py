@@ -20,6 +20,29 @@ _WEAK_HISTORY = frozenset({"past_reason", "past_record"})
 _PERIOD_HISTORY = frozenset({"anchored", "retrieval"})
 
 
+def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bool, *, medhist: bool) -> None:
+    """Drop the intents that the clause's context contradicts (in place).
+
+    - a patient's own past (病史/既往) cancels a weak history cue, and any with a subject id;
+    - a subject's own past ("P003 上次访视为什么没来", "P031 一年前的肌酐") and a subject's values
+      over visits ("P012 这几次访视的血红蛋白是不是在下降") are subject data, not history or trend;
+    - a question about a term or a routine ("什么是同比", "周报一般每周几生成") is general;
+    - a standing preference ("周报以后改成周一发") asks for no report now.
+    """
+    history = kinds.get(Intent.QUERY_HISTORY, set())
+    if medhist and (subject or history <= _WEAK_HISTORY):
+        kinds.pop(Intent.QUERY_HISTORY, None)
+    if subject and history <= _WEAK_HISTORY | _PERIOD_HISTORY:
+        kinds.pop(Intent.QUERY_HISTORY, None)
+    if subject:
+        kinds.pop(Intent.ANALYZE_TREND, None)
+    if "definition" in flags and not subject:
+        for intent in (Intent.ANALYZE_TREND, Intent.GENERATE_REPORT, Intent.QUERY_DATA, *_HISTORY_KINDS):
+            kinds.pop(intent, None)
+    if "preference" in flags and not subject:
+        kinds.pop(Intent.GENERATE_REPORT, None)
+
+
 def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject: bool) -> None:
     """Add the history and trend intents the period kinds of a clause imply (in place).
 
@@ -38,6 +61,8 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
     anchor = "anchor" in flags
     if anchor and ({"event", "reason", "decision"} & flags):
         history.add("anchored")
+    if "reason" in flags and "decision" in flags:
+        history.add("decision_reason")
     if "lesson" in flags:
         history.add("lesson")
     if "provenance" in flags:
@@ -53,8 +78,8 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
     if "from_reports" in flags:
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
-    if trend and history <= {"anchored"} and "event" not in flags and "reason" not in flags and not subject:
-        # "week 12 vs week 20", "比去年同期快还是慢": a comparison of periods, not a past event.
+    if trend and history <= {"anchored"} and "reason" not in flags and not subject:
+        # "week 12 vs week 20", "过去三个月有什么变化趋势": a comparison of periods, not a past event.
         history.discard("anchored")
     for intent in (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND):
         if not kinds[intent]:
@@ -108,18 +133,7 @@ class RuleIntentClassifier:
         # The "now" marker only reinforces.
         data.discard("current")
         _add_period_intents(kinds, flags, subject)
-        if "medhist" in data and (subject or kinds.get(Intent.QUERY_HISTORY, set()) <= _WEAK_HISTORY):
-            kinds.pop(Intent.QUERY_HISTORY, None)
-        if subject and kinds.get(Intent.QUERY_HISTORY, set()) <= _WEAK_HISTORY | _PERIOD_HISTORY:
-            # A subject's own past ("P003 上次访视为什么没来", "P031 一年前的肌酐") is subject data.
-            kinds.pop(Intent.QUERY_HISTORY, None)
-        if subject:
-            # A subject's values over visits ("P012 这几次访视的血红蛋白是不是在下降") are subject data.
-            kinds.pop(Intent.ANALYZE_TREND, None)
-        if "definition" in flags and not subject:
-            # A question about a term or a routine ("什么是同比", "周报一般每周几生成") is general.
-            for intent in (Intent.ANALYZE_TREND, Intent.GENERATE_REPORT, Intent.QUERY_DATA, *_HISTORY_KINDS):
-                kinds.pop(intent, None)
+        _drop_by_context(kinds, flags, subject, medhist="medhist" in data)
         if "told" in mem:
             kinds.pop(Intent.QUERY_HISTORY, None)
         elif mem and any(i in kinds for i in _HISTORY_KINDS):
