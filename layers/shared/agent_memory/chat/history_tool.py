@@ -33,12 +33,12 @@ READ_HISTORY = ToolSpec(
         "Read the project's history book: the weekly reports (progress, decisions, problems) of an ISO-week "
         "range, oldest first. Use it for questions about the project's past (what happened, was decided or "
         "learned in a past week or period, trends over weeks). At most 50 weeks per call; weeks look like "
-        "2026-W05. Never use it for quality-control tasks."
+        "2024-W09. Never use it for quality-control tasks."
     ),
     input_schema={
         "type": "object",
         "properties": {
-            "from_week": {"type": "string", "description": "First ISO week, YYYY-Www (e.g. 2026-W01)."},
+            "from_week": {"type": "string", "description": "First ISO week, YYYY-Www (e.g. 2024-W01)."},
             "to_week": {"type": "string", "description": "Last ISO week, YYYY-Www, not before from_week."},
         },
         "required": ["from_week", "to_week"],
