@@ -31,7 +31,7 @@ ANCHOR = (
     r"|\b" + _EN_NUM + r" " + _EN_SPAN + r" ago\b"
     # quarters, halves, seasons, ends and starts of past years
     r"|上个?季度|上一?季|上半年|去年(?:年底|年初|年末|底|初|这个时[候后]|此时|同期)?|前年|年底|年初"
-    r"|\b(?:last|previous|prior) (?:quarter|year|summer|spring|autumn|fall|winter|month)\b"
+    r"|\b(?:last|previous|prior|past) (?:quarter|year|summer|spring|autumn|fall|winter|month|half[- ]year)\b"
     r"|\bq[1-4]\b|\bthis time last year\b|\bin (?:the )?" + _SEASON_EN + r"\b|\bearlier this year\b"
     # spans reaching back: 最近半年, 前两个月, 过去三个月, 近几周, over the past 6 months
     r"|(?:最近|近|过去|前|这)\s*" + _NUM + r"\s*(?:个)?(?:月|周|星期|年|季度)"
@@ -55,11 +55,15 @@ EVENT_Q = (
     r"|(?:定|决定|拍板|商定|讨论|改|调整|处理|解决)了?(?:些|点)?(?:什么|啥|哪些)"
     r"|在(?:忙|做|干|搞)(?:什么|啥|些啥)|干了?(?:什么|啥)|卡在|卡住"
     r"|(?:做|搞|有)(?:过|了)(?:哪些|什么|啥)"
+    r"|(?:改|调整|修订|修改|换|暂停|延期)(?:过|了)[^,;。?!]{0,3}?(?:几|多少)次"
     r"|(?:怎么|如何)(?:处理|解决|应对|决定|定|来)的"
     r"|\bwhat (?:happened|went (?:on|wrong)|changed|was (?:decided|agreed|blocking)|were we (?:doing|working on))"
-    r"|\b(?:what|which|any) (?:\w+ )?(?:problems?|issues?|blockers?|decisions?|changes?|risks?|lessons?|setbacks?)\b"
+    r"|\b(?:what|which|any)\b(?: \w+){0,3}? (?:problems?|issues?|blockers?|decisions?|changes?|risks?|lessons?|"
+    r"setbacks?|challenges?|difficulties)\b"
     r"|\bmain (?:blocker|problem|issue)\b|\bblocking us\b|\bwent wrong\b|\bcame up\b|\bran into\b|\brun into\b"
     r"|\bwhat did (?:we|the team|the committee|the sponsor) (?:\w+ )?(?:decide|agree|change|do|learn|conclude|find)"
+    r"|\bwhat did (?:the |our )?[\w-]+ (?:decide|agree|recommend|conclude|say|find|change|approve|request|suggest)"
+    r"|\bwhat (?:was|were) (?:we|the team|the site|everyone|people) (?:\w+ )?(?:focused on|working on|doing|busy with)"
     r"|\bwhat (?:decisions|changes) (?:have|had|did) we\b"
 )
 
@@ -126,7 +130,8 @@ FROM_REPORTS = (
 
 #: Retrieving or dumping stored weekly reports (the history book itself).
 REPORT_RETRIEVAL = (
-    r"(?:周报|weekly reports?|\breports?\b)[^,;。?!]{0,16}?(?:调出来|翻出来|找出来|拿出来|发我|发给我|给我看|看看|看下|"
+    r"(?:周报|weekly reports?|\breports?\b)[^,;。?!]{0,16}?(?:调出来|翻出来|找出来|拿出来|贴出来|列出来|导出|发我|发给我|给我看|看看|看下|"
+    r"原封不动|全文|"
     r"原文|原样|全部|都发|\bdump\b|提到|写了|写的|说了|记录了|里面?)"
     r"|\b(?:pull up|show me|open|dump|print|send me|give me)\b[^.;?!]{0,20}?\breports?\b"
 )
@@ -138,8 +143,17 @@ PAST_REPORTS = (
 #: A standing preference about the future ("周报以后改成周一发", "from now on"): never a request
 #: for a report or a look-up now.
 PREFERENCE = (
-    r"(?:以后|今后|往后|从今天起|从现在起|从下周起)[^,;。?!]{0,3}?(?:改成|改为|都|就|要|请|别|不要|只|统一)"
+    r"(?:以后|今后|往后|从今天起|从现在起|从下周起)[^,;。?!]{0,8}?"
+    r"(?:改成|改为|都|就|要|请|别|不要|只|统一|加上|去掉|换成|用)"
     r"|\bfrom now on\b|\bgoing forward\b|\bin (?:the )?future\b"
+)
+#: Explicit change-over-time wording: with it a question about a period is a trend, without it a
+#: question about what happened in a period ("what were the biggest problems over the past quarter")
+#: is history.
+TREND_EXPLICIT = (
+    r"趋势|趋式|走势|变化|对比|比较|相比|同比|环比|越来越|增|降|升|快|慢|多|少|曲线|回顾|复盘|总结|汇总|梳理|盘点"
+    r"|\btrend|\bcompar|\bvs\b|\bversus\b|\bover time\b|\bspeed|\bslow|\bfast|\bup\b|\bdown\b|\bincreas"
+    r"|\bdecreas|\bchang|\bgrow|\bdeclin|\bimprov|\bworse|\bbetter|\breview|\brecap|\bsummar|\boverview"
 )
 #: Decisions named as such; with a time anchor they are the project's past.
 DECISION_NOUN = r"决策|决议|决定|定下|拍板|\bdecisions?\b|\bdecided\b|\bagreed\b"
@@ -178,6 +192,7 @@ COMPARE_RX = _rx(COMPARE)
 PAST_REF_RX = _rx(PAST_REF)
 QC_NOMINAL_RX = _rx(QC_NOMINAL)
 PREFERENCE_RX = _rx(PREFERENCE)
+TREND_EXPLICIT_RX = _rx(TREND_EXPLICIT)
 EVENT_Q_RX = _rx(EVENT_Q)
 CHANGE_RX = _rx(CHANGE_Q + "|" + CHANGE_EN)
 BEFORE_AFTER_RX = _rx(BEFORE_AFTER)
@@ -192,6 +207,7 @@ DEFINITION_RX = _rx(
     r"|(?:一般|通常|平时|往往)(?:是|都|会|在)?(?:每周|每月|每天|周几|哪|几|什么时候|多久)"
     r"|\bwhat (?:is|are|does) (?:a |an |the )?\w+(?: \w+)? mean\b|\bdefine\b|\bdefinition of\b"
     r"|\bhistory of (?!the (?:project|study|trial))|\b(?:in general|usually|typically)\b"
+    r"|\bhow (?:do|to|can|should) (?:i |we |you )?(?:calculate|compute|measure|define|interpret)\b"
 )
 
 
@@ -199,7 +215,8 @@ def period_flags(clause: str) -> set[str]:
     """Which period kinds a normalised clause carries (a subset of the names below; empty for
     none): ``anchor``, ``event``, ``change``, ``before_after``, ``report_retrieval``, ``lesson``,
     ``provenance``, ``from_reports``, ``definition``, ``past_reports``, ``decision``, ``reason``,
-    ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``, ``preference``."""
+    ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``, ``preference``,
+    ``trend_explicit``."""
     flags = {
         name
         for name, rx in (
@@ -221,6 +238,7 @@ def period_flags(clause: str) -> set[str]:
             ("past_ref", PAST_REF_RX),
             ("qc_nominal", QC_NOMINAL_RX),
             ("preference", PREFERENCE_RX),
+            ("trend_explicit", TREND_EXPLICIT_RX),
         )
         if rx.search(clause)
     }

@@ -27,7 +27,8 @@ def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bo
     - a subject's own past ("P003 上次访视为什么没来", "P031 一年前的肌酐") and a subject's values
       over visits ("P012 这几次访视的血红蛋白是不是在下降") are subject data, not history or trend;
     - a question about a term or a routine ("什么是同比", "周报一般每周几生成") is general;
-    - a standing preference ("周报以后改成周一发") asks for no report now.
+    - a standing preference ("周报以后改成周一发", "以后周报里加上上周对比") asks for no report
+      or trend now.
     """
     history = kinds.get(Intent.QUERY_HISTORY, set())
     if medhist and (subject or history <= _WEAK_HISTORY):
@@ -41,6 +42,7 @@ def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bo
             kinds.pop(intent, None)
     if "preference" in flags and not subject:
         kinds.pop(Intent.GENERATE_REPORT, None)
+        kinds.pop(Intent.ANALYZE_TREND, None)
 
 
 def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject: bool) -> None:
@@ -78,7 +80,10 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
     if "from_reports" in flags:
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
-    if trend and history <= {"anchored"} and "reason" not in flags and not subject:
+    if trend and history and "event" in flags and "trend_explicit" not in flags:
+        # "what were the biggest problems over the past quarter": what happened in a period.
+        trend.clear()
+    elif trend and history <= {"anchored"} and "reason" not in flags and not subject:
         # "week 12 vs week 20", "过去三个月有什么变化趋势": a comparison of periods, not a past event.
         history.discard("anchored")
     for intent in (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND):
@@ -143,7 +148,8 @@ class RuleIntentClassifier:
         if trend == {"long_past_summary"} and Intent.QUERY_HISTORY in kinds:
             # "我们去年讨论过要不要加亚组分析": 分析 names the topic of a past decision.
             kinds.pop(Intent.ANALYZE_TREND, None)
-        if trend and report and not (report - {"summary"}):
+        if (trend or Intent.QUERY_HISTORY in kinds) and report and not (report - {"summary"}):
+            # "总结一下去年的入组", "那几周的经验教训总结一下": a summary of the past, not a report.
             kinds.pop(Intent.GENERATE_REPORT, None)
         if report and "retrieval" in kinds.get(Intent.QUERY_HISTORY, set()) and "from_reports" not in trend:
             # Looking up stored weekly reports is not writing one ("把第12周的周报调出来").
