@@ -130,8 +130,8 @@ FROM_REPORTS = (
 
 #: Retrieving or dumping stored weekly reports (the history book itself).
 REPORT_RETRIEVAL = (
-    r"(?:周报|weekly reports?|\breports?\b)[^,;。?!]{0,16}?(?:调出来|翻出来|找出来|拿出来|贴出来|列出来|导出|发我|发给我|给我看|看看|看下|"
-    r"原封不动|全文|"
+    r"(?:周报|weekly reports?|\breports?\b)[^,;。?!]{0,16}?"
+    r"(?:调出来|翻出来|找出来|拿出来|贴出来|列出来|导出|发我|发给我|给我看|看看|看下|原封不动|全文|"
     r"原文|原样|全部|都发|\bdump\b|提到|写了|写的|说了|记录了|里面?)"
     r"|\b(?:pull up|show me|open|dump|print|send me|give me)\b[^.;?!]{0,20}?\breports?\b"
 )
