@@ -91,10 +91,10 @@ PROVENANCE = (
 #: state, before/after an event.
 CHANGE_ZH = (
     r"(?:上升|下降|提升|提高|降低|加快|放缓|变快|变慢|变好|变差|改善|好转|恶化|增加|减少|增多|变多|变少|升高|回升|"
-    r"恢复|回落|下滑|增长|减缓|少了|多了|高了|低了|快了|慢了|越来越[^,;。?!\s])"
+    r"恢复|回落|下滑|增长|减缓|少了|多了|高了|低了|快了|慢了|越来越[^,;。?!\s]|起色|改观|提速|加速|减速)"
 )
 CHANGE_Q = (
-    r"是不是(?:在|有|还在)?[^,;。?!]{0,3}?" + CHANGE_ZH
+    r"是不是(?:在|有|还在)?(?:变得?)?" + CHANGE_ZH
     + r"|在(?:变|上升|下降|增加|减少|增长|下滑|回落|\s*(?:increase|decrease|rise|drop|decline|grow))"
     + r"|" + CHANGE_ZH + r"(?:了)?(?:没有?|吗|没|了吗|了没)"
     + r"|有没有(?:明显)?(?:的)?" + CHANGE_ZH
@@ -144,7 +144,7 @@ PAST_REPORTS = (
 #: for a report or a look-up now.
 PREFERENCE = (
     r"(?:以后|今后|往后|从今天起|从现在起|从下周起)[^,;。?!]{0,8}?"
-    r"(?:改成|改为|都|就|要|请|别|不要|只|统一|加上|去掉|换成|用)"
+    r"(?:改成|改为|都|就|要|请|别|不要|只|统一|加上|去掉|换成|用|提醒)"
     r"|\bfrom now on\b|\bgoing forward\b|\bin (?:the )?future\b"
 )
 #: Explicit change-over-time wording: with it a question about a period is a trend, without it a
