@@ -30,7 +30,7 @@ ANCHOR = (
     r"|" + _NUM + r"\s*(?:个)?(?:月|周|星期|年|季度)(?:前|以前|之前)"
     r"|\b" + _EN_NUM + r" " + _EN_SPAN + r" ago\b"
     # quarters, halves, seasons, ends and starts of past years
-    r"|上个?季度|上一?季|上半年|去年(?:年底|年初|年末|底|初|这个时[候后]|此时|同期)?|前年|年底|年初"
+    r"|上个?季度|上一?季|上半年|去年(?:年底|年初|年末|底|初|这个?时[候后]|此时|这会儿?|同期)?|前年|年底|年初"
     r"|\b(?:last|previous|prior|past) (?:quarter|year|summer|spring|autumn|fall|winter|month|half[- ]year)\b"
     r"|\bq[1-4]\b|\bthis time last year\b|\bin (?:the )?" + _SEASON_EN + r"\b|\bearlier this year\b"
     # spans reaching back: 最近半年, 前两个月, 过去三个月, 近几周, over the past 6 months
@@ -42,6 +42,7 @@ ANCHOR = (
     r"|(?:刚|才)(?:开|启动|开始|立项|上线)|启动(?:那会|那阵|的时候|时|之初|以来|至今|到现在)|立项(?:以来|之初|时)"
     r"|项目(?:开始|初期|早期|前期)|开项目|kick-?off|\bsince (?:the )?(?:start|beginning|launch|outset|first)\b"
     r"|\bat the (?:start|beginning)\b|\bsince (?:week|w) ?1\b"
+    r"|\bsince (?:the |our |we )?(?:study|trial|project|site|we)? ?(?:started|began|launched|kicked off|opened)\b"
     # an earlier event named by 那次/那回 or "the last time"
     r"|那一?[次回]|上一?回|\bthe last time\b|\bback (?:in|then)\b"
 )
@@ -53,7 +54,7 @@ EVENT_Q = (
     r"困难|麻烦|风险|意见|进展|动静|结论|措施|变动|修订)"
     r"|(?:决定|决策|变化|调整|问题|状况|事)(?:没|吗|没有)"
     r"|(?:定|决定|拍板|商定|讨论|改|调整|处理|解决)了?(?:些|点)?(?:什么|啥|哪些)"
-    r"|在(?:忙|做|干|搞)(?:什么|啥|些啥)|干了?(?:什么|啥)|卡在|卡住"
+    r"|在(?:忙|做|干|搞)(?:什么|啥|些啥|嘛)|干了?(?:什么|啥|嘛)|卡在|卡住"
     r"|(?:做|搞|有)(?:过|了)(?:哪些|什么|啥)"
     r"|(?:改|调整|修订|修改|换|暂停|延期)(?:过|了)[^,;。?!]{0,3}?(?:几|多少)次"
     r"|(?:怎么|如何)(?:处理|解决|应对|决定|定|来)的"
