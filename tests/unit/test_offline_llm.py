@@ -306,3 +306,13 @@ def test_bilingual_lexicon_expands_by_concept_in_both_directions() -> None:
     assert concept_forms("hello there") == []
     # a stem matches at a word start only ("site" is not found inside "requisite")
     assert "中心" not in concept_forms("a requisite form")
+
+
+def test_trend_answer_cites_more_weeks_in_date_order() -> None:
+    # Given: weekly enrolment progress over many weeks
+    req = request("回顾一下累计入组的变化", (Intent.ANALYZE_TREND,), with_history=True)
+    # When: answered offline
+    cited = _cited(OfflineLLM().complete(req).text)
+    # Then: more than three weeks, oldest first
+    weeks = [c[2:10] for c in cited]
+    assert len(weeks) > 3 and weeks == sorted(weeks)

@@ -154,7 +154,8 @@ class OfflineLLM:
     def _answer_from_context(self, request: LLMRequest, question: str, intents: set[str]) -> str:
         system = {b.name: b.text for b in request.system}
         if "history" in system:
-            return history_answer(question, system["history"])
+            # A trend is read across more weeks than a single past event.
+            return history_answer(question, system["history"], top=6 if "ANALYZE_TREND" in intents else 3)
         hot_lines = [ln.strip()[2:] for ln in system.get("hot_memory", "").splitlines() if ln.strip().startswith("- ")]
         if "MEMORY_RECALL" in intents:
             best = rank_lines(question, hot_lines, top=2) or hot_lines[:1]
