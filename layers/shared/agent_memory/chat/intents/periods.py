@@ -74,6 +74,10 @@ LESSON = (
     r"|\bwhat did we learn\b|\bpitfalls?\b"
 )
 
+#: A lesson handed to the assistant to keep ("这个坑记住：…", "note this lesson"): distillation
+#: material, not a question about the past.
+LESSON_TOLD = r"记住|记一下|记下|记着|备注|\bnote (?:this|that|down)\b|\bremember (?:this|that)\b|\bkeep in mind\b"
+
 #: Who decided, when something was decided, how a decision came about.
 PROVENANCE = (
     r"(?:谁|哪位|什么时候|何时|哪一?(?:周|天|个月|次会)|几月份?|哪个月)[^,;。?!]{0,4}?"
@@ -199,6 +203,7 @@ CHANGE_RX = _rx(CHANGE_Q + "|" + CHANGE_EN)
 BEFORE_AFTER_RX = _rx(BEFORE_AFTER)
 REPORT_RETRIEVAL_RX = _rx(REPORT_RETRIEVAL)
 LESSON_RX = _rx(LESSON)
+LESSON_TOLD_RX = _rx(LESSON_TOLD)
 PROVENANCE_RX = _rx(PROVENANCE)
 FROM_REPORTS_RX = _rx(FROM_REPORTS)
 #: A definition or how-it-works question about a term ("什么是同比", "what does YoY mean"):
@@ -217,7 +222,7 @@ def period_flags(clause: str) -> set[str]:
     none): ``anchor``, ``event``, ``change``, ``before_after``, ``report_retrieval``, ``lesson``,
     ``provenance``, ``from_reports``, ``definition``, ``past_reports``, ``decision``, ``reason``,
     ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``, ``preference``,
-    ``trend_explicit``."""
+    ``trend_explicit``, ``lesson_told``."""
     flags = {
         name
         for name, rx in (
@@ -227,6 +232,7 @@ def period_flags(clause: str) -> set[str]:
             ("before_after", BEFORE_AFTER_RX),
             ("report_retrieval", REPORT_RETRIEVAL_RX),
             ("lesson", LESSON_RX),
+            ("lesson_told", LESSON_TOLD_RX),
             ("provenance", PROVENANCE_RX),
             ("from_reports", FROM_REPORTS_RX),
             ("definition", DEFINITION_RX),

@@ -65,7 +65,7 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
         history.add("anchored")
     if "reason" in flags and "decision" in flags:
         history.add("decision_reason")
-    if "lesson" in flags:
+    if "lesson" in flags and "lesson_told" not in flags:
         history.add("lesson")
     if "provenance" in flags:
         history.add("provenance")
