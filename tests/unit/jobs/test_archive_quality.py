@@ -156,3 +156,9 @@ def test_placeholder_points_beside_real_ones_are_dropped(store: InMemoryStore) -
     # Then: only the real point, asked once
     assert _points(store) == ["[进度] 03-02 P007 完成 V2 随访。 [m-1]"]
     assert len(llm.requests) == 1
+
+
+def test_a_statement_ending_in_a_topic_noun_is_kept() -> None:
+    # Given: a statement that ends with 结果 (only a bare short topic is a request)
+    statement = "已在 EDC 中更新 P007 第二次访视的化验结果"
+    assert condense(statement, role="user") == statement

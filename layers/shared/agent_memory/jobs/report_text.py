@@ -29,7 +29,8 @@ _TAIL_PARTICLES = re.compile(r"[吧啊呢哈啦呀嘛哦～~]+(?=[。！!.]*$)")
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\u200d]")
 _QUESTION = re.compile(
     r"[?？]|[吗么]\s*[。.!！]?$|^(?:请问|问下|问一下|想问)|是什么|是多少|有没有|是哪|哪几|多少[个例人天]?\s*$"
-    r"|(?:情况|进度|结果)\s*$",
+    # a bare topic as a request ("上周的AE情况"), not a statement ending in the same noun
+    r"|^[^,，:：]{0,10}的?(?:情况|进度|结果)\s*$",
 )
 #: Requests to the assistant and standing preferences: conversation with the assistant (the
 #: preferences go to hot memory through distillation), not events of the project's week.
