@@ -39,7 +39,7 @@ ANCHOR = (
     # holidays: 春节前后, 国庆那几周, around christmas
     r"|" + _HOLIDAY_ZH + r"|\b(?:around|over|during|before|after|since) " + _HOLIDAY_EN + r"|" + _HOLIDAY_EN + r""
     # project phases: 刚启动那会儿, 启动以来, kick-off, since the start
-    r"|(?:刚|才)(?:开|启动|开始|立项|上线)|启动(?:那会|那阵|的时候|时|之初|以来|至今|到现在)|立项(?:以来|之初|时)"
+    r"|(?:刚|才)(?:开|启动|开始|立项|上线|起步|成立)|启动(?:那会|那阵|的时候|时|之初|以来|至今|到现在)|立项(?:以来|之初|时)"
     r"|项目(?:开始|初期|早期|前期)|开项目|kick-?off|\bsince (?:the )?(?:start|beginning|launch|outset|first)\b"
     r"|\bat the (?:start|beginning)\b|\bsince (?:week|w) ?1\b"
     r"|\bsince (?:the |our |we )?(?:study|trial|project|site|we)? ?(?:started|began|launched|kicked off|opened)\b"
@@ -58,6 +58,8 @@ EVENT_Q = (
     r"|(?:做|搞|有)(?:过|了)(?:哪些|什么|啥)"
     r"|(?:改|调整|修订|修改|换|暂停|延期)(?:过|了)[^,;。?!]{0,3}?(?:几|多少)次"
     r"|(?:怎么|如何)(?:处理|解决|应对|决定|定|来)的"
+    r"|(?:是)?(?:怎么|如何)[^,;。?!]{0,8}?的\s*(?:[?？]|$)"
+    r"|(?:问题|困难|麻烦|风险|教训|结论|决定|阻碍|难点)(?:是|有)(?:什么|啥|哪些)"
     r"|\bwhat (?:happened|went (?:on|wrong)|changed|was (?:decided|agreed|blocking)|were we (?:doing|working on))"
     r"|\b(?:what|which|any)\b(?: \w+){0,3}? (?:problems?|issues?|blockers?|decisions?|changes?|risks?|lessons?|"
     r"setbacks?|challenges?|difficulties)\b"
@@ -133,6 +135,11 @@ FROM_REPORTS = (
     r"|\b(?:past|last|previous) " + _EN_NUM + r" weeks?\b[^.;?!]{0,20}?weekly reports?[^.;?!]{0,20}?summari"
 )
 
+#: Weekly reports summarised (with a past anchor: a report built from past reports).
+REPORT_SUMMARY = (
+    r"(?:周报|weekly reports?)[^,;。?!]{0,8}?(?:汇总|整理|合并|合成|归纳|总结|summari[sz]e|compile|consolidate)"
+)
+
 #: Retrieving or dumping stored weekly reports (the history book itself).
 REPORT_RETRIEVAL = (
     r"(?:周报|weekly reports?|\breports?\b)[^,;。?!]{0,16}?"
@@ -203,6 +210,7 @@ CHANGE_RX = _rx(CHANGE_Q + "|" + CHANGE_EN)
 BEFORE_AFTER_RX = _rx(BEFORE_AFTER)
 REPORT_RETRIEVAL_RX = _rx(REPORT_RETRIEVAL)
 LESSON_RX = _rx(LESSON)
+REPORT_SUMMARY_RX = _rx(REPORT_SUMMARY)
 LESSON_TOLD_RX = _rx(LESSON_TOLD)
 PROVENANCE_RX = _rx(PROVENANCE)
 FROM_REPORTS_RX = _rx(FROM_REPORTS)
@@ -222,7 +230,7 @@ def period_flags(clause: str) -> set[str]:
     none): ``anchor``, ``event``, ``change``, ``before_after``, ``report_retrieval``, ``lesson``,
     ``provenance``, ``from_reports``, ``definition``, ``past_reports``, ``decision``, ``reason``,
     ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``, ``preference``,
-    ``trend_explicit``, ``lesson_told``."""
+    ``trend_explicit``, ``lesson_told``, ``report_summary``."""
     flags = {
         name
         for name, rx in (
@@ -232,6 +240,7 @@ def period_flags(clause: str) -> set[str]:
             ("before_after", BEFORE_AFTER_RX),
             ("report_retrieval", REPORT_RETRIEVAL_RX),
             ("lesson", LESSON_RX),
+            ("report_summary", REPORT_SUMMARY_RX),
             ("lesson_told", LESSON_TOLD_RX),
             ("provenance", PROVENANCE_RX),
             ("from_reports", FROM_REPORTS_RX),

@@ -77,7 +77,7 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
         trend.add("change")
     if "review" in flags and anchor:
         trend.add("review")
-    if "from_reports" in flags:
+    if "from_reports" in flags or ("report_summary" in flags and anchor and "current" not in flags):
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
     if trend and history and "event" in flags and "trend_explicit" not in flags:
