@@ -78,6 +78,8 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
     if "review" in flags and anchor:
         trend.add("review")
     if "from_reports" in flags or ("report_summary" in flags and anchor and "current" not in flags):
+        # Compiling past reports into a report is a review of the period, not a look-up of them.
+        history.discard("retrieval")
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
     if trend and history and "event" in flags and "trend_explicit" not in flags:
