@@ -393,7 +393,7 @@ def cue_families() -> tuple[Cue, ...]:
             I.MEMORY_RECALL,
             "remember",
             _rx(
-                r"记得|记不记得|没忘吧|忘了没|忘记了吗|记住(?:了)?(?:吗|没有?)"
+                r"(?<!我)(?<!我还)记得|记不记得|没忘吧|忘了没|忘记了吗|记住(?:了)?(?:吗|没有?)"
                 r"|\bdo you (?:still )?(?:remember|recall)\b|\byou remember\b|\bremember (?:what|how|when) i\b"
             ),
             "'do you remember' wording; yields to a history cue about a project decision in the same clause",

@@ -16,7 +16,7 @@ _EN_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|
 _EN_SPAN = r"(?:days?|weeks?|months?|quarters?|years?)"
 _HOLIDAY_ZH = r"(?:春节|过年|年前|年后|国庆|中秋|元旦|五一|劳动节|端午|清明|十一长假|寒假|暑假|节前|节后|假期|长假)"
 _HOLIDAY_EN = (
-    r"(?:christmas|xmas|thanksgiving|easter|new year'?s?|the holidays?|holiday season|lunar new year|summer break)"
+    r"(?:christmas|xmas|thanksgiving|easter|new year'?s?|the holidays?|holiday season|lunar new year|summer break|(?:summer|winter) holidays?)"
 )
 _SEASON_EN = r"(?:spring|summer|autumn|fall|winter)"
 
@@ -63,6 +63,7 @@ EVENT_Q = (
     r"|\bwhat (?:happened|went (?:on|wrong)|changed|was (?:decided|agreed|blocking)|were we (?:doing|working on))"
     r"|\b(?:what|which|any)\b(?: \w+){0,3}? (?:problems?|issues?|blockers?|decisions?|changes?|risks?|lessons?|"
     r"setbacks?|challenges?|difficulties)\b"
+    r"|\b(?:problems?|issues?|difficulties|challenges) (?:we|the team|the site|they) (?:had|faced|ran into|hit)\b"
     r"|\bmain (?:blocker|problem|issue)\b|\bblocking us\b|\bwent wrong\b|\bcame up\b|\bran into\b|\brun into\b"
     r"|\bwhat did (?:we|the team|the committee|the sponsor) (?:\w+ )?(?:decide|agree|change|do|learn|conclude|find)"
     r"|\bwhat did (?:the |our )?[\w-]+ (?:decide|agree|recommend|conclude|say|find|change|approve|request|suggest)"
@@ -72,7 +73,7 @@ EVENT_Q = (
 
 #: Lessons and pitfalls of the project (past experience by nature).
 LESSON = (
-    r"踩(?:过|了)?的?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|\blessons?(?: learned| learnt)?\b"
+    r"踩(?:过|了)?的?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|弯路|走偏|犯(?:过|了)?(?:哪些|什么|啥)?错|\blessons?(?: learned| learnt)?\b"
     r"|\bwhat did we learn\b|\bpitfalls?\b"
 )
 
@@ -88,6 +89,7 @@ PROVENANCE = (
     r"|怎么来的|怎么决定的|怎么定下来的"
     r"|\b(?:who|when did (?:we|the team|they)) (?:\w+ )?(?:decided?|signed off|approved|agreed|chose|made the call)"
     r"|\bwho (?:signed off|approved|made the call|decided)\b"
+    r"|\bwhen (?:was|were) (?:the |that |this )?(?:decision|call|choice)s? (?:made|taken)\b|\bwho made the (?:decision|call)\b"
     r"|\bwas there (?:ever |a |any )*(?:discussion|decision|debate|meeting)\b"
     r"|\b(?:did|has|have) (?:anyone|anybody|we|the team|the sponsor) (?:ever )?"
     r"(?:propose|suggest|raise|bring up|push for)"
@@ -106,7 +108,7 @@ CHANGE_Q = (
     + r"|" + CHANGE_ZH + r"(?:了)?(?:没有?|吗|没|了吗|了没)"
     + r"|有没有(?:明显)?(?:的)?" + CHANGE_ZH
     + r"|(?:还是|或是)(?:变)?(?:快|慢|多|少|高|低|好|差)"
-    + r"|(?:变)?(?:好|差)(?:点|些|一些)(?:了)?(?:没|吗)|(?:变)?(?:好|差)了(?:没|吗)|趋势|趋式|走势|曲线"
+    + r"|规律|波动|(?:变)?(?:好|差)(?:点|些|一些)(?:了)?(?:没|吗)|(?:变)?(?:好|差)了(?:没|吗)|趋势|趋式|走势|曲线"
 )
 CHANGE_EN = (
     r"\b(?:getting|gotten|got|been getting) (?:worse|better|faster|slower)\b"

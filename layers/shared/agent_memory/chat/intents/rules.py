@@ -82,7 +82,10 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
         history.discard("retrieval")
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
-    if trend and history and "event" in flags and "trend_explicit" not in flags:
+    if trend <= {"change"} and "reason" in flags and "anchored" in history:
+        # "第40周前后为什么突然多了很多query": the cause of a past event, not a trend.
+        trend.clear()
+    elif trend and history and "event" in flags and "trend_explicit" not in flags:
         # "what were the biggest problems over the past quarter": what happened in a period.
         trend.clear()
     elif trend and history <= {"anchored"} and "reason" not in flags and not subject:
