@@ -16,7 +16,8 @@ _EN_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|
 _EN_SPAN = r"(?:days?|weeks?|months?|quarters?|years?)"
 _HOLIDAY_ZH = r"(?:春节|过年|年前|年后|国庆|中秋|元旦|五一|劳动节|端午|清明|十一长假|寒假|暑假|节前|节后|假期|长假)"
 _HOLIDAY_EN = (
-    r"(?:christmas|xmas|thanksgiving|easter|new year'?s?|the holidays?|holiday season|lunar new year|summer break|(?:summer|winter) holidays?)"
+    r"(?:christmas|xmas|thanksgiving|easter|new year'?s?|the holidays?|holiday season|lunar new year|summer break"
+    r"|(?:summer|winter) holidays?)"
 )
 _SEASON_EN = r"(?:spring|summer|autumn|fall|winter)"
 
@@ -73,7 +74,8 @@ EVENT_Q = (
 
 #: Lessons and pitfalls of the project (past experience by nature).
 LESSON = (
-    r"踩(?:过|了)?的?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|弯路|走偏|犯(?:过|了)?(?:哪些|什么|啥)?错|\blessons?(?: learned| learnt)?\b"
+    r"踩(?:过|了)?的?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|弯路|走偏|犯(?:过|了)?(?:哪些|什么|啥)?错"
+    r"|\blessons?(?: learned| learnt)?\b"
     r"|\bwhat did we learn\b|\bpitfalls?\b"
 )
 
@@ -89,7 +91,8 @@ PROVENANCE = (
     r"|怎么来的|怎么决定的|怎么定下来的"
     r"|\b(?:who|when did (?:we|the team|they)) (?:\w+ )?(?:decided?|signed off|approved|agreed|chose|made the call)"
     r"|\bwho (?:signed off|approved|made the call|decided)\b"
-    r"|\bwhen (?:was|were) (?:the |that |this )?(?:decision|call|choice)s? (?:made|taken)\b|\bwho made the (?:decision|call)\b"
+    r"|\bwhen (?:was|were) (?:the |that |this )?(?:decision|call|choice)s? (?:made|taken)\b"
+    r"|\bwho made the (?:decision|call)\b"
     r"|\bwas there (?:ever |a |any )*(?:discussion|decision|debate|meeting)\b"
     r"|\b(?:did|has|have) (?:anyone|anybody|we|the team|the sponsor) (?:ever )?"
     r"(?:propose|suggest|raise|bring up|push for)"
