@@ -33,7 +33,7 @@ ANCHOR = (
     # quarters, halves, seasons, ends and starts of past years
     r"|上个?季度|上一?季|上半年|去年(?:年底|年初|年末|底|初|这个?时[候后]|此时|这会儿?|同期)?|前年|年底|年初"
     r"|\b(?:last|previous|prior|past) (?:quarter|year|summer|spring|autumn|fall|winter|month|half[- ]year)\b"
-    r"|\bq[1-4]\b|\bthis time last year\b|\bin (?:the )?" + _SEASON_EN + r"\b|\bearlier this year\b"
+    r"|\bq[1-4]\b|\bthis time last year\b|\b(?:in|over|during) (?:the )?" + _SEASON_EN + r"\b|\bearlier this year\b"
     # spans reaching back: 最近半年, 前两个月, 过去三个月, 近几周, over the past 6 months
     r"|(?:最近|近|过去|前|这)\s*" + _NUM + r"\s*(?:个)?(?:月|周|星期|年|季度)"
     r"|\b(?:past|last|previous) " + _EN_NUM + r" " + _EN_SPAN + r"\b"
@@ -46,6 +46,8 @@ ANCHOR = (
     r"|\bsince (?:the |our |we )?(?:study|trial|project|site|we)? ?(?:started|began|launched|kicked off|opened)\b"
     # an earlier event named by 那次/那回 or "the last time"
     r"|那一?[次回]|上一?回|\bthe last time\b|\bback (?:in|then)\b"
+    r"|\b(?:the|our) (?:last|previous|first) (?:audit|inspection|meeting|monitoring visit|submission|database lock|"
+    r"amendment|siv|close-?out|interim analysis)\b"
 )
 
 #: A question about what happened, was decided, went wrong or was learned.
@@ -65,11 +67,13 @@ EVENT_Q = (
     r"|\b(?:what|which|any)\b(?: \w+){0,3}? (?:problems?|issues?|blockers?|decisions?|changes?|risks?|lessons?|"
     r"setbacks?|challenges?|difficulties)\b"
     r"|\b(?:problems?|issues?|difficulties|challenges) (?:we|the team|the site|they) (?:had|faced|ran into|hit)\b"
+    # how a past project EVENT went (how a metric went over a period is a trend)
+    r"|\bhow did (?:the |our |that |this )?(?:\w+ )?(?:audit|inspection|meeting|monitoring visit|submission|"
+    r"database lock|siv|close-?out|pilot|launch|migration|training|rollout)s?\b[^.;?!]{0,20}?\bgo\b"
     r"|\bmain (?:blocker|problem|issue)\b|\bblocking us\b|\bwent wrong\b|\bcame up\b|\bran into\b|\brun into\b"
     r"|\bwhat did (?:we|the team|the committee|the sponsor) (?:\w+ )?(?:decide|agree|change|do|learn|conclude|find)"
     r"|\bwhat did (?:the |our )?[\w-]+ (?:decide|agree|recommend|conclude|say|find|change|approve|request|suggest)"
     r"|\bwhat (?:was|were) (?:we|the team|the site|everyone|people) (?:\w+ )?(?:focused on|working on|doing|busy with)"
-    r"|\bwhat (?:decisions|changes) (?:have|had|did) we\b"
 )
 
 #: Lessons and pitfalls of the project (past experience by nature).
@@ -93,6 +97,8 @@ PROVENANCE = (
     r"|\bwho (?:signed off|approved|made the call|decided)\b"
     r"|\bwhen (?:was|were) (?:the |that |this )?(?:decision|call|choice)s? (?:made|taken)\b"
     r"|\bwho made the (?:decision|call)\b"
+    r"|\b(?:what|which) (?:decisions|changes) (?:have|had|did) (?:we|the team)\b"
+    r"|\b(?:reasoning|rationale|thinking|reasons?) (?:behind|for)\b"
     r"|\bwas there (?:ever |a |any )*(?:discussion|decision|debate|meeting)\b"
     r"|\b(?:did|has|have) (?:anyone|anybody|we|the team|the sponsor) (?:ever )?"
     r"(?:propose|suggest|raise|bring up|push for)"
@@ -111,7 +117,7 @@ CHANGE_Q = (
     + r"|" + CHANGE_ZH + r"(?:了)?(?:没有?|吗|没|了吗|了没)"
     + r"|有没有(?:明显)?(?:的)?" + CHANGE_ZH
     + r"|(?:还是|或是)(?:变)?(?:快|慢|多|少|高|低|好|差)"
-    + r"|规律|波动|(?:变)?(?:好|差)(?:点|些|一些)(?:了)?(?:没|吗)|(?:变)?(?:好|差)了(?:没|吗)|趋势|趋式|走势|曲线"
+    + r"|规律|波动|(?:逐|按|每个?)(?:月|周|季度)的?[^,;。?!]{0,6}?(?:数(?!据)|数量|人数|例数|情况)|(?:变)?(?:好|差)(?:点|些|一些)(?:了)?(?:没|吗)|(?:变)?(?:好|差)了(?:没|吗)|趋势|趋式|走势|曲线"
 )
 CHANGE_EN = (
     r"\b(?:getting|gotten|got|been getting) (?:worse|better|faster|slower)\b"
@@ -123,6 +129,9 @@ CHANGE_EN = (
     r"|\b(?:faster|slower|better|worse|higher|lower|more|fewer|less) than (?:we were |it was |they were )?"
     r"(?:before|earlier|last|previous|a year ago|at the start|back then|in )"
     r"|\bstack(?:s)? up against\b|\bcompare[sd]? (?:with|to|against|w/)\b|\bcompared (?:with|to|w/)\b"
+    r"|\bhow (?:has|have|did) [^.;?!]{0,40}?\b(?:evolv|develop|shift|progress|mov)"
+    r"|\b(?:month|week|quarter)[- ]by[- ](?:month|week|quarter)\b"
+    r"|\b(?:monthly|weekly|quarterly) (?:breakdown|numbers|counts|figures|totals)\b"
 )
 #: Before/after an event or a period boundary ("换了X以后", "X前后", "since we added").
 BEFORE_AFTER = (

@@ -82,7 +82,10 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
         history.discard("retrieval")
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
-    if trend <= {"change"} and "reason" in flags and "anchored" in history:
+    if trend <= {"review"} and "decision" in flags and "anchored" in history:
+        # "Recap the key decisions from weeks 20 to 26": the decisions themselves.
+        trend.clear()
+    elif trend <= {"change"} and "reason" in flags and "anchored" in history:
         # "第40周前后为什么突然多了很多query": the cause of a past event, not a trend.
         trend.clear()
     elif trend and history and "event" in flags and "trend_explicit" not in flags:
