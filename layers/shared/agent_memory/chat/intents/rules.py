@@ -45,6 +45,24 @@ def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bo
         kinds.pop(Intent.ANALYZE_TREND, None)
 
 
+def _history_or_trend(history: set[str], trend: set[str], flags: set[str], subject: bool) -> None:
+    """When a clause found both a past event and a change over time, keep what it asks for (in place)."""
+    if not (history and trend):
+        return
+    if trend <= {"review"} and "decision" in flags and "anchored" in history:
+        # "Recap the key decisions from weeks 20 to 26": the decisions themselves.
+        trend.clear()
+    elif trend <= {"change"} and "reason" in flags and "anchored" in history:
+        # "第40周前后为什么突然多了很多query": the cause of a past event, not a trend.
+        trend.clear()
+    elif "event" in flags and "trend_explicit" not in flags:
+        # "what were the biggest problems over the past quarter": what happened in a period.
+        trend.clear()
+    elif history <= {"anchored"} and "reason" not in flags and not subject:
+        # "week 12 vs week 20", "过去三个月有什么变化趋势": a comparison of periods, not a past event.
+        history.discard("anchored")
+
+
 def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject: bool) -> None:
     """Add the history and trend intents the period kinds of a clause imply (in place).
 
@@ -82,18 +100,7 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
         history.discard("retrieval")
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
-    if trend <= {"review"} and "decision" in flags and "anchored" in history:
-        # "Recap the key decisions from weeks 20 to 26": the decisions themselves.
-        trend.clear()
-    elif trend <= {"change"} and "reason" in flags and "anchored" in history:
-        # "第40周前后为什么突然多了很多query": the cause of a past event, not a trend.
-        trend.clear()
-    elif trend and history and "event" in flags and "trend_explicit" not in flags:
-        # "what were the biggest problems over the past quarter": what happened in a period.
-        trend.clear()
-    elif trend and history <= {"anchored"} and "reason" not in flags and not subject:
-        # "week 12 vs week 20", "过去三个月有什么变化趋势": a comparison of periods, not a past event.
-        history.discard("anchored")
+    _history_or_trend(history, trend, flags, subject)
     for intent in (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND):
         if not kinds[intent]:
             del kinds[intent]
