@@ -45,6 +45,7 @@ ANCHOR = (
     r"|\bat the (?:start|beginning)\b|\bsince (?:week|w) ?1\b"
     r"|\bsince (?:the |our |we )?(?:study|trial|project|site|we)? ?(?:started|began|launched|kicked off|opened)\b"
     # an earlier event named by 那次/那回 or "the last time"
+    r"|那(?:几|两)?(?:周|个月|段时间|阵子?|会儿?)|(?:[一二三四五六七八九十]{1,3}|\d{1,2})月份?(?=那|期间|前后|中旬|上旬|下旬)"
     r"|那一?[次回]|上一?回|\bthe last time\b|\bback (?:in|then)\b"
     r"|\b(?:the|our) (?:last|previous|first) (?:audit|inspection|meeting|monitoring visit|submission|database lock|"
     r"amendment|siv|close-?out|interim analysis)\b"
@@ -80,7 +81,7 @@ EVENT_Q = (
 LESSON = (
     r"踩(?:过|了)?的?(?:什么|啥|哪些|些)?坑|坑是|教训|经验教训|吸取|弯路|走偏|犯(?:过|了)?(?:哪些|什么|啥)?错"
     r"|\blessons?(?: learned| learnt)?\b"
-    r"|\bwhat did we learn\b|\bpitfalls?\b"
+    r"|\bwhat did we learn\b|\bpitfalls?\b|\btakeaways?\b|\blearnings\b"
 )
 
 #: A lesson handed to the assistant to keep ("这个坑记住：…", "note this lesson"): distillation
@@ -125,7 +126,8 @@ CHANGE_EN = (
     r"|\b(?:gone|going|went|trending|creeping|moving) (?:up|down)\b"
     r"|\b(?:is|are|been|be|keeps?|still)\b[^.;?!]{0,30}?\b(?:increas|decreas|declin|improv|worsen|dropp|ris|fall|shrink|grow)ing\b"
     r"|\b(?:increas|decreas|declin|improv|worsen|dropp|ris|fall|shrink|grow)ing (?:since|over|lately|recently|again)\b"
-    r"|\b(?:has|have|did)\b[^.;?!]{0,30}?\b(?:increased|decreased|declined|improved|worsened|risen|fallen|dropped)\b"
+    r"|\b(?:has|have|did)\b[^.;?!]{0,50}?"
+    r"\b(?:increased|decreased|declined|improved|worsened|risen|fallen|dropped|changed|shifted)\b"
     r"[^.;?!]{0,30}?\bsince\b"
     r"|\b(?:faster|slower|better|worse|higher|lower|more|fewer|less) than (?:we were |it was |they were )?"
     r"(?:before|earlier|last|previous|a year ago|at the start|back then|in )"
