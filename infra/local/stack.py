@@ -554,7 +554,11 @@ class LocalStack:
             return _json_response(404, {"message": "Not Found"}, gateway_headers), "-"
         function, route = self._routes[str(key)]
         if request.method == "HEAD" and route.method not in ("HEAD", "ANY"):
-            return _json_response(404, {"message": "Not Found"}, gateway_headers), function.name
+            # werkzeug lets HEAD match a GET rule; API Gateway serves HEAD only where a route declares it
+            head = next((r for k, r in self._routes.items() if k.endswith(f" HEAD {route.path}")), None)
+            if head is None:
+                return _json_response(404, {"message": "Not Found"}, gateway_headers), function.name
+            function, route = head
         claims: dict[str, Any] | None = None
         if route.auth:
             try:
