@@ -123,3 +123,20 @@ def api() -> Iterator[Any]:
 
     with authorized_session() as session:
         yield session
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the ``summary`` properties tests recorded (``record_property("summary", ...)``: e.g. the
+    schemathesis runs' operations, examples and failures), also from pytest-xdist workers."""
+    lines = [
+        str(value)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == "summary"
+    ]
+    if lines:
+        terminalreporter.section("summaries")
+        for line in lines:
+            terminalreporter.line(line)
