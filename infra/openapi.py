@@ -192,7 +192,7 @@ def response_codes(
 
 def _document_responses(operation: dict[str, Any], method: str, path: str, llm: set[str]) -> None:
     key = f"{method.upper()} {path}"
-    from agent_memory.http.routes import ROUTE_POLICY
+    from agent_memory.http.routes import PATH_PARAMETER_RE, ROUTE_POLICY
 
     parameters = operation.get("parameters") or []
     codes = response_codes(
@@ -203,6 +203,11 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
         body="requestBody" in operation,
         llm=key in llm,
     )
+    for parameter in parameters:
+        schema = parameter.get("schema") or {}
+        if parameter.get("in") == "path" and schema.get("type") == "string" and "pattern" not in schema:
+            # the path gate's rule for every path parameter (routes.PATH_PARAMETER_RE), anchored
+            schema["pattern"] = f"^{PATH_PARAMETER_RE.pattern}$"
     responses: dict[str, Any] = operation.setdefault("responses", {})
     for status, success in responses.items():
         media = (success.get("content") or {}).get("application/json") or {}
