@@ -158,7 +158,8 @@ def test_job_queue_visibility_is_at_least_six_worker_timeouts(resources: dict[st
 
 @pytest.mark.parametrize("queue", ["JobQueue", "JobDLQ", "ScheduleDLQ"])
 def test_queues_are_encrypted(resources: dict[str, Any], queue: str) -> None:
-    assert resources[queue]["Properties"]["SqsManagedSseEnabled"] is True
+    # SQS-managed keys unless KmsKeyArn is set (then that key; see test_kms_template.py).
+    assert resources[queue]["Properties"]["SqsManagedSseEnabled"] == {"Fn::If": ["HasKmsKey", {"Ref": "AWS::NoValue"}, True]}
 
 
 def test_worker_reports_partial_batch_failures(template: dict[str, Any]) -> None:
@@ -234,6 +235,7 @@ def test_dispatcher_may_only_query_the_activity_index_and_enqueue(resources: dic
     statements, other = _policy_statements(resources["JobDispatcherFunction"])
     assert other == []
     grants = {(a, json.dumps(s["Resource"], sort_keys=True)) for s in statements for a in _as_list(s["Action"])}
+    grants -= {(a, json.dumps({"Ref": "KmsKeyArn"})) for a in ("kms:Decrypt", "kms:GenerateDataKey")}  # KmsKeyArn only
     assert grants == {
         ("dynamodb:Query", json.dumps({"Fn::Sub": "${MemoryTable.Arn}/index/ActivityIndex"})),
         ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["JobQueue", "Arn"]}, sort_keys=True)),
