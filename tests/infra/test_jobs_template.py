@@ -158,8 +158,9 @@ def test_job_queue_visibility_is_at_least_six_worker_timeouts(resources: dict[st
 
 @pytest.mark.parametrize("queue", ["JobQueue", "JobDLQ", "ScheduleDLQ"])
 def test_queues_are_encrypted(resources: dict[str, Any], queue: str) -> None:
-    # SQS-managed keys unless KmsKeyArn is set (then that key; see test_kms_template.py).
-    assert resources[queue]["Properties"]["SqsManagedSseEnabled"] == {"Fn::If": ["HasKmsKey", {"Ref": "AWS::NoValue"}, True]}
+    # SQS-managed keys unless KmsKeyArn is set (then that key; see test_governance_template.py).
+    sse = resources[queue]["Properties"]["SqsManagedSseEnabled"]
+    assert sse == {"Fn::If": ["HasKmsKey", {"Ref": "AWS::NoValue"}, True]}
 
 
 def test_worker_reports_partial_batch_failures(template: dict[str, Any]) -> None:

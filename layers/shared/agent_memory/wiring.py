@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agent_memory.chat.turn import ChatDeps
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
+    from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
 
 
@@ -218,6 +219,21 @@ def build_api_deps(settings: Settings) -> ApiDeps:
 
     _bind_tables(settings)
     return ApiDeps(contexts=DynamoRepository(), views=ActivityRepository())
+
+
+def build_governance_deps(settings: Settings) -> GovernanceDeps:
+    """The governance function (and the worker's erase jobs): the governance store with the
+    idempotency table, the job queue for large erasures (``JOB_QUEUE_URL``; none: inline)."""
+    from agent_memory.adapters.dynamo.governance import GovernanceRepository
+    from agent_memory.adapters.sqs import SqsJobQueue
+    from agent_memory.governance.erasure import GovernanceDeps
+
+    _bind_tables(settings)
+    return GovernanceDeps(
+        store=GovernanceRepository(idempotency_table=settings.idempotency_table),
+        jobs=SqsJobQueue(settings.job_queue_url) if settings.job_queue_url else None,
+        clock=lambda: datetime.now(UTC),
+    )
 
 
 def build_dispatcher_deps(settings: Settings) -> DispatcherDeps:

@@ -17,7 +17,13 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import batch_get, is_conflict, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.access import (
+    batch_get,
+    cancellation_codes,
+    is_conflict,
+    sdk_errors_as_domain,
+    transaction,
+)
 from agent_memory.adapters.dynamo.mappers import (
     MESSAGE_ITEM_BUDGET_BYTES,
     SESSION_ITEM_BUDGET_BYTES,
@@ -30,8 +36,8 @@ from agent_memory.adapters.dynamo.mappers import (
     session_to_item,
 )
 from agent_memory.adapters.dynamo.projects import ProjectRepository, project_and_hot_memory, project_keys
-from agent_memory.adapters.dynamo.tables import FlowLogItem, MessageItem, ProjectItem, SessionItem
-from agent_memory.domain.errors import MessageNotFound, VersionConflict
+from agent_memory.adapters.dynamo.tables import ErasureItem, FlowLogItem, MessageItem, ProjectItem, SessionItem
+from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
@@ -113,6 +119,7 @@ class DynamoRepository(ProjectRepository):
         Raises:
             VersionConflict: the session changed since it was read (optimistic lock), or a
                 message / flow-log item of this turn already exists.
+            SessionErased: the session was erased (404; the transaction wrote nothing).
             ItemTooLarge: the session or a message item is over its byte budget.
         """
         s = write.session
@@ -137,6 +144,13 @@ class DynamoRepository(ProjectRepository):
         pk = keys.session_pk(s.project_id, s.session_id)
         try:
             with transaction(write.client_request_token) as tx:
+                # First item (code 0): the session was not erased. An erasure writes its record
+                # before deleting anything, so a turn racing it either lands before the record
+                # (and the erasure finds its items) or fails here (README "Your data").
+                tx.condition_check(
+                    ErasureItem, s.project_id, keys.erasure_sk("session", s.session_id),
+                    condition=ErasureItem.sk.does_not_exist(),
+                )
                 tx.save(session_item)
                 for item in message_items:
                     tx.save(item, condition=MessageItem.sk.does_not_exist())
@@ -154,6 +168,9 @@ class DynamoRepository(ProjectRepository):
                 for local_date in sorted(set(write.activity_local_dates)):
                     tx.save(activity_to_item(s.project_id, local_date, at=write.now))
         except TransactWriteError as exc:
+            codes = cancellation_codes(exc)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise SessionErased(f"session {s.session_id} was erased") from None
             if is_conflict(exc):
                 raise VersionConflict("session changed concurrently", current_version=None) from None
             raise

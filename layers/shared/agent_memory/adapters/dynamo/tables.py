@@ -224,6 +224,25 @@ class AuditItem(_Base):
 
 
 # -------------------------------------------------------------- SessionsTable
+class ErasureItem(_Base):
+    """``sk = ERASURE#{kind}#{target_id}``: the audit record of an erasure (who, when, what kind,
+    how many items; no content). Never erased; a session's record also refuses later writes to
+    that session (the turn's transaction checks it does not exist)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    kind = UnicodeAttribute()
+    target_id = UnicodeAttribute()
+    actor = UnicodeAttribute()
+    requested_at = UTCDateTimeAttribute()
+    status = UnicodeAttribute(default="running")
+    finished_at = UTCDateTimeAttribute(null=True)
+    mode = UnicodeAttribute(default="inline")
+    sessions = ListAttribute(of=UnicodeAttribute, default=list)
+    counts = JSONAttribute(default=dict)
+
+
 class PatientIndex(GlobalSecondaryIndex["SessionItem"]):
     """A patient's sessions, newest first: ``{project}#{patient}`` / ``{updated_at}#{session}``."""
 
@@ -368,6 +387,7 @@ TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
         JobRunItem,
         AlertSentItem,
         AuditItem,
+        ErasureItem,
     ),
     "sessions": (SessionItem, MessageItem, DiagnosisItem),
     "flow_log": (FlowLogItem,),
@@ -426,6 +446,7 @@ __all__ = [
     "AlertSentItem",
     "AuditItem",
     "DiagnosisItem",
+    "ErasureItem",
     "FlowLogItem",
     "HotMemoryItem",
     "HotMemoryRevisionItem",
