@@ -49,7 +49,7 @@ from agent_memory.adapters.dynamo.mappers import (
     session_list_item_from_item,
     session_to_item,
 )
-from agent_memory.adapters.dynamo.tables import DiagnosisItem, SessionItem
+from agent_memory.adapters.dynamo.tables import DiagnosisItem, ErasureItem, SessionItem
 from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
@@ -109,6 +109,14 @@ class SessionsRepository(DynamoRepository):
             SessionItem.project_index, project_id, project_id, "project_pk", "project_sk",
             range_condition=None, limit=limit, next_token=next_token, page_size=page_size,
         )
+
+    def patient_erased(self, project_id: str, patient_id: str) -> bool:
+        """True if the patient's erasure record exists (README "Your data")."""
+        try:
+            ErasureItem.get(project_id, keys.erasure_sk("patient", patient_id), attributes_to_get=["pk", "sk"])
+        except DoesNotExist:
+            return False
+        return True
 
     # ---------------------------------------------------------------------- diagnoses
     def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None:
