@@ -55,7 +55,7 @@ def demo(local_stack: LocalStack) -> str:
     token = mint_token("export-admin", [f"{DEMO}:admin"])
     base = f"{local_stack.base_url}/v1/projects/{DEMO}/sessions/exp-{uuid.uuid4().hex[:8]}"
     headers = {"Authorization": f"Bearer {token}"}
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("messages", {"content": "P009 头痛两天", "patient_id": "P009"}),
         ("transcript", {"turns": [{"role": "doctor", "content": "发烧吗？"}, {"role": "patient", "content": "没有"}]}),
         ("diagnoses", {"report": {"impression": "tension headache"}}),
