@@ -215,15 +215,19 @@ def test_only_the_worker_can_read_the_flow_log(resources: dict[str, Any]) -> Non
         for logical_id, resource in resources_of_type({"Resources": resources}, FUNCTION_TYPE).items()
         if _flow_log_read_violations(_policy_statements(resource)[0])
     }
-    # Then the chat function still cannot read the flow log, and the job worker is the only reader.
-    assert readers == {"JobWorkerFunction"}
+    # Then the chat function still cannot read the flow log: the job worker reads it, and the
+    # governance function for an admin's export with include=flow_log (README "Your data").
+    assert readers == {"JobWorkerFunction", "GovernanceFunction"}
 
 
 def test_worker_reads_the_flow_log_by_query_only_and_never_writes_it(resources: dict[str, Any]) -> None:
     statements, other = _policy_statements(resources["JobWorkerFunction"])
     assert other == []
     flow_log_actions = _actions(_statements_referencing_flow_log(statements))
-    assert flow_log_actions == {"dynamodb:Query"}
+    # Query to read; BatchWriteItem only to delete an erased message's item (erase jobs).
+    assert flow_log_actions == {"dynamodb:Query", "dynamodb:BatchWriteItem"}
+    (erase,) = [s for s in statements if s.get("Sid") == "EraseFlowLogItems"]
+    assert _as_list(erase["Action"]) == ["dynamodb:BatchWriteItem"]
 
 
 def test_no_function_may_scan_a_table(resources: dict[str, Any]) -> None:
@@ -251,7 +255,11 @@ def test_worker_grants_are_memory_table_sns_topic_and_the_secret(resources: dict
     memory = by_resource[json.dumps({"Fn::GetAtt": ["MemoryTable", "Arn"]}, sort_keys=True)]
     assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"} <= memory
     assert by_resource[json.dumps({"Ref": "AdminAlertsTopic"})] == {"sns:Publish"}
-    assert not any("SessionsTable" in r or "IdempotencyTable" in r for r in by_resource)
+    # Sessions and cached replies only for erase jobs: find and delete, never write content.
+    sessions = {a for r, actions in by_resource.items() if "SessionsTable" in r for a in actions}
+    assert sessions == {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+    idempotency = {a for r, actions in by_resource.items() if "IdempotencyTable" in r for a in actions}
+    assert idempotency == {"dynamodb:BatchWriteItem"}
     assert all(not any("*" in a for a in actions) for actions in by_resource.values())
     secret = [r for r, actions in by_resource.items() if actions == {"secretsmanager:GetSecretValue"}]
     assert len(secret) == 1 and "${AnthropicSecretName}-??????" in secret[0]
