@@ -159,12 +159,14 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         else rules
     )
     return ChatDeps(
-        store=DynamoRepository(),
+        store=DynamoRepository(session_retention_days=settings.session_retention_days),
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
         cache=SessionCache(max_messages=50),
-        memory=build_session_memory(settings, SessionsRepository(), llm=llm),
+        memory=build_session_memory(
+            settings, SessionsRepository(session_retention_days=settings.session_retention_days), llm=llm
+        ),
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,
             max_output_tokens=settings.llm_max_output_tokens,
@@ -188,7 +190,7 @@ def build_sessions_deps(settings: Settings) -> SessionsDeps:
     from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 
     _bind_tables(settings)
-    repo = SessionsRepository()
+    repo = SessionsRepository(session_retention_days=settings.session_retention_days)
     return SessionsDeps(
         store=repo,
         memory=build_session_memory(settings, repo, llm=None),

@@ -43,7 +43,20 @@ from agent_memory.domain.models import MessageRecord, SessionState, TurnContext,
 
 @sdk_errors_as_domain
 class DynamoRepository(ProjectRepository):
-    """:class:`ProjectRepository` plus the session reads and the turn write of the chat path."""
+    """:class:`ProjectRepository` plus the session reads and the turn write of the chat path.
+
+    Args:
+        session_retention_days: items written to the sessions table expire this many days after
+            the write (``expires_at``, the table's TTL); 0 = kept until erased.
+    """
+
+    def __init__(self, session_retention_days: int = 0) -> None:
+        self.session_retention_days = session_retention_days
+
+    def _session_expiry(self, at: datetime) -> datetime | None:
+        """``expires_at`` of a sessions-table item written at ``at`` (None: kept)."""
+        days = self.session_retention_days
+        return at + timedelta(days=days) if days > 0 else None
 
     # --------------------------------------------------------------------------- reads
     def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext:
@@ -127,6 +140,7 @@ class DynamoRepository(ProjectRepository):
         # PynamoDB's VersionAttribute adds the optimistic-lock condition and the increment.
         if write.expected_version:
             session_item.version = write.expected_version
+        session_item.expires_at = self._session_expiry(write.now)
         check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
         message_items: list[MessageItem] = []
         for m in write.new_messages:
@@ -137,6 +151,7 @@ class DynamoRepository(ProjectRepository):
                 context=write.contexts.get(m.message_id),
                 reply_to=write.reply_to.get(m.message_id),
             )
+            item.expires_at = self._session_expiry(write.now)
             check_size(item, MESSAGE_ITEM_BUDGET_BYTES, "message")
             message_items.append(item)
         retention = write.flow_log_retention_days

@@ -77,6 +77,7 @@ class SessionsRepository(DynamoRepository):
             AlreadyExists: a session with this id exists in the project (409).
         """
         item = session_to_item(session)
+        item.expires_at = self._session_expiry(session.updated_at)
         if not put_if_absent(item):
             raise AlreadyExists(f"session {session.session_id} already exists")
         return session.model_copy(update={"version": int(item.version or 1)})
@@ -129,8 +130,10 @@ class SessionsRepository(DynamoRepository):
             ItemTooLarge: the diagnosis or the session item is over its byte budget.
         """
         item = diagnosis_to_item(diagnosis)
+        item.expires_at = self._session_expiry(diagnosis.created_at)
         check_size(item, DIAGNOSIS_ITEM_BUDGET_BYTES, "diagnosis")
         session_item = session_to_item(session)
+        session_item.expires_at = self._session_expiry(diagnosis.created_at)
         session_item.version = expected_version
         check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
         try:

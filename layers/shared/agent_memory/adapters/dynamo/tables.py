@@ -289,6 +289,7 @@ class SessionItem(_Base):
     patient_sk = UnicodeAttribute(null=True)
     project_pk = UnicodeAttribute()
     project_sk = UnicodeAttribute()
+    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after the last write (0: none)
     patient_index = PatientIndex()
     project_index = ProjectSessionsIndex()
 
@@ -316,6 +317,7 @@ class MessageItem(_Base):
     reply_to = UnicodeAttribute(null=True)
     idempotency_hash = UnicodeAttribute(null=True)
     source = UnicodeAttribute(default="chat")
+    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
 
 
 class DiagnosisPatientIndex(GlobalSecondaryIndex["DiagnosisItem"]):
@@ -351,6 +353,7 @@ class DiagnosisItem(_Base):
     symptoms_snapshot = Utf8JSONAttribute(default=list)
     patient_pk = UnicodeAttribute(null=True)
     patient_sk = UnicodeAttribute(null=True)
+    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
     patient_index = DiagnosisPatientIndex()
 
 
