@@ -9,7 +9,7 @@ sent again). The target should be empty for that project: an item with the same 
     python -m infra.data_import export.jsonl                 # into the running `make run` stack
     python -m infra.data_import export.jsonl --aws --stage dev   # into a deployed stack (its outputs)
 
-README "Your data".
+docs/architecture.md, "Data governance".
 """
 
 from __future__ import annotations

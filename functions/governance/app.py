@@ -3,7 +3,7 @@
 Why a function of its own: it is the only HTTP path that DELETES from the sessions table, the
 flow log and the idempotency table, and the only one that may read the flow log (for an export
 with ``include=flow_log``), so those grants sit on this role alone. Thin handler: each route is
-one call into ``agent_memory.governance``. README "Your data".
+one call into ``agent_memory.governance``. docs/architecture.md, "Data governance".
 """
 
 # No ``from __future__ import annotations``: the event handler resolves the query models from

@@ -73,7 +73,7 @@ def record_handler(record: JobRecord) -> dict[str, Any]:
 
 
 def erase(request: JobRequest) -> dict[str, Any]:
-    """A large erasure (README "Your data"): continue it to the end; raise to retry the record
+    """A large erasure (docs/architecture.md, "Data governance"): continue it to the end; raise to retry the record
     (the erasure resumes where it stopped)."""
     if request.target_kind is None or request.target_id is None:
         raise ValueError("an erase request names its target")

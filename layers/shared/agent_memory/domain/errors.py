@@ -211,7 +211,7 @@ class ConfirmationRequired(InvalidInput):
 
 class SessionErased(SessionNotFound):
     """The session was erased (HTTP 404, as for a session that never existed): a write to it is
-    refused so that no item outlives the erasure (README "Your data")."""
+    refused so that no item outlives the erasure (docs/architecture.md, "Data governance")."""
 
 
 class PatientNotFound(NotFound):

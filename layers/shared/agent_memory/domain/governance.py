@@ -1,6 +1,6 @@
 """Data governance: the erasure of a patient or a session, and the project export.
 
-Pure types and rules (README "Your data"). An erasure is recorded once per target, as
+Pure types and rules (docs/architecture.md, "Data governance"). An erasure is recorded once per target, as
 ``ErasureRecord`` (the audit record: who, when, what kind, how many items of each kind, no
 content); it is never erased itself. Items are removed in bounded batches, inline for a small
 target and through the job queue for a large one.

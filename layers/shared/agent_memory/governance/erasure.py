@@ -1,6 +1,6 @@
 """Erasure of a patient (every session of theirs) or of one session, on withdrawal of consent.
 
-Order of the work (README "Your data"), so that a crash, a retry or a racing chat turn never
+Order of the work (docs/architecture.md, "Data governance"), so that a crash, a retry or a racing chat turn never
 leaves an item behind:
 
 1. the erasure record (``ERASURE#{kind}#{id}``, the audit record) and, for a patient, one record

@@ -12,7 +12,7 @@ included, so ``python -m infra.data_import`` can load the file into an empty sta
   ``diagnosis`` (report and snapshot);
 - FlowLogTable: ``flow_log``, only with ``include=flow_log``.
 
-README "Your data".
+docs/architecture.md, "Data governance".
 """
 
 from __future__ import annotations

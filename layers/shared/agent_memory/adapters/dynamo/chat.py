@@ -161,7 +161,7 @@ class DynamoRepository(ProjectRepository):
             with transaction(write.client_request_token) as tx:
                 # First item (code 0): the session was not erased. An erasure writes its record
                 # before deleting anything, so a turn racing it either lands before the record
-                # (and the erasure finds its items) or fails here (README "Your data").
+                # (and the erasure finds its items) or fails here (docs/architecture.md, "Data governance").
                 tx.condition_check(
                     ErasureItem, s.project_id, keys.erasure_sk("session", s.session_id),
                     condition=ErasureItem.sk.does_not_exist(),

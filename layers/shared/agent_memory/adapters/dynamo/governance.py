@@ -6,7 +6,7 @@ diagnoses with their snapshots); the FlowLogTable item of each message (keys fro
 time and id); the chat function's idempotency record of each message sent with an
 Idempotency-Key (it caches the reply); evidence references in the project's MemoryTable
 partition. Deletes go in ``BatchWriteItem`` calls of at most 25 keys (unprocessed keys sent
-again). README "Your data".
+again). docs/architecture.md, "Data governance".
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ class SessionsRepository(DynamoRepository):
         )
 
     def patient_erased(self, project_id: str, patient_id: str) -> bool:
-        """True if the patient's erasure record exists (README "Your data")."""
+        """True if the patient's erasure record exists (docs/architecture.md, "Data governance")."""
         try:
             ErasureItem.get(project_id, keys.erasure_sk("patient", patient_id), attributes_to_get=["pk", "sk"])
         except DoesNotExist:
