@@ -153,7 +153,8 @@ class JobRequest(BaseModel):
     job: JobName | Literal["erase"]
     project_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     date: date
-    #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record ``ERASURE#{kind}#{id}`` says who asked.
+    #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record
+    #: ``ERASURE#{kind}#{id}`` says who asked.
     target_kind: Literal["patient", "session"] | None = None
     target_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
