@@ -109,7 +109,8 @@ def test_erasing_a_patient_leaves_no_item_with_their_id_or_text_and_touches_no_o
     _, _ = _consult(admin, other, tag_b, key=f"k-{tag_b}")
     before = _scan_all(local_stack)
     assert _holding(before, [tag_a]), "the patient's text is stored before the erasure"
-    assert any(i["id"]["S"].startswith("chat-turn#") for i in before["IdempotencyTable"])
+    cached_before = {i["id"]["S"] for i in before["IdempotencyTable"] if i["id"]["S"].startswith("chat-turn#")}
+    assert len(cached_before) >= 2  # one cached reply of each patient
     other_items = _items_with(before, tag_b)
 
     # When an admin erases the patient
@@ -122,6 +123,9 @@ def test_erasing_a_patient_leaves_no_item_with_their_id_or_text_and_touches_no_o
     assert leftovers == [("MemoryTable", json.dumps({"pk": {"S": project}, "sk": {"S": f"ERASURE#patient#{patient}"}}))]
     assert {table for table, _ in _holding(after, [f"{project}#{s1}", f"{project}#{s2}"])} == set()
     assert not any(texts1[0] in json.dumps(i, ensure_ascii=False) for i in after["FlowLogTable"])
+    # and exactly one cached reply went: the patient's (the other patient's stays)
+    cached_after = {i["id"]["S"] for i in after["IdempotencyTable"] if i["id"]["S"].startswith("chat-turn#")}
+    assert len(cached_before - cached_after) == 1 and cached_after < cached_before
     # and the other patient's items are exactly as they were
     assert _items_with(after, tag_b) == other_items
     # and the audit record says who, what and how many, without content
@@ -283,3 +287,24 @@ def test_a_large_erasure_runs_as_a_job_and_its_status_url_reports_it(
     assert admin.call("DELETE", f"/patients/{patient}").status_code == 204
     assert _holding(_scan_all(local_stack), [patient]) == [
         ("MemoryTable", json.dumps({"pk": {"S": project}, "sk": {"S": f"ERASURE#patient#{patient}"}}))]
+
+
+def test_erasing_a_session_removes_its_diagnosis_references_from_the_patients_other_sessions(
+    local_stack: LocalStack, project: str,
+) -> None:
+    admin = Client(local_stack, project)
+    patient = _uid("PT")
+    first, _ = _consult(admin, patient, uuid.uuid4().hex[:10])
+    # Given a later session of the patient that carries the first session's diagnosis reference
+    later = admin.call("POST", "/sessions", {"patient_id": patient, "type": "consultation"})
+    assert later.status_code == 201, later.text
+    later_id = later.json()["session_id"]
+    refs = admin.call("GET", f"/sessions/{later_id}").json()["diagnoses"]
+    assert [r["session_id"] for r in refs] == [first]
+    # When the first session is erased
+    assert admin.call("DELETE", f"/sessions/{first}").status_code == 204
+    # Then the later session keeps no reference to it, and the record counts the one removed
+    assert admin.call("GET", f"/sessions/{later_id}").json()["diagnoses"] == []
+    record = admin.call("GET", f"/sessions/{first}/erasure").json()
+    assert record["counts"]["diagnosis_refs"] == 1 and record["counts"]["diagnosis"] == 1
+    assert admin.call("GET", f"/patients/{patient}/sessions").status_code == 200  # the patient remains

@@ -10,7 +10,8 @@ leaves an item behind:
 2. the erased messages' ids are collected (keys and times only) and removed from the evidence of
    the hot memory (a new revision; lines naming the patient move to the review queue with the
    id replaced), of stored revisions, weekly reports and review items;
-3. each session: the session item first, then its other items in bounded batches, each
+3. each session (for a session alone: first its diagnosis references leave the facts of the
+   patient's other sessions): the session item first, then its other items in bounded batches, each
    message's flow-log item and cached reply (idempotency record) with it; the record keeps the
    counts and the sessions left after each session;
 4. the record is marked done.
@@ -134,7 +135,10 @@ def run_erasure(deps: GovernanceDeps, *, project_id: str, kind: ErasureKind, tar
         project_id, message_ids, patient_id=patient_id, now=deps.clock(), actor=record.actor,
     ))
     for session_id in list(record.sessions):
-        session_counts = _erase_session(deps, project_id, session_id)
+        session_counts: dict[str, int] = {}
+        if kind == "session":  # (a patient's erasure takes all their sessions: no reference stays)
+            session_counts["diagnosis_refs"] = store.drop_diagnosis_refs(project_id, session_id)
+        session_counts = add_counts(session_counts, _erase_session(deps, project_id, session_id))
         counts = add_counts(counts, session_counts)
         if kind == "patient":
             marker = store.get_erasure(project_id, "session", session_id)

@@ -18,7 +18,7 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer
 from pynamodb.attributes import UTCDateTimeAttribute
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DoesNotExist, PutError
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_errors_as_domain
@@ -137,6 +137,44 @@ class GovernanceRepository(AdminRepository):
                 idempotency_hash=raw.get("idempotency_hash", {}).get("S"),
             ))
         return refs
+
+    def drop_diagnosis_refs(self, project_id: str, session_id: str) -> int:
+        """Remove the references to ``session_id``'s diagnoses (ids, times, key symptoms) from the
+        facts of the same patient's other sessions (each saved under its version; a conflict is
+        read again). Returns how many references were removed (0 when the session has no
+        patient or is already gone)."""
+        try:
+            erased = SessionItem.get(keys.session_pk(project_id, session_id), keys.SESSION_SK, consistent_read=True,
+                                     attributes_to_get=["pk", "sk", "patient_id"])
+        except DoesNotExist:
+            return 0
+        if not erased.patient_id:
+            return 0
+        removed = 0
+        for other_id in self.patient_sessions(project_id, erased.patient_id):
+            if other_id == session_id:
+                continue
+            for _attempt in range(4):
+                try:
+                    item = SessionItem.get(keys.session_pk(project_id, other_id), keys.SESSION_SK, consistent_read=True)
+                except DoesNotExist:
+                    break
+                facts = dict(item.facts or {})
+                refs = list(facts.get("diagnoses") or [])
+                kept = [r for r in refs if not (isinstance(r, dict) and r.get("session_id") == session_id)]
+                if len(kept) == len(refs):
+                    break
+                facts["diagnoses"] = kept
+                item.facts = facts
+                try:
+                    item.save()  # the VersionAttribute makes it conditional on the version read
+                except PutError as exc:
+                    if exc.cause_response_code == "ConditionalCheckFailedException":
+                        continue
+                    raise
+                removed += len(refs) - len(kept)
+                break
+        return removed
 
     # ------------------------------------------------------------------ deletes
     def delete_session_item(self, project_id: str, session_id: str) -> int:
