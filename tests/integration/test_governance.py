@@ -148,6 +148,8 @@ def test_erasure_is_idempotent_and_erased_targets_read_as_not_found(local_stack:
     # Reads of the erased patient and session answer 404
     assert admin.call("GET", f"/sessions/{sid}").status_code == 404
     assert admin.call("GET", f"/patients/{patient}/sessions").status_code == 404
+    # and creating a session with the erased id is refused too
+    assert admin.call("POST", "/sessions", {"session_id": sid}).status_code == 404
     # and a write to the erased session is refused, with nothing written
     r = admin.call("POST", f"/sessions/{sid}/messages", {"content": "after the erasure"})
     assert r.status_code == 404, r.text

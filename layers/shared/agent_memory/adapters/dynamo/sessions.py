@@ -35,7 +35,6 @@ from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import (
     cancellation_codes,
     is_conflict,
-    put_if_absent,
     sdk_errors_as_domain,
     transaction,
 )
@@ -54,6 +53,7 @@ from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
     InvalidContinuationToken,
+    SessionErased,
     VersionConflict,
 )
 from agent_memory.domain.models import SessionState
@@ -75,11 +75,24 @@ class SessionsRepository(DynamoRepository):
 
         Raises:
             AlreadyExists: a session with this id exists in the project (409).
+            SessionErased: a session with this id was erased (404; docs/architecture.md, "Data governance").
         """
         item = session_to_item(session)
         item.expires_at = self._session_expiry(session.updated_at)
-        if not put_if_absent(item):
-            raise AlreadyExists(f"session {session.session_id} already exists")
+        try:
+            with transaction() as tx:
+                tx.condition_check(
+                    ErasureItem, session.project_id, keys.erasure_sk("session", session.session_id),
+                    condition=ErasureItem.sk.does_not_exist(),
+                )
+                tx.save(item, condition=SessionItem.sk.does_not_exist())
+        except TransactWriteError as exc:
+            codes = cancellation_codes(exc)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise SessionErased(f"session {session.session_id} was erased") from None
+            if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                raise AlreadyExists(f"session {session.session_id} already exists") from None
+            raise
         return session.model_copy(update={"version": int(item.version or 1)})
 
     def list_patient_sessions(
