@@ -255,9 +255,11 @@ def test_worker_grants_are_memory_table_sns_topic_and_the_secret(resources: dict
     memory = by_resource[json.dumps({"Fn::GetAtt": ["MemoryTable", "Arn"]}, sort_keys=True)]
     assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"} <= memory
     assert by_resource[json.dumps({"Ref": "AdminAlertsTopic"})] == {"sns:Publish"}
-    # Sessions and cached replies only for erase jobs: find and delete, never write content.
+    # Sessions and cached replies only for erase jobs: find and delete (and rewrite the facts
+    # that referred to an erased session's diagnoses).
     sessions = {a for r, actions in by_resource.items() if "SessionsTable" in r for a in actions}
-    assert sessions == {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+    assert sessions == {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
+                        "dynamodb:BatchWriteItem"}
     idempotency = {a for r, actions in by_resource.items() if "IdempotencyTable" in r for a in actions}
     assert idempotency == {"dynamodb:BatchWriteItem"}
     assert all(not any("*" in a for a in actions) for actions in by_resource.values())
