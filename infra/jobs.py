@@ -93,7 +93,8 @@ def job_request(job: str, project_id: str, target: date) -> dict[str, Any]:
     from agent_memory.domain.jobs import JobRequest
     from agent_memory.jobs.calendar import run_date_for
 
-    return JobRequest(job=job, project_id=project_id, date=run_date_for(job, target)).model_dump(mode="json")  # type: ignore[arg-type]
+    request = JobRequest(job=job, project_id=project_id, date=run_date_for(job, target))  # type: ignore[arg-type]
+    return request.model_dump(mode="json", exclude_none=True)
 
 
 def _layer_on_path() -> None:

@@ -527,6 +527,9 @@ class InMemoryStore:
     def _project_sessions(self, project_id: str) -> list[SessionState]:
         return [_load(SessionState, raw) for (p, _), raw in self.tables.sessions.items() if p == project_id]
 
+    def patient_erased(self, project_id: str, patient_id: str) -> bool:
+        return (project_id, patient_id) in getattr(self, "erased_patients", set())
+
     def list_patient_sessions(self, project_id: str, patient_id: str, *, limit: int, next_token: str | None = None,
                               page_size: int | None = None) -> SessionPage:
         """A patient's sessions, newest first. Raises InvalidContinuationToken."""

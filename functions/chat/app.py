@@ -27,6 +27,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agent_memory.adapters.llm.deadline import deadline_from_context
 from agent_memory.chat.turn import ChatResult, handle_message
 from agent_memory.config import get_settings
+from agent_memory.domain.ids import CHAT_IDEMPOTENCY_PREFIX
 from agent_memory.http.requests import ChatRequest, ChatTurn, idempotency_key
 from agent_memory.http.routes import current_caller, guarded_resolver
 from agent_memory.observability import logger, metrics
@@ -37,8 +38,10 @@ settings = get_settings()
 deps = build_chat_deps(settings)
 app = guarded_resolver(idempotency=True)
 
+# The key is the hash of (project, session, user, Idempotency-Key) and the records carry a fixed
+# prefix, so an erasure can find a turn's record from its message (domain.ids.chat_idempotency_record_id).
 idempotency_config = IdempotencyConfig(
-    event_key_jmespath="[project_id, session_id, user_id, key]",
+    event_key_jmespath="key_hash",
     payload_validation_jmespath="[content, patient_id]",
     expires_after_seconds=24 * 3600,
 )
@@ -48,6 +51,7 @@ persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table_nam
 @idempotent_function(
     data_keyword_argument="turn",
     persistence_store=persistence,
+    key_prefix=CHAT_IDEMPOTENCY_PREFIX,
     config=idempotency_config,
     output_serializer=PydanticSerializer(model=ChatResult),
 )

@@ -22,10 +22,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from agent_memory.config import get_settings
 from agent_memory.domain.errors import ProjectNotFound
 from agent_memory.domain.jobs import JobReport, JobRequest
+from agent_memory.governance.erasure import GovernanceDeps, run_erasure
 from agent_memory.jobs.runner import run_job
 from agent_memory.observability import logger, metrics
 from agent_memory.tracing import tracer
-from agent_memory.wiring import build_job_deps
+from agent_memory.wiring import build_governance_deps, build_job_deps
 
 
 class JobRecord(SqsRecordModel):
@@ -47,6 +48,8 @@ def record_handler(record: JobRecord) -> dict[str, Any]:
     """
     request = record.body
     job = request.job.capitalize()
+    if request.job == "erase":
+        return erase(request)
     try:
         report: JobReport = run_job(deps, request)
     except ProjectNotFound:
@@ -67,6 +70,28 @@ def record_handler(record: JobRecord) -> dict[str, Any]:
     if report.changed:
         metrics.add_metric(name=f"{job}JobsChanged", unit=MetricUnit.Count, value=1)
     return {"project_id": report.project_id, "changed": report.changed, "counts": report.counts}
+
+
+def erase(request: JobRequest) -> dict[str, Any]:
+    """A large erasure (docs/architecture.md, "Data governance"): continue it to the end; raise to retry the record
+    (the erasure resumes where it stopped)."""
+    if request.target_kind is None or request.target_id is None:
+        raise ValueError("an erase request names its target")
+    record = run_erasure(
+        governance_deps(), project_id=request.project_id, kind=request.target_kind, target_id=request.target_id,
+    )
+    metrics.add_metric(name="ErasureJobsRun", unit=MetricUnit.Count, value=1)
+    return {"project_id": request.project_id, "status": record.status, "counts": record.counts}
+
+
+_governance: list[GovernanceDeps] = []
+
+
+def governance_deps() -> GovernanceDeps:
+    """The erasure's collaborators, built on the first erase job of this container."""
+    if not _governance:
+        _governance.append(build_governance_deps(settings))
+    return _governance[0]
 
 
 @logger.inject_lambda_context(log_event=False)

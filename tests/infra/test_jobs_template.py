@@ -158,7 +158,9 @@ def test_job_queue_visibility_is_at_least_six_worker_timeouts(resources: dict[st
 
 @pytest.mark.parametrize("queue", ["JobQueue", "JobDLQ", "ScheduleDLQ"])
 def test_queues_are_encrypted(resources: dict[str, Any], queue: str) -> None:
-    assert resources[queue]["Properties"]["SqsManagedSseEnabled"] is True
+    # SQS-managed keys unless KmsKeyArn is set (then that key; see test_governance_template.py).
+    sse = resources[queue]["Properties"]["SqsManagedSseEnabled"]
+    assert sse == {"Fn::If": ["HasKmsKey", {"Ref": "AWS::NoValue"}, True]}
 
 
 def test_worker_reports_partial_batch_failures(template: dict[str, Any]) -> None:
@@ -213,15 +215,19 @@ def test_only_the_worker_can_read_the_flow_log(resources: dict[str, Any]) -> Non
         for logical_id, resource in resources_of_type({"Resources": resources}, FUNCTION_TYPE).items()
         if _flow_log_read_violations(_policy_statements(resource)[0])
     }
-    # Then the chat function still cannot read the flow log, and the job worker is the only reader.
-    assert readers == {"JobWorkerFunction"}
+    # Then the chat function still cannot read the flow log: the job worker reads it, and the
+    # governance function for an admin's export with include=flow_log (README "Your data").
+    assert readers == {"JobWorkerFunction", "GovernanceFunction"}
 
 
 def test_worker_reads_the_flow_log_by_query_only_and_never_writes_it(resources: dict[str, Any]) -> None:
     statements, other = _policy_statements(resources["JobWorkerFunction"])
     assert other == []
     flow_log_actions = _actions(_statements_referencing_flow_log(statements))
-    assert flow_log_actions == {"dynamodb:Query"}
+    # Query to read; BatchWriteItem only to delete an erased message's item (erase jobs).
+    assert flow_log_actions == {"dynamodb:Query", "dynamodb:BatchWriteItem"}
+    (erase,) = [s for s in statements if s.get("Sid") == "EraseFlowLogItems"]
+    assert _as_list(erase["Action"]) == ["dynamodb:BatchWriteItem"]
 
 
 def test_no_function_may_scan_a_table(resources: dict[str, Any]) -> None:
@@ -234,6 +240,7 @@ def test_dispatcher_may_only_query_the_activity_index_and_enqueue(resources: dic
     statements, other = _policy_statements(resources["JobDispatcherFunction"])
     assert other == []
     grants = {(a, json.dumps(s["Resource"], sort_keys=True)) for s in statements for a in _as_list(s["Action"])}
+    grants -= {(a, json.dumps({"Ref": "KmsKeyArn"})) for a in ("kms:Decrypt", "kms:GenerateDataKey")}  # KmsKeyArn only
     assert grants == {
         ("dynamodb:Query", json.dumps({"Fn::Sub": "${MemoryTable.Arn}/index/ActivityIndex"})),
         ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["JobQueue", "Arn"]}, sort_keys=True)),
@@ -248,7 +255,13 @@ def test_worker_grants_are_memory_table_sns_topic_and_the_secret(resources: dict
     memory = by_resource[json.dumps({"Fn::GetAtt": ["MemoryTable", "Arn"]}, sort_keys=True)]
     assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"} <= memory
     assert by_resource[json.dumps({"Ref": "AdminAlertsTopic"})] == {"sns:Publish"}
-    assert not any("SessionsTable" in r or "IdempotencyTable" in r for r in by_resource)
+    # Sessions and cached replies only for erase jobs: find and delete (and rewrite the facts
+    # that referred to an erased session's diagnoses).
+    sessions = {a for r, actions in by_resource.items() if "SessionsTable" in r for a in actions}
+    assert sessions == {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
+                        "dynamodb:BatchWriteItem"}
+    idempotency = {a for r, actions in by_resource.items() if "IdempotencyTable" in r for a in actions}
+    assert idempotency == {"dynamodb:BatchWriteItem"}
     assert all(not any("*" in a for a in actions) for actions in by_resource.values())
     secret = [r for r, actions in by_resource.items() if actions == {"secretsmanager:GetSecretValue"}]
     assert len(secret) == 1 and "${AnthropicSecretName}-??????" in secret[0]

@@ -135,6 +135,9 @@ class Settings(BaseModel):
     max_message_bytes: int = Field(default=32_768, ge=1024, le=262_144, alias="MAX_MESSAGE_BYTES")
     project_time_zone: str = Field(default="Asia/Shanghai", alias="PROJECT_TIME_ZONE")
     flow_log_retention_days: int = Field(default=0, ge=0, alias="FLOW_LOG_RETENTION_DAYS")
+    #: Days a sessions-table item (session, message, diagnosis) is kept after its last write (its
+    #: ``expires_at``, the table's TTL attribute); 0 = until erased (docs/architecture.md, "Data governance").
+    session_retention_days: int = Field(default=0, ge=0, alias="SESSION_RETENTION_DAYS")
     api_gateway_timeout_s: float = Field(default=30.0, gt=0, alias="API_GATEWAY_TIMEOUT_S")
     response_reserve_s: float = Field(default=3.0, ge=0.5, alias="RESPONSE_RESERVE_S")
     react_max_steps: int = Field(default=4, ge=1, le=10, alias="REACT_MAX_STEPS")

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agent_memory.chat.turn import ChatDeps
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
+    from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
 
 
@@ -157,14 +158,16 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and _real_llm(llm) is not None
         else rules
     )
-    store = DynamoRepository()
+    store = DynamoRepository(session_retention_days=settings.session_retention_days)
     return ChatDeps(
         store=store,
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
         cache=SessionCache(max_messages=50),
-        memory=build_session_memory(settings, SessionsRepository(), llm=llm),
+        memory=build_session_memory(
+            settings, SessionsRepository(session_retention_days=settings.session_retention_days), llm=llm
+        ),
         history=store,
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,
@@ -189,7 +192,7 @@ def build_sessions_deps(settings: Settings) -> SessionsDeps:
     from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 
     _bind_tables(settings)
-    repo = SessionsRepository()
+    repo = SessionsRepository(session_retention_days=settings.session_retention_days)
     return SessionsDeps(
         store=repo,
         memory=build_session_memory(settings, repo, llm=None),
@@ -220,6 +223,21 @@ def build_api_deps(settings: Settings) -> ApiDeps:
 
     _bind_tables(settings)
     return ApiDeps(contexts=DynamoRepository(), views=ActivityRepository())
+
+
+def build_governance_deps(settings: Settings) -> GovernanceDeps:
+    """The governance function (and the worker's erase jobs): the governance store with the
+    idempotency table, the job queue for large erasures (``JOB_QUEUE_URL``; none: inline)."""
+    from agent_memory.adapters.dynamo.governance import GovernanceRepository
+    from agent_memory.adapters.sqs import SqsJobQueue
+    from agent_memory.governance.erasure import GovernanceDeps
+
+    _bind_tables(settings)
+    return GovernanceDeps(
+        store=GovernanceRepository(idempotency_table=settings.idempotency_table),
+        jobs=SqsJobQueue(settings.job_queue_url) if settings.job_queue_url else None,
+        clock=lambda: datetime.now(UTC),
+    )
 
 
 def build_dispatcher_deps(settings: Settings) -> DispatcherDeps:

@@ -111,7 +111,7 @@ class SqsJobQueue:
 def _entry(entry_id: str, request: JobRequest) -> dict[str, Any]:
     return {
         "Id": entry_id,
-        "MessageBody": request.model_dump_json(),
+        "MessageBody": request.model_dump_json(exclude_none=True),
         "MessageAttributes": {
             "job": {"DataType": "String", "StringValue": request.job},
             "job_key": {"DataType": "String", "StringValue": request_key(request)},

@@ -42,6 +42,7 @@ from agent_memory.conversation.append import Append, append_messages
 from agent_memory.domain.errors import (
     DiagnosisNotFound,
     InvalidInput,
+    PatientNotFound,
     PayloadTooLarge,
     SessionNotFound,
     VersionConflict,
@@ -201,9 +202,12 @@ def list_patient_sessions(
     deps: SessionsDeps, *, project_id: str, patient_id: str, limit: int, next_token: str | None
 ) -> SessionPage:
     """A patient's sessions, newest first, from DynamoDB. Raises ProjectNotFound,
-    InvalidContinuationToken."""
+    InvalidContinuationToken, PatientNotFound (an erased patient with no session since: 404)."""
     deps.store.get_project(project_id)
-    return deps.store.list_patient_sessions(project_id, patient_id, limit=limit, next_token=next_token)
+    page = deps.store.list_patient_sessions(project_id, patient_id, limit=limit, next_token=next_token)
+    if not page.sessions and next_token is None and deps.store.patient_erased(project_id, patient_id):
+        raise PatientNotFound(f"patient {patient_id} was erased")
+    return page
 
 
 def _require_session(deps: SessionsDeps, project_id: str, session_id: str) -> SessionState:

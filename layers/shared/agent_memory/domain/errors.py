@@ -207,3 +207,12 @@ class ConfirmationRequired(InvalidInput):
         self.item_id = item_id
         self.rules = rules
         self.current_version = current_version
+
+
+class SessionErased(SessionNotFound):
+    """The session was erased (HTTP 404, as for a session that never existed): a write to it is
+    refused so that no item outlives the erasure (docs/architecture.md, "Data governance")."""
+
+
+class PatientNotFound(NotFound):
+    """No session of this patient in the project, and no erasure of them (HTTP 404)."""

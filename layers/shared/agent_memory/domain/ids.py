@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from datetime import datetime
 
@@ -35,3 +36,16 @@ def new_message_id(now: datetime) -> str:
 def idempotency_hash(*parts: str) -> str:
     """Stable SHA-256 (hex, 32 chars) of the parts that identify a client retry."""
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+
+
+#: Key prefix of the chat function's idempotency records (Powertools ``key_prefix``): the record of
+#: a turn is ``chat-turn#{md5 of the JSON of its key hash}``, so an erasure finds it from the
+#: message's ``idempotency_hash`` without knowing the function's deployed name.
+CHAT_IDEMPOTENCY_PREFIX = "chat-turn"
+
+
+def chat_idempotency_record_id(key_hash: str) -> str:
+    """The Powertools idempotency record id of the chat turn whose Idempotency-Key hashed to
+    ``key_hash`` (Powertools hashes the JSON of the ``event_key_jmespath`` result with MD5)."""
+    digest = hashlib.md5(json.dumps(key_hash, sort_keys=True).encode("utf-8"), usedforsecurity=False).hexdigest()
+    return f"{CHAT_IDEMPOTENCY_PREFIX}#{digest}"

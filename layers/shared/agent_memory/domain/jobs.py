@@ -23,6 +23,7 @@ ReviewReason = Literal[
     "contradicts_admin_line",
     "targets_admin_line",
     "proposes_system_rule",
+    "names_erased_patient",
 ]
 
 
@@ -120,7 +121,8 @@ __all__ = ["YearlySummary"]
 def request_key(request: JobRequest) -> str:
     """The stable identity of a request, ``{job}#{project_id}#{run date}``: the same for a
     re-dispatch of the same run (sent as the ``job_key`` message attribute)."""
-    return f"{request.job}#{request.project_id}#{request.date.isoformat()}"
+    key = f"{request.job}#{request.project_id}#{request.date.isoformat()}"
+    return f"{key}#{request.target_kind}#{request.target_id}" if request.target_id else key
 
 
 JobName = Literal["distill", "archive", "prune"]
@@ -148,9 +150,13 @@ class JobRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    job: JobName
+    job: JobName | Literal["erase"]
     project_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     date: date
+    #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record
+    #: ``ERASURE#{kind}#{id}`` says who asked.
+    target_kind: Literal["patient", "session"] | None = None
+    target_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class JobReport(BaseModel):

@@ -18,6 +18,7 @@ AuditAction = Literal[
     "review.approve",
     "review.reject",
     "report.correct",
+    "memory.erase_references",
 ]
 
 

@@ -81,6 +81,13 @@ ROUTE_POLICY: Mapping[str, Access] = {
     # ---------------------------------------------------------------- history book
     f"GET {_P}/reports": "member",
     f"PUT {_P}/reports/{{iso_week}}": "admin",
+    # ---------------------------------------------------------------- governance (GovernanceFunction)
+    # Erasure on withdrawal of consent and the project export: the project's admins only.
+    f"DELETE {_P}/patients/{{patient_id}}": "admin",
+    f"GET {_P}/patients/{{patient_id}}/erasure": "admin",
+    f"DELETE {_P}/sessions/{{session_id}}": "admin",
+    f"GET {_P}/sessions/{{session_id}}/erasure": "admin",
+    f"GET {_P}/export": "admin",
 }
 
 

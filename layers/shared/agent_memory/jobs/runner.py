@@ -46,6 +46,8 @@ def run_job(deps: JobDeps, request: JobRequest) -> JobReport:
         Other exceptions (DynamoDB, SNS) propagate so the SQS retry / DLQ handles them; a
             partially done job is completed or left unchanged by the retry.
     """
+    if request.job == "erase":
+        raise ValueError("erase requests run agent_memory.governance.erasure, not run_job")
     project = deps.store.get_project(request.project_id)
     report = _JOBS[request.job](deps, project, request.date)
     logger.info(

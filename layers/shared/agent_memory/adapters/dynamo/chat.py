@@ -17,7 +17,13 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import batch_get, is_conflict, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.access import (
+    batch_get,
+    cancellation_codes,
+    is_conflict,
+    sdk_errors_as_domain,
+    transaction,
+)
 from agent_memory.adapters.dynamo.mappers import (
     MESSAGE_ITEM_BUDGET_BYTES,
     SESSION_ITEM_BUDGET_BYTES,
@@ -30,14 +36,27 @@ from agent_memory.adapters.dynamo.mappers import (
     session_to_item,
 )
 from agent_memory.adapters.dynamo.projects import ProjectRepository, project_and_hot_memory, project_keys
-from agent_memory.adapters.dynamo.tables import FlowLogItem, MessageItem, ProjectItem, SessionItem
-from agent_memory.domain.errors import MessageNotFound, VersionConflict
+from agent_memory.adapters.dynamo.tables import ErasureItem, FlowLogItem, MessageItem, ProjectItem, SessionItem
+from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
 @sdk_errors_as_domain
 class DynamoRepository(ProjectRepository):
-    """:class:`ProjectRepository` plus the session reads and the turn write of the chat path."""
+    """:class:`ProjectRepository` plus the session reads and the turn write of the chat path.
+
+    Args:
+        session_retention_days: items written to the sessions table expire this many days after
+            the write (``expires_at``, the table's TTL); 0 = kept until erased.
+    """
+
+    def __init__(self, session_retention_days: int = 0) -> None:
+        self.session_retention_days = session_retention_days
+
+    def _session_expiry(self, at: datetime) -> datetime | None:
+        """``expires_at`` of a sessions-table item written at ``at`` (None: kept)."""
+        days = self.session_retention_days
+        return at + timedelta(days=days) if days > 0 else None
 
     # --------------------------------------------------------------------------- reads
     def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext:
@@ -113,6 +132,7 @@ class DynamoRepository(ProjectRepository):
         Raises:
             VersionConflict: the session changed since it was read (optimistic lock), or a
                 message / flow-log item of this turn already exists.
+            SessionErased: the session was erased (404; the transaction wrote nothing).
             ItemTooLarge: the session or a message item is over its byte budget.
         """
         s = write.session
@@ -120,6 +140,7 @@ class DynamoRepository(ProjectRepository):
         # PynamoDB's VersionAttribute adds the optimistic-lock condition and the increment.
         if write.expected_version:
             session_item.version = write.expected_version
+        session_item.expires_at = self._session_expiry(write.now)
         check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
         message_items: list[MessageItem] = []
         for m in write.new_messages:
@@ -130,6 +151,7 @@ class DynamoRepository(ProjectRepository):
                 context=write.contexts.get(m.message_id),
                 reply_to=write.reply_to.get(m.message_id),
             )
+            item.expires_at = self._session_expiry(write.now)
             check_size(item, MESSAGE_ITEM_BUDGET_BYTES, "message")
             message_items.append(item)
         retention = write.flow_log_retention_days
@@ -137,6 +159,13 @@ class DynamoRepository(ProjectRepository):
         pk = keys.session_pk(s.project_id, s.session_id)
         try:
             with transaction(write.client_request_token) as tx:
+                # First item (code 0): the session was not erased. An erasure writes its record
+                # before deleting anything, so a turn racing it either lands before the record
+                # (and the erasure finds its items) or fails here (docs/architecture.md, "Data governance").
+                tx.condition_check(
+                    ErasureItem, s.project_id, keys.erasure_sk("session", s.session_id),
+                    condition=ErasureItem.sk.does_not_exist(),
+                )
                 tx.save(session_item)
                 for item in message_items:
                     tx.save(item, condition=MessageItem.sk.does_not_exist())
@@ -154,6 +183,9 @@ class DynamoRepository(ProjectRepository):
                 for local_date in sorted(set(write.activity_local_dates)):
                     tx.save(activity_to_item(s.project_id, local_date, at=write.now))
         except TransactWriteError as exc:
+            codes = cancellation_codes(exc)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise SessionErased(f"session {s.session_id} was erased") from None
             if is_conflict(exc):
                 raise VersionConflict("session changed concurrently", current_version=None) from None
             raise

@@ -6,7 +6,7 @@ without naming it (``docs/architecture.md``, "Request path").
 - MemoryTable: pk ``{project}``; sk ``PROJECT`` / ``HOT`` / ``HOTREV#{version:010d}`` /
   ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` /
   ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` /
-  ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}``;
+  ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}``;
 - SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
   ``DIAG#{diagnosis_id}``;
 - FlowLogTable: pk ``{project}#{UTC date}``; sk ``{UTC time}#{message_id}``.
@@ -78,6 +78,11 @@ def review_sk(day: str, review_id: str) -> str:
 def alert_sk(dedupe_key: str) -> str:
     """``ALERT#{dedupe key}``: an alert that was sent."""
     return f"ALERT#{dedupe_key}"
+
+
+def erasure_sk(kind: str, target_id: str) -> str:
+    """``ERASURE#{kind}#{target_id}``: the audit record of the erasure of a patient or session."""
+    return f"ERASURE#{kind}#{target_id}"
 
 
 def audit_sk(at: datetime, audit_id: str) -> str:

@@ -35,7 +35,6 @@ from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import (
     cancellation_codes,
     is_conflict,
-    put_if_absent,
     sdk_errors_as_domain,
     transaction,
 )
@@ -49,11 +48,12 @@ from agent_memory.adapters.dynamo.mappers import (
     session_list_item_from_item,
     session_to_item,
 )
-from agent_memory.adapters.dynamo.tables import DiagnosisItem, SessionItem
+from agent_memory.adapters.dynamo.tables import DiagnosisItem, ErasureItem, SessionItem
 from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
     InvalidContinuationToken,
+    SessionErased,
     VersionConflict,
 )
 from agent_memory.domain.models import SessionState
@@ -75,10 +75,24 @@ class SessionsRepository(DynamoRepository):
 
         Raises:
             AlreadyExists: a session with this id exists in the project (409).
+            SessionErased: a session with this id was erased (404; docs/architecture.md, "Data governance").
         """
         item = session_to_item(session)
-        if not put_if_absent(item):
-            raise AlreadyExists(f"session {session.session_id} already exists")
+        item.expires_at = self._session_expiry(session.updated_at)
+        try:
+            with transaction() as tx:
+                tx.condition_check(
+                    ErasureItem, session.project_id, keys.erasure_sk("session", session.session_id),
+                    condition=ErasureItem.sk.does_not_exist(),
+                )
+                tx.save(item, condition=SessionItem.sk.does_not_exist())
+        except TransactWriteError as exc:
+            codes = cancellation_codes(exc)
+            if codes and codes[0] == "ConditionalCheckFailed":
+                raise SessionErased(f"session {session.session_id} was erased") from None
+            if len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
+                raise AlreadyExists(f"session {session.session_id} already exists") from None
+            raise
         return session.model_copy(update={"version": int(item.version or 1)})
 
     def list_patient_sessions(
@@ -110,6 +124,14 @@ class SessionsRepository(DynamoRepository):
             range_condition=None, limit=limit, next_token=next_token, page_size=page_size,
         )
 
+    def patient_erased(self, project_id: str, patient_id: str) -> bool:
+        """True if the patient's erasure record exists (docs/architecture.md, "Data governance")."""
+        try:
+            ErasureItem.get(project_id, keys.erasure_sk("patient", patient_id), attributes_to_get=["pk", "sk"])
+        except DoesNotExist:
+            return False
+        return True
+
     # ---------------------------------------------------------------------- diagnoses
     def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None:
         """Store the diagnosis and the updated session item (``diagnosis_count`` + 1, the new
@@ -121,8 +143,10 @@ class SessionsRepository(DynamoRepository):
             ItemTooLarge: the diagnosis or the session item is over its byte budget.
         """
         item = diagnosis_to_item(diagnosis)
+        item.expires_at = self._session_expiry(diagnosis.created_at)
         check_size(item, DIAGNOSIS_ITEM_BUDGET_BYTES, "diagnosis")
         session_item = session_to_item(session)
+        session_item.expires_at = self._session_expiry(diagnosis.created_at)
         session_item.version = expected_version
         check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
         try:

@@ -224,6 +224,25 @@ class AuditItem(_Base):
 
 
 # -------------------------------------------------------------- SessionsTable
+class ErasureItem(_Base):
+    """``sk = ERASURE#{kind}#{target_id}``: the audit record of an erasure (who, when, what kind,
+    how many items; no content). Never erased; a session's record also refuses later writes to
+    that session (the turn's transaction checks it does not exist)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    kind = UnicodeAttribute()
+    target_id = UnicodeAttribute()
+    actor = UnicodeAttribute()
+    requested_at = UTCDateTimeAttribute()
+    status = UnicodeAttribute(default="running")
+    finished_at = UTCDateTimeAttribute(null=True)
+    mode = UnicodeAttribute(default="inline")
+    sessions = ListAttribute(of=UnicodeAttribute, default=list)
+    counts = JSONAttribute(default=dict)
+
+
 class PatientIndex(GlobalSecondaryIndex["SessionItem"]):
     """A patient's sessions, newest first: ``{project}#{patient}`` / ``{updated_at}#{session}``."""
 
@@ -270,6 +289,7 @@ class SessionItem(_Base):
     patient_sk = UnicodeAttribute(null=True)
     project_pk = UnicodeAttribute()
     project_sk = UnicodeAttribute()
+    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after the last write (0: none)
     patient_index = PatientIndex()
     project_index = ProjectSessionsIndex()
 
@@ -297,6 +317,7 @@ class MessageItem(_Base):
     reply_to = UnicodeAttribute(null=True)
     idempotency_hash = UnicodeAttribute(null=True)
     source = UnicodeAttribute(default="chat")
+    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
 
 
 class DiagnosisPatientIndex(GlobalSecondaryIndex["DiagnosisItem"]):
@@ -332,6 +353,7 @@ class DiagnosisItem(_Base):
     symptoms_snapshot = Utf8JSONAttribute(default=list)
     patient_pk = UnicodeAttribute(null=True)
     patient_sk = UnicodeAttribute(null=True)
+    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
     patient_index = DiagnosisPatientIndex()
 
 
@@ -368,6 +390,7 @@ TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
         JobRunItem,
         AlertSentItem,
         AuditItem,
+        ErasureItem,
     ),
     "sessions": (SessionItem, MessageItem, DiagnosisItem),
     "flow_log": (FlowLogItem,),
@@ -426,6 +449,7 @@ __all__ = [
     "AlertSentItem",
     "AuditItem",
     "DiagnosisItem",
+    "ErasureItem",
     "FlowLogItem",
     "HotMemoryItem",
     "HotMemoryRevisionItem",

@@ -1,0 +1,362 @@
+"""The governance store: erasure of a patient's or a session's items, and the project export reads.
+
+Where a session's content lives (``keys``): the SessionsTable partition ``{project}#{session}``
+(session item with window and session memory, messages with their context manifests,
+diagnoses with their snapshots); the FlowLogTable item of each message (keys from the message's
+time and id); the chat function's idempotency record of each message sent with an
+Idempotency-Key (it caches the reply); evidence references in the project's MemoryTable
+partition. Deletes go in ``BatchWriteItem`` calls of at most 25 keys (unprocessed keys sent
+again). docs/architecture.md, "Data governance".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import Binary, TypeDeserializer
+from pynamodb.attributes import UTCDateTimeAttribute
+from pynamodb.exceptions import DoesNotExist, PutError
+
+from agent_memory.adapters.dynamo import keys
+from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_errors_as_domain
+from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.adapters.dynamo.mappers import review_to_item
+from agent_memory.adapters.dynamo.tables import (
+    ErasureItem,
+    FlowLogItem,
+    HotMemoryRevisionItem,
+    ProjectItem,
+    ReportRevisionItem,
+    ReviewQueueItem,
+    SessionItem,
+    WeeklyReportItem,
+    YearSummaryItem,
+)
+from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, names_id, redact_id
+from agent_memory.domain.ids import chat_idempotency_record_id
+from agent_memory.domain.jobs import ReviewItem
+
+_BATCH_WRITE_MAX = 25
+_UTC = UTCDateTimeAttribute()
+_DESERIALIZER = TypeDeserializer()
+
+
+def _erasure_from_item(item: ErasureItem) -> ErasureRecord:
+    return ErasureRecord(
+        project_id=item.pk, kind=item.kind,  # type: ignore[arg-type]
+        target_id=item.target_id, actor=item.actor, requested_at=item.requested_at,
+        status=item.status,  # type: ignore[arg-type]
+        finished_at=item.finished_at, mode=item.mode,  # type: ignore[arg-type]
+        sessions=list(item.sessions or []), counts=dict(item.counts or {}),
+    )
+
+
+def _erasure_to_item(r: ErasureRecord) -> ErasureItem:
+    return ErasureItem(
+        r.project_id, keys.erasure_sk(r.kind, r.target_id), kind=r.kind, target_id=r.target_id, actor=r.actor,
+        requested_at=r.requested_at, status=r.status, finished_at=r.finished_at, mode=r.mode,
+        sessions=list(r.sessions), counts=dict(r.counts),
+    )
+
+
+@sdk_errors_as_domain
+class GovernanceRepository(AdminRepository):
+    """:class:`AdminRepository` plus the erasure and export reads and deletes (module docstring).
+
+    Args:
+        idempotency_table: name of the Powertools idempotency table ("" = none to clean).
+    """
+
+    def __init__(self, idempotency_table: str = "") -> None:
+        super().__init__()
+        self.idempotency_table = idempotency_table
+
+    # ------------------------------------------------------------------ erasure records
+    def get_erasure(self, project_id: str, kind: ErasureKind, target_id: str) -> ErasureRecord | None:
+        """The erasure record of a target, or None (strongly consistent)."""
+        try:
+            item = ErasureItem.get(project_id, keys.erasure_sk(kind, target_id), consistent_read=True)
+        except DoesNotExist:
+            return None
+        return _erasure_from_item(item)
+
+    def start_erasure(self, record: ErasureRecord) -> ErasureRecord:
+        """Store ``record`` unless one exists for its target; return the stored one."""
+        if put_if_absent(_erasure_to_item(record)):
+            return record
+        existing = self.get_erasure(record.project_id, record.kind, record.target_id)
+        return existing or record
+
+    def save_erasure(self, record: ErasureRecord) -> None:
+        """Overwrite the record with its progress (counts, sessions left, status)."""
+        _erasure_to_item(record).save()
+
+    # ------------------------------------------------------------------ what a target holds
+    def patient_sessions(self, project_id: str, patient_id: str) -> dict[str, int]:
+        """``{session_id: items}`` of the patient's sessions and of the sessions holding their
+        diagnoses (PatientIndex, every page; ``items`` = session + messages + diagnoses)."""
+        out: dict[str, int] = {}
+        for raw in _query_all(SessionItem.Meta.table_name, {
+            "IndexName": "PatientIndex",
+            "KeyConditionExpression": "patient_pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": keys.patient_pk(project_id, patient_id)}},
+        }):
+            session_id = raw.get("session_id", {}).get("S")
+            if not session_id:
+                continue
+            counters = (int(raw.get(name, {}).get("N", "0")) for name in ("message_count", "diagnosis_count"))
+            size = 1 + sum(counters)
+            out[session_id] = max(out.get(session_id, 0), size if raw["sk"]["S"] == keys.SESSION_SK else 1)
+        return out
+
+    def session_size(self, project_id: str, session_id: str) -> int | None:
+        """Items of a session (session + messages + diagnoses, from its counters), None if absent."""
+        try:
+            item = SessionItem.get(keys.session_pk(project_id, session_id), keys.SESSION_SK, consistent_read=True,
+                                   attributes_to_get=["pk", "sk", "message_count", "diagnosis_count"])
+        except DoesNotExist:
+            return None
+        return 1 + int(item.message_count or 0) + int(item.diagnosis_count or 0)
+
+    def session_message_refs(self, project_id: str, session_id: str) -> list[MessageRef]:
+        """Id, time and idempotency hash of every message item left in the session (Query, keys
+        and three attributes only: no content is read)."""
+        refs: list[MessageRef] = []
+        for raw in _query_all(SessionItem.Meta.table_name, {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :m)",
+            "ExpressionAttributeValues": {":pk": {"S": keys.session_pk(project_id, session_id)},
+                                          ":m": {"S": keys.MESSAGE_PREFIX}},
+            "ProjectionExpression": "sk, message_id, #at, idempotency_hash",
+            "ExpressionAttributeNames": {"#at": "at"},
+        }):
+            refs.append(MessageRef(
+                message_id=raw["message_id"]["S"], at=_UTC.deserialize(raw["at"]["S"]),
+                idempotency_hash=raw.get("idempotency_hash", {}).get("S"),
+            ))
+        return refs
+
+    def drop_diagnosis_refs(self, project_id: str, session_id: str) -> int:
+        """Remove the references to ``session_id``'s diagnoses (ids, times, key symptoms) from the
+        facts of the same patient's other sessions (each saved under its version; a conflict is
+        read again). Returns how many references were removed (0 when the session has no
+        patient or is already gone)."""
+        try:
+            erased = SessionItem.get(keys.session_pk(project_id, session_id), keys.SESSION_SK, consistent_read=True,
+                                     attributes_to_get=["pk", "sk", "patient_id"])
+        except DoesNotExist:
+            return 0
+        if not erased.patient_id:
+            return 0
+        removed = 0
+        for other_id in self.patient_sessions(project_id, erased.patient_id):
+            if other_id == session_id:
+                continue
+            for _attempt in range(4):
+                try:
+                    item = SessionItem.get(keys.session_pk(project_id, other_id), keys.SESSION_SK, consistent_read=True)
+                except DoesNotExist:
+                    break
+                facts = dict(item.facts or {})
+                refs = list(facts.get("diagnoses") or [])
+                kept = [r for r in refs if not (isinstance(r, dict) and r.get("session_id") == session_id)]
+                if len(kept) == len(refs):
+                    break
+                facts["diagnoses"] = kept
+                item.facts = facts
+                try:
+                    item.save()  # the VersionAttribute makes it conditional on the version read
+                except PutError as exc:
+                    if exc.cause_response_code == "ConditionalCheckFailedException":
+                        continue
+                    raise
+                removed += len(refs) - len(kept)
+                break
+        return removed
+
+    # ------------------------------------------------------------------ deletes
+    def delete_session_item(self, project_id: str, session_id: str) -> int:
+        """Delete the session item first (a concurrent turn's versioned write then fails); 1 if
+        it existed."""
+        old = connection().dispatch("DeleteItem", {
+            "TableName": SessionItem.Meta.table_name,
+            "Key": {"pk": {"S": keys.session_pk(project_id, session_id)}, "sk": {"S": keys.SESSION_SK}},
+            "ReturnValues": "ALL_OLD",
+        })
+        return 1 if old.get("Attributes") else 0
+
+    def delete_session_batch(self, project_id: str, session_id: str, *, limit: int) -> dict[str, int]:
+        """Delete up to ``limit`` items of the session's partition, each message's flow-log item
+        and idempotency record with it. Returns counts per kind (empty: nothing was left)."""
+        pk = keys.session_pk(project_id, session_id)
+        response = connection().dispatch("Query", {
+            "TableName": SessionItem.Meta.table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ProjectionExpression": "pk, sk, message_id, #at, idempotency_hash",
+            "ExpressionAttributeNames": {"#at": "at"},
+            "Limit": limit,
+            "ConsistentRead": True,
+        })
+        counts: dict[str, int] = {}
+        session_keys: list[dict[str, Any]] = []
+        flow_keys: list[dict[str, Any]] = []
+        idempotency_keys: list[dict[str, Any]] = []
+        for raw in response.get("Items", []):
+            sk = raw["sk"]["S"]
+            session_keys.append({"pk": raw["pk"], "sk": raw["sk"]})
+            kind = ("message" if sk.startswith(keys.MESSAGE_PREFIX)
+                    else "diagnosis" if sk.startswith(keys.DIAGNOSIS_PREFIX)
+                    else "session" if sk == keys.SESSION_SK else "other")
+            counts[kind] = counts.get(kind, 0) + 1
+            if kind == "message" and "at" in raw:
+                fpk, fsk = keys.flow_log_keys(project_id, _UTC.deserialize(raw["at"]["S"]), raw["message_id"]["S"])
+                flow_keys.append({"pk": {"S": fpk}, "sk": {"S": fsk}})
+                key_hash = raw.get("idempotency_hash", {}).get("S")
+                if key_hash and self.idempotency_table:
+                    idempotency_keys.append({"id": {"S": chat_idempotency_record_id(key_hash)}})
+        # Flow log and cached replies first: a crash between the calls leaves the message item,
+        # which the retry finds again (never a flow-log item without its message).
+        counts["flow_log"] = _delete_keys(FlowLogItem.Meta.table_name, flow_keys)
+        if idempotency_keys:
+            counts["idempotency"] = _delete_keys(self.idempotency_table, idempotency_keys)
+        _delete_keys(SessionItem.Meta.table_name, session_keys)
+        return {k: v for k, v in counts.items() if v} if session_keys else {}
+
+    # ------------------------------------------------------------------ memory references
+    def scrub_memory_references(
+        self, project_id: str, message_ids: set[str], *, patient_id: str | None, now: datetime, actor: str,
+    ) -> dict[str, int]:
+        """Remove ``message_ids`` from the evidence of every hot-memory revision, weekly report
+        (and its kept revisions) and review item; replace ``patient_id`` in their text, in yearly
+        summaries and in review items by ``[erased]``. The current hot memory is changed by the
+        erasure use case through ``commit_hot_memory`` (a new revision); this rewrites what is
+        stored. Returns ``evidence_refs`` removed and ``redactions`` made."""
+        counts = {"evidence_refs": 0, "redactions": 0}
+
+        def scrub_list(evidence: list[str] | None) -> list[str]:
+            kept = [e for e in evidence or [] if e not in message_ids]
+            counts["evidence_refs"] += len(evidence or []) - len(kept)
+            return kept
+
+        def scrub_text(text: str) -> str:
+            if patient_id and names_id(text, patient_id):
+                counts["redactions"] += 1
+                return redact_id(text, patient_id)
+            return text
+
+        for model, prefix in ((HotMemoryRevisionItem, keys.HOT_REVISION_PREFIX),):
+            for item in model.query(project_id, model.sk.startswith(prefix)):
+                before = (counts["evidence_refs"], counts["redactions"])
+                item.lines = [{**line, "evidence": scrub_list(line.get("evidence")),
+                               "text": scrub_text(str(line.get("text", "")))} for line in item.lines or []]
+                if before != (counts["evidence_refs"], counts["redactions"]):
+                    item.save()
+        report_models: tuple[Any, ...] = (WeeklyReportItem, ReportRevisionItem)
+        for model, prefix in zip(report_models, (keys.REPORT_PREFIX, "REPORTREV#"), strict=True):
+            for item in model.query(project_id, model.sk.startswith(prefix)):
+                before = (counts["evidence_refs"], counts["redactions"])
+                item.evidence = scrub_list(item.evidence)
+                item.summary = scrub_text(item.summary)
+                if before != (counts["evidence_refs"], counts["redactions"]):
+                    item.save()
+        for year in YearSummaryItem.query(project_id, YearSummaryItem.sk.startswith(keys.YEAR_PREFIX)):
+            before_r = counts["redactions"]
+            year.summary = scrub_text(year.summary)
+            if before_r != counts["redactions"]:
+                year.save()
+        for review in ReviewQueueItem.query(project_id, ReviewQueueItem.sk.startswith(keys.REVIEW_PREFIX)):
+            before = (counts["evidence_refs"], counts["redactions"])
+            review.evidence = scrub_list(list(review.evidence or []))  # type: ignore[assignment,arg-type]
+            review.text = scrub_text(review.text)
+            if review.detail:
+                review.detail = scrub_text(review.detail)
+            if before != (counts["evidence_refs"], counts["redactions"]):
+                review.save()
+        return counts
+
+    def put_review_items(self, items: list[ReviewItem]) -> int:
+        """Queue review items (a key that exists is left as it is); how many were new."""
+        return sum(1 for r in items if put_if_absent(review_to_item(r)))
+
+    # ------------------------------------------------------------------ export reads
+    def memory_items(self, project_id: str) -> Iterator[dict[str, Any]]:
+        """Every item of the project's MemoryTable partition as plain JSON values (Query, every page)."""
+        yield from _plain_all(ProjectItem.Meta.table_name, {
+            "KeyConditionExpression": "pk = :pk", "ExpressionAttributeValues": {":pk": {"S": project_id}},
+        })
+
+    def project_session_ids(self, project_id: str) -> list[str]:
+        """Every session id of the project (ProjectSessionsIndex, every page)."""
+        return [raw["session_id"]["S"] for raw in _query_all(SessionItem.Meta.table_name, {
+            "IndexName": "ProjectSessionsIndex", "KeyConditionExpression": "project_pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": project_id}}, "ProjectionExpression": "session_id",
+        })]
+
+    def session_items(self, project_id: str, session_id: str) -> Iterator[dict[str, Any]]:
+        """Every item of a session's partition as plain JSON values (session, messages, diagnoses)."""
+        yield from _plain_all(SessionItem.Meta.table_name, {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": keys.session_pk(project_id, session_id)}},
+        })
+
+    def flow_log_items(self, project_id: str, utc_days: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """Every flow-log item of the project on the given UTC days as plain JSON values (one
+        Query per day)."""
+        for day in sorted(set(utc_days)):
+            yield from _plain_all(FlowLogItem.Meta.table_name, {
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": f"{project_id}#{day}"}},
+            })
+
+
+def _plain(value: Any) -> Any:
+    """A deserialised DynamoDB value as JSON: integral numbers as int, others as float, sets as
+    sorted lists."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
+    if isinstance(value, Binary):
+        return bytes(value.value).hex()
+    return value
+
+
+def _plain_all(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for raw in _query_all(table, request):
+        yield {name: _plain(_DESERIALIZER.deserialize(value)) for name, value in raw.items()}
+
+
+def _query_all(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Raw items of a Query, every page."""
+    conn = connection()
+    start: dict[str, Any] | None = None
+    while True:
+        paging = {"ExclusiveStartKey": start} if start else {}
+        page = conn.dispatch("Query", {"TableName": table, **request, **paging})
+        yield from page.get("Items", [])
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return
+
+
+def _delete_keys(table: str, item_keys: list[dict[str, Any]]) -> int:
+    """Delete the keys in BatchWriteItem calls of 25 (unprocessed keys sent again); returns how
+    many keys were sent (a missing key deletes nothing and is no error)."""
+    conn = connection()
+    for start in range(0, len(item_keys), _BATCH_WRITE_MAX):
+        chunk = item_keys[start:start + _BATCH_WRITE_MAX]
+        pending: dict[str, Any] = {table: [{"DeleteRequest": {"Key": k}} for k in chunk]}
+        while pending:
+            response = conn.dispatch("BatchWriteItem", {"RequestItems": pending})
+            pending = response.get("UnprocessedItems") or {}
+    return len(item_keys)
+
+
+__all__ = ["GovernanceRepository"]
