@@ -37,6 +37,9 @@ class FlowLogEntry(BaseModel):
     content: str
     at: datetime
     user_id: str | None = None
+    #: the speaker's study role when the message was written (set for user messages); the
+    #: distillation tags a preference with it (never guessed from text or user id)
+    study_role: str | None = None
     status: str = "ok"
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+StudyRole = Literal["PI", "Sub-I", "CRC", "DM", "CRA", "Statistician", "Other"]
+
 
 class Intent(StrEnum):
     """What a message asks for; drives retrieval."""
@@ -55,6 +57,7 @@ class MessageRecord(BaseModel):
     content: str
     at: datetime
     user_id: str | None = None
+    study_role: StudyRole | None = None
     status: Literal["ok", "failed"] = "ok"
     tool_calls: list[ToolCall] = Field(default_factory=list)
     truncated: bool = False
