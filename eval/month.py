@@ -273,7 +273,7 @@ def score(month: dict[str, Any], expected: dict[str, Any], rep: Replay) -> dict[
     loose = 0
     captured, role_ok, role_total, misses = 0, 0, 0, {k: [] for k in (
         "not_captured", "wrong_role", "wrong_promotion", "relaxation_promoted", "review_missed", "review_extra",
-        "duplicate_added", "replacement_missed", "absent_at_end_kept")}
+        "duplicate_added", "replacement_missed", "absent_at_end_kept", "final_line_missing")}
     for day, p in promotes:
         snap = rep.snapshots.get(day)
         ids = final_of.get(p["message_id"], set()) | {p["message_id"]}
@@ -341,6 +341,10 @@ def score(month: dict[str, Any], expected: dict[str, Any], rep: Replay) -> dict[
             misses["replacement_missed"].append(p["message_id"])
     absent = set(expected["must_be_absent_at_end"])
     misses["absent_at_end_kept"] = sorted({i for ln in rep.final_lines for i in absent if cites(ln, {i})})
+    for fl in finals:
+        ids = _ids(fl["evidence"])
+        if not any(cites(ln, ids) and ln["section"] == fl["section"] for ln in rep.final_lines):
+            misses["final_line_missing"].append(sorted(ids)[0])
     prefs_final = [ln for ln in rep.final_lines if ln["section"] == "User Preferences" and ln["source"] != "admin"]
     idempotent = (rep.version_after_first_pass == rep.version_after_second_pass
                   and rep.review_after_second_pass == len(rep.review) and rep.reports_first == rep.reports_second)
@@ -360,6 +364,7 @@ def score(month: dict[str, Any], expected: dict[str, Any], rep: Replay) -> dict[
         "absent_at_end_kept": len(misses["absent_at_end_kept"]),
         "role_tags_right": round(role_ok / role_total, 3) if role_total else 0.0,
         "preference_lines_without_role": sum(1 for ln in prefs_final if not ln["role_tag"]),
+        "final_lines_matched": len(finals) - len(misses["final_line_missing"]),
         "final_ai_lines": sum(1 for ln in rep.final_lines if ln["source"] != "admin"),
         "expected_final_lines": len(finals),
         "idempotent": idempotent,

@@ -60,6 +60,13 @@ class Candidate(BaseModel):
     replaces: str | None = None
     origin: Literal["rules", "llm"] = "rules"
     order: tuple[str, int] = ("", 0)
+    #: ``statement`` (a line to add), ``change`` (a new value for a subject), ``withdraw`` (the
+    #: speaker takes back a statement), ``relaxes_rule`` (the LLM says it relaxes a System Rule)
+    kind: Literal["statement", "change", "withdraw", "relaxes_rule"] = "statement"
+    #: when the statement was made (its newest evidence message); the line's provenance keeps it
+    stated_at: datetime | None = None
+    #: the speaker's user id (scope of a replacement besides the role)
+    speaker: str | None = None
 
 
 class ReviewItem(BaseModel):

@@ -101,6 +101,9 @@ class HotMemoryLine(BaseModel):
     created_at: datetime
     created_by: str
     evidence: list[str] = Field(default_factory=list)
+    #: when the statement behind a distilled line was made (its newest evidence message), besides
+    #: ``created_at`` (when the line was written)
+    stated_at: datetime | None = None
 
 
 #: Section order of the hot-memory document.

@@ -10,6 +10,7 @@ No I/O: callers read and save through the repository.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,12 +22,15 @@ from agent_memory.domain.text import estimate_tokens
 from agent_memory.hot_memory.analysis import (
     Analysis,
     analyse,
+    changes_value,
     contradicts,
     is_duplicate,
     languages_present,
+    shared_grams,
     supersedes,
 )
 from agent_memory.hot_memory.document import document_tokens, stable_id
+from agent_memory.hot_memory.guards import relaxed_rules
 from agent_memory.hot_memory.statements import relaxes_system_rules
 
 DISTILLER = "distiller"
@@ -57,11 +61,20 @@ class MergeResult:
     reviews: list[ReviewItem] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     evidence: list[str] = field(default_factory=list)
+    #: same-day statements a later statement of the day replaced or withdrew (message ids)
+    superseded: list[str] = field(default_factory=list)
+    #: messages that withdrew a statement
+    withdrawn: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         """True when the document differs from the input (a line added, replaced or removed)."""
         return bool(self.added or self.replaced or self.removed)
+
+    @property
+    def touched(self) -> set[str]:
+        """Ids of the lines this merge wrote (added or replacing)."""
+        return set(self.added) | set(self.replaced.values())
 
 
 def merge_candidates(
@@ -73,7 +86,8 @@ def merge_candidates(
     now: datetime,
     max_line_tokens: int,
 ) -> MergeResult:
-    """Merge candidates (oldest statement first) into a copy of ``hot.lines``.
+    """Merge candidates (oldest statement first) into a copy of ``hot.lines``: THE guards both
+    extractors (rules and LLM) go through.
 
     Per candidate, in this order:
     1. grounding: every evidence id must be a USER message of the processed day, else
@@ -82,54 +96,73 @@ def merge_candidates(
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
        ``language`` (Chinese stays Chinese);
-    4. admin guard: relaxing the System Rules, targeting an admin line, contradicting one or
-       changing one of its details -> review queue, never applied (admins own their lines);
-    5. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
+    4. provenance: a preference's role tag is the speaker's study role from the flow-log record
+       of its evidence (whatever an extractor proposed); the line keeps the statement's time;
+    5. System Rules guard: a candidate the LLM marks ``relaxes_rule``, one that names the rules
+       and asks to relax them, one that permits what a rule forbids or waives what it requires
+       (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
+       names the rule), one targeting an admin line or contradicting one -> review queue naming
+       the rule, never applied (one item per message);
+    6. a withdrawal removes the speaker's statement on that subject (made earlier the same day,
+       or an AI line of the same scope);
+    7. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
        line keeps its provenance;
-    6. same subject as AI lines (contradiction, a changed detail of the same statement, a
-       different reply language, or the LLM's ``replace``) -> the first such line is replaced
-       in place and the others removed, so exactly one line holds the subject (newer wins);
-    7. otherwise added at the end.
+    8. same subject and scope as AI lines (:func:`same_subject`: same section, same role for
+       preferences; a new value of the same kind, the same focus / risk, the same state, a
+       contradiction, or the LLM's ``replace``) -> the first such line is replaced in place and
+       the others removed, so exactly one line holds the subject (the last statement wins; the
+       statements it supersedes are listed in ``superseded``);
+    9. otherwise added at the end.
 
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
     """
     lines = list(hot.lines)
     result = MergeResult(lines=lines)
+    rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
+    queued: set[str] = set()
     for cand in sorted(candidates, key=lambda c: c.order):
         text = " ".join(cand.text.split())
         evidence = list(dict.fromkeys(cand.evidence))
         if not evidence or any(e not in day_messages or day_messages[e].role != "user" for e in evidence):
             result.rejected["ungrounded"] += 1
             continue
+        said = [day_messages[e] for e in evidence]
+        context = "\n".join(m.content for m in said)
         if cand.section == SYSTEM_RULES:
-            result.reviews.append(_review(hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None))
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None)
             continue
         if cand.section not in AI_SECTIONS or not text or estimate_tokens(text) > max_line_tokens:
             result.rejected["invalid"] += 1
             continue
         info = analyse(text)
         spoken: set[str] = set()
-        for e in evidence:
-            spoken |= languages_present(day_messages[e].content)
+        for m in said:
+            spoken |= languages_present(m.content)
         if info.language != "other" and spoken and info.language not in spoken:
             result.rejected["language"] += 1
             continue
+        speaker = said[-1]
+        role = speaker.study_role if cand.section == "User Preferences" else None
+        stated_at = max(m.at for m in said)
 
         admin = [ln for ln in lines if ln.source == "admin"]
         target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
-        if relaxes_system_rules(text):
-            result.reviews.append(_review(hot.project_id, cand, text, evidence, day, now, "relaxes_system_rules", None))
+        relaxed = relaxed_rules(text, rules, context=context)
+        if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
+            detail = relaxed[0].line_id if relaxed else (cand.replaces if target is not None else None)
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "relaxes_system_rules", detail)
             continue
         if target is not None and target.source == "admin":
-            result.reviews.append(
-                _review(hot.project_id, cand, text, evidence, day, now, "targets_admin_line", target.line_id)
-            )
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "targets_admin_line",
+                   target.line_id)
             continue
         clash = next((ln for ln in admin if _conflicts(info, analyse(ln.text))), None)
         if clash is not None:
-            result.reviews.append(
-                _review(hot.project_id, cand, text, evidence, day, now, "contradicts_admin_line", clash.line_id)
-            )
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "contradicts_admin_line",
+                   clash.line_id)
+            continue
+        if cand.kind == "withdraw":
+            _withdraw(result, lines, text, role, cand.section, speaker.user_id, evidence)
             continue
         if any(is_duplicate(info, analyse(ln.text)) for ln in lines):
             result.duplicates += 1
@@ -141,32 +174,100 @@ def merge_candidates(
             section=section,
             text=text,
             source="distilled",
-            role_tag=cand.role_tag if section == "User Preferences" else None,
+            role_tag=role,
             created_at=now,
             created_by=DISTILLER,
             evidence=evidence,
+            stated_at=stated_at,
         )
-        same_subject = [
-            ln
-            for ln in lines
-            if ln.source != "admin" and (ln is target or _conflicts(info, analyse(ln.text)))
-        ]
-        if same_subject:
-            first = same_subject[0]
+        same = [ln for ln in lines if ln.source != "admin" and (
+            (ln is target and _same_scope(ln, section, role)) or same_subject(new_line, ln, change=cand.kind == "change"))]
+        if same:
+            first = same[0]
             index = lines.index(first)
             lines[index] = new_line
-            for extra in same_subject[1:]:
+            for extra in same[1:]:
                 lines.remove(extra)
                 result.removed.append(extra.line_id)
-            if first.line_id in result.added:  # replaced a line added earlier in this merge
+            for old in same:
+                if old.line_id in result.added:  # a statement of the same day: the later one wins
+                    result.superseded.extend(e for e in old.evidence if e not in result.superseded)
+            if first.line_id in result.added:
                 result.added[result.added.index(first.line_id)] = new_line.line_id
             else:
                 result.replaced[first.line_id] = new_line.line_id
+            for extra in same[1:]:
+                if extra.line_id in result.added:
+                    result.added.remove(extra.line_id)
+                    result.removed.remove(extra.line_id)
         else:
             lines.append(new_line)
             result.added.append(new_line.line_id)
         result.evidence.extend(e for e in evidence if e not in result.evidence)
     return result
+
+
+_FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：]", re.IGNORECASE)
+_RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
+
+
+def _same_scope(line: HotMemoryLine, section: str, role: str | None) -> bool:
+    """Same section; for preferences the same role (a different role's preference is its own line)."""
+    if line.section != section:
+        return False
+    return section != "User Preferences" or not line.role_tag or not role or line.role_tag == role
+
+
+def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = False) -> bool:
+    """``new`` holds the subject of the AI line ``line`` in the same scope, so it replaces it:
+    a new value of the same kind (format, weekday, time, lead days); in Active Context the same
+    focus, the same risk when the statement changes it, or the same state (at least three
+    shared content words / bigrams); a contradiction or a changed detail of the same statement."""
+    if line.source == "admin" or not _same_scope(line, new.section, new.role_tag):
+        return False
+    if changes_value(new.text, line.text):
+        return True
+    if new.section == "Active Context":
+        if _FOCUS_LABEL.match(new.text) and _FOCUS_LABEL.match(line.text):
+            return True
+        if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
+            return True
+        if shared_grams(new.text, line.text) >= 3:
+            return True
+    a, b = analyse(new.text), analyse(line.text)
+    if a.reply_language and b.reply_language:
+        return contradicts(a, b)
+    return supersedes(a, b)
+
+
+def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, role: str | None, section: str,
+              speaker: str | None, evidence: list[str]) -> None:
+    """Remove what a withdrawal takes back: the newest AI line of the same scope sharing at least
+    two content words / bigrams with it (a statement made earlier the same day first)."""
+    scoped = [ln for ln in lines if ln.source != "admin" and (
+        ln.section == section or ln.line_id in result.added) and (
+        ln.section != "User Preferences" or not role or ln.role_tag in (None, role))]
+    scored = sorted(((shared_grams(text, ln.text), ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
+                    key=lambda t: (t[1], t[0], t[2]), reverse=True)
+    best = next((t[3] for t in scored if t[0] >= 2), None)
+    if best is None:
+        return
+    lines.remove(best)
+    if best.line_id in result.added:
+        result.added.remove(best.line_id)
+        result.superseded.extend(e for e in best.evidence if e not in result.superseded)
+    else:
+        result.removed.append(best.line_id)
+    result.withdrawn.extend(evidence)
+
+
+def _queue(result: MergeResult, queued: set[str], project_id: str, cand: Candidate, text: str, evidence: list[str],
+           day: str, now: datetime, reason: str, detail: str | None) -> None:
+    """One review item per message: a message already queued in this merge is not queued again."""
+    if any(e in queued for e in evidence):
+        return
+    queued.update(evidence)
+    result.reviews.append(_review(project_id, cand, text, evidence, day, now, reason, detail))
 
 
 def _conflicts(candidate: Analysis, line: Analysis) -> bool:
@@ -354,5 +455,6 @@ __all__ = [
     "build_llm_compaction",
     "compact_offline",
     "merge_candidates",
+    "same_subject",
     "validate_compaction",
 ]

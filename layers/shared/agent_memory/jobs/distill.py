@@ -247,6 +247,10 @@ def _reason(day: str, merged: MergeResult, max_bytes: int) -> str:
         parts.append("replaced " + ",".join(f"{old}->{new}" for old, new in merged.replaced.items()))
     if merged.removed:
         parts.append("removed " + ",".join(merged.removed))
+    if merged.superseded:
+        parts.append("superseded same-day statements " + ",".join(merged.superseded))
+    if merged.withdrawn:
+        parts.append("withdrawn by " + ",".join(merged.withdrawn))
     parts.append("evidence " + ",".join(merged.evidence))
     return truncate_utf8("; ".join(parts), max_bytes)
 
