@@ -338,9 +338,9 @@ def test_b09_statement_contradicting_an_admin_rule_goes_to_review(store: InMemor
     # When distilled
     report = run(make_deps(store, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then it is held for the admin, naming the admin line it contradicts
+    # Then it is held for the admin as a relaxation, naming the rule it would relax
     [item] = store.list_review("p1", status=None)
-    assert (item.reason, item.detail) == ("contradicts_admin_line", "l-sys")
+    assert (item.reason, item.detail) == ("relaxes_system_rules", "l-sys")
     assert report.counts["added"] == 0
 
 
@@ -570,14 +570,15 @@ def test_distillation_replayed_after_a_lost_marker_changes_nothing(store: InMemo
 def test_sections_and_role_tags_come_from_the_statement(store: InMemoryStore) -> None:
     # Given a preference by a CRC, a context statement and a lesson
     add_project(store)
-    say(store, "p1", "m-1", "我是CRC，以后下午两点后别给我派任务。", utc("2026-03-09T09:00:00+08:00"), user_id="u-42")
+    say(store, "p1", "m-1", "以后下午两点后别给我派任务。", utc("2026-03-09T09:00:00+08:00"), user_id="u-42",
+        study_role="CRC")
     say(store, "p1", "m-2", "记住：P005 依从性差，需每日提醒。", utc("2026-03-09T10:00:00+08:00"))
     say(store, "p1", "m-3", "下次别再直接改 EDC 数据了，上次因为这个同步失败。", utc("2026-03-09T11:00:00+08:00"))
 
     # When distilled
     run(make_deps(store, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then each line sits in its section, the preference tagged with the role
+    # Then each line sits in its section, the preference tagged with the speaker's study role
     got = [(ln.section, ln.role_tag, ln.evidence) for ln in hot_lines(store)]
     assert got == [
         ("User Preferences", "CRC", ["m-1"]),

@@ -50,7 +50,7 @@ class MergeResult:
     ``added`` / ``replaced`` (old id -> new id) / ``removed`` (extra lines on a replaced
     subject) list line ids; ``duplicates`` counts candidates already present;
     ``reviews`` are held for an admin; ``rejected`` counts rejections by reason
-    (``ungrounded``, ``language``, ``invalid``).
+    (``ungrounded``, ``language``, ``invalid``, ``no_subject``).
     """
 
     lines: list[HotMemoryLine]
@@ -149,7 +149,8 @@ def merge_candidates(
         target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
         relaxed = relaxed_rules(text, rules, context=context)
         if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
-            detail = relaxed[0].line_id if relaxed else (cand.replaces if target is not None else None)
+            specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
+            detail = relaxed[0].line_id if specific else (cand.replaces if target is not None else None)
             _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "relaxes_system_rules", detail)
             continue
         if target is not None and target.source == "admin":
@@ -182,6 +183,11 @@ def merge_candidates(
         )
         same = [ln for ln in lines if ln.source != "admin" and (
             (ln is target and _same_scope(ln, section, role)) or same_subject(new_line, ln, change=cand.kind == "change"))]
+        if cand.kind == "change" and not same and section == "User Preferences":
+            # a change of value with no subject in memory is not a standing preference (a plan,
+            # a decision of the day): nothing to change
+            result.rejected["no_subject"] += 1
+            continue
         if same:
             first = same[0]
             index = lines.index(first)

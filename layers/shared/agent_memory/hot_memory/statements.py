@@ -92,7 +92,17 @@ def split_statements(text: str) -> list[tuple[str, bool]]:
 
 
 # ------------------------------------------------------------------ cues
-_DURABLE_ZH = re.compile(r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起")
+_DURABLE_ZH = re.compile(
+    r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起|"
+    r"下次(?=别|不要|注意|一定|记得|务必)"
+)
+#: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后"), not a standing instruction
+_AFTER_EVENT = re.compile(
+    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$",
+    _I,
+)
+#: a fragment before a topic-first cue that names the topic ("汇报的时候，以后先给结论")
+_TOPIC_FRAGMENT = re.compile(r"^(?:关于|至于|对于).+|.+(?:的时候|时|方面|这块|这边|部分|的话)$")
 _DURABLE_EN = re.compile(
     r"\b(?:from now on|going forward|moving forward|from today on(?:wards)?|from here on|in (?:the )?future|henceforth)\b"
     r"[,:]?\s*",
@@ -114,7 +124,17 @@ _NOTE = re.compile(
     r"\b(?:note this(?: down)?|for the record)\s*[:：]\s*",
     _I,
 )
-_LESSON = re.compile(r"教训|踩坑|这个坑|吃过亏|\blessons?\b|\blearned\b|\bthe hard way\b", _I)
+_LESSON = re.compile(
+    r"教训|踩坑|这个坑|吃过亏|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
+    r"\blessons?\b|\blearned\b|\bthe hard way\b",
+    _I,
+)
+_LESSON_LABEL = re.compile(r"^\s*(?:这个|这条|一个|个)?(?:教训|经验|坑|lesson)\s*[:：]?\s*", _I)
+_IMPERATIVE = re.compile(
+    r"别|不要|不用|不必|不能|禁止|必须|务必|一律|只|要|请|应|需|用|按|发|写|列|给|放|"
+    r"\b(?:don'?t|do not|never|always|only|must|should|please|use|send|put|list|write|give|report)\b",
+    _I,
+)
 _ACK = re.compile(r"(?:我|已|已经)?(?:记住了|记下了|知道了|了解了?|明白了?|收到)|\b(?:noted|got it|will do)\b", _I)
 
 # ------------------------------------------------------------------ traps
@@ -140,6 +160,8 @@ _WITHDRAW = re.compile(
     r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|\bnever mind\b|\bscratch that\b|\bcancel\b|\bforget (?:it|that|about)\b",
     _I,
 )
+#: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
+_DECISION = re.compile(r"决定|决议|会上定|\bdecided\b|\bagreed\b", _I)
 _BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b", _I)
 
 # ------------------------------------------------------------------ sections
@@ -155,10 +177,17 @@ _LEAD_FILLER = re.compile(
     _I,
 )
 _CONTINUE = re.compile(
-    r"^(?:别|不要|不用|不必|直接|只|必须|一律|都|先|按|用|改|放|把|写|附|加|列|发|给|要么|或者|并且|同时|且|另外附|还是|"
+    r"^(?:比如|例如|譬如|别|不要|不用|不必|直接|只|必须|需|一律|都|先|再|按|用|改|放|把|写|附|加|列|发|给|要么|或者|并且|同时|且|另外附|还是|"
     r"don'?t|do not|just|only|always|never|please|and|also|put|use|send|list|keep|include|add|group|sort)",
     _I,
 )
+#: a fragment giving a reason, a complaint or someone else's situation: never part of the line
+_REASON = re.compile(
+    r"^(?:我|你这样|你这么|这样|这么|他|她|他们|她们|家属|有几个|有些|因为|由于|不然|否则|省得|免得|看着|根本|反正|问|上周|上次|昨天|之前|刚才|"
+    r"since\b|because\b|as\b|i\b|i'm\b|we\b|they\b|last\b|yesterday\b)|费劲|麻烦|来不及|太.{0,3}了?$|真服|烦死|累死",
+    _I,
+)
+_ALSO = re.compile(r"也|都|还|同样|\balso\b|\btoo\b", _I)
 _ENDS_IMPERATIVE = re.compile(r"(?:就行|就好|就可以|即可|就够了)[吧啊哈了呀～~]*$")
 _ZH_TAIL = re.compile(r"[，,、\s]*(?:谢谢你?|谢谢了|谢啦|多谢|感谢|好吗|好不好|可以吗|行吗|哈|啊|呀|哦|呢|吧|啦|了|哈)+\s*$")
 _EN_TAIL = re.compile(r"[,\s]*(?:please|pls|thanks|thank you|thx|lol|ok\?|okay\?)+\s*$", _I)
@@ -188,7 +217,7 @@ def _clean(text: str) -> str:
 def _fragments(sentence: str) -> list[str]:
     """Clause fragments of a sentence: commas always; spaces only between CJK characters."""
     marked = _SPACE_BETWEEN_CJK.sub("\x00", sentence)
-    parts = re.split(r"[，,、：:]|\x00", marked)
+    parts = re.split(r"[，,：:]|\x00", marked)
     return [p.strip() for p in parts if p.strip()]
 
 
@@ -198,7 +227,9 @@ def _body(head: str, rest_fragments: list[str]) -> str:
     kept = [head] if head else []
     for frag in rest_fragments:
         bare = _LEAD_FILLER.sub("", frag)
-        if _CONTINUE.match(frag) or _CONTINUE.match(bare) or _ENDS_IMPERATIVE.search(frag):
+        if _REASON.search(frag) and not _CONTINUE.match(frag):
+            continue
+        if _CONTINUE.match(frag) or _CONTINUE.match(bare) or _ENDS_IMPERATIVE.search(frag) or _ALSO.search(frag):
             kept.append(frag)
     joiner = "，" if language_of(" ".join(kept)) == "zh" else ", "
     return joiner.join(kept)
@@ -252,6 +283,8 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
         after = norm[m.start():]
         if _TIME_WORD.match(after) or _POSTPONE.match(after) or _POSTPONE.search(norm[m.end(): m.end() + 8]):
             continue
+        if _DURABLE_ZH.match(after) and _AFTER_EVENT.search(norm[: m.start()]):
+            continue
         if _trap(norm, m.start(), m.end(), message, question=question):
             return None
         rest = sentence[m.end():]
@@ -262,11 +295,15 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
             return _Found(_body(frags[0] if frags else "", frags[1:]), "durable")
         frags = _fragments(sentence[: m.start()] + "\x01" + sentence[m.end():])
         idx = next(i for i, f in enumerate(frags) if "\x01" in f)
-        head = frags[idx].replace("\x01", "")
-        head = _LEAD_FILLER.sub("", head.strip())
+        head = _LEAD_FILLER.sub("", frags[idx].strip())
+        if head.startswith("\x01") and idx > 0:
+            topic = _LEAD_FILLER.sub("", frags[idx - 1]).strip()
+            if _TOPIC_FRAGMENT.match(topic) and not (_REMEMBER.search(topic) or _LESSON.search(topic)):
+                head = f"{topic}，{head}"
+        head = head.replace("\x01", "")
         return _Found(_body(head, frags[idx + 1:]), "durable")
     change = _CHANGE.search(norm)
-    if change and not question:
+    if change and not question and not _DECISION.search(norm[: change.start()]):
         before = _fragment_at(norm, change.start(), change.end())
         before = before[: before.find(change.group())] if change.group() in before else ""
         if _LEAD_FILLER.sub("", before).strip() and not _trap(norm, change.start(), change.end(), message,
@@ -278,7 +315,7 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
     if remember and norm[remember.end():].strip() and not _ACK.search(norm[remember.start(): remember.end() + 2]):
         if _trap(norm, remember.start(), remember.end(), message, question=question):
             return None
-        rest = sentence[remember.end():]
+        rest = _LESSON_LABEL.sub("", sentence[remember.end():])
         if language_of(rest) == "en":
             return _Found(rest, "remember")
         frags = _fragments(rest)
@@ -346,6 +383,8 @@ def classify_section(text: str, *, kind: str = "durable", hint: str | None = Non
     norm = nfkc(text)
     if _LESSON.search(norm):
         return "Lessons Learned"
+    if kind == "remember" and (_SUBJECT_ID.search(norm) or not _IMPERATIVE.search(norm)):
+        return "Active Context"
     if kind == "note" or _FOCUS.search(norm[:12]) or _RISK.search(norm[:12]) or (
             kind == "change" and (_FOCUS.search(norm) or _RISK.search(norm))):
         return "Active Context"
