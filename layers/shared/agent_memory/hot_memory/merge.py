@@ -65,6 +65,8 @@ class MergeResult:
     superseded: list[str] = field(default_factory=list)
     #: messages that withdrew a statement
     withdrawn: list[str] = field(default_factory=list)
+    #: AI line ids dropped or folded to keep the document under the cap (set by the caller)
+    compacted: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -163,7 +165,12 @@ def merge_candidates(
                    clash.line_id)
             continue
         if cand.kind == "withdraw":
-            _withdraw(result, lines, text, role, cand.section, speaker.user_id, evidence)
+            if target is not None and target.source != "admin":
+                lines.remove(target)
+                _note_removed(result, target)
+                result.withdrawn.extend(evidence)
+            else:
+                _withdraw(result, lines, text, role, cand.section, evidence)
             continue
         if any(is_duplicate(info, analyse(ln.text)) for ln in lines):
             result.duplicates += 1
@@ -246,8 +253,17 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     return supersedes(a, b)
 
 
+def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
+    """Record a removed line: one added earlier in this merge is a superseded statement of the day."""
+    if line.line_id in result.added:
+        result.added.remove(line.line_id)
+        result.superseded.extend(e for e in line.evidence if e not in result.superseded)
+    else:
+        result.removed.append(line.line_id)
+
+
 def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, role: str | None, section: str,
-              speaker: str | None, evidence: list[str]) -> None:
+              evidence: list[str]) -> None:
     """Remove what a withdrawal takes back: the newest AI line of the same scope sharing at least
     two content words / bigrams with it (a statement made earlier the same day first)."""
     scoped = [ln for ln in lines if ln.source != "admin" and (
@@ -259,11 +275,7 @@ def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, role: 
     if best is None:
         return
     lines.remove(best)
-    if best.line_id in result.added:
-        result.added.remove(best.line_id)
-        result.superseded.extend(e for e in best.evidence if e not in result.superseded)
-    else:
-        result.removed.append(best.line_id)
+    _note_removed(result, best)
     result.withdrawn.extend(evidence)
 
 
