@@ -121,6 +121,8 @@ class CallReport(BaseModel):
     layers: dict[str, int]
     model_calls: int = 0
     usage: TokenUsage | None = None
+    #: lines of an over-budget hot memory were left out of this context (oldest AI lines first)
+    hot_memory_trimmed: bool = False
 
 
 class ChatResult(BaseModel):
@@ -283,6 +285,7 @@ def handle_message(
                 layers=o.prompt.layers,
                 model_calls=o.result.model_calls,
                 usage=TokenUsage.of(o.result.usage),
+                hot_memory_trimmed=o.prompt.hot_memory_trimmed,
             )
             for o in outcomes
         ],
