@@ -49,7 +49,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
         re.compile(r"EDC|eCRF|记录|数据|受试者|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|\bsubjects?\b", _I),
     )),
     _Concept("external_send", "forbidden", (
-        re.compile(r"发送|发给|抄送|外发|对外发|转发|发出|\b(?:send|sent|forward|cc|share|e-?mail)\w*\b", _I),
+        re.compile(r"发|抄送|抄给|转给|\b(?:send|sent|forward|cc|share|e-?mail)\w*\b", _I),
         re.compile(r"院外|外部|对外|CRA|药企|申办方|伦理|其他中心|\bsponsor|\bethics|\bexternal|\boutside", _I),
     )),
     _Concept("dosing", "forbidden", (re.compile(r"剂量|用量|给药方案|\bdos(?:e|es|ing|age)\b|\bmg\b", _I),)),
@@ -57,7 +57,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
         r"双盲|揭盲|破盲|治疗组|按组|组别|\bby arms?\b|\bper arm\b|\bsplit by arm|\btreatment (?:arm|group)s?\b|"
         r"\bunblind|\bblinding\b|\ballocation\b", _I),)),
     _Concept("sign_off", "required", (re.compile(
-        r"签字|签名|确认|批准|审批|\bsign(?:ed|ing|-off| off|ature)?\b|\bapprov\w*|\bconfirm\w*", _I),)),
+        r"签字|签名|确认|批准|审批|点头|同意|过目|\bsign(?:ed|ing|-off| off|ature)?\b|\bapprov\w*|\bconfirm\w*", _I),)),
 )
 
 _PERMISSION = re.compile(

@@ -202,11 +202,15 @@ def merge_candidates(
             for extra in same[1:]:
                 lines.remove(extra)
                 result.removed.append(extra.line_id)
+            written = set(result.added) | set(result.replaced.values())
             for old in same:
-                if old.line_id in result.added:  # a statement of the same day: the later one wins
+                if old.line_id in written:  # a statement of the same day: the later one wins
                     result.superseded.extend(e for e in old.evidence if e not in result.superseded)
+            prior = next((k for k, v in result.replaced.items() if v == first.line_id), None)
             if first.line_id in result.added:
                 result.added[result.added.index(first.line_id)] = new_line.line_id
+            elif prior is not None:
+                result.replaced[prior] = new_line.line_id
             else:
                 result.replaced[first.line_id] = new_line.line_id
             for extra in same[1:]:
