@@ -9,7 +9,8 @@ whether the statement names the rule:
   forbids (identifiers of subjects, the AI writing EDC records, sending outside before sign-off,
   dosing advice, anything by treatment arm) and things it requires (a signature, a confirmation);
 - a statement relaxes a rule when it shares a forbidden concept that it does not negate AND it
-  carries a permission or waiver cue ("直接", "不用", "就行", "just", "skip", "you can"), or when
+  carries a permission or waiver cue ("直接", "不用", "就行", "just", "skip", "you can") or asks
+  the assistant to output it ("写上名字", "include the name") without keeping the sign-off, or when
   it waives a required concept ("不用走签字", "without sign-off"), or when it names the rules and
   asks to relax them ("系统规则…能不能松一下", "the blinding rule … from now on you can");
 - when unsure, the statement is queued: a false alarm costs an admin a click, a promotion costs a
@@ -41,8 +42,9 @@ class _Concept:
 
 _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (re.compile(
-        r"姓名|名字|全名|真名|身份证|手机号|电话号码|住址|病人名|患者名|\bnames?\b|\bphone numbers?\b|\bid numbers?\b|"
-        r"\bidentif", _I),)),
+        r"姓名|(?<!文件)名字|全名|真名|身份证|手机号|电话号码|住址|病人名|患者名|"
+        r"\b(?:patient|subject|participant|full|real|first|last|family)(?:'s|s')? names?\b|\bnames? of\b|"
+        r"\bphone numbers?\b|\bid numbers?\b|\bidentif", _I),)),
     _Concept("record_write", "forbidden", (
         re.compile(r"修改|删除|删掉|删了|删|改掉|改了|改|更正|编辑|\b(?:edit|modify|delete|remove|change|correct|fix|"
                    r"overwrite|update)\w*\b", _I),
@@ -64,6 +66,13 @@ _PERMISSION = re.compile(
     r"直接|不用|不必|无需|用不着|不需要|跳过|省得|省去|免得|就行|就好|就可以|没关系|没事|可以|松一下|放宽|例外|通融|反正|"
     r"\bjust\b|\bskip\b|\bno need\b|\bdon'?t need\b|\bneedn'?t\b|\byou can\b|\bit'?s fine\b|\bis fine\b|\bok to\b|"
     r"\bokay to\b|\ballowed\b|\bgo ahead\b|\bdirectly\b|\bwithout\b|\banyway\b",
+    _I,
+)
+#: asking the assistant to output something: with a forbidden object and no negation, a request
+#: to do what the rule forbids ("编号后面写上名字", "include the name")
+_OUTPUT_ASK = re.compile(
+    r"写上|写|加上|标上|标注|显示|列出|给我|告诉|提供|放上|附上|"
+    r"\b(?:show|include|add|list|give|tell|provide|put|display|break down|split)\b",
     _I,
 )
 _NEGATION_BEFORE = re.compile(
@@ -105,6 +114,10 @@ def relaxed_concepts(statement: str, context: str = "") -> set[str]:
     norm = nfkc(statement)
     whole = nfkc(f"{context}\n{statement}") if context else norm
     permission = bool(_PERMISSION.search(norm))
+    sign_off = next(c for c in _CONCEPTS if c.name == "sign_off")
+    affirms_sign_off = any(not _WAIVE_BEFORE.search(norm[: m.start()]) and not _NEGATION_BEFORE.search(norm[: m.start()])
+                           for m in sign_off.all_of[0].finditer(norm))
+    asks = bool(_OUTPUT_ASK.search(norm)) and not affirms_sign_off
     out: set[str] = set()
     for concept in _CONCEPTS:
         if not all(p.search(whole) for p in concept.all_of):
@@ -112,7 +125,7 @@ def relaxed_concepts(statement: str, context: str = "") -> set[str]:
         own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
         if concept.kind == "forbidden":
             free = [m for m in own if not _NEGATION_BEFORE.search(norm[: m.start()])]
-            if permission and free:
+            if (permission or asks) and free:
                 out.add(concept.name)
         else:
             waived = [m for m in own if _WAIVE_BEFORE.search(norm[: m.start()])]

@@ -153,7 +153,8 @@ _ONE_OFF = re.compile(
 )
 _SUBJECT_ID = re.compile(r"(?<![A-Za-z0-9-])(?:\d{2}-\d{3}|[A-Z]{1,3}-?\d{3,4})(?![0-9])")
 _CLINICAL_ORDER = re.compile(
-    r"医嘱|会诊|出院|每天测|监测|血糖|血压|服用|口服|继续吃|注射|剂量|用药|\b(?:discharge|prescrib\w*|take \d|mg)\b", _I
+    r"医嘱|会诊|出院|每天测|监测|血糖|血压|服用|口服|继续吃|注射|剂量|用药|服药|吃药|复查|复诊|化验|抽血|肝功|肾功|"
+    r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
 )
 _RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|老规矩|\bsame as before\b|\bas (?:i )?said\b", _I)
 _WITHDRAW = re.compile(
@@ -251,7 +252,7 @@ def _fragment_at(norm: str, start: int, end: int) -> str:
     return norm[left: min(rights) if rights else len(norm)]
 
 
-def _trap(norm: str, start: int, end: int, message: str, *, question: bool) -> bool:
+def _trap(norm: str, start: int, end: int, message: str, *, question: bool, durable: bool = False) -> bool:
     """True when the cue at ``norm[start:end]`` is not a statement of the speaker (see the module
     docstring: hypothetical, question, reported speech, restatement, one-off, subject's clinical
     order)."""
@@ -267,7 +268,7 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool) -> b
         return True
     if _RESTATED.search(norm):
         return True
-    if _ONE_OFF.search(frag):
+    if _ONE_OFF.search(frag) or (durable and _SUBJECT_ID.search(frag)):
         return True
     return bool(_SUBJECT_ID.search(message) and _CLINICAL_ORDER.search(frag))
 
@@ -285,7 +286,7 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
             continue
         if _DURABLE_ZH.match(after) and _AFTER_EVENT.search(norm[: m.start()]):
             continue
-        if _trap(norm, m.start(), m.end(), message, question=question):
+        if _trap(norm, m.start(), m.end(), message, question=question, durable=True):
             return None
         rest = sentence[m.end():]
         if language_of(rest) == "en" and _DURABLE_EN.match(norm[m.start():]):
