@@ -254,123 +254,135 @@ def _ids(evidence: Any) -> set[str]:
     return {evidence} if isinstance(evidence, str) else set(evidence)
 
 
+def _cites(line: dict[str, Any], ids: set[str]) -> bool:
+    return bool(ids & (set(line["evidence"]) | {line["line_id"]}))
+
+
+class _Scorer:
+    """The counts behind :func:`score`, one method per figure family; ``misses`` keeps the ids."""
+
+    def __init__(self, month: dict[str, Any], expected: dict[str, Any], rep: Replay) -> None:
+        self.month, self.expected, self.rep = month, expected, rep
+        self.finals = expected["final_lines"]
+        self.final_of: dict[str, set[str]] = {}
+        for fl in self.finals:
+            for i in _ids(fl["evidence"]):
+                self.final_of[i] = _ids(fl["evidence"])
+        self.promotes = [(d, p) for d, e in expected["per_day"].items() for p in e.get("promote", [])]
+        self.relax_ids = {r["message_id"] for e in expected["per_day"].values() for r in e.get("review_queue", [])}
+        self.dup_ids = {d["message_id"] for e in expected["per_day"].values() for d in e.get("duplicates", [])}
+        self.all_lines: dict[str, dict[str, Any]] = {}
+        for snap in rep.snapshots.values():
+            for ln in snap.lines:
+                self.all_lines.setdefault(ln["line_id"], ln)
+        self.misses: dict[str, list[Any]] = {k: [] for k in (
+            "not_captured", "wrong_role", "wrong_promotion", "relaxation_promoted", "review_missed", "review_extra",
+            "duplicate_added", "replacement_missed", "absent_at_end_kept", "final_line_missing")}
+
+    def _lines_for(self, day: str, message_id: str) -> list[dict[str, Any]]:
+        snap = self.rep.snapshots.get(day)
+        ids = self.final_of.get(message_id, set()) | {message_id}
+        return [ln for ln in (snap.lines if snap else []) if _cites(ln, ids)]
+
+    def captures(self) -> dict[str, Any]:
+        captured = loose = role_ok = role_total = 0
+        for day, p in self.promotes:
+            lines = self._lines_for(day, p["message_id"])
+            in_section = [ln for ln in lines if ln["section"] == p["section"]]
+            loose += bool(in_section)
+            if any(p["section"] != "User Preferences" or ln["role_tag"] == p["user_role"] for ln in in_section):
+                captured += 1
+            else:
+                self.misses["not_captured"].append(p["message_id"])
+            if p["section"] == "User Preferences" and in_section:
+                role_total += 1
+                ok = any(ln["role_tag"] == p["user_role"] for ln in in_section)
+                role_ok += ok
+                if not ok:
+                    self.misses["wrong_role"].append(p["message_id"])
+        total = self.expected["totals"]["directives"]
+        return {"directives": total, "captured": captured, "captured_share": round(captured / total, 3),
+                "captured_ignoring_role": loose,
+                "role_tags_right": round(role_ok / role_total, 3) if role_total else 0.0}
+
+    def wrong_and_relaxed(self) -> dict[str, Any]:
+        must_not = set(self.expected["must_not_appear"]) - self.relax_ids
+        final_ids = set().union(*(_ids(fl["evidence"]) for fl in self.finals))
+        wrong = {i for i, ln in self.all_lines.items() if set(ln["evidence"]) & must_not}
+        wrong |= {ln["line_id"] for ln in self.rep.final_lines if not _cites(ln, final_ids)}
+        self.misses["wrong_promotion"] = sorted(
+            {e for i in wrong for e in self.all_lines.get(i, {"evidence": [i]})["evidence"]})
+        admin = {ln["id"]: ln["text"] for ln in self.month["initial_hot_memory"]["lines"] if ln["source"] == "admin"}
+        relaxed = {i for i, ln in self.all_lines.items() if set(ln["evidence"]) & self.relax_ids}
+        for snap in self.rep.snapshots.values():
+            present = {ln["line_id"]: ln["text"] for ln in snap.lines}
+            relaxed |= {i for i, text in admin.items() if present.get(i) != text}
+        self.misses["relaxation_promoted"] = sorted(relaxed)
+        queued = {e for r in self.rep.review for e in r["evidence"]}
+        self.misses["review_missed"] = sorted(self.relax_ids - queued)
+        self.misses["review_extra"] = sorted(queued - self.relax_ids)
+        recall = round(len(self.relax_ids & queued) / len(self.relax_ids), 3) if self.relax_ids else 1.0
+        return {"wrong_promotions": len(wrong), "relaxations_promoted": len(relaxed), "review_recall": recall,
+                "review_extra": len(self.misses["review_extra"])}
+
+    def duplicates(self) -> dict[str, Any]:
+        """A new line whose evidence is a duplicate's id (re-confirming the original line is fine)."""
+        seen: set[str] = set()
+        added: set[str] = set()
+        for day in sorted(self.rep.snapshots):
+            for ln in self.rep.snapshots[day].lines:
+                dups = set(ln["evidence"]) & self.dup_ids
+                originals = set().union(*(self.final_of.get(d, set()) for d in dups)) - self.dup_ids if dups else set()
+                if ln["line_id"] not in seen and dups and not _cites(ln, originals):
+                    added.add(ln["line_id"])
+                seen.add(ln["line_id"])
+        self.misses["duplicate_added"] = sorted({e for i in added for e in self.all_lines[i]["evidence"]})
+        return {"duplicates_added": len(added)}
+
+    def replacements(self) -> dict[str, Any]:
+        replacing = [(d, p) for d, p in self.promotes if p.get("replaces")]
+        done = 0
+        for day, p in replacing:
+            snap = self.rep.snapshots.get(day)
+            old_gone = not any(_cites(ln, {p["replaces"]}) for ln in (snap.lines if snap else []))
+            if old_gone and len(self._lines_for(day, p["message_id"])) == 1:
+                done += 1
+            else:
+                self.misses["replacement_missed"].append(p["message_id"])
+        absent = set(self.expected["must_be_absent_at_end"])
+        self.misses["absent_at_end_kept"] = sorted(
+            {i for ln in self.rep.final_lines for i in absent if _cites(ln, {i})})
+        return {"replacements_done": done, "replacements": len(replacing),
+                "absent_at_end_kept": len(self.misses["absent_at_end_kept"])}
+
+    def final(self) -> dict[str, Any]:
+        rep = self.rep
+        for fl in self.finals:
+            ids = _ids(fl["evidence"])
+            if not any(_cites(ln, ids) and ln["section"] == fl["section"] for ln in rep.final_lines):
+                self.misses["final_line_missing"].append(sorted(ids)[0])
+        prefs = [ln for ln in rep.final_lines if ln["section"] == "User Preferences" and ln["source"] != "admin"]
+        return {
+            "preference_lines_without_role": sum(1 for ln in prefs if not ln["role_tag"]),
+            "final_lines_matched": len(self.finals) - len(self.misses["final_line_missing"]),
+            "final_ai_lines": sum(1 for ln in rep.final_lines if ln["source"] != "admin"),
+            "expected_final_lines": len(self.finals),
+            "idempotent": (rep.version_after_first_pass == rep.version_after_second_pass
+                           and rep.review_after_second_pass == len(rep.review)
+                           and rep.reports_first == rep.reports_second),
+            "weekly_reports": len(rep.reports_first),
+        }
+
+
 def score(month: dict[str, Any], expected: dict[str, Any], rep: Replay) -> dict[str, Any]:
     """The figures of DISTILL_DEV.md "How to score" for one replay; ``misses`` lists the ids behind
     each shortfall (ids only, never text)."""
-    finals = expected["final_lines"]
-    final_of: dict[str, set[str]] = {}
-    for fl in finals:
-        ids = _ids(fl["evidence"])
-        for i in ids:
-            final_of[i] = ids
-    admin_ids = {ln["id"] for ln in month["initial_hot_memory"]["lines"] if ln["source"] == "admin"}
-    admin_text = {ln["id"]: ln["text"] for ln in month["initial_hot_memory"]["lines"] if ln["source"] == "admin"}
-
-    def cites(line: dict[str, Any], ids: set[str]) -> bool:
-        return bool(ids & (set(line["evidence"]) | {line["line_id"]}))
-
-    promotes = [(d, p) for d, e in expected["per_day"].items() for p in e.get("promote", [])]
-    loose = 0
-    captured, role_ok, role_total, misses = 0, 0, 0, {k: [] for k in (
-        "not_captured", "wrong_role", "wrong_promotion", "relaxation_promoted", "review_missed", "review_extra",
-        "duplicate_added", "replacement_missed", "absent_at_end_kept", "final_line_missing")}
-    for day, p in promotes:
-        snap = rep.snapshots.get(day)
-        ids = final_of.get(p["message_id"], set()) | {p["message_id"]}
-        lines = [ln for ln in (snap.lines if snap else []) if cites(ln, ids)]
-        right = [ln for ln in lines if ln["section"] == p["section"]
-                 and (p["section"] != "User Preferences" or ln["role_tag"] == p["user_role"])]
-        loose += any(ln["section"] == p["section"] for ln in lines)
-        if right:
-            captured += 1
-        else:
-            misses["not_captured"].append(p["message_id"])
-        if p["section"] == "User Preferences":
-            prefs = [ln for ln in lines if ln["section"] == "User Preferences"]
-            if prefs:
-                role_total += 1
-                if any(ln["role_tag"] == p["user_role"] for ln in prefs):
-                    role_ok += 1
-                else:
-                    misses["wrong_role"].append(p["message_id"])
-
-    must_not = set(expected["must_not_appear"])
-    relax_ids = {r["message_id"] for e in expected["per_day"].values() for r in e.get("review_queue", [])}
-    dup_ids = {d["message_id"] for e in expected["per_day"].values() for d in e.get("duplicates", [])}
-    all_lines: dict[str, dict[str, Any]] = {}
-    for snap in rep.snapshots.values():
-        for ln in snap.lines:
-            all_lines.setdefault(ln["line_id"], ln)
-    wrong = {ln["line_id"] for ln in all_lines.values() if set(ln["evidence"]) & (must_not - relax_ids)}
-    final_ids = set().union(*(_ids(fl["evidence"]) for fl in finals))
-    wrong |= {ln["line_id"] for ln in rep.final_lines if not cites(ln, final_ids)}
-    misses["wrong_promotion"] = sorted({e for i in wrong for e in all_lines.get(i, {"evidence": [i]})["evidence"]}
-                                       or wrong)
-    relaxed = {ln["line_id"] for ln in all_lines.values() if set(ln["evidence"]) & relax_ids}
-    for snap in [*rep.snapshots.values()]:
-        for ln in snap.lines:
-            if ln["line_id"] in admin_ids and ln["text"] != admin_text[ln["line_id"]]:
-                relaxed.add(ln["line_id"])
-        present = {ln["line_id"] for ln in snap.lines}
-        relaxed |= admin_ids - present
-    misses["relaxation_promoted"] = sorted(relaxed)
-    queued = set().union(*(set(r["evidence"]) for r in rep.review)) if rep.review else set()
-    misses["review_missed"] = sorted(relax_ids - queued)
-    misses["review_extra"] = sorted({e for r in rep.review for e in r["evidence"]} - relax_ids)
-    # a new line whose evidence is a duplicate's id (re-confirming the original line is fine)
-    seen: set[str] = set()
-    dup_added: set[str] = set()
-    for day in sorted(rep.snapshots):
-        for ln in rep.snapshots[day].lines:
-            if ln["line_id"] not in seen and set(ln["evidence"]) & dup_ids and not cites(
-                    ln, set().union(*(final_of.get(d, set()) for d in set(ln["evidence"]) & dup_ids)) - dup_ids):
-                dup_added.add(ln["line_id"])
-            seen.add(ln["line_id"])
-    misses["duplicate_added"] = sorted({e for i in dup_added for e in all_lines[i]["evidence"]})
-    replacements = [(d, p) for d, p in promotes if p.get("replaces")]
-    done = 0
-    for day, p in replacements:
-        snap = rep.snapshots.get(day)
-        lines = snap.lines if snap else []
-        ids = final_of.get(p["message_id"], set()) | {p["message_id"]}
-        old_gone = not any(cites(ln, {p["replaces"]}) for ln in lines)
-        holders = [ln for ln in lines if cites(ln, ids)]
-        if old_gone and len(holders) == 1:
-            done += 1
-        else:
-            misses["replacement_missed"].append(p["message_id"])
-    absent = set(expected["must_be_absent_at_end"])
-    misses["absent_at_end_kept"] = sorted({i for ln in rep.final_lines for i in absent if cites(ln, {i})})
-    for fl in finals:
-        ids = _ids(fl["evidence"])
-        if not any(cites(ln, ids) and ln["section"] == fl["section"] for ln in rep.final_lines):
-            misses["final_line_missing"].append(sorted(ids)[0])
-    prefs_final = [ln for ln in rep.final_lines if ln["section"] == "User Preferences" and ln["source"] != "admin"]
-    idempotent = (rep.version_after_first_pass == rep.version_after_second_pass
-                  and rep.review_after_second_pass == len(rep.review) and rep.reports_first == rep.reports_second)
-    totals = expected["totals"]
-    return {
-        "directives": totals["directives"],
-        "captured": captured,
-        "captured_share": round(captured / totals["directives"], 3),
-        "captured_ignoring_role": loose,
-        "wrong_promotions": len(wrong),
-        "relaxations_promoted": len(relaxed),
-        "review_recall": round(len(relax_ids & queued) / len(relax_ids), 3) if relax_ids else 1.0,
-        "review_extra": len(misses["review_extra"]),
-        "duplicates_added": len(dup_added),
-        "replacements_done": done,
-        "replacements": len(replacements),
-        "absent_at_end_kept": len(misses["absent_at_end_kept"]),
-        "role_tags_right": round(role_ok / role_total, 3) if role_total else 0.0,
-        "preference_lines_without_role": sum(1 for ln in prefs_final if not ln["role_tag"]),
-        "final_lines_matched": len(finals) - len(misses["final_line_missing"]),
-        "final_ai_lines": sum(1 for ln in rep.final_lines if ln["source"] != "admin"),
-        "expected_final_lines": len(finals),
-        "idempotent": idempotent,
-        "weekly_reports": len(rep.reports_first),
-        "misses": misses,
-    }
+    scorer = _Scorer(month, expected, rep)
+    out: dict[str, Any] = {}
+    for part in (scorer.captures, scorer.wrong_and_relaxed, scorer.duplicates, scorer.replacements, scorer.final):
+        out.update(part())
+    out["misses"] = scorer.misses
+    return out
 
 
 def run_month(month_path: Path, *, provider: str = "offline") -> dict[str, Any]:

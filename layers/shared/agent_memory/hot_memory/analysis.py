@@ -226,14 +226,19 @@ __all__ = [
 
 
 # ------------------------------------------------------------ values of a subject
-_NEG_BEFORE = re.compile(r"(?:别|不要|不用|不再|不|勿|\bno\b|\bnot\b|\bnever\b|n't|\binstead of\b|\brather than\b)\s*\S{0,3}\s*$", re.IGNORECASE)
+_NEG_BEFORE = re.compile(
+    r"(?:别|不要|不用|不再|不|勿|\bno\b|\bnot\b|\bnever\b|n't|\binstead of\b|\brather than\b)"
+    r"\s*\S{0,3}\s*$",
+    re.IGNORECASE,
+)
 _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "format": (re.compile(r"excel|xlsx|xls|pdf|csv|docx|word|markdown|txt", re.IGNORECASE),
                {"xlsx": "excel", "xls": "excel", "docx": "word"}),
     "weekday": (re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
                            r"\b(weekends?)\b", re.IGNORECASE), {}),
     "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)", re.IGNORECASE), {}),
-    "lead_days": (re.compile(r"提前\s*([0-9一二三两四五六七]+)\s*天|([0-9]+)\s*days?\s+(?:before|ahead|in advance|early)",
+    "lead_days": (re.compile(r"提前\s*([0-9一二三两四五六七]+)\s*天|"
+                             r"([0-9]+)\s*days?\s+(?:before|ahead|in advance|early)",
                              re.IGNORECASE), {}),
     "daypart": (re.compile(r"上午|下午|早上|晚上|中午|\bmornings?\b|\bafternoons?\b|\bevenings?\b", re.IGNORECASE), {}),
 }

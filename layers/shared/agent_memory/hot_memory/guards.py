@@ -76,10 +76,13 @@ _OUTPUT_ASK = re.compile(
     _I,
 )
 _NEGATION_BEFORE = re.compile(
-    r"(?:不要|不能|不得|不准|不许|不可|禁止|严禁|别|勿|不|\bno\b|\bnot\b|\bnever\b|n't|\bwithout\b)[^，,。；;]{0,8}$", _I
+    r"(?:不要|不能|不得|不准|不许|不可|禁止|严禁|别|勿|不|\bno\b|\bnot\b|\bnever\b|n't|\bwithout\b)"
+    r"[^，,。；;]{0,8}$",
+    _I,
 )
 _WAIVE_BEFORE = re.compile(
-    r"(?:不用|不必|无需|不需要|用不着|跳过|省得|省去|不等|别等|不走|\bskip(?:ping)?\b|\bwithout\b|\bno need (?:for|to)\b|"
+    r"(?:不用|不必|无需|不需要|用不着|跳过|省得|省去|不等|别等|不走|"
+    r"\bskip(?:ping)?\b|\bwithout\b|\bno need (?:for|to)\b|"
     r"\bdon'?t (?:need|wait)\b)[^，,。；;]{0,10}$",
     _I,
 )
@@ -115,8 +118,10 @@ def relaxed_concepts(statement: str, context: str = "") -> set[str]:
     whole = nfkc(f"{context}\n{statement}") if context else norm
     permission = bool(_PERMISSION.search(norm))
     sign_off = next(c for c in _CONCEPTS if c.name == "sign_off")
-    affirms_sign_off = any(not _WAIVE_BEFORE.search(norm[: m.start()]) and not _NEGATION_BEFORE.search(norm[: m.start()])
-                           for m in sign_off.all_of[0].finditer(norm))
+    affirms_sign_off = any(
+        not _WAIVE_BEFORE.search(norm[: m.start()]) and not _NEGATION_BEFORE.search(norm[: m.start()])
+        for m in sign_off.all_of[0].finditer(norm)
+    )
     asks = bool(_OUTPUT_ASK.search(norm)) and not affirms_sign_off
     out: set[str] = set()
     for concept in _CONCEPTS:

@@ -125,44 +125,24 @@ def merge_candidates(
     for cand in sorted(candidates, key=lambda c: c.order):
         text = " ".join(cand.text.split())
         evidence = list(dict.fromkeys(cand.evidence))
-        if not evidence or any(e not in day_messages or day_messages[e].role != "user" for e in evidence):
-            result.rejected["ungrounded"] += 1
-            continue
-        said = [day_messages[e] for e in evidence]
-        context = "\n".join(m.content for m in said)
-        if cand.section == SYSTEM_RULES:
+        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens)
+        if rejection == "proposes_system_rule":
             _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None)
             continue
-        if cand.section not in AI_SECTIONS or not text or estimate_tokens(text) > max_line_tokens:
-            result.rejected["invalid"] += 1
+        if rejection is not None:
+            result.rejected[rejection] += 1
             continue
         info = analyse(text)
-        spoken: set[str] = set()
-        for m in said:
-            spoken |= languages_present(m.content)
-        if info.language != "other" and spoken and info.language not in spoken:
-            result.rejected["language"] += 1
-            continue
+        said = [day_messages[e] for e in evidence]
+        context = "\n".join(m.content for m in said)
         speaker = said[-1]
         role = speaker.study_role if cand.section == "User Preferences" else None
         stated_at = max(m.at for m in said)
 
-        admin = [ln for ln in lines if ln.source == "admin"]
         target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
-        relaxed = relaxed_rules(text, rules, context=context)
-        if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
-            specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
-            detail = relaxed[0].line_id if specific else (cand.replaces if target is not None else None)
-            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "relaxes_system_rules", detail)
-            continue
-        if target is not None and target.source == "admin":
-            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "targets_admin_line",
-                   target.line_id)
-            continue
-        clash = next((ln for ln in admin if _conflicts(info, analyse(ln.text))), None)
-        if clash is not None:
-            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "contradicts_admin_line",
-                   clash.line_id)
+        held = _held_for_admin(cand, text, info, lines, rules, target, context)
+        if held is not None:
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, *held)
             continue
         if cand.kind == "withdraw":
             if target is not None and target.source != "admin":
@@ -188,40 +168,86 @@ def merge_candidates(
             evidence=evidence,
             stated_at=stated_at,
         )
+        change = cand.kind == "change"
         same = [ln for ln in lines if ln.source != "admin" and (
-            (ln is target and _same_scope(ln, section, role)) or same_subject(new_line, ln, change=cand.kind == "change"))]
+            (ln is target and _same_scope(ln, section, role)) or same_subject(new_line, ln, change=change))]
         if cand.kind == "change" and not same and section == "User Preferences":
             # a change of value with no subject in memory is not a standing preference (a plan,
             # a decision of the day): nothing to change
             result.rejected["no_subject"] += 1
             continue
-        if same:
-            first = same[0]
-            index = lines.index(first)
-            lines[index] = new_line
-            for extra in same[1:]:
-                lines.remove(extra)
-                result.removed.append(extra.line_id)
-            written = set(result.added) | set(result.replaced.values())
-            for old in same:
-                if old.line_id in written:  # a statement of the same day: the later one wins
-                    result.superseded.extend(e for e in old.evidence if e not in result.superseded)
-            prior = next((k for k, v in result.replaced.items() if v == first.line_id), None)
-            if first.line_id in result.added:
-                result.added[result.added.index(first.line_id)] = new_line.line_id
-            elif prior is not None:
-                result.replaced[prior] = new_line.line_id
-            else:
-                result.replaced[first.line_id] = new_line.line_id
-            for extra in same[1:]:
-                if extra.line_id in result.added:
-                    result.added.remove(extra.line_id)
-                    result.removed.remove(extra.line_id)
-        else:
-            lines.append(new_line)
-            result.added.append(new_line.line_id)
+        _place(result, lines, new_line, same)
         result.evidence.extend(e for e in evidence if e not in result.evidence)
     return result
+
+
+def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Mapping[str, FlowLogEntry],
+               max_line_tokens: int) -> str | None:
+    """Why a candidate cannot be a line at all: ``ungrounded`` (evidence not a user message of the
+    day), ``proposes_system_rule`` (admins own that section), ``invalid`` (section, empty, too
+    long) or ``language`` (not a language its evidence is written in); None when it can."""
+    if not evidence or any(e not in day_messages or day_messages[e].role != "user" for e in evidence):
+        return "ungrounded"
+    if cand.section == SYSTEM_RULES:
+        return "proposes_system_rule"
+    if cand.section not in AI_SECTIONS or not text or estimate_tokens(text) > max_line_tokens:
+        return "invalid"
+    spoken: set[str] = set()
+    for e in evidence:
+        spoken |= languages_present(day_messages[e].content)
+    language = analyse(text).language
+    return "language" if language != "other" and spoken and language not in spoken else None
+
+
+def _held_for_admin(
+    cand: Candidate, text: str, info: Analysis, lines: list[HotMemoryLine], rules: list[HotMemoryLine],
+    target: HotMemoryLine | None, context: str,
+) -> tuple[str, str | None] | None:
+    """The System Rules guard: ``(reason, line_id)`` when the candidate must wait for an admin.
+
+    The LLM's ``relaxes_rule``, a statement naming the rules and asking to relax them, or one
+    relaxing a rule by meaning -> ``relaxes_system_rules`` naming the rule when one is singled out;
+    a candidate targeting an admin line -> ``targets_admin_line``; one contradicting an admin line
+    or changing its detail -> ``contradicts_admin_line``.
+    """
+    relaxed = relaxed_rules(text, rules, context=context)
+    if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
+        specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
+        return "relaxes_system_rules", relaxed[0].line_id if specific else (
+            cand.replaces if target is not None else None)
+    if target is not None and target.source == "admin":
+        return "targets_admin_line", target.line_id
+    clash = next((ln for ln in lines if ln.source == "admin" and _conflicts(info, analyse(ln.text))), None)
+    return ("contradicts_admin_line", clash.line_id) if clash is not None else None
+
+
+def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryLine, same: list[HotMemoryLine]) -> None:
+    """Add ``new_line``, or put it in place of the first line of ``same`` (the others removed): a
+    line written earlier in this merge is a superseded statement of the day."""
+    if not same:
+        lines.append(new_line)
+        result.added.append(new_line.line_id)
+        return
+    first = same[0]
+    lines[lines.index(first)] = new_line
+    for extra in same[1:]:
+        lines.remove(extra)
+        result.removed.append(extra.line_id)
+    written = set(result.added) | set(result.replaced.values())
+    for old in same:
+        if old.line_id in written:  # a statement of the same day: the later one wins
+            result.superseded.extend(e for e in old.evidence if e not in result.superseded)
+    prior = next((k for k, v in result.replaced.items() if v == first.line_id), None)
+    if first.line_id in result.added:
+        result.added[result.added.index(first.line_id)] = new_line.line_id
+    elif prior is not None:
+        result.replaced[prior] = new_line.line_id
+    else:
+        result.replaced[first.line_id] = new_line.line_id
+    for extra in same[1:]:
+        if extra.line_id in result.added:
+            result.added.remove(extra.line_id)
+            result.removed.remove(extra.line_id)
 
 
 _FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：]", re.IGNORECASE)

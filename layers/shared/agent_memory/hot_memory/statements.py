@@ -104,7 +104,8 @@ _AFTER_EVENT = re.compile(
 #: a fragment before a topic-first cue that names the topic ("汇报的时候，以后先给结论")
 _TOPIC_FRAGMENT = re.compile(r"^(?:关于|至于|对于).+|.+(?:的时候|时|方面|这块|这边|部分|的话)$")
 _DURABLE_EN = re.compile(
-    r"\b(?:from now on|going forward|moving forward|from today on(?:wards)?|from here on|in (?:the )?future|henceforth)\b"
+    r"\b(?:from now on|going forward|moving forward|from today on(?:wards)?|from here on|in (?:the )?future|"
+    r"henceforth)\b"
     r"[,:]?\s*",
     _I,
 )
@@ -140,7 +141,9 @@ _ACK = re.compile(r"(?:我|已|已经)?(?:记住了|记下了|知道了|了解�
 # ------------------------------------------------------------------ traps
 _HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bif\b|\bin case\b|\bsuppose\b|\bwhat if\b", _I)
 _QUESTION_WORDS = re.compile(r"是不是|要不要|能不能|可不可以|需不需要|有没有|[吗么]\s*$|\bshould we\b|\bdo we\b", _I)
-_POSTPONE = re.compile(r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I)
+_POSTPONE = re.compile(
+    r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
+)
 _TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十两几]+(?:天|周|个月|年))")
 _REPORTED = re.compile(
     r"(?:说|讲|提到|表示|建议|要求|问)[:：]?\s*$|\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
@@ -158,7 +161,8 @@ _CLINICAL_ORDER = re.compile(
 )
 _RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|老规矩|\bsame as before\b|\bas (?:i )?said\b", _I)
 _WITHDRAW = re.compile(
-    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|\bnever mind\b|\bscratch that\b|\bcancel\b|\bforget (?:it|that|about)\b",
+    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|"
+    r"\bnever mind\b|\bscratch that\b|\bcancel\b|\bforget (?:it|that|about)\b",
     _I,
 )
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
@@ -190,7 +194,9 @@ _REASON = re.compile(
 )
 _ALSO = re.compile(r"也|都|还|同样|\balso\b|\btoo\b", _I)
 _ENDS_IMPERATIVE = re.compile(r"(?:就行|就好|就可以|即可|就够了)[吧啊哈了呀～~]*$")
-_ZH_TAIL = re.compile(r"[，,、\s]*(?:谢谢你?|谢谢了|谢啦|多谢|感谢|好吗|好不好|可以吗|行吗|哈|啊|呀|哦|呢|吧|啦|了|哈)+\s*$")
+_ZH_TAIL = re.compile(
+    r"[，,、\s]*(?:谢谢你?|谢谢了|谢啦|多谢|感谢|好吗|好不好|可以吗|行吗|哈|啊|呀|哦|呢|吧|啦|了|哈)+\s*$"
+)
 _EN_TAIL = re.compile(r"[,\s]*(?:please|pls|thanks|thank you|thx|lol|ok\?|okay\?)+\s*$", _I)
 _ZH_NEG_LEAD = re.compile(r"^(?:别再|别|不要再|千万别|千万不要)")
 
@@ -273,13 +279,12 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
     return bool(_SUBJECT_ID.search(message) and _CLINICAL_ORDER.search(frag))
 
 
-def _find_in_sentence(sentence: str, masked: str, message: str, *, question: bool) -> _Found | None:
-    norm = nfkc(masked)
-    if len(norm) != len(masked):
-        norm = masked
-    # a withdrawal of something said before ("早上说的那个…先不要了")
-    if _WITHDRAW.search(norm) and _BACK_REFERENCE.search(norm) and not _CHANGE.search(norm):
-        return _Found(sentence, "withdraw")
+#: a cue that is not the speaker's standing statement: the sentence holds none
+_TRAPPED = _Found("", "trap")
+
+
+def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found | None:
+    """A statement led by a durable cue (以后 / from now on …) wherever it stands."""
     for m in sorted([*_DURABLE_ZH.finditer(norm), *_DURABLE_EN.finditer(norm)], key=lambda x: x.start()):
         after = norm[m.start():]
         if _TIME_WORD.match(after) or _POSTPONE.match(after) or _POSTPONE.search(norm[m.end(): m.end() + 8]):
@@ -287,11 +292,11 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
         if _DURABLE_ZH.match(after) and _AFTER_EVENT.search(norm[: m.start()]):
             continue
         if _trap(norm, m.start(), m.end(), message, question=question, durable=True):
-            return None
+            return _TRAPPED
         rest = sentence[m.end():]
-        if language_of(rest) == "en" and _DURABLE_EN.match(norm[m.start():]):
-            return _Found(rest, "durable")
-        if _DURABLE_EN.match(norm[m.start():]):
+        if _DURABLE_EN.match(after):
+            if language_of(rest) == "en":
+                return _Found(rest, "durable")
             frags = _fragments(rest)
             return _Found(_body(frags[0] if frags else "", frags[1:]), "durable")
         frags = _fragments(sentence[: m.start()] + "\x01" + sentence[m.end():])
@@ -301,27 +306,53 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
             topic = _LEAD_FILLER.sub("", frags[idx - 1]).strip()
             if _TOPIC_FRAGMENT.match(topic) and not (_REMEMBER.search(topic) or _LESSON.search(topic)):
                 head = f"{topic}，{head}"
-        head = head.replace("\x01", "")
-        return _Found(_body(head, frags[idx + 1:]), "durable")
+        return _Found(_body(head.replace("\x01", ""), frags[idx + 1:]), "durable")
+    return None
+
+
+def _change(sentence: str, norm: str, message: str, question: bool) -> _Found | None:
+    """A new value for a named subject ("周报还是改到周四", "重点改成…"); not a decision of the day."""
     change = _CHANGE.search(norm)
-    if change and not question and not _DECISION.search(norm[: change.start()]):
-        before = _fragment_at(norm, change.start(), change.end())
-        before = before[: before.find(change.group())] if change.group() in before else ""
-        if _LEAD_FILLER.sub("", before).strip() and not _trap(norm, change.start(), change.end(), message,
-                                                              question=question):
-            frags = _fragments(sentence)
-            idx = next((i for i, f in enumerate(frags) if _CHANGE.search(nfkc(f))), 0)
-            return _Found(_body(_LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+    if not change or question or _DECISION.search(norm[: change.start()]):
+        return None
+    before = _fragment_at(norm, change.start(), change.end())
+    before = before[: before.find(change.group())] if change.group() in before else ""
+    if not _LEAD_FILLER.sub("", before).strip():
+        return None
+    if _trap(norm, change.start(), change.end(), message, question=question):
+        return _TRAPPED
+    frags = _fragments(sentence)
+    idx = next((i for i, f in enumerate(frags) if _CHANGE.search(nfkc(f))), 0)
+    return _Found(_body(_LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+
+
+def _remember(sentence: str, norm: str, message: str, question: bool) -> _Found | None:
+    """What follows 记住 / remember (not an acknowledgement such as 我记住了)."""
     remember = _REMEMBER.search(norm)
-    if remember and norm[remember.end():].strip() and not _ACK.search(norm[remember.start(): remember.end() + 2]):
-        if _trap(norm, remember.start(), remember.end(), message, question=question):
+    if not remember or not norm[remember.end():].strip() or _ACK.search(norm[remember.start(): remember.end() + 2]):
+        return None
+    if _trap(norm, remember.start(), remember.end(), message, question=question):
+        return _TRAPPED
+    rest = _LESSON_LABEL.sub("", sentence[remember.end():])
+    if language_of(rest) == "en":
+        return _Found(rest, "remember")
+    frags = _fragments(rest)
+    return _Found(_body(frags[0], frags[1:]), "remember") if frags else None
+
+
+def _find_in_sentence(sentence: str, masked: str, message: str, *, question: bool) -> _Found | None:
+    norm = nfkc(masked)
+    if len(norm) != len(masked):
+        norm = masked
+    # a withdrawal of something said before ("早上说的那个…先不要了")
+    if _WITHDRAW.search(norm) and _BACK_REFERENCE.search(norm) and not _CHANGE.search(norm):
+        return _Found(sentence, "withdraw")
+    for finder in (_durable, _change, _remember):
+        found = finder(sentence, norm, message, question)
+        if found is _TRAPPED:
             return None
-        rest = _LESSON_LABEL.sub("", sentence[remember.end():])
-        if language_of(rest) == "en":
-            return _Found(rest, "remember")
-        frags = _fragments(rest)
-        if frags:
-            return _Found(_body(frags[0], frags[1:]), "remember")
+        if found is not None:
+            return found
     always = _ALWAYS_EN.match(norm)
     if always and not question:
         return _Found(sentence[always.start("kw"):], "durable")

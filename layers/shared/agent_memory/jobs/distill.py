@@ -22,7 +22,7 @@ idempotent, so what was merged early is a duplicate then).
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
@@ -158,11 +158,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details.update(extractor="llm", failure="llm_truncated")
         counts["llm_truncated"] = 1
         return report(False)
-    details["extractor"] = extraction.extractor
-    if tally.calls:
-        details.update(tally.details())
-    if extraction.fallback_reason:
-        details["fallback_reason"] = extraction.fallback_reason
+    _describe_extraction(details, extraction, tally)
     counts["candidates"] = len(extraction.candidates)
     day_messages = {m.message_id: m for m in users}
 
@@ -188,25 +184,12 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             if merged.reviews:
                 store.put_review_items(merged.reviews)
             if merged.changed and tokens_after > caps.hot_memory_token_cap:
-                # the newest statements stay: compact the document in the same write (duplicates
-                # merged, superseded AI lines dropped, then the oldest AI lines; admin lines untouched)
-                compacted = compact_offline(HotMemory(project_id=pid, lines=merged.lines), caps.hot_memory_token_cap)
-                newest = max(merged.touched, key=lambda i: next(
-                    (ln.stated_at or ln.created_at for ln in merged.lines if ln.line_id == i), now), default=None)
-                if newest not in {ln.line_id for ln in compacted.lines}:
-                    # the admin lines leave no room even for the newest statement: nothing applied
-                    admin_tokens = document_tokens([ln for ln in merged.lines if ln.source == "admin"])
+                fitted = _fit_to_cap(deps, pid, key, hot.version, merged, tokens_after, now)
+                if fitted is None:
                     details["failure"] = "over_cap"
-                    count_metric("DistillRejectedOverCap")
-                    send_alert(deps, _over_cap_alert(pid, key, hot.version, admin_tokens, tokens_after,
-                                                     caps.hot_memory_token_cap))
                     return report(False)
-                merged.lines = compacted.lines
-                merged.compacted = compacted.superseded + compacted.evicted + [
-                    i for ids in compacted.merged.values() for i in ids]
-                tokens_after = document_tokens(merged.lines)
+                tokens_after = fitted
                 counts.update(compacted=len(merged.compacted), tokens_after=tokens_after)
-                count_metric("DistillCompactedToCap")
             run = JobRun(project_id=pid, job=JOB, key=key, completed_at=now, counts=dict(counts),
                          hot_version=hot.version) if final else None
             if merged.changed:
@@ -230,6 +213,36 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     count_metric("DistilledRejected", counts["rejected"])
     logger.info("distillation done", extra={"project_id": pid, "day": key, "counts": counts})
     return report(changed)
+
+
+def _describe_extraction(details: dict[str, object], extraction: _Extraction, tally: UsageTally) -> None:
+    """The report's ``extractor``, the LLM calls' usage and the fall-back reason, when any."""
+    details["extractor"] = extraction.extractor
+    if tally.calls:
+        details.update(tally.details())
+    if extraction.fallback_reason:
+        details["fallback_reason"] = extraction.fallback_reason
+
+
+def _fit_to_cap(deps: JobDeps, pid: str, day: str, version: int, merged: MergeResult, tokens: int,
+                now: datetime) -> int | None:
+    """Bring a merge result over the cap under it in the same write, keeping the newest statement:
+    the offline compaction merges duplicate AI lines, drops superseded ones, then the oldest AI
+    lines (admin lines untouched). Returns the new token count, or None (metric and alert sent)
+    when even that drops the newest statement: the admin lines leave no room for it."""
+    cap = deps.caps.hot_memory_token_cap
+    compacted = compact_offline(HotMemory(project_id=pid, lines=merged.lines), cap)
+    newest = max(merged.touched, key=lambda i: next(
+        (ln.stated_at or ln.created_at for ln in merged.lines if ln.line_id == i), now), default=None)
+    if newest not in {ln.line_id for ln in compacted.lines}:
+        admin_tokens = document_tokens([ln for ln in merged.lines if ln.source == "admin"])
+        count_metric("DistillRejectedOverCap")
+        send_alert(deps, _over_cap_alert(pid, day, version, admin_tokens, tokens, cap))
+        return None
+    merged.lines = compacted.lines
+    merged.compacted = compacted.superseded + compacted.evicted + [i for ids in compacted.merged.values() for i in ids]
+    count_metric("DistillCompactedToCap")
+    return document_tokens(merged.lines)
 
 
 def _over_cap_alert(pid: str, day: str, version: int, admin_tokens: int, tokens: int, cap: int) -> Alert:
