@@ -138,8 +138,7 @@ def test_a_simulated_month_of_conversations(store: InMemoryStore) -> None:
         ("User Preferences", "DM", "不要在总结里用英文缩写，比如 BP、HR 要写全称。", ["m0305-1"]),
         ("User Preferences", "PI", "Answer in English.", ["m0323-1"]),
         ("User Preferences", "DM", "不要写患者全名。", ["m0330-1"]),
-        ("Lessons Learned", None, "化验单必须人工复核后再录入 EDC。", ["m0401-1"]),
-    ]
+    ]  # the 04-01 lesson restates the seeded lesson on lab sheets (manual check before EDC entry)
     # the attempt to lift the admin rules waits for review
     assert [(r.evidence, r.reason) for r in store.list_review(PROJECT, status=None)] == [
         (["m0316-1"], "relaxes_system_rules")]

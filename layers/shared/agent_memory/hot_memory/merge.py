@@ -152,7 +152,7 @@ def merge_candidates(
             else:
                 _withdraw(result, lines, text, role, cand.section, evidence)
             continue
-        if any(is_duplicate(info, analyse(ln.text)) for ln in lines):
+        if any(is_duplicate(info, analyse(ln.text)) or _restates(text, role, cand.section, ln) for ln in lines):
             result.duplicates += 1
             continue
 
@@ -252,6 +252,16 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
 
 _FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：]", re.IGNORECASE)
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
+
+
+def _restates(text: str, role: str | None, section: str, line: HotMemoryLine) -> bool:
+    """``text`` says again what ``line`` (same scope) says in other words: at least four content
+    words / bigrams shared, covering 60 % of the shorter one's, and no new value of the same kind."""
+    if not _same_scope(line, section, role) or changes_value(text, line.text):
+        return False
+    a, b = analyse(text).grams, analyse(line.text).grams
+    shared = len(a & b)
+    return shared >= 4 and shared >= 0.6 * min(len(a), len(b))
 
 
 def _same_scope(line: HotMemoryLine, section: str, role: str | None) -> bool:

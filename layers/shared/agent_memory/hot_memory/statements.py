@@ -165,6 +165,10 @@ _WITHDRAW = re.compile(
     r"\bnever mind\b|\bscratch that\b|\bcancel\b|\bforget (?:it|that|about)\b",
     _I,
 )
+#: the speaker's own promise ("以后我会注意的", "I'll send it earlier"): an acknowledgement, not memory
+_OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:i|we)(?:'ll| will| shall)\b", _I)
+#: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory
+_REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
 _DECISION = re.compile(r"决定|决议|会上定|\bdecided\b|\bagreed\b", _I)
 _BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b", _I)
@@ -367,6 +371,9 @@ def find_statements(text: str) -> list[_Found]:
     lesson = bool(_LESSON.search(nfkc(text)))
     if note and text[note.end():].strip():
         rest = text[note.end():]
+        first = _fragments(rest)[:1]
+        if _REMINDER.search(rest) or (first and _ONE_OFF.search(nfkc(first[0]))):
+            return out
         body = ("。" if language_of(rest) == "zh" else ". ").join(s for s, _ in split_statements(rest))
         hint = "Lessons Learned" if lesson else None
         # a lesson with its rule: the rule sentence carries a durable cue; keep the whole note
@@ -382,7 +389,7 @@ def find_statements(text: str) -> list[_Found]:
         if found is None:
             continue
         found.text = _clean(found.text) if found.kind != "withdraw" else found.text
-        if len(normalise_core(found.text)) < 2:
+        if len(re.sub(r"\W", "", found.text)) < 4 or _OWN_PROMISE.match(found.text):
             continue
         if lesson:
             found.section_hint = "Lessons Learned"
