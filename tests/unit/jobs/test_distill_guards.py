@@ -80,6 +80,9 @@ def test_a_statement_is_found_wherever_it_stands(message: str, expected: str) ->
         "05-012 出院医嘱：以后每天早晚各测一次血压",  # clinical order for a subject
         "之前说过的，以后汇报别写百分比",  # a restatement adds nothing
         "03-008 以后每周复查一次肝功能",  # a subject's clinical plan
+        "好的以后注意",  # an acknowledgement
+        "以后我会提前一天把名单发你",  # the speaker's own promise
+        "记一下 明天下午三点开伦理会",  # an appointment
     ],
 )
 def test_trap_kinds_are_never_statements(message: str) -> None:
@@ -232,6 +235,12 @@ def test_a_directive_withdrawn_the_same_day_leaves_nothing() -> None:
             entry("m-2", "早上说的那个每天发待办清单的不要了", at=T + timedelta(hours=3))]
     result = _merge([], said)
     assert result.added == [] and not result.changed and result.superseded == ["m-1"]
+
+
+def test_a_restatement_in_other_words_by_the_same_role_adds_nothing() -> None:
+    old = _ai("hm-ae", "不良事件汇总按严重程度排序，严重的放在最前面。", "PI")
+    result = _merge([old], [entry("m-1", "以后不良事件汇总都按严重程度排序，严重的放前面", study_role="PI")])
+    assert result.duplicates == 1 and not result.changed
 
 
 def test_a_new_current_focus_replaces_the_old_one() -> None:
