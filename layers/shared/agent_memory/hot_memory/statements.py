@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
-from agent_memory.hot_memory.analysis import language_of, nfkc, normalise_core
+from agent_memory.hot_memory.analysis import language_of, nfkc
 
 _I = re.IGNORECASE
 
