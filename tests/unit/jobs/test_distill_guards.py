@@ -58,6 +58,13 @@ def texts_of(text: str) -> list[str]:
         ("写周报的时候，以后先列风险再列进度", "写周报的时候，先列风险再列进度。"),
         # remember + a rule
         ("记住 发给监查员的清单一律按访视排序", "发给监查员的清单一律按访视排序。"),
+        # a standing condition keeps its consequence
+        ("以后要是有新的SAE，第一时间告诉我", "要是有新的SAE，第一时间告诉我。"),
+        # the cue alone in its fragment
+        ("从下周起，周报改成双周报", "周报改成双周报。"),
+        # a rule after a lesson label
+        ("Lesson learned the hard way: always back up the database before an import.",
+         "Always back up the database before an import."),
     ],
 )
 def test_a_statement_is_found_wherever_it_stands(message: str, expected: str) -> None:
@@ -83,6 +90,8 @@ def test_a_statement_is_found_wherever_it_stands(message: str, expected: str) ->
         "好的以后注意",  # an acknowledgement
         "以后我会提前一天把名单发你",  # the speaker's own promise
         "记一下 明天下午三点开伦理会",  # an appointment
+        "以后有机会再说",  # a postponement
+        "这个以后都这么办",  # points back, nothing to remember on its own
     ],
 )
 def test_trap_kinds_are_never_statements(message: str) -> None:

@@ -93,7 +93,7 @@ def split_statements(text: str) -> list[tuple[str, bool]]:
 
 # ------------------------------------------------------------------ cues
 _DURABLE_ZH = re.compile(
-    r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起|"
+    r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起|从下(?:周|个?月)起|"
     r"下次(?=别|不要|注意|一定|记得|务必)"
 )
 #: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后"), not a standing instruction
@@ -109,7 +109,7 @@ _DURABLE_EN = re.compile(
     r"[,:]?\s*",
     _I,
 )
-_ALWAYS_EN = re.compile(r"^(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
+_ALWAYS_EN = re.compile(r"(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
 _CHANGE = re.compile(
     r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"
     r"\b(?:switch(?:ed)? to|change(?:d)? (?:it )?to|move(?:d)? (?:it )?to)\b",
@@ -144,6 +144,11 @@ _QUESTION_WORDS = re.compile(r"是不是|要不要|能不能|可不可以|需不
 _POSTPONE = re.compile(
     r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
 )
+#: the end of a postponement ("以后有机会再说", "那就以后再讨论吧")
+_LATER = re.compile(r"再(?:说|议|讨论|商量|研究|看看?)[吧啊哈了]*$|\blater\b|\bsome day\b", _I)
+#: a body that only points back ("这个都这么办"): nothing to remember without its context
+_ANAPHORA = re.compile(r"^(?:这个|那个|这样|那样|就)?(?:都|也)?(?:这么|这样|那样|照此)(?:办|做|来|处理)?。?$")
+_CONDITIONAL_HEAD = re.compile(r"^(?:要是|如果|凡是|只要|一旦|每当|\bif\b|\bwhen(?:ever)?\b)", _I)
 _TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十两几]+(?:天|周|个月|年))")
 _REPORTED = re.compile(
     r"(?:说|讲|提到|表示|建议|要求|问)[:：]?\s*$|\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
@@ -181,7 +186,7 @@ _STATE = re.compile(r"暂停|恢复|停止入组|关闭|上线|升级|\bon hold\
 # ------------------------------------------------------------------ cleaning
 _LEAD_FILLER = re.compile(
     r"^(?:[，,：:、\s]|对了|另外|还有|然后|所以|那么?|嗯+|好的?|好吧|行|算了|哦|噢|ok(?:ay)?\b|also\b|and\b|so\b|btw\b|"
-    r"quick one\b|oh\b|by the way\b|please\b|pls\b|plz\b|你们?|咱们|我们|大家|请你?|麻烦你?|都|就|也|要|"
+    r"quick one\b|oh\b|by the way\b|please\b|pls\b|plz\b|你们?|咱们|我们|大家|请你?|麻烦你?|都|就|也|要(?!是)|"
     r"一律|统一)+",
     _I,
 )
@@ -236,6 +241,9 @@ def _body(head: str, rest_fragments: list[str]) -> str:
     """The cue fragment plus the following fragments that carry the instruction on (an
     imperative start or a "…就行" end); reasons and complaints are left out."""
     kept = [head] if head else []
+    if head and _CONDITIONAL_HEAD.match(_LEAD_FILLER.sub("", head)) and rest_fragments:
+        kept.append(rest_fragments[0])
+        rest_fragments = rest_fragments[1:]
     for frag in rest_fragments:
         bare = _LEAD_FILLER.sub("", frag)
         if _REASON.search(frag) and not _CONTINUE.match(frag):
@@ -295,7 +303,8 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
             continue
         if _DURABLE_ZH.match(after) and _AFTER_EVENT.search(norm[: m.start()]):
             continue
-        if _trap(norm, m.start(), m.end(), message, question=question, durable=True):
+        if _trap(norm, m.start(), m.end(), message, question=question, durable=True) or _LATER.search(
+                _fragment_at(norm, m.start(), m.end())):
             return _TRAPPED
         rest = sentence[m.end():]
         if _DURABLE_EN.match(after):
@@ -310,7 +319,10 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
             topic = _LEAD_FILLER.sub("", frags[idx - 1]).strip()
             if _TOPIC_FRAGMENT.match(topic) and not (_REMEMBER.search(topic) or _LESSON.search(topic)):
                 head = f"{topic}，{head}"
-        return _Found(_body(head.replace("\x01", ""), frags[idx + 1:]), "durable")
+        head, rest_frags = head.replace("\x01", "").strip(), frags[idx + 1:]
+        if not head and rest_frags:  # the cue stands alone ("从下周起，周报改成…")
+            head, rest_frags = rest_frags[0], rest_frags[1:]
+        return _Found(_body(head, rest_frags), "durable")
     return None
 
 
@@ -357,9 +369,10 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
             return None
         if found is not None:
             return found
-    always = _ALWAYS_EN.match(norm)
-    if always and not question:
-        return _Found(sentence[always.start("kw"):], "durable")
+    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*", norm))]:
+        always = _ALWAYS_EN.match(norm, start)
+        if always and not question:
+            return _Found(sentence[always.start("kw"):], "durable")
     return None
 
 
@@ -389,7 +402,7 @@ def find_statements(text: str) -> list[_Found]:
         if found is None:
             continue
         found.text = _clean(found.text) if found.kind != "withdraw" else found.text
-        if len(re.sub(r"\W", "", found.text)) < 4 or _OWN_PROMISE.match(found.text):
+        if len(re.sub(r"\W", "", found.text)) < 4 or _OWN_PROMISE.match(found.text) or _ANAPHORA.match(found.text):
             continue
         if lesson:
             found.section_hint = "Lessons Learned"
