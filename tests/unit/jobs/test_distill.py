@@ -361,6 +361,31 @@ def test_b09_llm_replace_of_an_admin_line_goes_to_review(store: InMemoryStore) -
     assert [(r.reason, r.detail) for r in store.list_review("p1", status=None)] == [("targets_admin_line", "l-pref")]
 
 
+def test_llm_operations_get_the_speakers_role_and_an_explicit_relaxation_is_queued(store: InMemoryStore) -> None:
+    # Given a System Rule, a CRC's preference and a message the LLM marks as relaxing the rule
+    add_project(store)
+    rule = line("l-sys", "System Rules", "禁止在回复中出现受试者姓名。")
+    save_hot(store, "p1", [rule])
+    say(store, "p1", "m-1", "以后随访名单按访视日期排。", utc("2026-03-09T10:00:00+08:00"), study_role="CRC")
+    say(store, "p1", "m-2", "这条规矩对内部沟通没必要吧。", utc("2026-03-09T10:05:00+08:00"), study_role="PI")
+    llm = ops_reply(
+        {"op": "add", "text": "随访名单按访视日期排。", "section": "User Preferences", "role_tag": "PI",
+         "evidence": ["m-1"]},
+        {"op": "relaxes_rule", "line_id": "l-sys", "text": "内部沟通可出现姓名。", "section": "User Preferences",
+         "evidence": ["m-2"]},
+    )
+
+    # When distilled
+    run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
+
+    # Then the preference carries the speaker's study role from the flow log (not the LLM's guess)
+    # and the relaxation waits for review naming the rule
+    assert [(ln.role_tag, ln.evidence, ln.stated_at) for ln in hot_lines(store) if ln.source != "admin"] == [
+        ("CRC", ["m-1"], utc("2026-03-09T10:00:00+08:00"))]
+    assert [(r.reason, r.detail, r.evidence) for r in store.list_review("p1", status=None)] == [
+        ("relaxes_system_rules", "l-sys", ["m-2"])]
+
+
 # ------------------------------------------ the day distilled is the project's local day
 def test_b17_yesterday_is_the_projects_local_day(store: InMemoryStore) -> None:
     # Given M1 at 2026-03-10 07:30 +08:00 (= 03-09T23:30Z) and M2 at 2026-03-11 01:00 +08:00
