@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"routing: {name}", f"{r['accuracy']} ({r['rows']} rows)", "1.0" if name == "intents.jsonl"
                      else ">= 0.98"))
         rows.append((f"routing: {name} QC contexts with history", r["qc_contexts_with_history"], "0"))
-    for key, target in (("symptom_recall_present", ">= 0.978"), ("symptom_recall_denied", "1.0"),
-                        ("symptom_flip_rate", "<= 0.003"), ("symptom_precision", "(reported)")):
+    for key, target in (("symptom_recall_present", "no lower than before (0.978)"),
+                        ("symptom_recall_denied", "no lower than before (1.0)"),
+                        ("symptom_flip_rate", "no higher than before (<= 0.3%)"), ("symptom_precision", "(reported)")):
         if key in symp:
             rows.append((f"symptoms: {key}", symp[key], target))
     width = max(len(r[0]) for r in rows)
