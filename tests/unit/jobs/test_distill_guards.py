@@ -219,6 +219,17 @@ def test_another_roles_preference_on_the_same_subject_is_its_own_line() -> None:
     assert [(ln.role_tag, ln.text) for ln in result.lines if ln.source != "admin"][0] == ("DM", "核查清单导出为Word。")
 
 
+def test_a_personal_preference_of_another_user_with_the_same_role_is_its_own_line() -> None:
+    # Given CRC A's reminder lead time "for me", and CRC B asking for another lead time for herself
+    old = _ai("hm-lead", "随访提醒提前3天发我。", "CRC").model_copy(update={"stated_by": "u-a"})
+    result = _merge([old], [entry("m-1", "随访提醒以后提前1天发我", study_role="CRC", user_id="u-b")])
+    # Then both stay: a personal preference is scoped to its speaker
+    assert result.replaced == {} and len(result.added) == 1
+    # and the same user changing her own value replaces it
+    again = _merge([old], [entry("m-2", "随访提醒以后提前1天发我", study_role="CRC", user_id="u-a")])
+    assert list(again.replaced) == ["hm-lead"]
+
+
 def test_a_preference_on_another_detail_of_the_same_list_does_not_replace_it() -> None:
     old = _ai("hm-fmt", "核查清单导出为Word。", "DM")
     result = _merge([old], [entry("m-1", "以后核查清单里把中心编号单独列一列", study_role="DM")])

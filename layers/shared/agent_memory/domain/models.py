@@ -104,6 +104,8 @@ class HotMemoryLine(BaseModel):
     #: when the statement behind a distilled line was made (its newest evidence message), besides
     #: ``created_at`` (when the line was written)
     stated_at: datetime | None = None
+    #: the user id of the speaker of that statement (a preference "for me" is scoped to them)
+    stated_by: str | None = None
 
 
 #: Section order of the hot-memory document.

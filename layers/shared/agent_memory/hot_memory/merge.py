@@ -152,7 +152,8 @@ def merge_candidates(
             else:
                 _withdraw(result, lines, text, role, cand.section, evidence)
             continue
-        if any(is_duplicate(info, analyse(ln.text)) or _restates(text, role, cand.section, ln) for ln in lines):
+        if any(is_duplicate(info, analyse(ln.text)) or _restates(text, role, cand.section, ln, speaker.user_id)
+               for ln in lines):
             result.duplicates += 1
             continue
 
@@ -167,10 +168,12 @@ def merge_candidates(
             created_by=DISTILLER,
             evidence=evidence,
             stated_at=stated_at,
+            stated_by=speaker.user_id,
         )
         change = cand.kind == "change"
         same = [ln for ln in lines if ln.source != "admin" and (
-            (ln is target and _same_scope(ln, section, role)) or same_subject(new_line, ln, change=change))]
+            (ln is target and _same_scope(ln, section, role, text=text, speaker=speaker.user_id))
+            or same_subject(new_line, ln, change=change))]
         if cand.kind == "change" and not same and section == "User Preferences":
             # a change of value with no subject in memory is not a standing preference (a plan,
             # a decision of the day): nothing to change
@@ -254,21 +257,31 @@ _FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
 
 
-def _restates(text: str, role: str | None, section: str, line: HotMemoryLine) -> bool:
+def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, speaker: str | None) -> bool:
     """``text`` says again what ``line`` (same scope) says in other words: at least four content
     words / bigrams shared, covering 60 % of the shorter one's, and no new value of the same kind."""
-    if not _same_scope(line, section, role) or changes_value(text, line.text):
+    if not _same_scope(line, section, role, text=text, speaker=speaker) or changes_value(text, line.text):
         return False
     a, b = analyse(text).grams, analyse(line.text).grams
     shared = len(a & b)
     return shared >= 4 and shared >= 0.6 * min(len(a), len(b))
 
 
-def _same_scope(line: HotMemoryLine, section: str, role: str | None) -> bool:
-    """Same section; for preferences the same role (a different role's preference is its own line)."""
+_FOR_ME = re.compile(r"[发给告]我|我的|给我|\bme\b|\bmy\b", re.IGNORECASE)
+
+
+def _same_scope(line: HotMemoryLine, section: str, role: str | None, *, text: str = "",
+                speaker: str | None = None) -> bool:
+    """Same section; for preferences the same role (a different role's preference is its own
+    line) and, for a preference about the speaker themself ("发我", "send me"), the same user."""
     if line.section != section:
         return False
-    return section != "User Preferences" or not line.role_tag or not role or line.role_tag == role
+    if section != "User Preferences":
+        return True
+    if line.role_tag and role and line.role_tag != role:
+        return False
+    personal = bool(_FOR_ME.search(text) or _FOR_ME.search(line.text))
+    return not (personal and speaker and line.stated_by and line.stated_by != speaker)
 
 
 def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = False) -> bool:
@@ -276,7 +289,8 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     a new value of the same kind (format, weekday, time, lead days); in Active Context the same
     focus, the same risk when the statement changes it, or the same state (at least three
     shared content words / bigrams); a contradiction or a changed detail of the same statement."""
-    if line.source == "admin" or not _same_scope(line, new.section, new.role_tag):
+    if line.source == "admin" or not _same_scope(line, new.section, new.role_tag, text=new.text,
+                                                 speaker=new.stated_by):
         return False
     if changes_value(new.text, line.text):
         return True

@@ -11,13 +11,15 @@ wherever it stands in a sentence:
 - a change of value: "周报还是改到周四", "重点改成…", "风险换成…", "switch to …";
 - a memory cue: 记住 / remember (the rest of the sentence), 记一下 / 记下 / note (the rest of the
   message: a state or a lesson told to the assistant);
-- a sentence starting with "Always" / "Never".
+- a sentence (or the part after a label such as "Lesson:") starting with "Always" / "Never".
 
 Not statements (kinds, not phrases): a cue inside quotes or after a reported-speech verb (someone
 else's words), a hypothetical (如果 / 要是 / if … 以后), a question, a postponement (以后再说),
 以后 as a time word (V3以后的随访), an acknowledgement (我记住了), a one-off task (a date such as
 明天 / tomorrow, or 把这份…), clinical instructions about a subject (a subject id with a medical
-order in the message), and restatements ("之前说过", "same as before": they add nothing).
+order in the message, or a subject id beside a standing cue), 以后 after an event (入组以后…),
+the speaker's own promise (我会…, I'll…), an appointment note (记一下 明天开会), a body that only
+points back (这个都这么办), and restatements ("之前说过", "same as before": they add nothing).
 A withdrawal ("早上说的那个…先不要了", "never mind the …") becomes a ``withdraw`` candidate.
 
 Sections by meaning: a lesson cue in the message (教训 / 坑 / lesson) -> Lessons Learned; a note
