@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agent_memory.chat.toolsets import ToolSet
 from agent_memory.domain.errors import LLMEmptyReply
 from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
 from agent_memory.domain.models import ToolCall
@@ -141,7 +142,7 @@ def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]
 def run_agent(
     llm: LLMClient,
     request: LLMRequest,
-    tools: ClinicalTools | None,
+    tools: ToolSet | None,
     *,
     max_steps: int,
     on_call: Callable[[ModelCall], None] | None = None,
@@ -209,7 +210,7 @@ def run_agent(
         return result
 
 
-def _run_tools(tools: ClinicalTools, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
+def _run_tools(tools: ToolSet, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
     """Run the requested tools; record each call on ``result``; the ``tool_result`` blocks."""
     blocks: list[dict[str, Any]] = []
     for use in uses:
