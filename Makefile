@@ -15,7 +15,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: system-deps venv sam-venv checkov-venv checkov run test test-fast lint validate build deploy bench pr token job dispatch demo-jobs openapi clean
+.PHONY: system-deps venv sam-venv checkov-venv checkov run test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -116,6 +116,11 @@ deploy: build
 
 bench: venv
 	$(PY) -m bench.run
+
+## eval: quality figures (distillation month replayed through the jobs, routing, symptoms) -> eval/results.json
+##   make eval [MONTH=path/to/month.json] [LABEL=before|after] [PROVIDER=offline|anthropic]
+eval: venv
+	$(PY) -m eval.run $(if $(MONTH),--month $(MONTH),) $(if $(LABEL),--label $(LABEL),) $(if $(PROVIDER),--provider $(PROVIDER),)
 
 pr: lint test
 

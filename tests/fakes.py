@@ -746,7 +746,7 @@ class InMemoryStore:
 
 def _flow_entry(session: SessionState, m: MessageRecord) -> FlowLogEntry:
     return FlowLogEntry(message_id=m.message_id, session_id=session.session_id, role=m.role, content=m.content,
-                        at=m.at, user_id=m.user_id, status=m.status)
+                        at=m.at, user_id=m.user_id, study_role=m.study_role, status=m.status)
 
 
 def _list_item(s: SessionState) -> SessionListItem:

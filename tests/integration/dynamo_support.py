@@ -16,9 +16,12 @@ def mark_active(project_id: str, local_day: str) -> None:
                  last_at=datetime(2026, 3, 10, tzinfo=UTC)).save()
 
 
-def say(project_id: str, message_id: str, content: str, at: datetime, role: str = "user") -> None:
-    """A flow-log message and its activity marker (Asia/Shanghai day), keyed as the chat turn writes them."""
+def say(project_id: str, message_id: str, content: str, at: datetime, role: str = "user",
+        study_role: str | None = "PI") -> None:
+    """A flow-log message and its activity marker (Asia/Shanghai day), keyed as the chat turn writes them
+    (a user message with the speaker's study role, by default the PI's)."""
     pk, sk = flow_log_keys(project_id, at, message_id)
     FlowLogItem(pk, sk, project_id=project_id, session_id="s1", message_id=message_id, role=role,
-                content=content, user_id="u-pi" if role == "user" else None, at=at).save()
+                content=content, user_id="u-pi" if role == "user" else None,
+                study_role=study_role if role == "user" else None, at=at).save()
     mark_active(project_id, at.astimezone(ZoneInfo("Asia/Shanghai")).date().isoformat())

@@ -509,6 +509,19 @@ class StoreContract:
         # Then it starts at its first instant and leaves out the one before
         assert [e.message_id for e in entries] == ["m-at", "m-after"]
 
+    def test_the_flow_log_carries_the_speakers_study_role(self, stores: Stores) -> None:
+        # Given a turn whose user message carries the speaker's study role
+        project(stores)
+        said = message("m-role", T0).model_copy(update={"study_role": "Statistician"})
+        reply = message("m-reply", T0 + timedelta(seconds=1), role="assistant")
+        stores.chat.record_turn(turn(new_session(), [said, reply], expected_version=0))
+
+        # When the jobs read the flow log
+        entries = stores.jobs.read_flow_log("p1", T0, T0 + timedelta(minutes=1))
+
+        # Then the user message has the role it was written with, the assistant's none
+        assert [(e.message_id, e.study_role) for e in entries] == [("m-role", "Statistician"), ("m-reply", None)]
+
     def test_active_projects_are_distinct_and_sorted(self, stores: Stores) -> None:
         # Given turns of p2 on two days and of p1 on one
         for pid in ("p2", "p1"):

@@ -47,11 +47,14 @@ def save_hot(repo: Any, project_id: str, lines: list[HotMemoryLine], *, version:
 
 
 def say(store: InMemoryStore, project_id: str, message_id: str, content: str, at: datetime, *, role: str = "user",
-        user_id: str | None = "u-pi-zhang", session_id: str = "s-1", tz: str = "Asia/Shanghai") -> None:
-    """One flow-log message and the activity marker of its local day, as the chat turn writes them."""
+        user_id: str | None = "u-pi-zhang", session_id: str = "s-1", tz: str = "Asia/Shanghai",
+        study_role: str | None = None) -> None:
+    """One flow-log message and the activity marker of its local day, as the chat turn writes them
+    (a user message carries the speaker's study role when given)."""
     store.append_flow_log(project_id, FlowLogEntry(
         message_id=message_id, session_id=session_id, role=role, content=content,  # type: ignore[arg-type]
         user_id=user_id if role == "user" else None, at=at, status="ok",
+        study_role=study_role if role == "user" else None,
     ))
     store.mark_active(project_id, at.astimezone(ZoneInfo(tz)).date(), at)
 

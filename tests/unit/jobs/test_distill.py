@@ -338,9 +338,9 @@ def test_b09_statement_contradicting_an_admin_rule_goes_to_review(store: InMemor
     # When distilled
     report = run(make_deps(store, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then it is held for the admin, naming the admin line it contradicts
+    # Then it is held for the admin as a relaxation, naming the rule it would relax
     [item] = store.list_review("p1", status=None)
-    assert (item.reason, item.detail) == ("contradicts_admin_line", "l-sys")
+    assert (item.reason, item.detail) == ("relaxes_system_rules", "l-sys")
     assert report.counts["added"] == 0
 
 
@@ -359,6 +359,31 @@ def test_b09_llm_replace_of_an_admin_line_goes_to_review(store: InMemoryStore) -
     # Then the admin line is untouched and the operation waits for review
     assert hot_lines(store) == [admin_pref]
     assert [(r.reason, r.detail) for r in store.list_review("p1", status=None)] == [("targets_admin_line", "l-pref")]
+
+
+def test_llm_operations_get_the_speakers_role_and_an_explicit_relaxation_is_queued(store: InMemoryStore) -> None:
+    # Given a System Rule, a CRC's preference and a message the LLM marks as relaxing the rule
+    add_project(store)
+    rule = line("l-sys", "System Rules", "禁止在回复中出现受试者姓名。")
+    save_hot(store, "p1", [rule])
+    say(store, "p1", "m-1", "以后随访名单按访视日期排。", utc("2026-03-09T10:00:00+08:00"), study_role="CRC")
+    say(store, "p1", "m-2", "这条规矩对内部沟通没必要吧。", utc("2026-03-09T10:05:00+08:00"), study_role="PI")
+    llm = ops_reply(
+        {"op": "add", "text": "随访名单按访视日期排。", "section": "User Preferences", "role_tag": "PI",
+         "evidence": ["m-1"]},
+        {"op": "relaxes_rule", "line_id": "l-sys", "text": "内部沟通可出现姓名。", "section": "User Preferences",
+         "evidence": ["m-2"]},
+    )
+
+    # When distilled
+    run(make_deps(store, llm=llm, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
+
+    # Then the preference carries the speaker's study role from the flow log (not the LLM's guess)
+    # and the relaxation waits for review naming the rule
+    assert [(ln.role_tag, ln.evidence, ln.stated_at) for ln in hot_lines(store) if ln.source != "admin"] == [
+        ("CRC", ["m-1"], utc("2026-03-09T10:00:00+08:00"))]
+    assert [(r.reason, r.detail, r.evidence) for r in store.list_review("p1", status=None)] == [
+        ("relaxes_system_rules", "l-sys", ["m-2"])]
 
 
 # ------------------------------------------ the day distilled is the project's local day
@@ -570,14 +595,15 @@ def test_distillation_replayed_after_a_lost_marker_changes_nothing(store: InMemo
 def test_sections_and_role_tags_come_from_the_statement(store: InMemoryStore) -> None:
     # Given a preference by a CRC, a context statement and a lesson
     add_project(store)
-    say(store, "p1", "m-1", "我是CRC，以后下午两点后别给我派任务。", utc("2026-03-09T09:00:00+08:00"), user_id="u-42")
+    say(store, "p1", "m-1", "以后下午两点后别给我派任务。", utc("2026-03-09T09:00:00+08:00"), user_id="u-42",
+        study_role="CRC")
     say(store, "p1", "m-2", "记住：P005 依从性差，需每日提醒。", utc("2026-03-09T10:00:00+08:00"))
     say(store, "p1", "m-3", "下次别再直接改 EDC 数据了，上次因为这个同步失败。", utc("2026-03-09T11:00:00+08:00"))
 
     # When distilled
     run(make_deps(store, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then each line sits in its section, the preference tagged with the role
+    # Then each line sits in its section, the preference tagged with the speaker's study role
     got = [(ln.section, ln.role_tag, ln.evidence) for ln in hot_lines(store)]
     assert got == [
         ("User Preferences", "CRC", ["m-1"]),

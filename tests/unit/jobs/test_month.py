@@ -20,6 +20,8 @@ from tests.unit.jobs.support import make_deps, run
 TZ = ZoneInfo("Asia/Shanghai")
 PROJECT = "demo-iit-sim"
 PI, CRC, DM = "u-pi-zhang", "u-crc-wang", "u-dm-li"
+#: the members' study roles, as the chat path writes them onto each user message
+STUDY_ROLES = {PI: "PI", CRC: "CRC", DM: "DM"}
 FIRST_DAY, LAST_RUN = date(2026, 3, 2), date(2026, 4, 6)
 
 #: (local date, local time, user, message id, text, assistant reply or None)
@@ -78,7 +80,8 @@ class Chat:
         now = datetime.now(UTC)  # travelled by time-machine
         session_id = f"s-{user_id}"
         version = self.versions.get(session_id, 0)
-        user = MessageRecord(message_id=message_id, role="user", content=text, at=now, user_id=user_id)
+        user = MessageRecord(message_id=message_id, role="user", content=text, at=now, user_id=user_id,
+                             study_role=STUDY_ROLES[user_id])  # type: ignore[arg-type]
         messages = [user]
         if reply is not None:
             messages.append(MessageRecord(message_id=f"{message_id}-a", role="assistant", content=reply,
@@ -135,8 +138,7 @@ def test_a_simulated_month_of_conversations(store: InMemoryStore) -> None:
         ("User Preferences", "DM", "不要在总结里用英文缩写，比如 BP、HR 要写全称。", ["m0305-1"]),
         ("User Preferences", "PI", "Answer in English.", ["m0323-1"]),
         ("User Preferences", "DM", "不要写患者全名。", ["m0330-1"]),
-        ("Lessons Learned", None, "教训：化验单必须人工复核后再录入 EDC。", ["m0401-1"]),
-    ]
+    ]  # the 04-01 lesson restates the seeded lesson on lab sheets (manual check before EDC entry)
     # the attempt to lift the admin rules waits for review
     assert [(r.evidence, r.reason) for r in store.list_review(PROJECT, status=None)] == [
         (["m0316-1"], "relaxes_system_rules")]

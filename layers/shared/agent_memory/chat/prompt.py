@@ -140,6 +140,11 @@ class AssembledPrompt:
         return sum(b.tokens for b in self.blocks)
 
     @property
+    def hot_memory_trimmed(self) -> bool:
+        """True when lines of the stored hot memory were left out to fit its budget."""
+        return any(b.name == "hot_memory" and b.ref and b.ref.get("complete") is False for b in self.blocks)
+
+    @property
     def breakpoints(self) -> list[str]:
         return [b.name for b in self.blocks if b.cache]
 
@@ -154,28 +159,27 @@ def tool_tokens(tools: Sequence[ToolSpec]) -> int:
 
 # ----------------------------------------------------------------- hot memory
 def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLine]:
-    """Lines of hot memory that fit in ``cap_tokens``, never clipping a line.
+    """Lines of hot memory that fit in ``cap_tokens`` (the rendered document), never clipping a line.
 
-    Normally everything fits (writes enforce the cap). If a stored document is over the
-    cap, EVERY admin line is kept (admin prohibitions are never dropped from the prompt,
-    even when they alone exceed the cap: such a document is stored whole and flagged for
-    pruning), then AI lines newest first while they fit; the pruning job is
-    what fixes the document (the selection is reported through the block's ``ref``).
+    Normally everything fits (writes enforce the cap). If a stored document is over the cap,
+    EVERY admin line is kept (admin prohibitions are never dropped from the prompt, even when
+    they alone exceed the cap), and the OLDEST AI lines go first: AI lines are taken newest
+    first until the next one does not fit, so an older line is never kept while a newer one is
+    dropped (docs/architecture.md, "Hot memory"). The pruning job is what fixes the document;
+    the selection is reported through the block's ``ref`` and the call report's
+    ``hot_memory_trimmed``.
     """
-    total = estimate_tokens(hot.render())
-    if total <= cap_tokens:
+    if estimate_tokens(hot.render()) <= cap_tokens:
         return list(hot.lines)
-    admin = [ln for ln in hot.lines if ln.source == "admin"]
-    ai = sorted((ln for ln in hot.lines if ln.source != "admin"), key=lambda ln: ln.created_at, reverse=True)
-    keep: list[HotMemoryLine] = list(admin)
-    used = sum(estimate_tokens(ln.text) + 4 for ln in admin)
-    for ln in ai:
-        cost = estimate_tokens(ln.text) + 4
-        if used + cost > cap_tokens:
-            continue
-        keep.append(ln)
-        used += cost
     order = {ln.line_id: i for i, ln in enumerate(hot.lines)}
+    keep: list[HotMemoryLine] = [ln for ln in hot.lines if ln.source == "admin"]
+    ai = sorted((ln for ln in hot.lines if ln.source != "admin"), key=lambda ln: (ln.created_at, order[ln.line_id]),
+                reverse=True)
+    for ln in ai:
+        trial = sorted([*keep, ln], key=lambda x: order[x.line_id])
+        if estimate_tokens(hot.model_copy(update={"lines": trial}).render()) > cap_tokens:
+            break
+        keep = trial
     return sorted(keep, key=lambda ln: order[ln.line_id])
 
 

@@ -128,6 +128,8 @@ class CallReport(BaseModel):
     model_calls: int = 0
     usage: TokenUsage | None = None
     history_tool_weeks: int = 0
+    #: lines of an over-budget hot memory were left out of this context (oldest AI lines first)
+    hot_memory_trimmed: bool = False
 
 
 class ChatResult(BaseModel):
@@ -292,6 +294,7 @@ def handle_message(
                 model_calls=o.result.model_calls,
                 usage=TokenUsage.of(o.result.usage),
                 history_tool_weeks=len(o.history_weeks_read),
+                hot_memory_trimmed=o.prompt.hot_memory_trimmed,
             )
             for o in outcomes
         ],

@@ -38,6 +38,9 @@ class FlowLogEntry(BaseModel):
     content: str
     at: datetime
     user_id: str | None = None
+    #: the speaker's study role when the message was written (set for user messages); the
+    #: distillation tags a preference with it (never guessed from text or user id)
+    study_role: str | None = None
     status: str = "ok"
 
 
@@ -58,6 +61,13 @@ class Candidate(BaseModel):
     replaces: str | None = None
     origin: Literal["rules", "llm"] = "rules"
     order: tuple[str, int] = ("", 0)
+    #: ``statement`` (a line to add), ``change`` (a new value for a subject), ``withdraw`` (the
+    #: speaker takes back a statement), ``relaxes_rule`` (the LLM says it relaxes a System Rule)
+    kind: Literal["statement", "change", "withdraw", "relaxes_rule"] = "statement"
+    #: when the statement was made (its newest evidence message); the line's provenance keeps it
+    stated_at: datetime | None = None
+    #: the speaker's user id (scope of a replacement besides the role)
+    speaker: str | None = None
 
 
 class ReviewItem(BaseModel):

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+StudyRole = Literal["PI", "Sub-I", "CRC", "DM", "CRA", "Statistician", "Other"]
+
 
 class Intent(StrEnum):
     """What a message asks for; drives retrieval."""
@@ -55,6 +57,7 @@ class MessageRecord(BaseModel):
     content: str
     at: datetime
     user_id: str | None = None
+    study_role: StudyRole | None = None
     status: Literal["ok", "failed"] = "ok"
     tool_calls: list[ToolCall] = Field(default_factory=list)
     truncated: bool = False
@@ -98,6 +101,11 @@ class HotMemoryLine(BaseModel):
     created_at: datetime
     created_by: str
     evidence: list[str] = Field(default_factory=list)
+    #: when the statement behind a distilled line was made (its newest evidence message), besides
+    #: ``created_at`` (when the line was written)
+    stated_at: datetime | None = None
+    #: the user id of the speaker of that statement (a preference "for me" is scoped to them)
+    stated_by: str | None = None
 
 
 #: Section order of the hot-memory document.

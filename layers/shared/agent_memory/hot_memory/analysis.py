@@ -211,6 +211,7 @@ def contradicts(candidate: Analysis, line: Analysis) -> bool:
 __all__ = [
     "Analysis",
     "analyse",
+    "changes_value",
     "contradicts",
     "is_duplicate",
     "language_of",
@@ -218,5 +219,62 @@ __all__ = [
     "nfkc",
     "normalise_core",
     "same_topic",
+    "shared_grams",
     "supersedes",
+    "values",
 ]
+
+
+# ------------------------------------------------------------ values of a subject
+_NEG_BEFORE = re.compile(
+    r"(?:别|不要|不用|不再|不|勿|\bno\b|\bnot\b|\bnever\b|n't|\binstead of\b|\brather than\b)"
+    r"\s*\S{0,3}\s*$",
+    re.IGNORECASE,
+)
+_FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
+    "format": (re.compile(r"excel|xlsx|xls|pdf|csv|docx|word|markdown|txt", re.IGNORECASE),
+               {"xlsx": "excel", "xls": "excel", "docx": "word"}),
+    "weekday": (re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
+                           r"\b(weekends?)\b", re.IGNORECASE), {}),
+    "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)", re.IGNORECASE), {}),
+    "lead_days": (re.compile(r"提前\s*([0-9一二三两四五六七]+)\s*天|"
+                             r"([0-9]+)\s*days?\s+(?:before|ahead|in advance|early)",
+                             re.IGNORECASE), {}),
+    "daypart": (re.compile(r"上午|下午|早上|晚上|中午|\bmornings?\b|\bafternoons?\b|\bevenings?\b", re.IGNORECASE), {}),
+}
+_VALUE_WORDS = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _FAMILIES.values()) + r"|每", re.IGNORECASE)
+
+
+def values(text: str) -> dict[str, frozenset[str]]:
+    """The values a statement sets, by family (file format, weekday, clock hour, lead days, part of
+    the day); a negated value ("别用 xlsx", "rather than PDF") is not a value the statement sets."""
+    norm = nfkc(text).casefold()
+    out: dict[str, frozenset[str]] = {}
+    for family, (pattern, aliases) in _FAMILIES.items():
+        found = set()
+        for m in pattern.finditer(norm):
+            if _NEG_BEFORE.search(norm[: m.start()]):
+                continue
+            raw = next((g for g in m.groups() if g), m.group()) if m.groups() else m.group()
+            found.add(aliases.get(raw, raw))
+        if found:
+            out[family] = frozenset(found)
+    return out
+
+
+def changes_value(candidate: str, line: str) -> bool:
+    """``candidate`` gives a new value to the subject of ``line``: both set a value of the same
+    family (format, weekday, clock hour, lead days, part of the day), the values differ, and the
+    texts share a word or bigram once the values are taken out ("周报改成周五下午发" vs
+    "每周一上午9点前发周报"; "query清单导PDF" vs "query清单导出为Excel")."""
+    a, b = values(candidate), values(line)
+    if not any(a[f] != b[f] for f in a.keys() & b.keys()):
+        return False
+    ga = set(_grams(_VALUE_WORDS.sub(" ", nfkc(candidate).casefold())))
+    gb = set(_grams(_VALUE_WORDS.sub(" ", nfkc(line).casefold())))
+    return bool(ga & gb)
+
+
+def shared_grams(a: str, b: str) -> int:
+    """How many content bigrams / words / numbers two texts share."""
+    return len(analyse(a).grams & analyse(b).grams)

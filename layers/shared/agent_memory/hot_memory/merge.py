@@ -10,6 +10,7 @@ No I/O: callers read and save through the repository.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,12 +22,15 @@ from agent_memory.domain.text import estimate_tokens
 from agent_memory.hot_memory.analysis import (
     Analysis,
     analyse,
+    changes_value,
     contradicts,
     is_duplicate,
     languages_present,
+    shared_grams,
     supersedes,
 )
 from agent_memory.hot_memory.document import document_tokens, stable_id
+from agent_memory.hot_memory.guards import relaxed_rules
 from agent_memory.hot_memory.statements import relaxes_system_rules
 
 DISTILLER = "distiller"
@@ -46,7 +50,7 @@ class MergeResult:
     ``added`` / ``replaced`` (old id -> new id) / ``removed`` (extra lines on a replaced
     subject) list line ids; ``duplicates`` counts candidates already present;
     ``reviews`` are held for an admin; ``rejected`` counts rejections by reason
-    (``ungrounded``, ``language``, ``invalid``).
+    (``ungrounded``, ``language``, ``invalid``, ``no_subject``).
     """
 
     lines: list[HotMemoryLine]
@@ -57,11 +61,22 @@ class MergeResult:
     reviews: list[ReviewItem] = field(default_factory=list)
     rejected: Counter[str] = field(default_factory=Counter)
     evidence: list[str] = field(default_factory=list)
+    #: same-day statements a later statement of the day replaced or withdrew (message ids)
+    superseded: list[str] = field(default_factory=list)
+    #: messages that withdrew a statement
+    withdrawn: list[str] = field(default_factory=list)
+    #: AI line ids dropped or folded to keep the document under the cap (set by the caller)
+    compacted: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         """True when the document differs from the input (a line added, replaced or removed)."""
         return bool(self.added or self.replaced or self.removed)
+
+    @property
+    def touched(self) -> set[str]:
+        """Ids of the lines this merge wrote (added or replacing)."""
+        return set(self.added) | set(self.replaced.values())
 
 
 def merge_candidates(
@@ -73,7 +88,8 @@ def merge_candidates(
     now: datetime,
     max_line_tokens: int,
 ) -> MergeResult:
-    """Merge candidates (oldest statement first) into a copy of ``hot.lines``.
+    """Merge candidates (oldest statement first) into a copy of ``hot.lines``: THE guards both
+    extractors (rules and LLM) go through.
 
     Per candidate, in this order:
     1. grounding: every evidence id must be a USER message of the processed day, else
@@ -82,56 +98,62 @@ def merge_candidates(
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
        ``language`` (Chinese stays Chinese);
-    4. admin guard: relaxing the System Rules, targeting an admin line, contradicting one or
-       changing one of its details -> review queue, never applied (admins own their lines);
-    5. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
+    4. provenance: a preference's role tag is the speaker's study role from the flow-log record
+       of its evidence (whatever an extractor proposed); the line keeps the statement's time;
+    5. System Rules guard: a candidate the LLM marks ``relaxes_rule``, one that names the rules
+       and asks to relax them, one that permits what a rule forbids or waives what it requires
+       (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
+       names the rule), one targeting an admin line or contradicting one -> review queue naming
+       the rule, never applied (one item per message);
+    6. a withdrawal removes the speaker's statement on that subject (made earlier the same day,
+       or an AI line of the same scope);
+    7. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
        line keeps its provenance;
-    6. same subject as AI lines (contradiction, a changed detail of the same statement, a
-       different reply language, or the LLM's ``replace``) -> the first such line is replaced
-       in place and the others removed, so exactly one line holds the subject (newer wins);
-    7. otherwise added at the end.
+    8. same subject and scope as AI lines (:func:`same_subject`: same section, same role for
+       preferences; a new value of the same kind, the same focus / risk, the same state, a
+       contradiction, or the LLM's ``replace``) -> the first such line is replaced in place and
+       the others removed, so exactly one line holds the subject (the last statement wins; the
+       statements it supersedes are listed in ``superseded``);
+    9. otherwise added at the end.
 
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
     """
     lines = list(hot.lines)
     result = MergeResult(lines=lines)
+    rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
+    queued: set[str] = set()
     for cand in sorted(candidates, key=lambda c: c.order):
         text = " ".join(cand.text.split())
         evidence = list(dict.fromkeys(cand.evidence))
-        if not evidence or any(e not in day_messages or day_messages[e].role != "user" for e in evidence):
-            result.rejected["ungrounded"] += 1
+        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens)
+        if rejection == "proposes_system_rule":
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None)
             continue
-        if cand.section == SYSTEM_RULES:
-            result.reviews.append(_review(hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None))
-            continue
-        if cand.section not in AI_SECTIONS or not text or estimate_tokens(text) > max_line_tokens:
-            result.rejected["invalid"] += 1
+        if rejection is not None:
+            result.rejected[rejection] += 1
             continue
         info = analyse(text)
-        spoken: set[str] = set()
-        for e in evidence:
-            spoken |= languages_present(day_messages[e].content)
-        if info.language != "other" and spoken and info.language not in spoken:
-            result.rejected["language"] += 1
-            continue
+        said = [day_messages[e] for e in evidence]
+        context = "\n".join(m.content for m in said)
+        speaker = said[-1]
+        role = speaker.study_role if cand.section == "User Preferences" else None
+        stated_at = max(m.at for m in said)
 
-        admin = [ln for ln in lines if ln.source == "admin"]
         target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
-        if relaxes_system_rules(text):
-            result.reviews.append(_review(hot.project_id, cand, text, evidence, day, now, "relaxes_system_rules", None))
+        held = _held_for_admin(cand, text, info, lines, rules, target, context)
+        if held is not None:
+            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, *held)
             continue
-        if target is not None and target.source == "admin":
-            result.reviews.append(
-                _review(hot.project_id, cand, text, evidence, day, now, "targets_admin_line", target.line_id)
-            )
+        if cand.kind == "withdraw":
+            if target is not None and target.source != "admin":
+                lines.remove(target)
+                _note_removed(result, target)
+                result.withdrawn.extend(evidence)
+            else:
+                _withdraw(result, lines, text, role, cand.section, evidence)
             continue
-        clash = next((ln for ln in admin if _conflicts(info, analyse(ln.text))), None)
-        if clash is not None:
-            result.reviews.append(
-                _review(hot.project_id, cand, text, evidence, day, now, "contradicts_admin_line", clash.line_id)
-            )
-            continue
-        if any(is_duplicate(info, analyse(ln.text)) for ln in lines):
+        if any(is_duplicate(info, analyse(ln.text)) or _restates(text, role, cand.section, ln, speaker.user_id)
+               for ln in lines):
             result.duplicates += 1
             continue
 
@@ -141,32 +163,183 @@ def merge_candidates(
             section=section,
             text=text,
             source="distilled",
-            role_tag=cand.role_tag if section == "User Preferences" else None,
+            role_tag=role,
             created_at=now,
             created_by=DISTILLER,
             evidence=evidence,
+            stated_at=stated_at,
+            stated_by=speaker.user_id,
         )
-        same_subject = [
-            ln
-            for ln in lines
-            if ln.source != "admin" and (ln is target or _conflicts(info, analyse(ln.text)))
-        ]
-        if same_subject:
-            first = same_subject[0]
-            index = lines.index(first)
-            lines[index] = new_line
-            for extra in same_subject[1:]:
-                lines.remove(extra)
-                result.removed.append(extra.line_id)
-            if first.line_id in result.added:  # replaced a line added earlier in this merge
-                result.added[result.added.index(first.line_id)] = new_line.line_id
-            else:
-                result.replaced[first.line_id] = new_line.line_id
-        else:
-            lines.append(new_line)
-            result.added.append(new_line.line_id)
+        change = cand.kind == "change"
+        same = [ln for ln in lines if ln.source != "admin" and (
+            (ln is target and _same_scope(ln, section, role, text=text, speaker=speaker.user_id))
+            or same_subject(new_line, ln, change=change))]
+        if cand.kind == "change" and not same and section == "User Preferences":
+            # a change of value with no subject in memory is not a standing preference (a plan,
+            # a decision of the day): nothing to change
+            result.rejected["no_subject"] += 1
+            continue
+        _place(result, lines, new_line, same)
         result.evidence.extend(e for e in evidence if e not in result.evidence)
     return result
+
+
+def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Mapping[str, FlowLogEntry],
+               max_line_tokens: int) -> str | None:
+    """Why a candidate cannot be a line at all: ``ungrounded`` (evidence not a user message of the
+    day), ``proposes_system_rule`` (admins own that section), ``invalid`` (section, empty, too
+    long) or ``language`` (not a language its evidence is written in); None when it can."""
+    if not evidence or any(e not in day_messages or day_messages[e].role != "user" for e in evidence):
+        return "ungrounded"
+    if cand.section == SYSTEM_RULES:
+        return "proposes_system_rule"
+    if cand.section not in AI_SECTIONS or not text or estimate_tokens(text) > max_line_tokens:
+        return "invalid"
+    spoken: set[str] = set()
+    for e in evidence:
+        spoken |= languages_present(day_messages[e].content)
+    language = analyse(text).language
+    return "language" if language != "other" and spoken and language not in spoken else None
+
+
+def _held_for_admin(
+    cand: Candidate, text: str, info: Analysis, lines: list[HotMemoryLine], rules: list[HotMemoryLine],
+    target: HotMemoryLine | None, context: str,
+) -> tuple[str, str | None] | None:
+    """The System Rules guard: ``(reason, line_id)`` when the candidate must wait for an admin.
+
+    The LLM's ``relaxes_rule``, a statement naming the rules and asking to relax them, or one
+    relaxing a rule by meaning -> ``relaxes_system_rules`` naming the rule when one is singled out;
+    a candidate targeting an admin line -> ``targets_admin_line``; one contradicting an admin line
+    or changing its detail -> ``contradicts_admin_line``.
+    """
+    relaxed = relaxed_rules(text, rules, context=context)
+    if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
+        specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
+        return "relaxes_system_rules", relaxed[0].line_id if specific else (
+            cand.replaces if target is not None else None)
+    if target is not None and target.source == "admin":
+        return "targets_admin_line", target.line_id
+    clash = next((ln for ln in lines if ln.source == "admin" and _conflicts(info, analyse(ln.text))), None)
+    return ("contradicts_admin_line", clash.line_id) if clash is not None else None
+
+
+def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryLine, same: list[HotMemoryLine]) -> None:
+    """Add ``new_line``, or put it in place of the first line of ``same`` (the others removed): a
+    line written earlier in this merge is a superseded statement of the day."""
+    if not same:
+        lines.append(new_line)
+        result.added.append(new_line.line_id)
+        return
+    first = same[0]
+    lines[lines.index(first)] = new_line
+    for extra in same[1:]:
+        lines.remove(extra)
+        result.removed.append(extra.line_id)
+    written = set(result.added) | set(result.replaced.values())
+    for old in same:
+        if old.line_id in written:  # a statement of the same day: the later one wins
+            result.superseded.extend(e for e in old.evidence if e not in result.superseded)
+    prior = next((k for k, v in result.replaced.items() if v == first.line_id), None)
+    if first.line_id in result.added:
+        result.added[result.added.index(first.line_id)] = new_line.line_id
+    elif prior is not None:
+        result.replaced[prior] = new_line.line_id
+    else:
+        result.replaced[first.line_id] = new_line.line_id
+    for extra in same[1:]:
+        if extra.line_id in result.added:
+            result.added.remove(extra.line_id)
+            result.removed.remove(extra.line_id)
+
+
+_FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：]", re.IGNORECASE)
+_RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
+
+
+def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, speaker: str | None) -> bool:
+    """``text`` says again what ``line`` (same scope) says in other words: at least four content
+    words / bigrams shared, covering 60 % of the shorter one's, and no new value of the same kind."""
+    if not _same_scope(line, section, role, text=text, speaker=speaker) or changes_value(text, line.text):
+        return False
+    a, b = analyse(text).grams, analyse(line.text).grams
+    shared = len(a & b)
+    return shared >= 4 and shared >= 0.6 * min(len(a), len(b))
+
+
+_FOR_ME = re.compile(r"[发给告]我|我的|给我|\bme\b|\bmy\b", re.IGNORECASE)
+
+
+def _same_scope(line: HotMemoryLine, section: str, role: str | None, *, text: str = "",
+                speaker: str | None = None) -> bool:
+    """Same section; for preferences the same role (a different role's preference is its own
+    line) and, for a preference about the speaker themself ("发我", "send me"), the same user."""
+    if line.section != section:
+        return False
+    if section != "User Preferences":
+        return True
+    if line.role_tag and role and line.role_tag != role:
+        return False
+    personal = bool(_FOR_ME.search(text) or _FOR_ME.search(line.text))
+    return not (personal and speaker and line.stated_by and line.stated_by != speaker)
+
+
+def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = False) -> bool:
+    """``new`` holds the subject of the AI line ``line`` in the same scope, so it replaces it:
+    a new value of the same kind (format, weekday, time, lead days); in Active Context the same
+    focus, the same risk when the statement changes it, or the same state (at least three
+    shared content words / bigrams); a contradiction or a changed detail of the same statement."""
+    if line.source == "admin" or not _same_scope(line, new.section, new.role_tag, text=new.text,
+                                                 speaker=new.stated_by):
+        return False
+    if changes_value(new.text, line.text):
+        return True
+    if new.section == "Active Context":
+        if _FOCUS_LABEL.match(new.text) and _FOCUS_LABEL.match(line.text):
+            return True
+        if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
+            return True
+        if shared_grams(new.text, line.text) >= 3:
+            return True
+    a, b = analyse(new.text), analyse(line.text)
+    if a.reply_language and b.reply_language:
+        return contradicts(a, b)
+    return supersedes(a, b)
+
+
+def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
+    """Record a removed line: one added earlier in this merge is a superseded statement of the day."""
+    if line.line_id in result.added:
+        result.added.remove(line.line_id)
+        result.superseded.extend(e for e in line.evidence if e not in result.superseded)
+    else:
+        result.removed.append(line.line_id)
+
+
+def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, role: str | None, section: str,
+              evidence: list[str]) -> None:
+    """Remove what a withdrawal takes back: the newest AI line of the same scope sharing at least
+    two content words / bigrams with it (a statement made earlier the same day first)."""
+    scoped = [ln for ln in lines if ln.source != "admin" and (
+        ln.section == section or ln.line_id in result.added) and (
+        ln.section != "User Preferences" or not role or ln.role_tag in (None, role))]
+    scored = sorted(((shared_grams(text, ln.text), ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
+                    key=lambda t: (t[1], t[0], t[2]), reverse=True)
+    best = next((t[3] for t in scored if t[0] >= 2), None)
+    if best is None:
+        return
+    lines.remove(best)
+    _note_removed(result, best)
+    result.withdrawn.extend(evidence)
+
+
+def _queue(result: MergeResult, queued: set[str], project_id: str, cand: Candidate, text: str, evidence: list[str],
+           day: str, now: datetime, reason: str, detail: str | None) -> None:
+    """One review item per message: a message already queued in this merge is not queued again."""
+    if any(e in queued for e in evidence):
+        return
+    queued.update(evidence)
+    result.reviews.append(_review(project_id, cand, text, evidence, day, now, reason, detail))
 
 
 def _conflicts(candidate: Analysis, line: Analysis) -> bool:
@@ -354,5 +527,6 @@ __all__ = [
     "build_llm_compaction",
     "compact_offline",
     "merge_candidates",
+    "same_subject",
     "validate_compaction",
 ]

@@ -30,6 +30,7 @@ from agent_memory.hot_memory.editor import (
     commit_change,
     unchanged,
 )
+from agent_memory.hot_memory.guards import relaxed_rules as guard_relaxed_rules
 from agent_memory.hot_memory.statements import relaxes_system_rules
 from agent_memory.ports import AdminStore
 
@@ -55,11 +56,13 @@ def relaxed_rules(item: ReviewEntry, current: HotMemory) -> list[HotMemoryLine]:
 
     1. the admin line the item was held for (``detail``, of ``contradicts_admin_line`` /
        ``targets_admin_line``) when it is a System Rule of ``current``;
-    2. a statement asking to ignore or relax the admin's rules (held as ``relaxes_system_rules``,
+    2. the rules the statement relaxes by meaning (the distiller's System Rules guard,
+       :func:`~agent_memory.hot_memory.guards.relaxed_rules`), when it singles some out;
+    3. a statement asking to ignore or relax the admin's rules (held as ``relaxes_system_rules``,
        or matching :func:`~agent_memory.hot_memory.statements.relaxes_system_rules`): the rules on
        its subject (:func:`~agent_memory.hot_memory.analysis.same_topic`), or every rule when it
        names none (it relaxes the whole section);
-    3. any other candidate: the rules it contradicts or whose detail it changes (the merge's
+    4. any other candidate: the rules it contradicts or whose detail it changes (the merge's
        admin guard, :func:`~agent_memory.hot_memory.analysis.contradicts` /
        :func:`~agent_memory.hot_memory.analysis.supersedes`).
 
@@ -69,6 +72,9 @@ def relaxed_rules(item: ReviewEntry, current: HotMemory) -> list[HotMemoryLine]:
     named = [ln for ln in rules if item.detail is not None and ln.line_id == item.detail]
     if named or not rules:
         return named
+    by_meaning = guard_relaxed_rules(item.text, rules)
+    if by_meaning and len(by_meaning) < len(rules):
+        return [ln for ln in rules if ln in by_meaning]
     info = analyse(item.text)
     if item.reason == "relaxes_system_rules" or relaxes_system_rules(item.text):
         return [ln for ln in rules if same_topic(info, analyse(ln.text))] or rules

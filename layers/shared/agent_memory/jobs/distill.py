@@ -7,8 +7,10 @@ One run = one project, one LOCAL day (the day before the run date, in the projec
    with the rule extractor as fallback; a truncated structured reply applies NOTHING;
 4. merge (:func:`~agent_memory.hot_memory.merge.merge_candidates`: grounded in the day's user
    messages, duplicates counted, the newer statement wins, admin lines guarded by the review queue);
-5. enforce the 2,000-token cap on the result as a whole (never clipped; over the cap the
-   stored revision stays unchanged, the failure is recorded and pruning handles it);
+5. enforce the 2,000-token cap on the result as a whole, never losing the newest statement: a
+   result over the cap is compacted in the same write (duplicate AI lines merged, superseded
+   ones dropped, then the oldest AI lines; admin lines untouched); only when the admin lines
+   leave no room even for the newest statement is nothing applied and the admins alerted;
 6. save ONE new revision together with the marker; on ``VersionConflict`` (an admin saved
    meanwhile) re-read and re-apply the same candidates (tenacity, bounded).
 
@@ -20,14 +22,14 @@ idempotent, so what was merged early is a duplicate then).
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
 from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.hot_memory.document import document_tokens
-from agent_memory.hot_memory.merge import DISTILLER, MergeResult, merge_candidates
+from agent_memory.hot_memory.merge import DISTILLER, MergeResult, compact_offline, merge_candidates
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, conflict_retrying, count_metric, send_alert
@@ -87,15 +89,20 @@ def extract_candidates(
     tally.add(answer.usage)
     output = answer.value
     at = {m.message_id: m.at.isoformat() for m in messages}
+    by_id = {m.message_id: m for m in messages}
+    kinds = {"add": "statement", "replace": "statement", "withdraw": "withdraw", "relaxes_rule": "relaxes_rule"}
     candidates = [
         Candidate(
             text=op.text,
             section=op.section,
-            role_tag=op.role_tag,
+            role_tag=None,  # the merge tags a preference with the speaker's study role (flow log)
             evidence=op.evidence,
-            replaces=op.line_id if op.op == "replace" else None,
+            replaces=op.line_id if op.op != "add" else None,
             origin="llm",
-            order=(min((f"{at[e]}#{e}" for e in op.evidence if e in at), default="~"), i),
+            order=(max((f"{at[e]}#{e}" for e in op.evidence if e in at), default="~"), i),
+            kind=kinds[op.op],  # type: ignore[arg-type]
+            stated_at=max((by_id[e].at for e in op.evidence if e in by_id), default=None),
+            speaker=next((by_id[e].user_id for e in op.evidence if e in by_id), None),
         )
         for i, op in enumerate(output.operations)
     ]
@@ -151,11 +158,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details.update(extractor="llm", failure="llm_truncated")
         counts["llm_truncated"] = 1
         return report(False)
-    details["extractor"] = extraction.extractor
-    if tally.calls:
-        details.update(tally.details())
-    if extraction.fallback_reason:
-        details["fallback_reason"] = extraction.fallback_reason
+    _describe_extraction(details, extraction, tally)
     counts["candidates"] = len(extraction.candidates)
     day_messages = {m.message_id: m for m in users}
 
@@ -181,21 +184,12 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             if merged.reviews:
                 store.put_review_items(merged.reviews)
             if merged.changed and tokens_after > caps.hot_memory_token_cap:
-                details["failure"] = "over_cap"
-                count_metric("DistillRejectedOverCap")
-                send_alert(deps, Alert(
-                    project_id=pid,
-                    kind="distill_over_cap",
-                    subject=f"Agent Memory: distillation rejected, hot memory over cap ({pid})",
-                    message=(
-                        f"Project {pid}: distilling {key} would make hot memory {tokens_after} tokens "
-                        f"(cap {caps.hot_memory_token_cap}; now {tokens_before}, version {hot.version}). "
-                        f"Nothing was applied; {len(merged.added)} new and {len(merged.replaced)} replacing "
-                        f"lines wait for pruning or an admin edit."
-                    ),
-                    dedupe_key=f"distill-over-cap#{key}#{hot.version}",
-                ))
-                return report(False)
+                fitted = _fit_to_cap(deps, pid, key, hot.version, merged, tokens_after, now)
+                if fitted is None:
+                    details["failure"] = "over_cap"
+                    return report(False)
+                tokens_after = fitted
+                counts.update(compacted=len(merged.compacted), tokens_after=tokens_after)
             run = JobRun(project_id=pid, job=JOB, key=key, completed_at=now, counts=dict(counts),
                          hot_version=hot.version) if final else None
             if merged.changed:
@@ -219,6 +213,52 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     count_metric("DistilledRejected", counts["rejected"])
     logger.info("distillation done", extra={"project_id": pid, "day": key, "counts": counts})
     return report(changed)
+
+
+def _describe_extraction(details: dict[str, object], extraction: _Extraction, tally: UsageTally) -> None:
+    """The report's ``extractor``, the LLM calls' usage and the fall-back reason, when any."""
+    details["extractor"] = extraction.extractor
+    if tally.calls:
+        details.update(tally.details())
+    if extraction.fallback_reason:
+        details["fallback_reason"] = extraction.fallback_reason
+
+
+def _fit_to_cap(deps: JobDeps, pid: str, day: str, version: int, merged: MergeResult, tokens: int,
+                now: datetime) -> int | None:
+    """Bring a merge result over the cap under it in the same write, keeping the newest statement:
+    the offline compaction merges duplicate AI lines, drops superseded ones, then the oldest AI
+    lines (admin lines untouched). Returns the new token count, or None (metric and alert sent)
+    when even that drops the newest statement: the admin lines leave no room for it."""
+    cap = deps.caps.hot_memory_token_cap
+    compacted = compact_offline(HotMemory(project_id=pid, lines=merged.lines), cap)
+    newest = max(merged.touched, key=lambda i: next(
+        (ln.stated_at or ln.created_at for ln in merged.lines if ln.line_id == i), now), default=None)
+    if newest not in {ln.line_id for ln in compacted.lines}:
+        admin_tokens = document_tokens([ln for ln in merged.lines if ln.source == "admin"])
+        count_metric("DistillRejectedOverCap")
+        send_alert(deps, _over_cap_alert(pid, day, version, admin_tokens, tokens, cap))
+        return None
+    merged.lines = compacted.lines
+    merged.compacted = compacted.superseded + compacted.evicted + [i for ids in compacted.merged.values() for i in ids]
+    count_metric("DistillCompactedToCap")
+    return document_tokens(merged.lines)
+
+
+def _over_cap_alert(pid: str, day: str, version: int, admin_tokens: int, tokens: int, cap: int) -> Alert:
+    """The alert when the admin lines leave no room for the day's newest statement (every AI line
+    dropped would still not make room), so nothing is applied."""
+    return Alert(
+        project_id=pid,
+        kind="distill_over_cap",
+        subject=f"Agent Memory: distillation rejected, hot memory over cap ({pid})",
+        message=(
+            f"Project {pid}: distilling {day} would make hot memory {tokens} tokens (cap {cap}; admin lines "
+            f"{admin_tokens}; version {version}). Nothing was applied: the admin lines leave no room for the "
+            f"newest statement. Shorten the System Rules or admin lines."
+        ),
+        dedupe_key=f"distill-over-cap#{day}#{version}",
+    )
 
 
 def _count(counts: dict[str, int], merged: MergeResult, before: int, after: int) -> None:
@@ -247,6 +287,12 @@ def _reason(day: str, merged: MergeResult, max_bytes: int) -> str:
         parts.append("replaced " + ",".join(f"{old}->{new}" for old, new in merged.replaced.items()))
     if merged.removed:
         parts.append("removed " + ",".join(merged.removed))
+    if merged.superseded:
+        parts.append("superseded same-day statements " + ",".join(merged.superseded))
+    if merged.compacted:
+        parts.append("compacted to the cap " + ",".join(merged.compacted))
+    if merged.withdrawn:
+        parts.append("withdrawn by " + ",".join(merged.withdrawn))
     parts.append("evidence " + ",".join(merged.evidence))
     return truncate_utf8("; ".join(parts), max_bytes)
 

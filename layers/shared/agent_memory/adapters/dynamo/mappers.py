@@ -337,6 +337,7 @@ def flow_log_to_item(project_id: str, session_id: str, m: MessageRecord, *, expi
         role=m.role,
         content=m.content,
         user_id=m.user_id,
+        study_role=m.study_role,
         at=m.at,
         status=m.status,
         expires_at=expires_at,
@@ -351,6 +352,7 @@ def flow_log_entry_from_item(item: FlowLogItem) -> FlowLogEntry:
         content=item.content,
         at=item.at,
         user_id=item.user_id,
+        study_role=item.study_role,
         status=item.status,
     )
 

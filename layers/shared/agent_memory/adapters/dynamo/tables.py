@@ -370,6 +370,7 @@ class FlowLogItem(_Base):
     role = UnicodeAttribute()
     content = UnicodeAttribute()
     user_id = UnicodeAttribute(null=True)
+    study_role = UnicodeAttribute(null=True)
     at = UTCDateTimeAttribute()
     status = UnicodeAttribute(default="ok")
     expires_at = TTLAttribute(null=True)
