@@ -44,6 +44,11 @@ sam-venv: $(SAM_VENV)/.installed
 run: venv
 	PORT=$(PORT) $(PY) -m infra.local.server
 
+## reset: delete the local stack's stored data (.local/data: every table of `make run`); stop the server first
+.PHONY: reset
+reset:
+	rm -rf $(or $(LOCAL_DATA_DIR),.local/data)
+
 ## token: print a dev JWT the local API accepts (the token alone on the last line), e.g.
 ##   TOKEN=$$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)
 ## PROJECT takes several ids (demo-iit,demo-clinic) and per-project roles (demo-iit:admin,demo-clinic:member).

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -175,8 +176,17 @@ def apply() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """moto's server (same arguments as ``python -m moto.server``) with the patch applied."""
+    """moto's server (same arguments as ``python -m moto.server``) with the patch applied; with
+    ``MOTO_DATA_DIR`` set, DynamoDB is restored from and logged to that directory
+    (:mod:`infra.local.moto_persistence`) before the server listens."""
     apply()
+    data_dir = os.environ.get("MOTO_DATA_DIR")
+    if data_dir:
+        from pathlib import Path
+
+        from infra.local import moto_persistence
+
+        moto_persistence.enable(Path(data_dir))
     from moto.server import main as moto_main
 
     moto_main(argv)

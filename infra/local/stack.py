@@ -152,10 +152,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 class _Moto:
     """moto's server, in a thread of this process (``thread``) or as a child process (``process``)."""
 
-    def __init__(self, mode: Literal["thread", "process"], host: str, port: int) -> None:
+    def __init__(
+        self, mode: Literal["thread", "process"], host: str, port: int, data_dir: Path | None = None
+    ) -> None:
         self.mode = mode
         self.host = host
         self.port = port
+        self.data_dir = data_dir
+        #: What the thread-mode restore found (``None`` in process mode or without ``data_dir``).
+        self.restored: Any = None
         self._thread_server: Any = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -170,6 +175,13 @@ class _Moto:
             from infra.local import moto_patches
 
             moto_patches.apply()  # per-item transaction rollback under one lock (see the module)
+            if self.data_dir is not None:
+                from infra.local import moto_persistence
+
+                try:
+                    self.restored = moto_persistence.enable(self.data_dir)  # restore, then log every write
+                except (moto_persistence.DataDirInUse, ValueError) as exc:
+                    raise LocalStackError(str(exc)) from None
             self._thread_server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
             self._thread_server.start()
             self.port = int(self._thread_server.get_host_and_port()[1])
@@ -178,9 +190,13 @@ class _Moto:
             self.port = free_port(self.host)
         # moto's server with infra.local.moto_patches applied; the repository root must be importable.
         python_path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        child_env = {**os.environ, "PYTHONPATH": python_path}
+        child_env.pop("MOTO_DATA_DIR", None)
+        if self.data_dir is not None:
+            child_env["MOTO_DATA_DIR"] = str(self.data_dir)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "infra.local.moto_patches", "-H", self.host, "-p", str(self.port)],
-            env={**os.environ, "PYTHONPATH": python_path},
+            env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -203,6 +219,10 @@ class _Moto:
         if self._thread_server is not None:
             self._thread_server.stop()
             self._thread_server = None
+            if self.data_dir is not None:
+                from infra.local import moto_persistence
+
+                moto_persistence.disable()
         if self._process is not None:
             self._process.terminate()
             try:
@@ -300,6 +320,7 @@ class LocalStack:
         anthropic_api_key: str | None = None,
         template_path: Path | None = None,
         gateway_timeout_s: float = GATEWAY_TIMEOUT_S,
+        data_dir: Path | None = None,
     ) -> None:
         """
         Args:
@@ -311,10 +332,14 @@ class LocalStack:
             env_overrides: function environment variables that win over the template.
             anthropic_api_key: default ``$ANTHROPIC_API_KEY``; when set the provider is
                 ``anthropic`` and the key is stored in moto Secrets Manager.
+            data_dir: keep the DynamoDB tables there across restarts
+                (:mod:`infra.local.moto_persistence`); ``None`` = in memory only. A directory
+                that already holds data is restored and not seeded again.
         """
         self._host = host
         self._port = port
-        self._moto = _Moto(moto_mode, host, moto_port)
+        self._moto = _Moto(moto_mode, host, moto_port, data_dir)
+        self.data_dir = data_dir
         self._isolated = isolated
         self._seed = seed
         self._now = now
@@ -335,6 +360,10 @@ class LocalStack:
         self._http_thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bound_marker: Any = None
+        #: ``True`` when ``data_dir`` already held data at start (restored, not seeded).
+        self.restarted = False
+        #: Seconds moto took to start (with ``data_dir``: including the restore of the stored data).
+        self.moto_start_seconds = 0.0
 
     # ------------------------------------------------------------------------- lifecycle
     def __enter__(self) -> LocalStack:
@@ -361,9 +390,15 @@ class LocalStack:
     def _start(self) -> None:
         if str(LAYER_PATH) not in sys.path:  # the layer is /opt/python in Lambda; it stays importable
             sys.path.insert(0, str(LAYER_PATH))
+        started = time.perf_counter()
         self._moto.start()
+        self.moto_start_seconds = time.perf_counter() - started
         template = load_template(self._template_path)
         self.table_names = create_tables(self.aws_client("dynamodb"), template)
+        if self.data_dir is not None:
+            # A restart: the stored data is the truth, the demo seed must not overwrite edits.
+            memory_table = self.table_names["MemoryTable"]
+            self.restarted = bool(self.aws_client("dynamodb").scan(TableName=memory_table, Limit=1)["Items"])
         # The job fan-out queues and the admin-alert topic (moto SQS / SNS); the local stack does
         # not poll the queue by itself: `python -m infra.jobs` delivers its messages to the worker.
         self.resources = {
@@ -414,7 +449,7 @@ class LocalStack:
                 self.functions[spec.logical_id] = self._import_function(spec)
             get_settings.cache_clear()  # do not leave our settings cached for others in this process
             self._bind_models()
-            if self._seed:
+            if self._seed and not self.restarted:
                 from agent_memory.adapters.dynamo.chat import DynamoRepository
                 from infra.local.demo.seed import seed_demo
 
