@@ -234,18 +234,80 @@ class _Moto:
 
 
 # ------------------------------------------------------------------------------------ functions
+#: Most "containers" (handler instances) per function locally; ``LOCAL_CONTAINERS_PER_FUNCTION``
+#: overrides it. Lambda runs one request per execution environment at a time and adds
+#: environments as requests arrive (docs/architecture.md, local runtime); the pool does the same.
+DEFAULT_CONTAINERS_PER_FUNCTION = 8
+
+
+@dataclass
+class Container:
+    """One execution environment of a function: its own import of the handler module (its own
+    module globals, as a Lambda container has), serving one request at a time."""
+
+    module: ModuleType
+    handler: Callable[[dict[str, Any], Any], Any]
+
+
 @dataclass
 class LocalFunction:
-    """One Lambda function: its spec, its imported handler module and its one-at-a-time lock."""
+    """One Lambda function: its spec and a pool of containers.
+
+    A request takes an idle container, or starts a new one (a cold start: the handler module is
+    imported again under a name of its own) while there are fewer than ``max_containers``, or
+    waits for one to be released. ``module`` / ``handler`` are the first container's.
+    """
 
     spec: FunctionSpec
     module: ModuleType
     handler: Callable[[dict[str, Any], Any], Any]
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    max_containers: int = DEFAULT_CONTAINERS_PER_FUNCTION
+    #: Starts a new container (set by the stack: imports the handler file under ``name``).
+    start_container: Callable[[str], Container] | None = None
+    containers: list[Container] = field(default_factory=list)
+    _idle: list[Container] = field(default_factory=list)
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _starting: int = 0
+    _started: int = 0
+
+    def __post_init__(self) -> None:
+        first = Container(self.module, self.handler)
+        self.containers.append(first)
+        self._idle.append(first)
 
     @property
     def name(self) -> str:
         return self.spec.logical_id
+
+    @contextmanager
+    def container(self) -> Iterator[Container]:
+        """An idle container for one invocation (started if the pool may grow, else waited for)."""
+        with self._cond:
+            while not self._idle and (
+                self.start_container is None or len(self.containers) + self._starting >= self.max_containers
+            ):
+                self._cond.wait()
+            chosen = self._idle.pop() if self._idle else None
+            if chosen is None:
+                self._starting += 1
+                self._started += 1
+                name = f"local_fn_{self.spec.logical_id}_{self._started + 1}"
+        if chosen is None:
+            assert self.start_container is not None
+            try:
+                chosen = self.start_container(name)
+            finally:
+                with self._cond:
+                    self._starting -= 1
+                    self._cond.notify_all()
+            with self._cond:
+                self.containers.append(chosen)
+        try:
+            yield chosen
+        finally:
+            with self._cond:
+                self._idle.append(chosen)
+                self._cond.notify()
 
 
 def _route_rule_path(path: str) -> str:
@@ -483,7 +545,8 @@ class LocalStack:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
         for function in self.functions.values():
-            sys.modules.pop(function.module.__name__, None)
+            for container in function.containers:
+                sys.modules.pop(container.module.__name__, None)
         self.functions.clear()
         self._moto.stop()
         if self._saved_env is not None:
@@ -555,10 +618,10 @@ class LocalStack:
         context = LocalLambdaContext(
             function.spec.logical_id, function.spec.timeout_s, function.spec.memory_mb, request_id=request_id
         )
-        with function.lock, self._env_scope():  # one request at a time per "container"
+        with function.container() as container, self._env_scope():  # one request at a time per container
             if self._isolated:
                 self._ensure_bound()
-            return function.handler(event, context)
+            return container.handler(event, context)
 
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         started = time.monotonic()
@@ -627,13 +690,33 @@ class LocalStack:
 
     # -------------------------------------------------------------------------- helpers
     def _import_function(self, spec: FunctionSpec) -> LocalFunction:
+        first = self._import_container(spec, f"local_fn_{spec.logical_id}")
+        maximum = int(os.environ.get("LOCAL_CONTAINERS_PER_FUNCTION") or DEFAULT_CONTAINERS_PER_FUNCTION)
+        return LocalFunction(
+            spec=spec, module=first.module, handler=first.handler, max_containers=max(1, maximum),
+            start_container=lambda name: self._start_container(spec, name),
+        )
+
+    def _start_container(self, spec: FunctionSpec, name: str) -> Container:
+        """A cold start while serving: the handler imported again, with the stack's settings."""
+        from agent_memory.config import get_settings
+
+        with self._env_scope():
+            if self._isolated:
+                get_settings.cache_clear()
+            container = self._import_container(spec, name)
+            if self._isolated:
+                get_settings.cache_clear()
+        log.info("%s: new container %s (cold start)", spec.logical_id, name)
+        return container
+
+    def _import_container(self, spec: FunctionSpec, name: str) -> Container:
         module_path, _, attribute = spec.handler.rpartition(".")
         if not module_path:
             raise LocalStackError(f"{spec.logical_id}: handler {spec.handler!r} is not 'module.function'")
         file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
         if not file.is_file():
             raise LocalStackError(f"{spec.logical_id}: handler file {file} does not exist")
-        name = f"local_fn_{spec.logical_id}"
         module_spec = importlib.util.spec_from_file_location(name, file)
         if module_spec is None or module_spec.loader is None:
             raise LocalStackError(f"{spec.logical_id}: cannot import {file}")
@@ -647,7 +730,7 @@ class LocalStack:
         handler = getattr(module, attribute, None)
         if not callable(handler):
             raise LocalStackError(f"{spec.logical_id}: {file} has no callable {attribute!r}")
-        return LocalFunction(spec=spec, module=module, handler=handler)
+        return Container(module=module, handler=handler)
 
     def _put_secret(self, name: str, value: str) -> None:
         client = self.aws_client("secretsmanager")

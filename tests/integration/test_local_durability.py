@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +61,8 @@ def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
             if "Ctrl-C" in line or time.monotonic() > deadline:
                 break
         assert any("Ctrl-C" in line for line in banner), f"server did not start: {banner}"
+        # the handlers log to stdout (Powertools): keep reading it, or a full pipe blocks the server
+        threading.Thread(target=process.stdout.read, daemon=True).start()
         yield Server(process, f"http://127.0.0.1:{port}", banner,
                      json.loads(stack_file.read_text(encoding="utf-8")))
     finally:
