@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
-from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
 from infra.local import moto_patches
 
@@ -126,17 +126,6 @@ def _key_of_put(backend: DynamoDBBackend, table_name: str, attrs: dict[str, Any]
     if table.range_key_attr is not None:
         key[table.range_key_attr] = attrs[table.range_key_attr]
     return key
-
-
-def _apply_writes(backend: DynamoDBBackend, writes: list[list[Any]]) -> None:
-    for table_name, key, attrs in writes:
-        table = backend.get_table(table_name)
-        if attrs is not None:
-            table.put_item(attrs)
-        else:
-            hash_key = DynamoType(key[table.hash_key_attr])
-            range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr is not None else None
-            table.delete_item(hash_key, range_key)
 
 
 # ------------------------------------------------------------------------------------ patches
@@ -250,20 +239,65 @@ def _remember(record: dict[str, Any]) -> None:
 
 
 def _replay(records: list[dict[str, Any]]) -> None:
+    """Apply the log: tables in order; of each item only its last image (later records win)."""
+    # (account, region, table) -> key -> (key, attributes or None)
+    final: dict[tuple[str, str, str], dict[tuple[Any, ...], tuple[dict[str, Any], Any]]] = {}
     for record in records:
         _remember(record)
         backend = dynamodb_backends[record["a"]][record["r"]]
         kind = record["t"]
         if kind == "w":
-            _apply_writes(backend, record["w"])
+            for table_name, key, attrs in record["w"]:
+                images = final.setdefault((record["a"], record["r"], table_name), {})
+                images[_key_id(key)] = (key, attrs)
         elif kind == "create_table":
             args = record["args"]
+            final.pop((record["a"], record["r"], args["name"]), None)
             backend.tables.pop(args["name"], None)  # a table re-created after a delete
             DynamoDBBackend.create_table.__wrapped__(backend, **args)  # type: ignore[attr-defined]
         elif kind == "delete_table":
+            final.pop((record["a"], record["r"], record["args"]["name"]), None)
             backend.tables.pop(record["args"]["name"], None)
         elif kind == "update_time_to_live":
             DynamoDBBackend.update_time_to_live.__wrapped__(backend, **record["args"])  # type: ignore[attr-defined]
+    for (account_id, region, table_name), images in final.items():
+        table = dynamodb_backends[account_id][region].get_table(table_name)
+        for key, attrs in images.values():
+            _restore_item(table, key, attrs)
+
+
+def _key_id(key: dict[str, Any]) -> tuple[Any, ...]:
+    """A hashable form of a DynamoDB JSON key (``{"pk": {"S": "a"}}`` -> ``(("pk", "S", "a"),)``)."""
+    return tuple((name, *next(iter(value.items()))) for name, value in sorted(key.items()))
+
+
+def _live_items(table: Any) -> Iterator[Any]:
+    """Every item of a moto ``Table``, unsorted (``Table.all_items`` sorts, which a snapshot does not need)."""
+    for entry in table.items.values():
+        if table.range_key_attr is not None:
+            yield from entry.values()
+        else:
+            yield entry
+
+
+def _restore_item(table: Any, key: dict[str, Any], attrs: dict[str, Any] | None) -> None:
+    """Put a logged image into a moto ``Table`` as it was acknowledged.
+
+    The item was validated by moto when it was first written, so it is stored directly: moto's
+    ``LimitedSizeDict`` re-measures the whole item for every attribute it sets (quadratic in the
+    number of attributes), which would make a restore of a large table slow for no benefit.
+    """
+    hash_key = DynamoType(key[table.hash_key_attr])
+    range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr is not None else None
+    if attrs is None:
+        table.delete_item(hash_key, range_key)
+        return
+    item = Item(hash_key, range_key, {})
+    dict.update(item.attrs, {name: DynamoType(value) for name, value in attrs.items()})
+    if range_key is not None:
+        table.items[hash_key][range_key] = item
+    else:
+        table.items[hash_key] = item
 
 
 def _snapshot_records() -> Iterator[dict[str, Any]]:
@@ -279,7 +313,7 @@ def _snapshot_records() -> Iterator[dict[str, Any]]:
             spec = {"Enabled": True, "AttributeName": table.ttl["AttributeName"]}
             yield {"t": "update_time_to_live", **ident, "args": {"table_name": name, "ttl_spec": spec}}
         chunk: list[list[Any]] = []
-        for item in table.all_items():
+        for item in _live_items(table):
             attrs = item.to_json()["Attributes"]
             chunk.append([name, _key_of_put(backend, name, attrs), attrs])
             if len(chunk) == _CHUNK:
@@ -334,7 +368,7 @@ def enable(data_dir: Path) -> RestoreReport:
         _compact(path)
         live = [dynamodb_backends[a][r].tables.get(n) for a, r, n in _table_defs]
         tables = sum(1 for t in live if t is not None)
-        items = sum(len(t.all_items()) for t in live if t is not None)
+        items = sum(1 for t in live if t is not None for _ in _live_items(t))
         _log = _Log(path)
         return RestoreReport(tables, items, dropped, time.perf_counter() - started)
 
