@@ -161,10 +161,9 @@ def restart_figures(turns: int = 10_000, sample_turns: int = 40) -> dict[str, fl
         # the same lines again under other sessions and message ids, until `turns` turns are stored
         with log.open("a", encoding="utf-8") as f:
             for copy in range(1, turns // sample_turns):
-                suffix = f'c{copy}"'
+                renamed = rf'"\1c{copy}"'
                 for line in sample:
-                    line = line.replace("sample-", f"copy{copy}-")
-                    f.write(_ID.sub(lambda m, s=suffix: f'"{m.group(1)}{s}', line) + "\n")
+                    f.write(_ID.sub(renamed, line.replace("sample-", f"copy{copy}-")) + "\n")
         size_mb = log.stat().st_size / 1e6
         with local_server(data) as (_, url, seconds_uncompacted):
             check = requests.get(f"{url}/v1/projects/{PROJECT}/sessions/copy{turns // sample_turns - 1}-1",
