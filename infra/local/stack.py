@@ -8,10 +8,14 @@
 3. build the functions' environment from the template (plus local overrides), check that every
    function agrees on it (locally they share one process, so one ``os.environ``), and put the
    Anthropic key, when there is one, into Secrets Manager instead of the environment;
-4. import each handler from its file (both are ``app.py``, so each gets a unique module name);
+4. import each handler from its file (both are ``app.py``, so each gets a unique module name):
+   the first container of the function's pool (:class:`LocalFunction`; more start on demand);
 5. seed the demo projects (``infra.local.demo.seed``);
 6. serve HTTP: each request becomes an API Gateway HTTP API payload-2.0 event for the function
    that owns the route, and the Lambda proxy result becomes the HTTP response.
+
+With ``data_dir`` the DynamoDB tables are restored from and logged to that directory
+(:mod:`infra.local.moto_persistence`); without it they live in memory only.
 
 Isolation (``isolated=True``, what the tests use): the stack's AWS environment is applied only
 while the stack starts and while a handler runs (one invocation at a time, under a process-wide
@@ -236,7 +240,7 @@ class _Moto:
 # ------------------------------------------------------------------------------------ functions
 #: Most "containers" (handler instances) per function locally; ``LOCAL_CONTAINERS_PER_FUNCTION``
 #: overrides it. Lambda runs one request per execution environment at a time and adds
-#: environments as requests arrive (docs/architecture.md, local runtime); the pool does the same.
+#: environments as requests arrive (docs/architecture.md, "Local runtime"); the pool does the same.
 DEFAULT_CONTAINERS_PER_FUNCTION = 8
 
 
