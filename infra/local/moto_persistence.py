@@ -74,12 +74,6 @@ class DataDirInUse(RuntimeError):
     interleave their logs)."""
 
 
-def has_data(data_dir: Path) -> bool:
-    """Whether ``data_dir`` holds a log with at least one item or table (a restart, not a fresh store)."""
-    path = data_dir / LOG_NAME
-    return path.is_file() and path.stat().st_size > 0
-
-
 class _Log:
     """The open log file; every append happens under ``moto_patches.DYNAMODB_LOCK``."""
 
