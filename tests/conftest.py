@@ -23,6 +23,16 @@ os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "agent-memory-test")
 from tests.support.fixtures import messages_api  # noqa: E402,F401
 
 
+@pytest.fixture(autouse=True)
+def _local_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A local server a test starts (``python -m infra.local.server``) keeps its data in a
+    directory of its own, never in the repository's ``.local/data`` (created by the server)."""
+    import uuid
+
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("LOCAL_DATA_DIR", str(base / f"local-data-{uuid.uuid4().hex}"))
+
+
 @dataclass
 class FakeLambdaContext:
     """A Lambda context for handler tests; remaining time counts down from ``timeout_s``."""

@@ -19,6 +19,12 @@ Validation and errors are moto's own: the same checks in the same order, the sam
 ``TransactionCanceledException`` with one cancellation reason per operation, and
 ``MultipleTransactionsException`` / ``MockValidationException`` re-raised after the rollback.
 
+``apply()`` also stops moto's instance tracking: ``BaseModel.__new__`` appends every model object
+it ever creates (every DynamoDB ``Item``, including the copies made for each write) to a
+class-level list that only moto's ``/moto-api/data.json`` introspection reads, so a long-running
+server's memory grows with every request. Upstream-style, this would be an opt-out of the
+tracking; here ``BaseModel.__new__`` simply no longer records instances.
+
 ``python -m infra.local.moto_patches -H HOST -p PORT`` runs moto's server with the patch applied
 (what ``LocalStack`` uses for ``moto_mode="process"``).
 """
@@ -27,11 +33,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from moto.core.common_models import BaseModel
+from moto.core.model_instances import model_data
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
@@ -163,11 +172,26 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
             raise TransactionCanceledException(errors)
 
 
+def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``BaseModel.__new__`` without appending the instance to ``cls.instances_tracked``."""
+    return object.__new__(cls)
+
+
+def stop_instance_tracking() -> None:
+    """moto no longer keeps a reference to every model object it creates; the lists kept so far are emptied."""
+    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+    for models in model_data.values():
+        for model in models.values():
+            model.instances_tracked = []  # type: ignore[attr-defined]
+
+
 def apply() -> None:
-    """Patch ``DynamoDBBackend`` in this process (idempotent; affects existing backends too)."""
+    """Patch ``DynamoDBBackend`` in this process (idempotent; affects existing backends too) and
+    stop moto's instance tracking (:func:`stop_instance_tracking`)."""
     with DYNAMODB_LOCK:
         if getattr(DynamoDBBackend, _PATCHED_ATTR, False):
             return
+        stop_instance_tracking()
         for name in _LOCKED_METHODS:
             setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
@@ -175,8 +199,17 @@ def apply() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """moto's server (same arguments as ``python -m moto.server``) with the patch applied."""
+    """moto's server (same arguments as ``python -m moto.server``) with the patch applied; with
+    ``MOTO_DATA_DIR`` set, DynamoDB is restored from and logged to that directory
+    (:mod:`infra.local.moto_persistence`) before the server listens."""
     apply()
+    data_dir = os.environ.get("MOTO_DATA_DIR")
+    if data_dir:
+        from pathlib import Path
+
+        from infra.local import moto_persistence
+
+        moto_persistence.enable(Path(data_dir))
     from moto.server import main as moto_main
 
     moto_main(argv)

@@ -6,7 +6,8 @@ provider unless ``ANTHROPIC_API_KEY`` is set (then the key is stored in moto Sec
 removed from the environment, so the handler reads it the way it does in AWS).
 
 Environment: ``PORT`` (default 3000), ``MOTO_PORT`` (default: a free port), ``ANTHROPIC_API_KEY``,
-``ANTHROPIC_BASE_URL``.
+``ANTHROPIC_BASE_URL``, ``LOCAL_DATA_DIR`` (default ``.local/data``: the DynamoDB tables, kept across
+restarts and a ``kill -9``; see ``infra.local.moto_persistence``).
 Every route but the public ones needs ``Authorization: Bearer <jwt>``, verified like API Gateway's
 JWT authorizer does (``infra.local.token``); ``make token`` prints one.
 Logs one line per request (method, path, status, duration, function); never bodies.
@@ -34,6 +35,9 @@ from infra.local.token import LOCAL_AUDIENCE, LOCAL_ISSUER
 #: Where the running server describes itself (``LocalStack.describe()``); removed on stop.
 #: ``LOCAL_STACK_FILE`` overrides it (tests, or two servers side by side).
 STACK_FILE = Path(os.environ.get("LOCAL_STACK_FILE") or REPO_ROOT / ".local" / "stack.json")
+#: Where the DynamoDB tables are kept across restarts (``infra.local.moto_persistence``);
+#: ``LOCAL_DATA_DIR`` overrides it. ``make reset`` deletes it.
+DATA_DIR = Path(os.environ.get("LOCAL_DATA_DIR") or REPO_ROOT / ".local" / "data")
 
 EXAMPLE_DATA_QUESTION = "P001 入组了吗？"
 EXAMPLE_HISTORY_QUESTION = "最近入组太慢了，我们之前有没有讨论过怎么解决？"
@@ -58,10 +62,17 @@ def banner(stack: LocalStack) -> str:
     else:
         llm = "offline (deterministic, no network; set ANTHROPIC_API_KEY to use Claude)"
     reports = len(stack.repo.load_history("demo-iit", limit_weeks=520))
+    if stack.data_dir is None:
+        data = "in memory only (lost when the server stops)"
+    elif stack.restarted:
+        data = f"{stack.data_dir} (restored in {stack.moto_start_seconds:.1f} s; `make reset` wipes it)"
+    else:
+        data = f"{stack.data_dir} (new; kept across restarts; `make reset` wipes it)"
     return "\n".join(
         [
             "Agent Memory Service - local stack",
             f"  API:        {stack.base_url}",
+            f"  data:       {data}",
             f"  LLM:        {llm}",
             f"  AWS (moto): {stack.moto_url}  tables: {', '.join(sorted(stack.table_names.values()))}",
             f"  auth:       Bearer JWT, verified locally (issuer {LOCAL_ISSUER}, audience {LOCAL_AUDIENCE})",
@@ -121,7 +132,7 @@ def main() -> int:
     install_stop_handlers()
 
     try:
-        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="thread").start()
+        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="thread", data_dir=DATA_DIR).start()
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
         return 1

@@ -8,10 +8,14 @@
 3. build the functions' environment from the template (plus local overrides), check that every
    function agrees on it (locally they share one process, so one ``os.environ``), and put the
    Anthropic key, when there is one, into Secrets Manager instead of the environment;
-4. import each handler from its file (both are ``app.py``, so each gets a unique module name);
+4. import each handler from its file (both are ``app.py``, so each gets a unique module name):
+   the first container of the function's pool (:class:`LocalFunction`; more start on demand);
 5. seed the demo projects (``infra.local.demo.seed``);
 6. serve HTTP: each request becomes an API Gateway HTTP API payload-2.0 event for the function
    that owns the route, and the Lambda proxy result becomes the HTTP response.
+
+With ``data_dir`` the DynamoDB tables are restored from and logged to that directory
+(:mod:`infra.local.moto_persistence`); without it they live in memory only.
 
 Isolation (``isolated=True``, what the tests use): the stack's AWS environment is applied only
 while the stack starts and while a handler runs (one invocation at a time, under a process-wide
@@ -165,10 +169,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 class _Moto:
     """moto's server, in a thread of this process (``thread``) or as a child process (``process``)."""
 
-    def __init__(self, mode: Literal["thread", "process"], host: str, port: int) -> None:
+    def __init__(
+        self, mode: Literal["thread", "process"], host: str, port: int, data_dir: Path | None = None
+    ) -> None:
         self.mode = mode
         self.host = host
         self.port = port
+        self.data_dir = data_dir
+        #: What the thread-mode restore found (``None`` in process mode or without ``data_dir``).
+        self.restored: Any = None
         self._thread_server: Any = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -183,6 +192,13 @@ class _Moto:
             from infra.local import moto_patches
 
             moto_patches.apply()  # per-item transaction rollback under one lock (see the module)
+            if self.data_dir is not None:
+                from infra.local import moto_persistence
+
+                try:
+                    self.restored = moto_persistence.enable(self.data_dir)  # restore, then log every write
+                except (moto_persistence.DataDirInUse, ValueError) as exc:
+                    raise LocalStackError(str(exc)) from None
             self._thread_server = ThreadedMotoServer(ip_address=self.host, port=self.port, verbose=False)
             self._thread_server.start()
             self.port = int(self._thread_server.get_host_and_port()[1])
@@ -191,9 +207,13 @@ class _Moto:
             self.port = free_port(self.host)
         # moto's server with infra.local.moto_patches applied; the repository root must be importable.
         python_path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        child_env = {**os.environ, "PYTHONPATH": python_path}
+        child_env.pop("MOTO_DATA_DIR", None)
+        if self.data_dir is not None:
+            child_env["MOTO_DATA_DIR"] = str(self.data_dir)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "infra.local.moto_patches", "-H", self.host, "-p", str(self.port)],
-            env={**os.environ, "PYTHONPATH": python_path},
+            env=child_env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -216,6 +236,10 @@ class _Moto:
         if self._thread_server is not None:
             self._thread_server.stop()
             self._thread_server = None
+            if self.data_dir is not None:
+                from infra.local import moto_persistence
+
+                moto_persistence.disable()
         if self._process is not None:
             self._process.terminate()
             try:
@@ -227,18 +251,80 @@ class _Moto:
 
 
 # ------------------------------------------------------------------------------------ functions
+#: Most "containers" (handler instances) per function locally; ``LOCAL_CONTAINERS_PER_FUNCTION``
+#: overrides it. Lambda runs one request per execution environment at a time and adds
+#: environments as requests arrive (docs/architecture.md, "Local runtime"); the pool does the same.
+DEFAULT_CONTAINERS_PER_FUNCTION = 8
+
+
+@dataclass
+class Container:
+    """One execution environment of a function: its own import of the handler module (its own
+    module globals, as a Lambda container has), serving one request at a time."""
+
+    module: ModuleType
+    handler: Callable[[dict[str, Any], Any], Any]
+
+
 @dataclass
 class LocalFunction:
-    """One Lambda function: its spec, its imported handler module and its one-at-a-time lock."""
+    """One Lambda function: its spec and a pool of containers.
+
+    A request takes an idle container, or starts a new one (a cold start: the handler module is
+    imported again under a name of its own) while there are fewer than ``max_containers``, or
+    waits for one to be released. ``module`` / ``handler`` are the first container's.
+    """
 
     spec: FunctionSpec
     module: ModuleType
     handler: Callable[[dict[str, Any], Any], Any]
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    max_containers: int = DEFAULT_CONTAINERS_PER_FUNCTION
+    #: Starts a new container (set by the stack: imports the handler file under ``name``).
+    start_container: Callable[[str], Container] | None = None
+    containers: list[Container] = field(default_factory=list)
+    _idle: list[Container] = field(default_factory=list)
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _starting: int = 0
+    _started: int = 0
+
+    def __post_init__(self) -> None:
+        first = Container(self.module, self.handler)
+        self.containers.append(first)
+        self._idle.append(first)
 
     @property
     def name(self) -> str:
         return self.spec.logical_id
+
+    @contextmanager
+    def container(self) -> Iterator[Container]:
+        """An idle container for one invocation (started if the pool may grow, else waited for)."""
+        with self._cond:
+            while not self._idle and (
+                self.start_container is None or len(self.containers) + self._starting >= self.max_containers
+            ):
+                self._cond.wait()
+            chosen = self._idle.pop() if self._idle else None
+            if chosen is None:
+                self._starting += 1
+                self._started += 1
+                name = f"local_fn_{self.spec.logical_id}_{self._started + 1}"
+        if chosen is None:
+            assert self.start_container is not None
+            try:
+                chosen = self.start_container(name)
+            finally:
+                with self._cond:
+                    self._starting -= 1
+                    self._cond.notify_all()
+            with self._cond:
+                self.containers.append(chosen)
+        try:
+            yield chosen
+        finally:
+            with self._cond:
+                self._idle.append(chosen)
+                self._cond.notify()
 
 
 def _route_rule_path(path: str) -> str:
@@ -313,6 +399,7 @@ class LocalStack:
         anthropic_api_key: str | None = None,
         template_path: Path | None = None,
         gateway_timeout_s: float = GATEWAY_TIMEOUT_S,
+        data_dir: Path | None = None,
     ) -> None:
         """
         Args:
@@ -324,10 +411,14 @@ class LocalStack:
             env_overrides: function environment variables that win over the template.
             anthropic_api_key: default ``$ANTHROPIC_API_KEY``; when set the provider is
                 ``anthropic`` and the key is stored in moto Secrets Manager.
+            data_dir: keep the DynamoDB tables there across restarts
+                (:mod:`infra.local.moto_persistence`); ``None`` = in memory only. A directory
+                that already holds data is restored and not seeded again.
         """
         self._host = host
         self._port = port
-        self._moto = _Moto(moto_mode, host, moto_port)
+        self._moto = _Moto(moto_mode, host, moto_port, data_dir)
+        self.data_dir = data_dir
         self._isolated = isolated
         self._seed = seed
         self._now = now
@@ -348,6 +439,10 @@ class LocalStack:
         self._http_thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bound_marker: Any = None
+        #: ``True`` when ``data_dir`` already held data at start (restored, not seeded).
+        self.restarted = False
+        #: Seconds moto took to start (with ``data_dir``: including the restore of the stored data).
+        self.moto_start_seconds = 0.0
         #: ``LOCAL_STACK_STATUS_LOG``: append every answer's status to this file (the test suite's
         #: proof that no stack served a 500), read once here (isolated mode swaps ``os.environ``).
         self._status_log = os.environ.get(STATUS_LOG_ENV) or None
@@ -377,9 +472,15 @@ class LocalStack:
     def _start(self) -> None:
         if str(LAYER_PATH) not in sys.path:  # the layer is /opt/python in Lambda; it stays importable
             sys.path.insert(0, str(LAYER_PATH))
+        started = time.perf_counter()
         self._moto.start()
+        self.moto_start_seconds = time.perf_counter() - started
         template = load_template(self._template_path)
         self.table_names = create_tables(self.aws_client("dynamodb"), template)
+        if self.data_dir is not None:
+            # A restart: the stored data is the truth, the demo seed must not overwrite edits.
+            memory_table = self.table_names["MemoryTable"]
+            self.restarted = bool(self.aws_client("dynamodb").scan(TableName=memory_table, Limit=1)["Items"])
         # The job fan-out queues and the admin-alert topic (moto SQS / SNS); the local stack does
         # not poll the queue by itself: `python -m infra.jobs` delivers its messages to the worker.
         self.resources = {
@@ -430,7 +531,7 @@ class LocalStack:
                 self.functions[spec.logical_id] = self._import_function(spec)
             get_settings.cache_clear()  # do not leave our settings cached for others in this process
             self._bind_models()
-            if self._seed:
+            if self._seed and not self.restarted:
                 from agent_memory.adapters.dynamo.chat import DynamoRepository
                 from infra.local.demo.seed import seed_demo
 
@@ -464,7 +565,8 @@ class LocalStack:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
         for function in self.functions.values():
-            sys.modules.pop(function.module.__name__, None)
+            for container in function.containers:
+                sys.modules.pop(container.module.__name__, None)
         self.functions.clear()
         self._moto.stop()
         if self._saved_env is not None:
@@ -536,10 +638,10 @@ class LocalStack:
         context = LocalLambdaContext(
             function.spec.logical_id, function.spec.timeout_s, function.spec.memory_mb, request_id=request_id
         )
-        with function.lock, self._env_scope():  # one request at a time per "container"
+        with function.container() as container, self._env_scope():  # one request at a time per container
             if self._isolated:
                 self._ensure_bound()
-            return function.handler(event, context)
+            return container.handler(event, context)
 
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         started = time.monotonic()
@@ -614,13 +716,33 @@ class LocalStack:
 
     # -------------------------------------------------------------------------- helpers
     def _import_function(self, spec: FunctionSpec) -> LocalFunction:
+        first = self._import_container(spec, f"local_fn_{spec.logical_id}")
+        maximum = int(os.environ.get("LOCAL_CONTAINERS_PER_FUNCTION") or DEFAULT_CONTAINERS_PER_FUNCTION)
+        return LocalFunction(
+            spec=spec, module=first.module, handler=first.handler, max_containers=max(1, maximum),
+            start_container=lambda name: self._start_container(spec, name),
+        )
+
+    def _start_container(self, spec: FunctionSpec, name: str) -> Container:
+        """A cold start while serving: the handler imported again, with the stack's settings."""
+        from agent_memory.config import get_settings
+
+        with self._env_scope():
+            if self._isolated:
+                get_settings.cache_clear()
+            container = self._import_container(spec, name)
+            if self._isolated:
+                get_settings.cache_clear()
+        log.info("%s: new container %s (cold start)", spec.logical_id, name)
+        return container
+
+    def _import_container(self, spec: FunctionSpec, name: str) -> Container:
         module_path, _, attribute = spec.handler.rpartition(".")
         if not module_path:
             raise LocalStackError(f"{spec.logical_id}: handler {spec.handler!r} is not 'module.function'")
         file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
         if not file.is_file():
             raise LocalStackError(f"{spec.logical_id}: handler file {file} does not exist")
-        name = f"local_fn_{spec.logical_id}"
         module_spec = importlib.util.spec_from_file_location(name, file)
         if module_spec is None or module_spec.loader is None:
             raise LocalStackError(f"{spec.logical_id}: cannot import {file}")
@@ -634,7 +756,7 @@ class LocalStack:
         handler = getattr(module, attribute, None)
         if not callable(handler):
             raise LocalStackError(f"{spec.logical_id}: {file} has no callable {attribute!r}")
-        return LocalFunction(spec=spec, module=module, handler=handler)
+        return Container(module=module, handler=handler)
 
     def _put_secret(self, name: str, value: str) -> None:
         client = self.aws_client("secretsmanager")

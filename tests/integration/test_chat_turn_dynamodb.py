@@ -16,7 +16,14 @@ from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatConfig
 from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.fakes import stored_messages
-from tests.unit.chat_support import deps_with, seed_60_weeks_of_30kb, seed_project, seed_two_projects, send
+from tests.unit.chat_support import (
+    deps_with,
+    llm_requests,
+    seed_60_weeks_of_30kb,
+    seed_project,
+    seed_two_projects,
+    send,
+)
 
 TABLES = ("MemoryTable", "SessionsTable", "FlowLogTable")
 
@@ -173,3 +180,81 @@ def test_b08_every_table_key_carries_the_project_id(repo: Any, aws: dict[str, st
     # ... and so does the patient index key
     patient_keys = {i["patient_pk"]["S"] for (_, sk), i in tables["SessionsTable"].items() if sk == "SESSION"}
     assert patient_keys == {"P1#pt-1", "P2#pt-1"}
+
+
+# ------------------------------------ round trips of a history turn at any project age
+@dataclass
+class DynamoCalls:
+    calls: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+def dynamo_calls(monkeypatch: pytest.MonkeyPatch) -> DynamoCalls:
+    """Every DynamoDB API call botocore sends (one per round trip, pages included)."""
+    from botocore.client import BaseClient
+
+    counter = DynamoCalls()
+    original = BaseClient._make_api_call
+
+    def counting(client: Any, operation: str, params: Any) -> Any:
+        if client.meta.service_model.service_name == "dynamodb":
+            counter.calls.append(operation)
+        return original(client, operation, params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", counting)
+    return counter
+
+
+def _seed_years_of_history(repo: Any, first_year: int, last_year: int) -> None:
+    """Weekly reports of every ISO week of ``first_year``..``last_year`` and 2026-W01..W09 (before T0),
+    and the summary of each of those complete years."""
+    from datetime import timedelta
+
+    from agent_memory.domain.models import WeeklyReport, YearlySummary
+    from tests.unit.chat_support import T0
+
+    seed_project(repo, "p1", weeks=9)
+    for year in range(first_year, last_year + 1):
+        weeks = 53 if year in (2015, 2020, 2026) else 52
+        for w in range(1, weeks + 1):
+            repo.put_weekly_report(WeeklyReport(project_id="p1", iso_week=f"{year}-W{w:02d}",
+                                                summary=f"[进度]: {year} 第{w}周入组 3 人。", created_at=T0))
+        repo.put_yearly_summary(YearlySummary(project_id="p1", year=year, summary=f"{year}年总结：筛选暂停过一次。",
+                                              created_at=T0 - timedelta(days=60)))
+
+
+def test_a_history_turn_of_a_three_year_old_project_costs_three_round_trips(
+    repo: Any, dynamo_calls: DynamoCalls
+) -> None:
+    # Given a project with 165 weekly reports (2023-W01 .. 2026-W09) and the summaries of 2023-2025
+    _seed_years_of_history(repo, 2023, 2025)
+    deps = deps_with(repo)
+    send(deps, "你好")  # the session exists: a warm turn
+    dynamo_calls.calls.clear()
+
+    # When a history question is asked
+    send(deps, "我们为什么暂停了筛选？")
+
+    # Then the turn cost one BatchGetItem, one Query and one TransactWriteItems
+    assert sorted(dynamo_calls.calls) == ["BatchGetItem", "Query", "TransactWriteItems"]
+    # and the LLM saw the yearly summaries of the years older than the 50 weeks it got
+    prompt = "\n".join(b.text for b in llm_requests(deps)[-1].system)
+    assert "2023年总结" in prompt and "2024年总结" in prompt
+
+
+def test_a_project_older_than_the_years_read_with_the_turn_still_gets_every_yearly_summary(
+    repo: Any, dynamo_calls: DynamoCalls
+) -> None:
+    # Given a project with reports and summaries since 2012 (older than the 11 years the turn reads)
+    _seed_years_of_history(repo, 2012, 2025)
+    deps = deps_with(repo)
+    send(deps, "你好")
+    dynamo_calls.calls.clear()
+
+    # When a history question is asked
+    send(deps, "我们为什么暂停了筛选？")
+
+    # Then one more Query read the older summaries, and the LLM saw the oldest one too
+    assert sorted(dynamo_calls.calls) == ["BatchGetItem", "Query", "Query", "TransactWriteItems"]
+    prompt = "\n".join(b.text for b in llm_requests(deps)[-1].system)
+    assert "2012年总结" in prompt

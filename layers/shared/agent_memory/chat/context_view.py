@@ -11,13 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory.chat.history_tool import render_reports
-from agent_memory.chat.prompt import (
-    render_history_block,
-    render_hot_memory_block,
-    select_recent_turns,
-    turns_to_messages,
-)
 from agent_memory.domain.errors import MessageNotFound
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.ports import ContextStore
@@ -57,6 +50,8 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
         read = call.get("read_history")
         if read:
             # What the model read through the read_history tool (the same text it was given).
+            from agent_memory.chat.history_tool import render_reports  # loads with the chat agent
+
             weeks = list(read.get("weeks", []))
             reports = sorted(store.get_reports(project_id, weeks), key=lambda r: r.iso_week)
             text = render_reports(reports)
@@ -73,6 +68,15 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
 def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[str, Any]) -> tuple[str, bool]:
     if "text" in block:
         return str(block["text"]), False
+    # The prompt's renderers (and the chat agent they import) load on the first inspection only:
+    # the API function that serves this rarely used route keeps its cold start short.
+    from agent_memory.chat.prompt import (
+        render_history_block,
+        render_hot_memory_block,
+        select_recent_turns,
+        turns_to_messages,
+    )
+
     ref = block.get("ref") or {}
     name = block["name"]
     if name == "hot_memory":

@@ -237,9 +237,11 @@ def handle_message(
     if any(p.load_history for p in plans):
         reports = deps.store.load_history(project_id, limit_weeks=cfg.budget.history_weeks)
         if len(reports) >= cfg.budget.history_weeks:
-            # More history than the week cap may exist: older periods come through the
-            # yearly summaries. One more Query, only then.
-            yearly = deps.store.load_yearly_summaries(project_id)
+            # More history than the week cap may exist: older periods come through the yearly
+            # summaries, read with the turn's BatchGetItem (a Query only for a project older than
+            # the years that read covers; docs/architecture.md, "Request path").
+            read = ctx.yearly_summaries
+            yearly = read if read is not None else deps.store.load_yearly_summaries(project_id)
 
     # A reused failed message stays in the window the prompt sees (its place numbers the window's
     # messages); being failed, it is never replayed as a recent turn.

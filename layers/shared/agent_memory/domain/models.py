@@ -187,6 +187,9 @@ class TurnContext(BaseModel):
     project: Project
     hot_memory: HotMemory
     session: SessionState
+    #: The project's yearly summaries, oldest first, read with the turn's BatchGetItem; None when
+    #: they were not read, or older ones than those read may exist (the reader then queries them).
+    yearly_summaries: list[YearlySummary] | None = None
 
 
 def iso_week_label(day: date) -> str:

@@ -3,7 +3,7 @@ item and its messages (reads of messages by id, by range; the turn write).
 
 Round trips of one turn (``docs/architecture.md``, "Request path"):
 - :meth:`DynamoRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
-  MemoryTable and the SessionsTable (project, hot memory, session item);
+  MemoryTable and the SessionsTable (project, hot memory, the recent years' summaries, session item);
 - :meth:`DynamoRepository.record_turn`: ONE TransactWriteItems (session item under its version
   condition, message items, flow-log items, activity markers);
 - the history book only for history intents (:meth:`ProjectRepository.load_history`).
@@ -35,7 +35,13 @@ from agent_memory.adapters.dynamo.mappers import (
     session_from_item,
     session_to_item,
 )
-from agent_memory.adapters.dynamo.projects import ProjectRepository, project_and_hot_memory, project_keys
+from agent_memory.adapters.dynamo.projects import (
+    ProjectRepository,
+    project_and_hot_memory,
+    project_keys,
+    yearly_summaries_among,
+    yearly_summary_keys,
+)
 from agent_memory.adapters.dynamo.tables import ErasureItem, FlowLogItem, MessageItem, ProjectItem, SessionItem
 from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
@@ -67,8 +73,10 @@ class DynamoRepository(ProjectRepository):
         Raises:
             ProjectNotFound: no ``PROJECT`` item for ``project_id``.
         """
+        memory_keys = project_keys(project_id)
+        memory_keys["Keys"] += yearly_summary_keys(project_id, now)
         raw_items = batch_get({
-            ProjectItem.Meta.table_name: project_keys(project_id),
+            ProjectItem.Meta.table_name: memory_keys,
             SessionItem.Meta.table_name: {
                 "Keys": [{"pk": {"S": keys.session_pk(project_id, session_id)}, "sk": {"S": keys.SESSION_SK}}],
                 "ConsistentRead": True,
@@ -82,7 +90,10 @@ class DynamoRepository(ProjectRepository):
             session = SessionState(
                 project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0
             )
-        return TurnContext(project=project, hot_memory=hot, session=session)
+        return TurnContext(
+            project=project, hot_memory=hot, session=session,
+            yearly_summaries=yearly_summaries_among(project_id, now, raw_items),
+        )
 
     def get_session(self, project_id: str, session_id: str) -> SessionState | None:
         """The session item (strongly consistent) or None."""

@@ -91,6 +91,36 @@ def project_and_hot_memory(project_id: str, raw_items: list[dict[str, Any]]) -> 
     return project, hot
 
 
+#: Years of summaries (``YEAR#{yyyy}``) the chat turn's BatchGetItem reads: the current ISO year
+#: and the ones before it. A project with a summary of the oldest of them may have older ones.
+YEARS_READ_WITH_TURN = 11
+
+
+def yearly_summary_keys(project_id: str, now: datetime) -> list[dict[str, Any]]:
+    """BatchGetItem keys of the ``YEAR#{yyyy}`` items of the :data:`YEARS_READ_WITH_TURN` years up to ``now``'s."""
+    last = now.isocalendar()[0]
+    return [
+        {"pk": {"S": project_id}, "sk": {"S": keys.year_sk(year)}}
+        for year in range(last - YEARS_READ_WITH_TURN + 1, last + 1)
+    ]
+
+
+def yearly_summaries_among(
+    project_id: str, now: datetime, raw_items: list[dict[str, Any]]
+) -> list[YearlySummary] | None:
+    """The yearly summaries among the raw items of a batch read of :func:`yearly_summary_keys`,
+    oldest first; None when the oldest year read has one (older years may too: query them)."""
+    found = [
+        yearly_summary_from_item(YearSummaryItem.from_raw_data(raw))
+        for raw in raw_items
+        if raw["pk"]["S"] == project_id and raw["sk"]["S"].startswith(keys.YEAR_PREFIX)
+    ]
+    oldest = now.isocalendar()[0] - YEARS_READ_WITH_TURN + 1
+    if any(s.year == oldest for s in found):
+        return None
+    return sorted(found, key=lambda s: s.year)
+
+
 @sdk_errors_as_domain
 class ProjectRepository:
     """Project record, hot memory and history book (PynamoDB models bound by ``bind_tables``)."""
@@ -253,4 +283,12 @@ class ProjectRepository:
         return put_if_absent(yearly_summary_to_item(summary))
 
 
-__all__ = ["ConflictCheck", "ExtraWrites", "ProjectRepository", "project_and_hot_memory", "project_keys"]
+__all__ = [
+    "ConflictCheck",
+    "ExtraWrites",
+    "ProjectRepository",
+    "project_and_hot_memory",
+    "project_keys",
+    "yearly_summaries_among",
+    "yearly_summary_keys",
+]

@@ -1,0 +1,390 @@
+"""Durable local DynamoDB: moto's in-memory tables, kept on disk by an after-image log.
+
+moto keeps its tables in memory only. ``enable(data_dir)`` makes the DynamoDB backend of this
+process durable:
+
+* **Restore.** ``<data_dir>/dynamodb.jsonl`` is read first: table definitions, then the items,
+  later records winning. A last line cut short by a crash is dropped (its write was never
+  acknowledged: a write is acknowledged only after its line is complete, see below).
+* **Compact.** The restored state is written as a fresh log (tables, then items in chunks) to a
+  temporary file, flushed with ``fsync`` and renamed over the old one (an atomic replace: a crash
+  during compaction leaves the old log).
+* **Log.** Every successful write appends one line with the *after-image* of the items it
+  touched (the whole item, or ``null`` when it was deleted), under the backend lock of
+  :mod:`infra.local.moto_patches`, so the log order is the order the writes were applied in.
+  A transaction is one line (all its items or none); a transaction that is cancelled and rolled
+  back writes nothing. The line is written and flushed to the operating system *before* moto
+  answers the request, so what a client saw acknowledged survives the process being killed
+  (``kill -9``); it is not ``fsync``-ed per write, so a power cut or an OS crash can lose the
+  last writes (the compaction at start-up is ``fsync``-ed).
+
+Covered: ``CreateTable``, ``DeleteTable``, ``UpdateTimeToLive``, ``PutItem``, ``UpdateItem``,
+``DeleteItem``, ``BatchWriteItem`` (moto applies it through PutItem / DeleteItem) and
+``TransactWriteItems``. Not covered (the service does not use them): PartiQL writes, backups /
+restores, table updates (GSIs added later). Only DynamoDB is durable; SQS, SNS and Secrets
+Manager start empty (the local stack re-creates its queues, topic and secret at start).
+
+Why not moto's recorder (``MOTO_ENABLE_RECORDING``)? It appends every *request*, reads included,
+before moto has processed it, and replays them over HTTP one by one: restart time grows with the
+number of requests ever made rather than with the data, and concurrent conditional writes are
+recorded in arrival order, not in the order they were applied, so a replay can decide a race
+differently than the run that acknowledged it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import inspect
+import json
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from moto.dynamodb.models import DynamoDBBackend, dynamodb_backends
+from moto.dynamodb.models.dynamo_type import DynamoType, Item
+
+from infra.local import moto_patches
+
+LOG_NAME = "dynamodb.jsonl"
+#: Held (``flock``) by the one process that writes the directory; the OS releases it when the
+#: process ends, however it ends.
+LOCK_NAME = "lock"
+#: Items per line in a compacted log.
+_CHUNK = 500
+_PATCHED_ATTR = "_agent_memory_persistence"
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """What :func:`enable` found on disk: ``tables`` and ``items`` restored, ``dropped_tail``
+    (a last line cut short by a crash was ignored), ``seconds`` (restore + compaction)."""
+
+    tables: int
+    items: int
+    dropped_tail: bool
+    seconds: float
+
+
+class DataDirInUse(RuntimeError):
+    """Another live process keeps its DynamoDB data in this directory (two writers would
+    interleave their logs)."""
+
+
+class _Log:
+    """The open log file; every append happens under ``moto_patches.DYNAMODB_LOCK``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file: IO[str] = path.open("a", encoding="utf-8")
+        #: > 0 while a transaction runs (its single-item writes are logged as one line at the end).
+        self.tx_depth = 0
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+        self.file.flush()  # in the OS page cache before the request is acknowledged: survives kill -9
+
+    def close(self) -> None:
+        self.file.close()
+
+
+_log: _Log | None = None
+_lock_fd: int | None = None
+_state_lock = threading.Lock()
+#: ``create_table`` arguments of every live table, by (account, region, name): what a compaction writes.
+_table_defs: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+
+# ------------------------------------------------------------------------------------ records
+def _backend_id(backend: DynamoDBBackend) -> dict[str, str]:
+    return {"a": backend.account_id, "r": backend.region_name}
+
+
+def _after_image(backend: DynamoDBBackend, table_name: str, key: dict[str, Any]) -> list[Any]:
+    """``[table, key, item attributes or None]`` for the item at ``key`` as it is now."""
+    table = backend.get_table(table_name)
+    hash_key, range_key = backend.get_keys_value(table, key)
+    item = table.get_item(hash_key, range_key)
+    key_only = {table.hash_key_attr: key[table.hash_key_attr]}
+    if table.range_key_attr is not None:
+        key_only[table.range_key_attr] = key[table.range_key_attr]
+    return [table_name, key_only, item.to_json()["Attributes"] if item is not None else None]
+
+
+def _key_of_put(backend: DynamoDBBackend, table_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
+    table = backend.get_table(table_name)
+    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+    if table.range_key_attr is not None:
+        key[table.range_key_attr] = attrs[table.range_key_attr]
+    return key
+
+
+# ------------------------------------------------------------------------------------ patches
+def _bound(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    return dict(inspect.signature(method).bind(*args, **kwargs).arguments)
+
+
+def _logging_write(method: Callable[..., Any], key_of: Callable[[DynamoDBBackend, dict[str, Any]], Any]) -> Any:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with moto_patches.DYNAMODB_LOCK:
+            result = method(*args, **kwargs)
+            if _log is not None and _log.tx_depth == 0:
+                backend = args[0]
+                bound = _bound(method, args, kwargs)
+                table_name, key = key_of(backend, bound)
+                _log.append({"t": "w", **_backend_id(backend), "w": [_after_image(backend, table_name, key)]})
+            return result
+
+    return wrapper
+
+
+def _logging_transaction(method: Callable[..., Any]) -> Any:
+    @functools.wraps(method)
+    def wrapper(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> Any:
+        with moto_patches.DYNAMODB_LOCK:
+            if _log is None:
+                return method(self, transact_items)
+            _log.tx_depth += 1
+            try:
+                result = method(self, transact_items)
+            finally:
+                _log.tx_depth -= 1
+            writes = []
+            for item in transact_items:
+                op_type, op = next(iter(item.items()))
+                if op_type in ("Put", "Update", "Delete"):
+                    key = moto_patches._op_key(self, op_type, op)
+                    writes.append(_after_image(self, op["TableName"], key))
+            if writes and _log.tx_depth == 0:
+                _log.append({"t": "w", **_backend_id(self), "w": writes})
+            return result
+
+    return wrapper
+
+
+def _logging_table_op(method: Callable[..., Any], kind: str) -> Any:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with moto_patches.DYNAMODB_LOCK:
+            result = method(*args, **kwargs)
+            if _log is not None:
+                bound = _bound(method, args, kwargs)
+                backend = bound.pop("self")
+                record = {"t": kind, **_backend_id(backend), "args": bound}
+                _remember(record)
+                _log.append(record)
+            return result
+
+    return wrapper
+
+
+def _patch() -> None:
+    if getattr(DynamoDBBackend, _PATCHED_ATTR, False):
+        return
+    moto_patches.apply()
+    B = DynamoDBBackend
+    B.put_item = _logging_write(  # type: ignore[method-assign]
+        B.put_item, lambda b, a: (a["table_name"], _key_of_put(b, a["table_name"], a["item_attrs"]))
+    )
+    B.update_item = _logging_write(B.update_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
+    B.delete_item = _logging_write(B.delete_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
+    B.transact_write_items = _logging_transaction(B.transact_write_items)  # type: ignore[method-assign]
+    B.create_table = _logging_table_op(B.create_table, "create_table")  # type: ignore[method-assign]
+    B.delete_table = _logging_table_op(B.delete_table, "delete_table")  # type: ignore[method-assign]
+    B.update_time_to_live = _logging_table_op(B.update_time_to_live, "update_time_to_live")  # type: ignore[method-assign]
+    setattr(B, _PATCHED_ATTR, True)
+
+
+# ------------------------------------------------------------------------------------ restore
+def _read(path: Path) -> tuple[list[dict[str, Any]], bool]:
+    """The log's records; ``True`` when a last line cut short by a crash was dropped.
+
+    Raises:
+        ValueError: a line other than the last one is not valid JSON (the log is damaged).
+    """
+    if not path.is_file():
+        return [], False
+    lines = path.read_text(encoding="utf-8").split("\n")
+    records: list[dict[str, Any]] = []
+    dropped = False
+    for number, line in enumerate(lines):
+        if not line:
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(lines) - 1:  # the unterminated last line: a write that was never acknowledged
+                dropped = True
+                continue
+            raise ValueError(f"{path}: line {number + 1} is damaged") from None
+    return records, dropped
+
+
+def _remember(record: dict[str, Any]) -> None:
+    """Keep :data:`_table_defs` in step with a table record."""
+    if record["t"] == "create_table":
+        _table_defs[(record["a"], record["r"], record["args"]["name"])] = record["args"]
+    elif record["t"] == "delete_table":
+        _table_defs.pop((record["a"], record["r"], record["args"]["name"]), None)
+
+
+def _replay(records: list[dict[str, Any]]) -> None:
+    """Apply the log: tables in order; of each item only its last image (later records win)."""
+    # (account, region, table) -> key -> (key, attributes or None)
+    final: dict[tuple[str, str, str], dict[tuple[Any, ...], tuple[dict[str, Any], Any]]] = {}
+    for record in records:
+        _remember(record)
+        backend = dynamodb_backends[record["a"]][record["r"]]
+        kind = record["t"]
+        if kind == "w":
+            for table_name, key, attrs in record["w"]:
+                images = final.setdefault((record["a"], record["r"], table_name), {})
+                images[_key_id(key)] = (key, attrs)
+        elif kind == "create_table":
+            args = record["args"]
+            final.pop((record["a"], record["r"], args["name"]), None)
+            backend.tables.pop(args["name"], None)  # a table re-created after a delete
+            DynamoDBBackend.create_table.__wrapped__(backend, **args)  # type: ignore[attr-defined]
+        elif kind == "delete_table":
+            final.pop((record["a"], record["r"], record["args"]["name"]), None)
+            backend.tables.pop(record["args"]["name"], None)
+        elif kind == "update_time_to_live":
+            DynamoDBBackend.update_time_to_live.__wrapped__(backend, **record["args"])  # type: ignore[attr-defined]
+    for (account_id, region, table_name), images in final.items():
+        table = dynamodb_backends[account_id][region].get_table(table_name)
+        for key, attrs in images.values():
+            _restore_item(table, key, attrs)
+
+
+def _key_id(key: dict[str, Any]) -> tuple[Any, ...]:
+    """A hashable form of a DynamoDB JSON key (``{"pk": {"S": "a"}}`` -> ``(("pk", "S", "a"),)``)."""
+    return tuple((name, *next(iter(value.items()))) for name, value in sorted(key.items()))
+
+
+def _live_items(table: Any) -> Iterator[Any]:
+    """Every item of a moto ``Table``, unsorted (``Table.all_items`` sorts, which a snapshot does not need)."""
+    for entry in table.items.values():
+        if table.range_key_attr is not None:
+            yield from entry.values()
+        else:
+            yield entry
+
+
+def _restore_item(table: Any, key: dict[str, Any], attrs: dict[str, Any] | None) -> None:
+    """Put a logged image into a moto ``Table`` as it was acknowledged.
+
+    The item was validated by moto when it was first written, so it is stored directly: moto's
+    ``LimitedSizeDict`` re-measures the whole item for every attribute it sets (quadratic in the
+    number of attributes), which would make a restore of a large table slow for no benefit.
+    """
+    hash_key = DynamoType(key[table.hash_key_attr])
+    range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr is not None else None
+    if attrs is None:
+        table.delete_item(hash_key, range_key)
+        return
+    item = Item(hash_key, range_key, {})
+    dict.update(item.attrs, {name: DynamoType(value) for name, value in attrs.items()})
+    if range_key is not None:
+        table.items[hash_key][range_key] = item
+    else:
+        table.items[hash_key] = item
+
+
+def _snapshot_records() -> Iterator[dict[str, Any]]:
+    """The current state as log records: every table's definition and TTL, then its items."""
+    for (account_id, region, name), args in list(_table_defs.items()):
+        backend = dynamodb_backends[account_id][region]
+        table = backend.tables.get(name)
+        if table is None:
+            continue
+        ident = {"a": account_id, "r": region}
+        yield {"t": "create_table", **ident, "args": args}
+        if table.ttl.get("TimeToLiveStatus") == "ENABLED":
+            spec = {"Enabled": True, "AttributeName": table.ttl["AttributeName"]}
+            yield {"t": "update_time_to_live", **ident, "args": {"table_name": name, "ttl_spec": spec}}
+        chunk: list[list[Any]] = []
+        for item in _live_items(table):
+            attrs = item.to_json()["Attributes"]
+            chunk.append([name, _key_of_put(backend, name, attrs), attrs])
+            if len(chunk) == _CHUNK:
+                yield {"t": "w", **ident, "w": chunk}
+                chunk = []
+        if chunk:
+            yield {"t": "w", **ident, "w": chunk}
+
+
+def _compact(path: Path) -> None:
+    tmp = path.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as out:
+        for record in _snapshot_records():
+            out.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def enable(data_dir: Path) -> RestoreReport:
+    """Restore this process's DynamoDB backend from ``data_dir`` and log every write there from now on.
+
+    Call it once, before moto serves requests (tables that already exist in memory are replaced
+    by the restored ones). Idempotent per process for the same directory.
+
+    Raises:
+        ValueError: the log is damaged somewhere other than its last line.
+        DataDirInUse: another process holds the directory.
+        RuntimeError: persistence is already enabled on another directory.
+    """
+    import time
+
+    global _log
+    started = time.perf_counter()
+    data_dir = Path(data_dir)
+    with _state_lock, moto_patches.DYNAMODB_LOCK:
+        path = data_dir / LOG_NAME
+        if _log is not None:
+            if _log.path != path:
+                raise RuntimeError(f"DynamoDB persistence already writes to {_log.path}")
+            return RestoreReport(0, 0, False, 0.0)
+        _patch()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        _take_lock(data_dir)
+        records, dropped = _read(path)
+        _replay(records)
+        _compact(path)
+        live = [dynamodb_backends[a][r].tables.get(n) for a, r, n in _table_defs]
+        tables = sum(1 for t in live if t is not None)
+        items = sum(1 for t in live if t is not None for _ in _live_items(t))
+        _log = _Log(path)
+        return RestoreReport(tables, items, dropped, time.perf_counter() - started)
+
+
+def _take_lock(data_dir: Path) -> None:
+    global _lock_fd
+    fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DataDirInUse(f"{data_dir} is in use by another local server (stop it, or set LOCAL_DATA_DIR)") from None
+    _lock_fd = fd
+
+
+def disable() -> None:
+    """Stop logging (the data stays on disk); the next :func:`enable` restores it again."""
+    global _log, _lock_fd
+    with _state_lock, moto_patches.DYNAMODB_LOCK:
+        if _log is not None:
+            _log.close()
+            _log = None
+        if _lock_fd is not None:
+            os.close(_lock_fd)  # releases the flock
+            _lock_fd = None

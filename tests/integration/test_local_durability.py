@@ -1,0 +1,185 @@
+"""The local stack keeps its data across restarts, including a ``kill -9`` (infra.local.moto_persistence).
+
+Each test runs ``python -m infra.local.server`` the way ``make run`` does, with its own
+``LOCAL_DATA_DIR``, and checks what was acknowledged over HTTP after the restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import requests
+from botocore.exceptions import ClientError
+
+from infra.local.moto_persistence import LOG_NAME
+from infra.local.stack import REPO_ROOT, free_port
+from tests.support.auth import bearer
+
+pytestmark = pytest.mark.slow
+
+PROJECT = "demo-iit"
+
+
+class Server:
+    """A running ``infra.local.server`` process: its URL, banner lines and stack description."""
+
+    def __init__(self, process: subprocess.Popen[str], base_url: str, banner: list[str], stack: dict[str, Any]):
+        self.process = process
+        self.base_url = base_url
+        self.banner = banner
+        self.stack = stack
+
+
+@contextmanager
+def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
+    """Start the server on ``data_dir``; on exit SIGTERM it unless the test already killed it."""
+    port = free_port()
+    stack_file = tmp_path / f"stack-{port}.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
+    env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(stack_file)})
+    process = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+    try:
+        banner: list[str] = []
+        assert process.stdout is not None
+        deadline = time.monotonic() + 120
+        for line in process.stdout:
+            banner.append(line)
+            if "Ctrl-C" in line or time.monotonic() > deadline:
+                break
+        assert any("Ctrl-C" in line for line in banner), f"server did not start: {banner}"
+        # the handlers log to stdout (Powertools): keep reading it, or a full pipe blocks the server
+        threading.Thread(target=process.stdout.read, daemon=True).start()
+        yield Server(process, f"http://127.0.0.1:{port}", banner,
+                     json.loads(stack_file.read_text(encoding="utf-8")))
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _turn(base_url: str, session: str, text: str) -> tuple[str, str] | None:
+    """Post one chat turn; its (user message id, reply id) when acknowledged, else None."""
+    response = requests.post(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
+                             json={"content": text}, headers=bearer(), timeout=60)
+    if response.status_code not in (200, 201):
+        return None
+    body = response.json()
+    return body["user_message_id"], body["message_id"]
+
+
+def _stored_ids(base_url: str, sessions: list[str]) -> set[str]:
+    ids: set[str] = set()
+    for session in sessions:
+        response = requests.get(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}", headers=bearer(), timeout=30)
+        assert response.status_code == 200, response.text
+        ids |= {m["message_id"] for m in response.json()["window"]}
+    return ids
+
+
+def _concurrent_turns(base_url: str, sessions: list[str], turns_per_session: int, tag: str) -> set[str]:
+    """``turns_per_session`` turns in each session, the sessions in parallel; the acknowledged ids."""
+
+    def run(session: str) -> list[str]:
+        acked: list[str] = []
+        for i in range(turns_per_session):
+            ids = _turn(base_url, session, f"{tag} 第 {i} 条：今天的随访安排好了吗？")
+            if ids:
+                acked.extend(ids)
+        return acked
+
+    with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+        return {message_id for ids in pool.map(run, sessions) for message_id in ids}
+
+
+def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restart(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    sessions = [f"durable-{i}" for i in range(4)]
+    # Given a fresh server that acknowledged turns in four sessions at once, then was killed -9
+    with local_server(data_dir, tmp_path) as first:
+        assert any(f"data:       {data_dir} (new;" in line for line in first.banner)
+        acked = _concurrent_turns(first.base_url, sessions, 4, "first")
+        assert len(acked) == 4 * 4 * 2
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=30)
+    # When it starts again on the same data directory
+    with local_server(data_dir, tmp_path) as second:
+        # Then it says it restored the data, and every acknowledged message is there
+        assert any(f"data:       {data_dir} (restored in" in line for line in second.banner)
+        assert acked <= _stored_ids(second.base_url, sessions)
+        # and the demo seed did not run again over the restored data (one set of demo reports)
+        more = _concurrent_turns(second.base_url, sessions[:2], 2, "second")
+        assert len(more) == 2 * 2 * 2
+    # When it was stopped cleanly (SIGTERM) and starts again
+    with local_server(data_dir, tmp_path) as third:
+        # Then the turns of both runs are there
+        assert acked | more <= _stored_ids(third.base_url, sessions)
+
+
+def test_a_write_cut_short_by_a_crash_is_dropped_and_the_rest_restored(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    # Given a server that acknowledged turns and was killed while writing a line (a torn last line)
+    with local_server(data_dir, tmp_path) as first:
+        acked = _concurrent_turns(first.base_url, ["torn"], 3, "torn")
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=30)
+    with (data_dir / LOG_NAME).open("a", encoding="utf-8") as log:
+        log.write('{"t":"w","a":"123456789012","r":"eu-west-1","w":[["Sess')
+    # When it starts again, Then it starts and every acknowledged turn is there
+    with local_server(data_dir, tmp_path) as second:
+        assert acked <= _stored_ids(second.base_url, ["torn"])
+
+
+def test_a_cancelled_transaction_leaves_no_trace_after_a_restart(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    # Given a server whose embedded DynamoDB cancels a transaction after applying its first write
+    with local_server(data_dir, tmp_path) as first:
+        client = boto3.client("dynamodb", endpoint_url=first.stack["moto_url"], region_name="eu-west-1",
+                              aws_access_key_id="local", aws_secret_access_key="local")
+        table = first.stack["table_names"]["MemoryTable"]
+        with pytest.raises(ClientError) as cancelled:
+            client.transact_write_items(TransactItems=[
+                {"Put": {"TableName": table, "Item": {"pk": {"S": "tx-probe"}, "sk": {"S": "A"}}}},
+                {"Put": {"TableName": table, "Item": {"pk": {"S": "tx-probe"}, "sk": {"S": "B"}},
+                         "ConditionExpression": "attribute_exists(pk)"}},
+            ])
+        assert cancelled.value.response["Error"]["Code"] == "TransactionCanceledException"
+        client.put_item(TableName=table, Item={"pk": {"S": "tx-probe"}, "sk": {"S": "C"}})
+        first.process.send_signal(signal.SIGKILL)
+        first.process.wait(timeout=30)
+    # When it starts again, Then only the acknowledged write is there
+    with local_server(data_dir, tmp_path) as second:
+        client = boto3.client("dynamodb", endpoint_url=second.stack["moto_url"], region_name="eu-west-1",
+                              aws_access_key_id="local", aws_secret_access_key="local")
+        items = client.query(TableName=table, KeyConditionExpression="pk = :p",
+                             ExpressionAttributeValues={":p": {"S": "tx-probe"}})["Items"]
+        assert [i["sk"]["S"] for i in items] == ["C"]
+
+
+def test_a_second_server_on_the_same_data_directory_refuses_to_start(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with local_server(data_dir, tmp_path):
+        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
+        env.update({"PORT": str(free_port()), "LOCAL_DATA_DIR": str(data_dir),
+                    "LOCAL_STACK_FILE": str(tmp_path / "other.json")})
+        other = subprocess.run([sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,
+                               capture_output=True, text=True, timeout=120)
+        assert other.returncode == 1
+        assert "in use by another local server" in other.stderr
