@@ -2,8 +2,8 @@
 
 ``POST /api/`` with form fields ``token``, ``content`` (``record``, ``metadata``, ``project``,
 ``event``, ``arm``, ``formEventMapping``, ``repeatingFormsEvents``, ``version``), ``format``
-(``json`` or ``csv``) and ``returnFormat`` (``json``, ``csv``, ``xml``: the format of an error,
-REDCap's default ``xml``). Records are exported flat, one row per record, event and repeat
+(``json`` or ``csv``) and ``returnFormat`` (``json``, ``csv``, ``xml``: the format of an error;
+REDCap's default is ``format``'s value, else ``xml``). Records are exported flat, one row per record, event and repeat
 instance (``redcap_event_name``, ``redcap_repeat_instrument``, ``redcap_repeat_instance``),
 checkbox fields as ``field___code``, every value a string but the repeat instance; ``records[n]``,
 ``fields[n]``, ``forms[n]``, ``events[n]``, ``rawOrLabel`` are honoured. Errors are REDCap's
@@ -231,7 +231,8 @@ class LocalRedcap:
                 self._recent.popleft()
             self._recent.append(now)
             limited = self.rate_limit_per_minute and len(self._recent) > self.rate_limit_per_minute
-        return_format = params.get("returnFormat", "xml")
+        # REDCap: errors come in ``returnFormat``, else in ``format``, else XML.
+        return_format = params.get("returnFormat") or params.get("format") or "xml"
         try:
             if failure == 429 or limited:
                 raise RedcapError(429, "You have exceeded the maximum number of API requests per minute")
@@ -285,7 +286,8 @@ def _error_body(message: str, return_format: str) -> tuple[str, str]:
         return "application/json; charset=utf-8", json.dumps({"error": message})
     if return_format == "csv":
         return "text/csv; charset=utf-8", f"ERROR: {message}"
-    return "text/xml; charset=utf-8", f'<?xml version="1.0" encoding="UTF-8" ?>\n<hash>\n  <error>{message}</error>\n</hash>'
+    xml = f'<?xml version="1.0" encoding="UTF-8" ?>\n<hash>\n  <error>{message}</error>\n</hash>'
+    return "text/xml; charset=utf-8", xml
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:

@@ -70,7 +70,8 @@ METADATA: list[dict[str, str]] = [
     _f("screen_fail_reason", "screening", "notes", "筛选失败原因 Screen-failure reason", branching="[status] = '3'"),
     _f("enrolment_date", "enrolment", "text", "入组日期 Enrolment date", validation="date_ymd",
        vmin="2026-01-01", required=True),
-    _f("rand_arm", "enrolment", "radio", "随机分组 Arm", choices="1, A 组（联合治疗） | 2, B 组（单药治疗）", required=True),
+    _f("rand_arm", "enrolment", "radio", "随机分组 Arm", choices="1, A 组（联合治疗） | 2, B 组（单药治疗）",
+       required=True),
     _f("site", "enrolment", "dropdown", "中心 Site", choices="1, S01 | 2, S02", required=True),
     _f("visit_date", "visit", "text", "访视日期 Visit date", validation="date_ymd", required=True),
     _f("visit_status", "visit", "radio", "访视状态 Visit status", choices="1, 已完成 completed | 2, 缺失 missed",
@@ -179,7 +180,7 @@ def demo_records() -> list[dict[str, Any]]:
                      "visit_status": "1" if v["status"] == "completed" else "2",
                      "sbp": str(112 + (n * 7 + v["visit"] * 5) % 30),
                      "weight": "" if missing else f"{55 + (n * 3) % 25}.{v['visit']}",
-                     "crf_notes": "；".join(v.get("missing_fields") or []) and "待补：" + "；".join(v["missing_fields"]),
+                     "crf_notes": ("待补：" + "；".join(v["missing_fields"])) if missing else "",
                      "visit_complete": "0" if missing else "2"}
             if n % 6 == 3 and v["visit"] == 2:
                 visit["crf_notes"] = f"患者致电 0571-8{n:03d}5678 改约访视时间"

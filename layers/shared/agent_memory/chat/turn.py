@@ -24,9 +24,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.agent import AgentResult, ClinicalTools, CompositeTools, ModelCall, ToolSet, run_agent
+from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
@@ -39,12 +40,13 @@ from agent_memory.domain.models import (
     HotMemory,
     Intent,
     MessageRecord,
+    Project,
     SessionState,
     WeeklyReport,
     YearlySummary,
 )
 from agent_memory.domain.text import content_problem, utf8_len
-from agent_memory.ports import ChatStore, ClinicalDataPort, LLMClient
+from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, LLMClient
 from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
@@ -91,6 +93,11 @@ class ChatDeps:
     monotonic: Callable[[], float] = time.monotonic
     #: Session memory : symptom facts, earlier diagnoses, rolling summary. None = off.
     memory: SessionMemory | None = None
+    #: Opens a project's own clinical source (``Project.clinical_data``, REDCap); projects without
+    #: one use ``clinical`` (the demo file). None = ``clinical`` for every project.
+    clinical_sources: ClinicalSourcesPort | None = None
+    #: More tool sets of the loop: each factory gets (project id, the turn's deadline).
+    tool_sets: list[Callable[[str, float | None], ToolSet]] = field(default_factory=list)
 
 
 class TokenUsage(BaseModel):
@@ -121,6 +128,10 @@ class CallReport(BaseModel):
     layers: dict[str, int]
     model_calls: int = 0
     usage: TokenUsage | None = None
+    #: Values the tools withheld from the model in this context, by kind (``identifier_fields``:
+    #: identifier-flagged fields left out per subject read; ``resident_id``, ``phone``, ``email``:
+    #: values scrubbed from free text). Empty when nothing was withheld.
+    redactions: dict[str, int] = Field(default_factory=dict)
 
 
 class ChatResult(BaseModel):
@@ -145,6 +156,7 @@ class _CallOutcome:
     plan: CallPlan
     prompt: AssembledPrompt
     result: AgentResult
+    redactions: dict[str, int] = field(default_factory=dict)
 
 
 def validate_message(content: str, max_bytes: int) -> None:
@@ -234,11 +246,12 @@ def handle_message(
     # A reused failed message stays in the window the prompt sees (its place numbers the window's
     # messages); being failed, it is never replayed as a recent turn.
     outcomes: list[_CallOutcome] = []
+    tools = turn_tools(deps, ctx.project, deadline)  # one per turn: one export per subject per turn
     try:
         for plan in plans:
             outcomes.append(_run_call(
                 deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline),
+                                 ctx.project.time_zone, now, deadline), tools,
             ))
     except LLMError:
         if reused is None:
@@ -283,6 +296,7 @@ def handle_message(
                 layers=o.prompt.layers,
                 model_calls=o.result.model_calls,
                 usage=TokenUsage.of(o.result.usage),
+                redactions=o.redactions,
             )
             for o in outcomes
         ],
@@ -314,9 +328,22 @@ class _CallInput:
     deadline: float | None
 
 
-def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
+def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> CompositeTools:
+    """The tool sets of one turn: the project's own clinical source when it has one (REDCap,
+    opened on first use with the turn's deadline), else the demo clinical data; then
+    ``deps.tool_sets``."""
+    clinical: ToolSet
+    source, sources = project.clinical_data, deps.clinical_sources
+    if source is not None and sources is not None:
+        clinical = ClinicalToolSet(lambda: sources.open(source, deadline=deadline))
+    else:
+        clinical = ClinicalTools(deps.clinical, project.project_id)
+    return CompositeTools(clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets))
+
+
+def _run_call(deps: ChatDeps, call: _CallInput, tools: CompositeTools) -> _CallOutcome:
     cfg = deps.config
-    tools = ClinicalTools(deps.clinical, call.project_id)
+    withheld_before = tools.redactions()
     prompt = assemble_prompt(
         hot_memory=call.hot,
         reports=call.reports if call.plan.load_history else None,  # a QC call never sees history
@@ -341,7 +368,8 @@ def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
         metadata={"intents": [i.value for i in call.plan.intents]},
     )
     result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
-    return _CallOutcome(plan=call.plan, prompt=prompt, result=result)
+    withheld = tools.redactions() - withheld_before
+    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, redactions=dict(sorted(withheld.items())))
 
 
 def _record_usage(call: ModelCall) -> None:
