@@ -22,15 +22,14 @@ tenacity's exponential backoff while the deadline allows; a connection failure o
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import redcap
-import requests
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from tenacity import Retrying, retry_if_exception_type, stop_before_delay, wait_exponential
 
@@ -44,6 +43,11 @@ from agent_memory.domain.clinical import (
 )
 from agent_memory.domain.models import ClinicalDataSource
 from agent_memory.observability import logger, metrics
+
+# PyCap (and requests) are imported when a project's source is first opened, not at cold start.
+if TYPE_CHECKING:
+    import redcap
+    import requests
 
 #: Longest wait for one REDCap request when the turn has no deadline (seconds).
 REQUEST_TIMEOUT_S = 10.0
@@ -205,10 +209,8 @@ class RedcapRecords:
             raise ClinicalSourceAuthError("the clinical data source refused the project's API token") from None
         except _Retryable as exc:
             raise ClinicalSourceUnavailable(f"the clinical data source kept answering HTTP {exc.args[0]}") from None
-        except (requests.Timeout, requests.ConnectionError):
-            raise ClinicalSourceUnavailable("the clinical data source did not answer in time") from None
-        except requests.RequestException as exc:  # PyCap's RedcapError: REDCap's own {"error": ...} body
-            raise ClinicalSourceRejected(_error_text(exc)) from None
+        except Exception as exc:
+            raise _mapped(exc) from None
         raise ClinicalSourceUnavailable("the clinical data source did not answer")  # pragma: no cover
 
     def _alert_auth(self) -> None:
@@ -220,6 +222,17 @@ class RedcapRecords:
         with single_metric(name="ClinicalSourceAuthError", unit=MetricUnit.Count, value=1,
                            namespace=metrics.namespace) as metric:
             metric.add_dimension(name="source", value="redcap")
+
+
+def _mapped(exc: Exception) -> Exception:
+    """A requests / PyCap failure as a domain error (anything else unchanged)."""
+    import requests
+
+    if isinstance(exc, (requests.Timeout, requests.ConnectionError)):
+        return ClinicalSourceUnavailable("the clinical data source did not answer in time")
+    if isinstance(exc, requests.RequestException):  # PyCap's RedcapError: REDCap's own {"error": ...} body
+        return ClinicalSourceRejected(_error_text(exc))
+    return exc
 
 
 def _error_text(exc: Exception) -> str:
@@ -258,17 +271,31 @@ class RedcapSources:
     def __init__(
         self,
         *,
+        token_secret_prefix: str = "",
         token_loader: Callable[[str], str] = load_token,
         clock: Callable[[], float] = time.monotonic,
         verify_ssl: bool = True,
     ) -> None:
+        self._prefix = token_secret_prefix
         self._token_loader = token_loader
         self._clock = clock
         self._verify_ssl = verify_ssl
         self._cache = _DictionaryCache()
 
     def open(self, source: ClinicalDataSource, *, deadline: float | None) -> RedcapRecords:
-        """See :meth:`ClinicalSourcesPort.open`."""
+        """See :meth:`ClinicalSourcesPort.open`.
+
+        Raises:
+            ClinicalSourceAuthError: the secret's name is outside the configured prefix (a project
+                could otherwise send another secret to a URL of its choosing), the URL is not https
+                (plain http only to a loopback address, for local servers), or the token is unusable.
+        """
+        import redcap
+
+        if not source.token_secret.startswith(self._prefix):
+            raise ClinicalSourceAuthError(f"the token secret's name must start with {self._prefix!r}")
+        if not _allowed_url(source.api_url):
+            raise ClinicalSourceAuthError("the REDCap API URL must be https (http only to a loopback address)")
         token = self._token_loader(source.token_secret)
         try:
             project = redcap.Project(
@@ -285,6 +312,20 @@ class RedcapSources:
             # dictionary brings its metadata rows along so a turn makes no metadata call.
             project._metadata = cached[1]
         return RedcapRecords(project, source, deadline=deadline, clock=self._clock, cache=self._cache)
+
+
+def _allowed_url(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return bool(parts.hostname)
+    if parts.scheme != "http" or not parts.hostname:
+        return False
+    if parts.hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:
+        return False
 
 
 __all__ = ["REQUEST_TIMEOUT_S", "RedcapRecords", "RedcapSources", "load_token"]
