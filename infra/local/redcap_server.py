@@ -178,6 +178,7 @@ class LocalRedcap:
         self.rate_limit_per_minute = 0
         self.requests: list[dict[str, Any]] = []
         self._failures: deque[int] = deque()
+        self._always: int | None = None
         self._recent: deque[float] = deque()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), _handler(self))
@@ -212,6 +213,15 @@ class LocalRedcap:
             self._failures.extend([status] * times)
 
     @contextmanager
+    def failing(self, status: int) -> Iterator[None]:
+        """Answer every request with ``status`` inside the block."""
+        self._always = status
+        try:
+            yield
+        finally:
+            self._always = None
+
+    @contextmanager
     def slow(self, delay_s: float) -> Iterator[None]:
         """Answer every request ``delay_s`` seconds late inside the block."""
         self.delay_s = delay_s
@@ -225,7 +235,7 @@ class LocalRedcap:
         """(status, content type, body) of one API request."""
         with self._lock:
             self.requests.append({k: v for k, v in params.items() if k != "token"})
-            failure = self._failures.popleft() if self._failures else None
+            failure = self._failures.popleft() if self._failures else self._always
             now = time.monotonic()
             while self._recent and now - self._recent[0] > 60:
                 self._recent.popleft()

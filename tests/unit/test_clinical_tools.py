@@ -1,0 +1,166 @@
+"""The REDCap-backed clinical tools of the ReAct loop, on an in-memory port (no sockets):
+identifiers withheld, one export per subject per turn, QC findings, compact window form,
+source failures as tool results."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_memory.chat.agent import CompositeTools
+from agent_memory.chat.clinical_tools import ClinicalToolSet
+from agent_memory.chat.qc import qc_findings
+from agent_memory.domain.clinical import ClinicalEvent, ClinicalSourceAuthError, ClinicalSourceUnavailable
+from tests.fakes import InMemoryClinicalRecords
+
+
+def _m(name: str, form: str, ftype: str = "text", **kw: str) -> dict[str, str]:
+    return {"field_name": name, "form_name": form, "field_type": ftype, "field_label": kw.pop("label", name), **kw}
+
+
+METADATA = [
+    _m("record_id", "demo"),
+    _m("full_name", "demo", identifier="y"),
+    _m("mobile", "demo", identifier="y", text_validation_type_or_show_slider_number="phone"),
+    _m("sex", "demo", "radio", select_choices_or_calculations="1, Male | 2, Female", required_field="y"),
+    _m("hb", "demo", text_validation_type_or_show_slider_number="number", text_validation_min="80",
+       text_validation_max="200", required_field="y"),
+    _m("enrol_date", "demo", label="Enrolment date", text_validation_type_or_show_slider_number="date_ymd"),
+    _m("comorbid", "demo", "checkbox", select_choices_or_calculations="1, Asthma | 2, Diabetes"),
+    _m("notes", "demo", "notes"),
+    _m("visit_date", "visit", text_validation_type_or_show_slider_number="date_ymd", required_field="y"),
+    _m("ae_term", "ae", required_field="y"),
+]
+EVENTS = [ClinicalEvent("base_arm_1", "Baseline", forms=("demo", "visit", "ae")),
+          ClinicalEvent("fu_arm_1", "Follow-up", forms=("visit",))]
+
+
+def _row(rid: str, event: str, instrument: str = "", instance: Any = "", **values: str) -> dict[str, Any]:
+    return {"record_id": rid, "redcap_event_name": event, "redcap_repeat_instrument": instrument,
+            "redcap_repeat_instance": instance, **values}
+
+
+ROWS = [
+    _row("S1", "base_arm_1", full_name="Jane Roe", mobile="13912345678", sex="2", hb="130",
+         enrol_date="2026-02-05", comorbid___1="1", comorbid___2="0",
+         notes="call her on 139 1234 5678 or jane.roe@example.org", demo_complete="2",
+         visit_date="2026-02-05", visit_complete="2"),
+    _row("S1", "base_arm_1", "ae", 1, ae_term="Rash", ae_complete="2"),
+    _row("S1", "fu_arm_1", visit_date="2026-03-01", visit_complete="2"),
+    _row("S2", "base_arm_1", full_name="John Doe", mobile="13800001111", sex="", hb="450",
+         enrol_date="", demo_complete="0", visit_date="2026-02-20", visit_complete="2"),
+    _row("S2", "fu_arm_1", visit_date="2026-02-10", visit_complete="2"),
+    _row("S2", "base_arm_1", "ae", 1, ae_term="", ae_complete="1"),
+]
+
+
+def _tools(port: InMemoryClinicalRecords | None = None) -> tuple[ClinicalToolSet, InMemoryClinicalRecords]:
+    port = port or InMemoryClinicalRecords(METADATA, ROWS, EVENTS, frozenset({"ae"}))
+    return ClinicalToolSet(lambda: port), port
+
+
+def test_a_subject_read_never_requests_or_shows_identifier_fields_and_scrubs_free_text() -> None:
+    tools, port = _tools()
+    text, is_error = tools.run("read_clinical_data", {"subject_id": "S1"})
+    assert not is_error
+    data = json.loads(text)
+    base = data["events"][0]
+    demo = next(f for f in base["forms"] if f["form"] == "demo")
+    assert demo["values"]["sex"] == "Female" and demo["values"]["comorbid"] == ["Asthma"]
+    assert demo["values"]["notes"] == "call her on [phone number withheld] or [e-mail withheld]"
+    assert next(f for f in base["forms"] if f["form"] == "ae")["instance"] == 1
+    for secret in ("Jane Roe", "13912345678", "139 1234 5678", "jane.roe"):
+        assert secret not in text
+    assert not {"full_name", "mobile"} & set(port.exports[0][1] or ())  # never even asked for
+    assert dict(tools.redactions) == {"identifier_fields": 2, "phone": 1, "email": 1}
+
+
+def test_one_export_per_subject_per_turn_for_the_same_or_fewer_fields() -> None:
+    tools, port = _tools()
+    tools.run("read_clinical_data", {"subject_id": "S1"})
+    tools.run("read_clinical_data", {"subject_id": "S1", "fields": ["hb"]})
+    tools.run("read_clinical_data", {"subject_id": "S1", "event": "Follow-up"})
+    assert len(port.exports) == 1
+
+
+def test_only_the_fields_asked_for_are_exported() -> None:
+    tools, port = _tools()
+    text, _ = tools.run("read_clinical_data", {"subject_id": "S1", "fields": ["hb", "full_name", "visit"]})
+    assert port.exports == [(("S1",), ("hb", "record_id", "visit_complete", "visit_date"))]
+    assert "Jane" not in text
+
+
+def test_an_unknown_subject_is_a_not_found_error_result() -> None:
+    tools, _ = _tools()
+    text, is_error = tools.run("read_clinical_data", {"subject_id": "S9"})
+    assert is_error and json.loads(text) == {"error": "subject_not_found", "subject_id": "S9"}
+
+
+def test_list_subjects_counts_enrolment_by_the_enrolment_date_field() -> None:
+    tools, _ = _tools()
+    data = json.loads(tools.run("list_subjects", {})[0])
+    assert (data["subjects"], data["enrolled"], data["first_enrolment"]) == (2, 1, "2026-02-05")
+
+
+def test_qc_finds_missing_required_values_ranges_and_date_order() -> None:
+    tools, _ = _tools()
+    data = json.loads(tools.run("qc_check", {"subject_ids": ["S2"]})[0])
+    found = {(f["event"], f["field"], f["kind"]) for f in data["findings"]}
+    assert found == {
+        ("base_arm_1", "sex", "required_missing"),
+        ("base_arm_1", "hb", "out_of_range"),
+        ("base_arm_1", "demo_complete", "form_incomplete"),
+        ("base_arm_1", "ae_term", "required_missing"),
+        ("fu_arm_1", "visit_date", "date_order"),
+    }
+    assert "John" not in json.dumps(data)
+
+
+def test_qc_of_clean_data_finds_nothing() -> None:
+    tools, _ = _tools()
+    data = json.loads(tools.run("qc_check", {"subject_ids": "all"})[0])
+    assert {f["subject_id"] for f in data["findings"]} == {"S2"}
+
+
+def test_qc_skips_a_required_field_hidden_by_simple_branching_logic() -> None:
+    meta = [*METADATA[:4], _m("preg", "demo", required_field="y", branching_logic="[sex] = '2'")]
+    tools = ClinicalToolSet(lambda: InMemoryClinicalRecords(meta, [_row("M1", "base_arm_1", sex="1")], EVENTS))
+    assert json.loads(tools.run("qc_check", {"subject_ids": ["M1"]})[0])["findings"] == []
+    dd = InMemoryClinicalRecords(meta, [], EVENTS).dictionary()
+    assert [f["field"] for f in qc_findings(dd, [_row("F1", "base_arm_1", sex="2")])] == ["preg"]
+
+
+@pytest.mark.parametrize(("failure", "code"), [
+    (ClinicalSourceUnavailable("timed out"), "source_unavailable"),
+    (ClinicalSourceAuthError("refused"), "source_auth"),
+])
+def test_a_failing_source_is_an_error_result_never_an_exception(failure: Exception, code: str) -> None:
+    tools, port = _tools()
+    port.fail = failure
+    text, is_error = tools.run("read_clinical_data", {"subject_id": "S1"})
+    assert is_error and json.loads(text)["error"] == code
+
+
+def test_the_window_keeps_a_compact_form_of_a_subject_read() -> None:
+    tools, _ = _tools()
+    composite = CompositeTools(tools)
+    text, _ = composite.run("read_clinical_data", {"subject_id": "S1"})
+    compact = json.loads(composite.compact("read_clinical_data", text))
+    assert compact["subject_id"] == "S1" and compact["values"]["enrol_date"] == "2026-02-05"
+    assert len(composite.compact("read_clinical_data", text)) < len(text)
+
+
+def test_a_composite_routes_each_tool_to_its_set() -> None:
+    class Echo:
+        specs = [type(ClinicalToolSet.specs[0])(name="echo", description="echo", input_schema={"type": "object"})]
+
+        def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
+            return json.dumps(tool_input), False
+
+    tools, _ = _tools()
+    composite = CompositeTools(tools, Echo())
+    assert [s.name for s in composite.specs] == ["read_clinical_data", "list_subjects", "qc_check", "echo"]
+    assert composite.run("echo", {"a": 1}) == ('{"a": 1}', False)
+    assert composite.run("nope", {}) == ("unknown tool nope", True)
