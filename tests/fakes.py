@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
 from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
@@ -49,7 +50,6 @@ from agent_memory.domain.errors import (
     ProjectNotFound,
     VersionConflict,
 )
-from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
 from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider, Usage
 from agent_memory.domain.models import (
