@@ -93,17 +93,20 @@ def test_the_data_dictionary_and_the_longitudinal_design(project: redcap.Project
 
 def test_csv_exports_and_redcap_errors(server: LocalRedcap, project: redcap.Project) -> None:
     csv_text = project.export_records(format_type="csv", records=["P001"], fields=["enrolment_date"])
-    assert csv_text.splitlines()[0] == "subject_id,redcap_event_name,redcap_repeat_instrument,redcap_repeat_instance,enrolment_date"
+    assert csv_text.splitlines()[0] == (
+        "subject_id,redcap_event_name,redcap_repeat_instrument,redcap_repeat_instance,enrolment_date")
     with pytest.raises(redcap.RedcapError) as bad_field:
         project.export_records(fields=["no_such_field"])
-    assert bad_field.value.args[0] == {"error": "The following values in the parameter \"fields\" are not valid: 'no_such_field'"}
+    assert bad_field.value.args[0] == {
+        "error": "The following values in the parameter \"fields\" are not valid: 'no_such_field'"}
     # a bad token is 403 with REDCap's body, in the format asked for (XML by default)
     response = requests.post(server.api_url, data={"token": "F" * 32, "content": "record", "format": "json"}, timeout=5)
     assert (response.status_code, response.json()) == (403, {"error": NO_PERMISSION})
     response = requests.post(server.api_url, data={"token": "F" * 32, "content": "record"}, timeout=5)
     assert response.status_code == 403 and f"<error>{NO_PERMISSION}</error>" in response.text
     response = requests.post(server.api_url, data={"token": DEMO_TOKEN, "content": "nope", "format": "json"}, timeout=5)
-    assert (response.status_code, response.json()) == (400, {"error": "The value of the parameter \"content\" is not valid"})
+    assert (response.status_code, response.json()) == (
+        400, {"error": "The value of the parameter \"content\" is not valid"})
 
 
 # ------------------------------------------------------------------------ the adapter
@@ -111,7 +114,8 @@ def test_the_adapter_reads_the_dictionary_once_per_container(server: LocalRedcap
     sources = _sources()
     dd = sources.open(_source(server), deadline=None).dictionary()
     assert dd.record_id_field == "subject_id" and dd.identifiers == frozenset(IDENTIFIER_FIELDS)
-    assert dd.repeating == frozenset({"adverse_events"}) and dd.events[1].forms == ("enrolment", "visit", "adverse_events")
+    assert dd.repeating == frozenset({"adverse_events"})
+    assert dd.events[1].forms == ("enrolment", "visit", "adverse_events")
     before = len(server.requests)
     records = sources.open(_source(server), deadline=None)
     records.dictionary()
@@ -127,7 +131,7 @@ def test_a_refused_token_is_an_auth_error_with_an_admin_metric(
         records.export_records(records=["P001"], fields=["enrolment_date"])
     metric = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metric["ClinicalSourceAuthError"] == [1.0] and metric["source"] == "redcap"
-    assert ["source", "service"] == metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0]
+    assert metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0] == ["source", "service"]
     logged = [r for r in caplog.records if r.getMessage() == "clinical data source refused the API token"]
     assert len(logged) == 1 and logged[0].levelname == "ERROR"
     assert "A" * 32 not in caplog.text and "A" * 32 not in str(refused.value)
