@@ -335,7 +335,9 @@ def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> Comp
     clinical: ToolSet
     source, sources = project.clinical_data, deps.clinical_sources
     if source is not None and sources is not None:
-        clinical = ClinicalToolSet(lambda: sources.open(source, deadline=deadline))
+        # The source may use a share of the time left when it is first asked, so that the model
+        # still has time to answer (with "the data source is unavailable" if it came to that).
+        clinical = ClinicalToolSet(lambda: sources.open(source, deadline=source_deadline(deadline)))
     else:
         clinical = ClinicalTools(deps.clinical, project.project_id)
     return CompositeTools(clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets))
@@ -462,6 +464,19 @@ def pre_chat_deadline(deadline: float | None, *, now: float | None = None) -> fl
         return None
     at = time.monotonic() if now is None else now
     return at + max(0.0, deadline - at) * PRE_CHAT_DEADLINE_SHARE
+
+
+#: Share of the time left that the clinical data source may use (all its calls of the turn).
+CLINICAL_SOURCE_DEADLINE_SHARE = 0.4
+
+
+def source_deadline(deadline: float | None, *, now: float | None = None) -> float | None:
+    """The deadline of the clinical source's calls: :data:`CLINICAL_SOURCE_DEADLINE_SHARE` of the
+    time left until ``deadline`` (None: no deadline)."""
+    if deadline is None:
+        return None
+    at = time.monotonic() if now is None else now
+    return at + max(0.0, deadline - at) * CLINICAL_SOURCE_DEADLINE_SHARE
 
 
 def _fill(patient_id: str | None, user_id: str) -> dict[str, str]:

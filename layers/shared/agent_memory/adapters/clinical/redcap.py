@@ -16,8 +16,9 @@ Every request's timeout is the time left until the turn's deadline (at most
 :data:`REQUEST_TIMEOUT_S`). HTTP 403 (REDCap: "You do not have permissions to use the API") is
 ``ClinicalSourceAuthError`` and counted (``ClinicalSourceAuthError`` metric, an error log naming
 the project and host, never the token); 429 (REDCap's API rate limit) and 5xx are retried with
-tenacity's exponential backoff while the deadline allows; a connection failure or timeout is
-``ClinicalSourceUnavailable``; another error body is ``ClinicalSourceRejected``.
+tenacity's exponential backoff while the deadline allows (at most :data:`MAX_ATTEMPTS` tries); a
+connection failure or timeout is ``ClinicalSourceUnavailable``; another error body is
+``ClinicalSourceRejected``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from tenacity import Retrying, retry_if_exception_type, stop_before_delay, wait_exponential
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop_before_delay, wait_exponential
 
 from agent_memory.domain.clinical import (
     ClinicalEvent,
@@ -55,6 +56,8 @@ REQUEST_TIMEOUT_S = 10.0
 DICTIONARY_MAX_AGE_S = 300.0
 #: The token secret is re-read after this many seconds (a rotated token applies without a deploy).
 TOKEN_MAX_AGE_S = 300
+#: Most attempts of one request answered 429 / 5xx (tenacity's exponential backoff between them).
+MAX_ATTEMPTS = 4
 
 
 class _Retryable(Exception):
@@ -199,7 +202,7 @@ class RedcapRecords:
             for try_ in Retrying(
                 retry=retry_if_exception_type(_Retryable),
                 wait=wait_exponential(multiplier=0.2, max=2.0),
-                stop=stop_before_delay(max(0.0, remaining)),
+                stop=stop_before_delay(max(0.0, remaining)) | stop_after_attempt(MAX_ATTEMPTS),
                 reraise=True,
             ):
                 with try_:
