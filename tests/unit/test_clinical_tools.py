@@ -5,6 +5,7 @@ source failures as tool results."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -164,3 +165,66 @@ def test_a_composite_routes_each_tool_to_its_set() -> None:
     assert [s.name for s in composite.specs] == ["read_clinical_data", "list_subjects", "qc_check", "echo"]
     assert composite.run("echo", {"a": 1}) == ('{"a": 1}', False)
     assert composite.run("nope", {}) == ("unknown tool nope", True)
+
+
+# ------------------------------------------------------------------ in a chat turn
+class _Sources:
+    """``ClinicalSourcesPort`` handing out one in-memory port; records each open's deadline."""
+
+    def __init__(self, port: InMemoryClinicalRecords) -> None:
+        self.port = port
+        self.opened: list[float | None] = []
+
+    def open(self, source: Any, *, deadline: float | None) -> InMemoryClinicalRecords:
+        self.opened.append(deadline)
+        return self.port
+
+
+def _redcap_project(store: Any) -> Any:
+    from agent_memory.domain.models import ClinicalDataSource
+    from tests.unit.chat_support import seed_project
+
+    seed_project(store, "p1")
+    project = store.get_project("p1")
+    store.put_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
+        source="redcap", api_url="https://redcap.example.org/api/", token_secret="agent-memory/redcap/p1")}))
+
+
+def test_a_redcap_project_gets_the_three_tools_and_reports_what_was_withheld(store: Any) -> None:
+    from tests.fakes import ScriptedLLM, text_reply, tool_reply
+    from tests.unit.chat_support import llm_requests, make_deps, send
+
+    _redcap_project(store)
+    llm = ScriptedLLM(tool_reply("read_clinical_data", {"subject_id": "S1"}), text_reply("S1 入组于 2026-02-05。"))
+    deps = make_deps(store, llm)
+    port = InMemoryClinicalRecords(METADATA, ROWS, EVENTS, frozenset({"ae"}))
+    deps.clinical_sources = _Sources(port)
+
+    result = send(deps, "S1 入组了吗？")
+
+    assert [t.name for t in llm_requests(deps)[0].tools] == ["read_clinical_data", "list_subjects", "qc_check"]
+    assert result.calls[0].redactions == {"email": 1, "identifier_fields": 2, "phone": 1}
+    sent = json.dumps(llm_requests(deps)[1].messages, ensure_ascii=False)
+    assert "Jane Roe" not in sent and "13912345678" not in sent and "[phone number withheld]" in sent
+    window = store.load_turn_context("p1", "s1", now=datetime.now(UTC)).session.window
+    (call,) = window[-1].tool_calls
+    assert json.loads(call.result)["values"]["enrol_date"] == "2026-02-05"
+    assert len(call.result) < len(json.dumps(llm_requests(deps)[1].messages[-1]["content"][0]["content"]))
+
+
+def test_a_project_without_clinical_data_keeps_the_demo_tool(store: Any) -> None:
+    from tests.unit.chat_support import llm_requests, make_deps, seed_project, send
+
+    seed_project(store, "p1")
+    deps = make_deps(store)
+    deps.clinical_sources = _Sources(InMemoryClinicalRecords(METADATA, ROWS, EVENTS))
+    send(deps, "P001 入组了吗？")
+    assert [t.name for t in llm_requests(deps)[0].tools] == ["read_clinical_data"]
+    assert deps.clinical_sources.opened == []
+
+
+def test_the_source_gets_a_share_of_the_time_left() -> None:
+    from agent_memory.chat.turn import CLINICAL_SOURCE_DEADLINE_SHARE, source_deadline
+
+    assert source_deadline(110.0, now=100.0) == 100.0 + 10.0 * CLINICAL_SOURCE_DEADLINE_SHARE
+    assert source_deadline(None) is None
