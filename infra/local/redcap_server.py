@@ -328,11 +328,14 @@ def _handler(server: LocalRedcap) -> type[BaseHTTPRequestHandler]:
 
         def _send(self, status: int, ctype: str, text: str) -> None:
             data = text.encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout): nothing to answer
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - never log requests (tokens)
             return

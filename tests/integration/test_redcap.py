@@ -114,7 +114,7 @@ def test_the_adapter_reads_the_dictionary_once_per_container(server: LocalRedcap
     sources = _sources()
     dd = sources.open(_source(server), deadline=None).dictionary()
     assert dd.record_id_field == "subject_id" and dd.identifiers == frozenset(IDENTIFIER_FIELDS)
-    assert dd.repeating == frozenset({"adverse_events"})
+    assert dd.repeating == frozenset({"adverse_events"}) and dd.arms == {1: "Main"}
     assert dd.events[1].forms == ("enrolment", "visit", "adverse_events")
     before = len(server.requests)
     records = sources.open(_source(server), deadline=None)

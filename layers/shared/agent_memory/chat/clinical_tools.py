@@ -192,6 +192,8 @@ class ClinicalToolSet:
             entry = next((e for e in out if e["event"] == event), None)
             if entry is None:
                 entry = {"event": event, "label": ev.label if ev else event, "forms": []}
+                if ev is not None and len(dd.arms) > 1:
+                    entry["arm"] = dd.arms.get(ev.arm, str(ev.arm))
                 out.append(entry)
             instrument = str(r.get("redcap_repeat_instrument") or "")
             for form in dd.forms:

@@ -126,12 +126,14 @@ class ClinicalEvent:
 @dataclass(frozen=True)
 class DataDictionary:
     """A project's data dictionary: fields in their order, the record-id field (the first field,
-    as in REDCap), events (empty for a classic project) and repeating instruments."""
+    as in REDCap), events (empty for a classic project), arms (number -> name) and repeating
+    instruments."""
 
     fields: tuple[FieldDef, ...]
     events: tuple[ClinicalEvent, ...] = ()
     repeating: frozenset[str] = frozenset()
     title: str = ""
+    arms: dict[int, str] = field(default_factory=dict)
 
     @property
     def record_id_field(self) -> str:

@@ -6,8 +6,8 @@ never logged, never put in an error message and never returned.
 
 Calls (docs/architecture.md, "Clinical data"):
 
-- ``content=project`` (is it longitudinal, does it repeat instruments), ``metadata``, ``event``,
-  ``formEventMapping`` and ``repeatingFormsEvents`` build the :class:`DataDictionary`, kept per
+- ``content=project`` (is it longitudinal, does it repeat instruments), ``metadata``, ``arm``,
+  ``event``, ``formEventMapping`` and ``repeatingFormsEvents`` build the :class:`DataDictionary`, kept per
   container for :data:`DICTIONARY_MAX_AGE_S`;
 - ``content=record`` (flat, raw) exports only the records, fields and events asked for; the
   identifier fields are never requested unless a caller names them.
@@ -159,8 +159,10 @@ class RedcapRecords:
         rows = p.metadata  # PyCap caches it; export_records' record-id backfill reads it again
         fields = tuple(FieldDef.from_metadata(r) for r in rows)
         events: tuple[ClinicalEvent, ...] = ()
+        arms: dict[int, str] = {}
         repeating: set[str] = set()
         if str(info.get("is_longitudinal", "0")) == "1":
+            arms = {int(a["arm_num"]): str(a.get("name", "")) for a in p.export_arms()}
             mapping: dict[str, list[str]] = {}
             for m in p.export_instrument_event_mappings():
                 mapping.setdefault(str(m["unique_event_name"]), []).append(str(m["form"]))
@@ -177,7 +179,8 @@ class RedcapRecords:
         if str(info.get("has_repeating_instruments_or_events", "0")) == "1":
             repeating = {str(r["form_name"]) for r in p.export_repeating_instruments_events() if r.get("form_name")}
         return DataDictionary(
-            fields=fields, events=events, repeating=frozenset(repeating), title=str(info.get("project_title", ""))
+            fields=fields, events=events, repeating=frozenset(repeating), title=str(info.get("project_title", "")),
+            arms=arms,
         )
 
     def _remaining(self) -> float:
