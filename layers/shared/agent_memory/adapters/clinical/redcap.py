@@ -45,7 +45,8 @@ from agent_memory.domain.clinical import (
 from agent_memory.domain.models import ClinicalDataSource
 from agent_memory.observability import logger, metrics
 
-# PyCap (and requests) are imported when a project's source is first opened, not at cold start.
+# PyCap (and requests) are imported by RedcapSources (built by the chat function only), never by
+# importing this module.
 if TYPE_CHECKING:
     import redcap
     import requests
@@ -282,6 +283,8 @@ class RedcapSources:
         clock: Callable[[], float] = time.monotonic,
         verify_ssl: bool = True,
     ) -> None:
+        import redcap  # noqa: F401 - loaded while the chat function initialises (SnapStart's snapshot holds it)
+
         self._prefix = token_secret_prefix
         self._token_loader = token_loader
         self._clock = clock
