@@ -234,3 +234,14 @@ def test_qc_of_all_subjects_finds_every_seeded_error(server: LocalRedcap) -> Non
     found = {(f["subject_id"], f["event"], f["field"], f["kind"]) for f in data["findings"]}
     assert set(SEEDED_ERRORS) <= found
     assert data["checked_subjects"] == 20
+
+
+def test_an_unusable_token_secret_is_alerted_too(server: LocalRedcap, capsys: pytest.CaptureFixture[str]) -> None:
+    def unreadable(name: str) -> str:
+        raise ClinicalSourceAuthError(f"the token secret {name!r} could not be read")
+
+    sources = RedcapSources(token_secret_prefix="agent-memory/redcap/", token_loader=unreadable)
+    with pytest.raises(ClinicalSourceAuthError):
+        sources.open(_source(server), deadline=None)
+    metric = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert metric["ClinicalSourceAuthError"] == [1.0]

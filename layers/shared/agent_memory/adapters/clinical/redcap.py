@@ -221,14 +221,18 @@ class RedcapRecords:
         raise ClinicalSourceUnavailable("the clinical data source did not answer")  # pragma: no cover
 
     def _alert_auth(self) -> None:
-        """Admin alert of a refused token: a metric (alarmed to the admin topic) and an error log
-        naming the host and the secret's name, never the token."""
-        host = urlsplit(self._source.api_url).netloc
-        logger.error("clinical data source refused the API token",
-                     extra={"source_host": host, "token_secret": self._source.token_secret})
-        with single_metric(name="ClinicalSourceAuthError", unit=MetricUnit.Count, value=1,
-                           namespace=metrics.namespace) as metric:
-            metric.add_dimension(name="source", value="redcap")
+        alert_auth(self._source, "token refused (HTTP 403)")
+
+
+def alert_auth(source: ClinicalDataSource, reason: str) -> None:
+    """Admin alert of an unusable token: the ``ClinicalSourceAuthError`` metric (alarmed to the admin
+    topic) and an error log naming the host, the secret's NAME and the reason, never the token."""
+    host = urlsplit(source.api_url).netloc
+    logger.error("clinical data source refused the API token",
+                 extra={"source_host": host, "token_secret": source.token_secret, "reason": reason})
+    with single_metric(name="ClinicalSourceAuthError", unit=MetricUnit.Count, value=1,
+                       namespace=metrics.namespace) as metric:
+        metric.add_dimension(name="source", value="redcap")
 
 
 def _mapped(exc: Exception) -> Exception:
@@ -301,17 +305,22 @@ class RedcapSources:
         """
         import redcap
 
-        if not source.token_secret.startswith(self._prefix):
-            raise ClinicalSourceAuthError(f"the token secret's name must start with {self._prefix!r}")
-        if not _allowed_url(source.api_url):
-            raise ClinicalSourceAuthError("the REDCap API URL must be https (http only to a loopback address)")
-        token = self._token_loader(source.token_secret)
+        try:
+            if not source.token_secret.startswith(self._prefix):
+                raise ClinicalSourceAuthError(f"the token secret's name must start with {self._prefix!r}")
+            if not _allowed_url(source.api_url):
+                raise ClinicalSourceAuthError("the REDCap API URL must be https (http only to a loopback address)")
+            token = self._token_loader(source.token_secret)
+        except ClinicalSourceAuthError as exc:
+            alert_auth(source, str(exc))
+            raise
         try:
             project = redcap.Project(
                 source.api_url, token, verify_ssl=self._verify_ssl,
                 timeout=REQUEST_TIMEOUT_S, hooks={"response": [_check_status]},
             )
         except AssertionError:  # PyCap's URL / token checks; its message would quote the token
+            alert_auth(source, "PyCap refused the URL or token format")
             raise ClinicalSourceAuthError(
                 "the clinical data source is misconfigured (the REDCap API URL must end with /api/)"
             ) from None
