@@ -228,3 +228,15 @@ def test_the_source_gets_a_share_of_the_time_left() -> None:
 
     assert source_deadline(110.0, now=100.0) == 100.0 + 10.0 * CLINICAL_SOURCE_DEADLINE_SHARE
     assert source_deadline(None) is None
+
+
+def test_a_subject_id_in_lower_case_finds_the_record_and_status_filters_the_list() -> None:
+    tools, _ = _tools()
+    assert json.loads(tools.run("read_clinical_data", {"subject_id": "s1"})[0])["subject_id"] == "S1"
+    assert json.loads(tools.run("qc_check", {"subject_ids": ["s2"]})[0])["checked_subjects"] == 1
+    meta = [*METADATA, _m("status", "demo", "dropdown", select_choices_or_calculations="1, screening | 2, enrolled")]
+    rows = [_row("A1", "base_arm_1", status="1"), _row("A2", "base_arm_1", status="2")]
+    listing = ClinicalToolSet(lambda: InMemoryClinicalRecords(meta, rows, EVENTS))
+    for needle in ("enrolled", "2", "ENROL"):
+        listed = json.loads(listing.run("list_subjects", {"status": needle})[0])["listed"]
+        assert [s["subject_id"] for s in listed] == ["A2"], needle

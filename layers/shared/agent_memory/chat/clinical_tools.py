@@ -102,7 +102,7 @@ class ClinicalToolSet:
         self._open = open_records
         self._records: ClinicalRecordsPort | None = None
         self._dd: DataDictionary | None = None
-        #: subject id ("*" = every subject) -> (fields exported, rows)
+        #: subject id as exported ("*" = every subject) -> (fields exported, rows)
         self._cache: dict[str, tuple[frozenset[str], list[dict[str, Any]]]] = {}
         self.redactions: Counter[str] = Counter()
         self.exports = 0
@@ -170,11 +170,7 @@ class ClinicalToolSet:
                 return _error("unknown_event", event=event_arg, events=[e.unique_name for e in dd.events])
             events = [ev]
         sid = subject.strip()
-        rows = self._rows(dd, [sid], wanted)
-        if not rows and sid != sid.upper():  # "p001": record names are usually written upper-case
-            sid = sid.upper()
-            rows = self._rows(dd, [sid], wanted)
-        rows = [r for r in rows if str(r.get(dd.record_id_field, "")).upper() == sid.upper()]
+        rows = self._subject_rows(dd, [sid], wanted)
         if not rows:
             return _error("subject_not_found", subject_id=sid)
         sid = str(rows[0][dd.record_id_field])
@@ -259,10 +255,9 @@ class ClinicalToolSet:
         wanted_status = args.get("status")
         if isinstance(wanted_status, str) and wanted_status.strip():
             needle = wanted_status.strip().lower()
-            codes = {label.lower(): code for code, label in (status_f.choices if status_f else {}).items()}
+            code_of = {label: code for code, label in (status_f.choices if status_f else {}).items()}
             listed = [s for s in listed if needle in str(s.get("status", "")).lower()
-                      or any(needle == code or needle in label for label, code in codes.items()
-                             if str(s.get("status", "")).lower() == label)]
+                      or needle == code_of.get(str(s.get("status", "")))]
         dates = sorted(s["enrolment_date"] for s in subjects.values() if s.get("enrolment_date"))
         result: dict[str, Any] = {
             "subjects": len(subjects),
@@ -283,9 +278,9 @@ class ClinicalToolSet:
         if raw_ids == "all" or raw_ids == ["all"]:
             ids = None
         elif isinstance(raw_ids, str):
-            ids = [raw_ids.strip().upper() if raw_ids.strip()[:1].islower() else raw_ids.strip()]
+            ids = [raw_ids.strip()]
         elif isinstance(raw_ids, list) and all(isinstance(x, str) for x in raw_ids):
-            ids = [x.strip().upper() if x.strip()[:1].islower() else x.strip() for x in raw_ids]
+            ids = [x.strip() for x in raw_ids]
         else:
             return _error("invalid_input", message='subject_ids must be a list of ids or "all"')
         forms = args.get("forms")
@@ -295,7 +290,7 @@ class ClinicalToolSet:
             [f.name for f in dd.fields if not f.identifier and (not forms or f.form in forms)]
             + [f"{form}_complete" for form in (forms or dd.forms)]
         )
-        rows = self._rows(dd, ids, wanted)
+        rows = self._rows(dd, None, wanted) if ids is None else self._subject_rows(dd, ids, wanted)
         found = {str(r.get(dd.record_id_field, "")).upper() for r in rows}
         missing = [i for i in (ids or []) if i.upper() not in found]
         if ids is not None and not found:
@@ -319,6 +314,16 @@ class ClinicalToolSet:
         if self._dd is None:
             self._dd = self._records.dictionary()
         return self._dd
+
+    def _subject_rows(self, dd: DataDictionary, ids: Sequence[str], wanted: frozenset[str]) -> list[dict[str, Any]]:
+        """Rows of the subjects ``ids``; an id not found as written is tried once in upper case
+        ("p001" for "P001": record names are matched exactly)."""
+        rows = self._rows(dd, ids, wanted)
+        found = {_rid(dd, r) for r in rows}
+        retry = [i.upper() for i in ids if i.upper() not in found and i != i.upper()]
+        if retry:
+            rows += self._rows(dd, retry, wanted)
+        return [r for r in rows if _rid(dd, r) in {i.upper() for i in ids}]
 
     def _fields(self, dd: DataDictionary, asked: Any) -> tuple[frozenset[str], list[str]]:
         """Field names to export for ``asked`` (field or form names; None = every non-identifier
@@ -351,15 +356,15 @@ class ClinicalToolSet:
         if every is not None and wanted <= every[0]:
             rows = every[1] if ids is None else [r for r in every[1] if _rid(dd, r) in {i.upper() for i in ids}]
             return _drop(dd, rows)
-        if ids is not None and all(i.upper() in self._cache and wanted <= self._cache[i.upper()][0] for i in ids):
-            return _drop(dd, [r for i in ids for r in self._cache[i.upper()][1]])
+        if ids is not None and all(i in self._cache and wanted <= self._cache[i][0] for i in ids):
+            return _drop(dd, [r for i in ids for r in self._cache[i][1]])
         rows = self._records.export_records(records=list(ids) if ids else None, fields=sorted(wanted))
         self.exports += 1
         if ids is None:
             self._cache["*"] = (wanted, rows)
         else:
-            for i in ids:
-                self._cache[i.upper()] = (wanted, [r for r in rows if _rid(dd, r) == i.upper()])
+            for i in ids:  # keyed as asked: "p001" found nothing, "P001" may find the record
+                self._cache[i] = (wanted, [r for r in rows if _rid(dd, r) == i.upper()])
         return _drop(dd, rows)
 
 
