@@ -114,7 +114,7 @@ def test_the_adapter_reads_the_dictionary_once_per_container(server: LocalRedcap
     sources = _sources()
     dd = sources.open(_source(server), deadline=None).dictionary()
     assert dd.record_id_field == "subject_id" and dd.identifiers == frozenset(IDENTIFIER_FIELDS)
-    assert dd.repeating == frozenset({"adverse_events"}) and dd.arms == {1: "Main"}
+    assert dd.repeating == frozenset({"adverse_events"}) and dd.arms == {}  # one arm: no names needed
     assert dd.events[1].forms == ("enrolment", "visit", "adverse_events")
     before = len(server.requests)
     records = sources.open(_source(server), deadline=None)
@@ -245,3 +245,16 @@ def test_an_unusable_token_secret_is_alerted_too(server: LocalRedcap, capsys: py
         sources.open(_source(server), deadline=None)
     metric = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metric["ClinicalSourceAuthError"] == [1.0]
+
+
+def test_arm_names_are_read_when_there_are_several_arms() -> None:
+    from infra.local.demo.redcap_project import demo_project
+    from infra.local.redcap_server import RedcapProject
+
+    data = demo_project()
+    data["arms"] = [{"arm_num": 1, "name": "Main"}, {"arm_num": 2, "name": "Extension"}]
+    data["events"] = [*data["events"], {**data["events"][-1], "arm_num": 2, "unique_event_name": "ext_arm_2",
+                                        "event_name": "Extension visit"}]
+    with LocalRedcap({DEMO_TOKEN: RedcapProject(data)}) as two_arms:
+        dd = _sources().open(_source(two_arms), deadline=None).dictionary()
+    assert dd.arms == {1: "Main", 2: "Extension"} and dd.events[-1].arm == 2

@@ -52,8 +52,10 @@ def _session() -> str:
     ("Is P099 enrolled?", "Subject P099 was not found."),
 ])
 def test_data_questions_are_answered_from_redcap(local_stack: LocalStack, question: str, expected: str) -> None:
-    body = _ask(local_stack, _session(), question)
-    assert expected in body["reply"]
+    session = _session()
+    body = _ask(local_stack, session, question)
+    window = local_stack.repo.load_turn_context(PROJECT, session, now=datetime.now(UTC)).session.window
+    assert expected in body["reply"], [tc.result for tc in window[-1].tool_calls]  # the tool's own words
     assert body["provider"] == "offline"
 
 

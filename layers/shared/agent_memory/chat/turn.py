@@ -467,7 +467,7 @@ def pre_chat_deadline(deadline: float | None, *, now: float | None = None) -> fl
 
 
 #: Share of the time left that the clinical data source may use (all its calls of the turn).
-CLINICAL_SOURCE_DEADLINE_SHARE = 0.4
+CLINICAL_SOURCE_DEADLINE_SHARE = 0.5
 
 
 def source_deadline(deadline: float | None, *, now: float | None = None) -> float | None:

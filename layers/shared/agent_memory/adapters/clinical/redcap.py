@@ -163,7 +163,6 @@ class RedcapRecords:
         arms: dict[int, str] = {}
         repeating: set[str] = set()
         if str(info.get("is_longitudinal", "0")) == "1":
-            arms = {int(a["arm_num"]): str(a.get("name", "")) for a in p.export_arms()}
             mapping: dict[str, list[str]] = {}
             for m in p.export_instrument_event_mappings():
                 mapping.setdefault(str(m["unique_event_name"]), []).append(str(m["form"]))
@@ -177,6 +176,8 @@ class RedcapRecords:
                 )
                 for e in p.export_events()
             )
+            if len({e.arm for e in events}) > 1:  # arm names matter only when there are several
+                arms = {int(a["arm_num"]): str(a.get("name", "")) for a in p.export_arms()}
         if str(info.get("has_repeating_instruments_or_events", "0")) == "1":
             repeating = {str(r["form_name"]) for r in p.export_repeating_instruments_events() if r.get("form_name")}
         return DataDictionary(
