@@ -1040,3 +1040,4 @@ if TYPE_CHECKING:  # every fake satisfies its port (checked by mypy)
         ports.Notifier, ports.JobSender, ports.ClinicalDataPort, ports.LLMClient,
     ] = (_store, _store, _store, _store, _store, _store, _store, _store, _store, _store, InMemoryNotifier(),
          InMemoryJobQueue(), InMemoryClinicalData({}), ScriptedLLM())
+    _clinical_records: ports.ClinicalRecordsPort = InMemoryClinicalRecords([], [])
