@@ -131,8 +131,26 @@ def _scan_all(stack: LocalStack) -> str:
     return "\n".join(out)
 
 
+@pytest.fixture
+def prompts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every request the (in-process) offline provider receives while the test runs, as JSON."""
+    from dataclasses import asdict
+
+    from agent_memory.adapters.llm.offline import OfflineLLM
+
+    seen: list[str] = []
+    complete = OfflineLLM.complete
+
+    def recording(self: OfflineLLM, request: Any) -> Any:
+        seen.append(json.dumps(asdict(request), ensure_ascii=False, default=str))
+        return complete(self, request)
+
+    monkeypatch.setattr(OfflineLLM, "complete", recording)
+    return seen
+
+
 def test_no_identifier_of_any_subject_is_stored_sent_or_logged(
-    local_stack: LocalStack, collected_logs: _Collect, capsys: pytest.CaptureFixture[str]
+    local_stack: LocalStack, collected_logs: _Collect, capsys: pytest.CaptureFixture[str], prompts: list[str]
 ) -> None:
     # Given every subject's identifier values, exported through the REDCap API as REDCap holds them
     info = local_stack.describe()["redcap"]
@@ -157,9 +175,11 @@ def test_no_identifier_of_any_subject_is_stored_sent_or_logged(
     for session in sessions:
         seen.append(json.dumps(_get(local_stack, f"sessions/{session}"), ensure_ascii=False))
 
-    # Then no identifier value is in any reply, context view, session window, stored item
-    # (messages, flow log, session items) or log line
-    everything = "\n".join([*seen, _scan_all(local_stack), *collected_logs.lines, capsys.readouterr().out])
+    # Then no identifier value is in any prompt (tool results included), reply, context view, session
+    # window, stored item (messages, flow log, session items) or log line
+    assert any("tool_result" in p and "[phone number withheld]" in p for p in prompts)  # results were sent
+    everything = "\n".join([*prompts, *seen, _scan_all(local_stack), *collected_logs.lines,
+                            capsys.readouterr().out])
     assert "P010" in everything and "2026-02-05" in everything  # the data itself did flow
     for sid, (name, resident_id, phone, email) in identifiers.items():
         for value in (name, resident_id, phone, f"{phone[:3]} {phone[3:7]} {phone[7:]}", email):
