@@ -240,3 +240,19 @@ def test_a_subject_id_in_lower_case_finds_the_record_and_status_filters_the_list
     for needle in ("enrolled", "2", "ENROL"):
         listed = json.loads(listing.run("list_subjects", {"status": needle})[0])["listed"]
         assert [s["subject_id"] for s in listed] == ["A2"], needle
+
+
+def test_the_compact_form_keeps_what_the_answer_quoted_first_and_stays_valid_json() -> None:
+    # Given a record with far more values than the window keeps
+    meta = [_m("record_id", "crf"), *[_m(f"lab_{i:02d}", "crf", label=f"Lab {i}") for i in range(80)]]
+    row = _row("B1", "base_arm_1", **{f"lab_{i:02d}": f"{1000 + i}.5 mmol/L" for i in range(80)})
+    tools = ClinicalToolSet(lambda: InMemoryClinicalRecords(meta, [row], EVENTS))
+    text, _ = tools.run("read_clinical_data", {"subject_id": "B1"})
+
+    # When the answer quoted the last value
+    compact = tools.compact("read_clinical_data", text, "B1 的 Lab 79 是 1079.5 mmol/L。")
+
+    # Then the window keeps that value, as valid JSON within the cap, and says there was more
+    data = json.loads(compact)
+    assert data["values"]["lab_79"] == "1079.5 mmol/L" and list(data["values"])[0] == "lab_79"
+    assert data["more"] is True and len(compact.encode("utf-8")) <= 1_200

@@ -92,6 +92,8 @@ class AgentResult:
     refused: bool = False
     calls: list[ModelCall] = field(default_factory=list)
     provider: str = "offline"
+    #: The full text of each tool result until the answer is known (never stored).
+    full_results: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def model_calls(self) -> int:
@@ -169,12 +171,13 @@ class CompositeTools:
             return f"unknown tool {name}", True
         return target.run(name, tool_input)
 
-    def compact(self, name: str, text: str) -> str:
-        """The window's form of a result (the owning set's ``compact`` when it has one)."""
+    def compact(self, name: str, text: str, answer: str = "") -> str:
+        """The window's form of a result (the owning set's ``compact(name, text, answer)`` when it
+        has one; ``answer``: the reply, so what it used is kept first)."""
         target = self._by_name.get(name)
         compact = getattr(target, "compact", None)
         if callable(compact):
-            return str(compact(name, text))
+            return str(compact(name, text, answer))
         return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
 
     def redactions(self) -> Counter[str]:
@@ -264,7 +267,18 @@ def run_agent(
             continue
         result.text = text
         result.truncated = response.stop_reason in TRUNCATED_STOP_REASONS or bool(uses)
+        _compact_with_answer(tools, result)
         return result
+
+
+def _compact_with_answer(tools: CompositeTools | None, result: AgentResult) -> None:
+    """Compact each call's result again, now that the answer is known (what it used comes first)."""
+    if tools is None:
+        return
+    for call in result.tool_calls:
+        full = result.full_results.pop(call.id, None)
+        if full is not None:
+            call.result = tools.compact(call.name, full, result.text)
 
 
 def _run_tools(tools: CompositeTools, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
@@ -278,6 +292,7 @@ def _run_tools(tools: CompositeTools, uses: list[dict[str, Any]], result: AgentR
             ToolCall(id=use["id"], name=use["name"], input=tool_input, result=tools.compact(use["name"], text),
                      is_error=is_error)
         )
+        result.full_results[use["id"]] = text
         blocks.append({"type": "tool_result", "tool_use_id": use["id"], "content": text, "is_error": is_error})
     return blocks
 

@@ -129,8 +129,11 @@ class ClinicalToolSet:
             return _error("source_error", message=str(exc))
         return _error("unknown_tool", tool=name)
 
-    def compact(self, name: str, text: str) -> str:
-        """What the session window keeps of a result: the values the answer used, not the record."""
+    def compact(self, name: str, text: str, answer: str = "") -> str:
+        """What the session window keeps of a result: the values (by field name, not the record's
+        event / form structure), those the ``answer`` quotes first, as many as fit in
+        :data:`COMPACT_MAX_BYTES` (``"more": true`` when some were left out); QC: counts and the
+        first findings; list_subjects: the counts."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError:
@@ -143,15 +146,19 @@ class ClinicalToolSet:
                 for form in ev.get("forms", []):
                     for k, v in form.get("values", {}).items():
                         flat.setdefault(k, v)
-            out: dict[str, Any] = {"subject_id": data.get("subject_id"), "values": flat}
-        elif name == LIST_SUBJECTS.name:
+            used = [k for k, v in flat.items() if _quoted(v, answer)]
+            order = used + [k for k in flat if k not in used]
+            return _fit({"subject_id": data.get("subject_id")}, "values", [(k, flat[k]) for k in order])
+        if name == LIST_SUBJECTS.name:
             out = {k: data[k] for k in ("subjects", "by_status", "enrolled", "first_enrolment", "latest_enrolment")
                    if k in data}
-        else:
-            out = {"checked_subjects": data.get("checked_subjects"), "counts": data.get("counts"),
-                   "findings": [f"{f['subject_id']} {f.get('event', '')} {f['field']}: {f['kind']}"
-                                for f in data.get("findings", [])[:12]]}
-        return truncate_utf8(json.dumps(out, ensure_ascii=False, sort_keys=True), COMPACT_MAX_BYTES)
+            return truncate_utf8(json.dumps(out, ensure_ascii=False, sort_keys=True), COMPACT_MAX_BYTES)
+        findings = [(f"{f['subject_id']} {f.get('event', '')} {f['field']}", f["kind"])
+                    for f in data.get("findings", [])]
+        used_f = [x for x in findings if x[0].split()[-1] in answer or x[0].split()[0] in answer]
+        order_f = used_f + [x for x in findings if x not in used_f]
+        base = {"checked_subjects": data.get("checked_subjects"), "counts": data.get("counts")}
+        return _fit(base, "findings", order_f)
 
     # ------------------------------------------------------------ read_clinical_data
     def _read(self, args: dict[str, Any]) -> tuple[str, bool]:
@@ -366,6 +373,28 @@ class ClinicalToolSet:
             for i in ids:  # keyed as asked: "p001" found nothing, "P001" may find the record
                 self._cache[i] = (wanted, [r for r in rows if _rid(dd, r) == i.upper()])
         return _drop(dd, rows)
+
+
+def _quoted(value: Any, answer: str) -> bool:
+    """Whether the answer quotes ``value`` (a list: any of its items)."""
+    if not answer:
+        return False
+    items = value if isinstance(value, list) else [value]
+    return any(str(v) and str(v) in answer for v in items)
+
+
+def _fit(base: dict[str, Any], key: str, items: list[tuple[str, Any]]) -> str:
+    """``base`` plus ``{key: {name: value}}`` with as many ``items`` (in order) as fit in
+    :data:`COMPACT_MAX_BYTES` of JSON; ``"more": true`` when some did not."""
+    kept: dict[str, Any] = {}
+    out = {**base, key: kept}
+    for name, value in items:
+        kept[name] = value
+        if len(json.dumps(out, ensure_ascii=False).encode("utf-8")) > COMPACT_MAX_BYTES - 16:
+            del kept[name]
+            out["more"] = True
+            break
+    return json.dumps(out, ensure_ascii=False)  # insertion order: what the answer quoted first
 
 
 def _rid(dd: DataDictionary, row: dict[str, Any]) -> str:
