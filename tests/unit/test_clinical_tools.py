@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from agent_memory.chat.agent import CompositeTools
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.qc import qc_findings
+from agent_memory.chat.toolsets import ToolSets
 from agent_memory.domain.clinical import ClinicalEvent, ClinicalSourceAuthError, ClinicalSourceUnavailable
 from tests.fakes import InMemoryClinicalRecords
 
@@ -146,7 +146,7 @@ def test_a_failing_source_is_an_error_result_never_an_exception(failure: Excepti
 
 def test_the_window_keeps_a_compact_form_of_a_subject_read() -> None:
     tools, _ = _tools()
-    composite = CompositeTools(tools)
+    composite = ToolSets([tools])
     text, _ = composite.run("read_clinical_data", {"subject_id": "S1"})
     compact = json.loads(composite.compact("read_clinical_data", text))
     assert compact["subject_id"] == "S1" and compact["values"]["enrol_date"] == "2026-02-05"
@@ -161,7 +161,7 @@ def test_a_composite_routes_each_tool_to_its_set() -> None:
             return json.dumps(tool_input), False
 
     tools, _ = _tools()
-    composite = CompositeTools(tools, Echo())
+    composite = ToolSets([tools, Echo()])
     assert [s.name for s in composite.specs] == ["read_clinical_data", "list_subjects", "qc_check", "echo"]
     assert composite.run("echo", {"a": 1}) == ('{"a": 1}', False)
     assert composite.run("nope", {}) == ("unknown tool nope", True)

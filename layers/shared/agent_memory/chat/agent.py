@@ -20,11 +20,11 @@ the loop (docs/architecture.md, "Chat replies"):
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
+from agent_memory.chat.toolsets import ToolSet, compact_result
 from agent_memory.domain.errors import LLMEmptyReply
 from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
 from agent_memory.domain.models import ToolCall
@@ -132,64 +132,6 @@ class ClinicalTools:
         return truncate_utf8(text, TOOL_RESULT_MAX_BYTES), "error" in data
 
 
-class ToolSet(Protocol):
-    """A set of tools of the loop: their specs and one entry point. A tool set may also offer
-    ``compact(name, text) -> str`` (what the session window keeps of a result; default: the
-    result capped at :data:`COMPACT_RESULT_MAX_BYTES`) and ``redactions`` (a ``Counter`` of the
-    values it withheld, by kind)."""
-
-    specs: list[ToolSpec]
-
-    def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
-        """Run one call: (result text, is_error); never raises for a bad input."""
-        ...
-
-
-#: What the session window keeps of a tool result by default (UTF-8 bytes): the window replays it
-#: every turn, so it holds what the answer used, not the raw record.
-COMPACT_RESULT_MAX_BYTES = 1_200
-
-
-class CompositeTools:
-    """Several tool sets as one: the specs in order, each call routed to the set that declares the
-    tool's name (the first one, if two declare it)."""
-
-    def __init__(self, *sets: ToolSet) -> None:
-        self.sets = [s for s in sets if s.specs]
-        self.specs: list[ToolSpec] = []
-        self._by_name: dict[str, ToolSet] = {}
-        for s in self.sets:
-            for spec in s.specs:
-                if spec.name not in self._by_name:
-                    self._by_name[spec.name] = s
-                    self.specs.append(spec)
-
-    def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
-        """Route one call; an unknown tool is an error result."""
-        target = self._by_name.get(name)
-        if target is None:
-            return f"unknown tool {name}", True
-        return target.run(name, tool_input)
-
-    def compact(self, name: str, text: str, answer: str = "") -> str:
-        """The window's form of a result (the owning set's ``compact(name, text, answer)`` when it
-        has one; ``answer``: the reply, so what it used is kept first)."""
-        target = self._by_name.get(name)
-        compact = getattr(target, "compact", None)
-        if callable(compact):
-            return str(compact(name, text, answer))
-        return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
-
-    def redactions(self) -> Counter[str]:
-        """Values withheld so far by every set, by kind."""
-        total: Counter[str] = Counter()
-        for s in self.sets:
-            counts = getattr(s, "redactions", None)
-            if isinstance(counts, Counter):
-                total.update(counts)
-        return total
-
-
 def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` plus the assistant ``content`` as received. After a ``pause_turn`` the last
     message is already the assistant's: the continuation joins it (one assistant turn)."""
@@ -202,7 +144,7 @@ def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]
 def run_agent(
     llm: LLMClient,
     request: LLMRequest,
-    tools: CompositeTools | None,
+    tools: ToolSet | None,
     *,
     max_steps: int,
     on_call: Callable[[ModelCall], None] | None = None,
@@ -271,17 +213,17 @@ def run_agent(
         return result
 
 
-def _compact_with_answer(tools: CompositeTools | None, result: AgentResult) -> None:
+def _compact_with_answer(tools: ToolSet | None, result: AgentResult) -> None:
     """Compact each call's result again, now that the answer is known (what it used comes first)."""
     if tools is None:
         return
     for call in result.tool_calls:
         full = result.full_results.pop(call.id, None)
         if full is not None:
-            call.result = tools.compact(call.name, full, result.text)
+            call.result = compact_result(tools, call.name, full, result.text)
 
 
-def _run_tools(tools: CompositeTools, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
+def _run_tools(tools: ToolSet, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
     """Run the requested tools; record each call on ``result`` with the COMPACT result (what the
     session window and the flow log keep); the ``tool_result`` blocks carry the full result."""
     blocks: list[dict[str, Any]] = []
@@ -289,7 +231,7 @@ def _run_tools(tools: CompositeTools, uses: list[dict[str, Any]], result: AgentR
         tool_input = use.get("input") or {}
         text, is_error = tools.run(use["name"], tool_input)
         result.tool_calls.append(
-            ToolCall(id=use["id"], name=use["name"], input=tool_input, result=tools.compact(use["name"], text),
+            ToolCall(id=use["id"], name=use["name"], input=tool_input, result=compact_result(tools, use["name"], text),
                      is_error=is_error)
         )
         result.full_results[use["id"]] = text
@@ -302,8 +244,6 @@ __all__ = [
     "REFUSAL_REPLY",
     "AgentResult",
     "ClinicalTools",
-    "CompositeTools",
     "ModelCall",
-    "ToolSet",
     "run_agent",
 ]

@@ -26,10 +26,12 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, Field
 
-from agent_memory.chat.agent import AgentResult, ClinicalTools, CompositeTools, ModelCall, ToolSet, run_agent
+from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
 from agent_memory.chat.clinical_tools import ClinicalToolSet
+from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
+from agent_memory.chat.toolsets import ToolSet, ToolSets
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
@@ -46,7 +48,7 @@ from agent_memory.domain.models import (
     YearlySummary,
 )
 from agent_memory.domain.text import content_problem, utf8_len
-from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, LLMClient
+from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
 from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
@@ -93,6 +95,9 @@ class ChatDeps:
     monotonic: Callable[[], float] = time.monotonic
     #: Session memory : symptom facts, earlier diagnoses, rolling summary. None = off.
     memory: SessionMemory | None = None
+    #: Weekly reports by week range for the ``read_history`` tool (a call without history that is
+    #: not QC gets the tool). None = no such tool.
+    history: HistoryReader | None = None
     #: Opens a project's own clinical source (``Project.clinical_data``, REDCap); projects without
     #: one use ``clinical`` (the demo file). None = ``clinical`` for every project.
     clinical_sources: ClinicalSourcesPort | None = None
@@ -119,7 +124,8 @@ class TokenUsage(BaseModel):
 
 class CallReport(BaseModel):
     """One LLM context of the turn as reported to the client. ``usage`` is null from the offline
-    provider; ``model_calls`` counts the Messages-API calls the context took (tool steps, a retry)."""
+    provider; ``model_calls`` counts the Messages-API calls the context took (tool steps, a retry);
+    ``history_tool_weeks``: the weekly reports the model read through ``read_history``."""
 
     intents: list[str]
     history_weeks: int
@@ -128,6 +134,7 @@ class CallReport(BaseModel):
     layers: dict[str, int]
     model_calls: int = 0
     usage: TokenUsage | None = None
+    history_tool_weeks: int = 0
     #: Values the tools withheld from the model in this context, by kind (``identifier_fields``:
     #: identifier-flagged fields left out per subject read; ``resident_id``, ``phone``, ``email``:
     #: values scrubbed from free text). Empty when nothing was withheld.
@@ -156,6 +163,7 @@ class _CallOutcome:
     plan: CallPlan
     prompt: AssembledPrompt
     result: AgentResult
+    history_weeks_read: list[str] = field(default_factory=list)
     redactions: dict[str, int] = field(default_factory=dict)
 
 
@@ -296,6 +304,7 @@ def handle_message(
                 layers=o.prompt.layers,
                 model_calls=o.result.model_calls,
                 usage=TokenUsage.of(o.result.usage),
+                history_tool_weeks=len(o.history_weeks_read),
                 redactions=o.redactions,
             )
             for o in outcomes
@@ -328,10 +337,9 @@ class _CallInput:
     deadline: float | None
 
 
-def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> CompositeTools:
-    """The tool sets of one turn: the project's own clinical source when it has one (REDCap,
-    opened on first use with the turn's deadline), else the demo clinical data; then
-    ``deps.tool_sets``."""
+def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list[ToolSet]:
+    """The tool sets every call of one turn shares: the project's own clinical source when it has
+    one (REDCap, opened on first use), else the demo clinical data; then ``deps.tool_sets``."""
     clinical: ToolSet
     source, sources = project.clinical_data, deps.clinical_sources
     if source is not None and sources is not None:
@@ -340,11 +348,18 @@ def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> Comp
         clinical = ClinicalToolSet(lambda: sources.open(source, deadline=source_deadline(deadline)))
     else:
         clinical = ClinicalTools(deps.clinical, project.project_id)
-    return CompositeTools(clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets))
+    return [clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets)]
 
 
-def _run_call(deps: ChatDeps, call: _CallInput, tools: CompositeTools) -> _CallOutcome:
+def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> _CallOutcome:
     cfg = deps.config
+    history_tools: HistoryTools | None = None
+    sets = list(shared)
+    if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
+        # A question the router did not send to history can still read it; a QC call never can.
+        history_tools = HistoryTools(deps.history, call.project_id)
+        sets.append(history_tools)
+    tools = ToolSets(sets)
     withheld_before = tools.redactions()
     prompt = assemble_prompt(
         hot_memory=call.hot,
@@ -370,8 +385,10 @@ def _run_call(deps: ChatDeps, call: _CallInput, tools: CompositeTools) -> _CallO
         metadata={"intents": [i.value for i in call.plan.intents]},
     )
     result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
+    weeks = list(history_tools.weeks_read) if history_tools is not None else []
     withheld = tools.redactions() - withheld_before
-    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, redactions=dict(sorted(withheld.items())))
+    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks,
+                        redactions=dict(sorted(withheld.items())))
 
 
 def _record_usage(call: ModelCall) -> None:
@@ -419,6 +436,7 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
             ],
             "truncated": o.result.truncated,
             "refused": o.result.refused,
+            **({"read_history": {"weeks": o.history_weeks_read}} if o.history_weeks_read else {}),
         })
     return {"intents": [i.value for i in intents], "calls": calls}
 
