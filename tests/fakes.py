@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
 from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
@@ -802,6 +803,44 @@ class InMemoryJobQueue:
 
 
 @dataclass
+class InMemoryClinicalRecords:
+    """``ClinicalRecordsPort`` over REDCap-shaped metadata rows and flat records; records every
+    export (records, fields) and honours ``fields`` like REDCap (record id and the ``redcap_*``
+    columns always; a checkbox field as its ``field___code`` columns). ``fail`` (an exception)
+    is raised by every call while set."""
+
+    metadata: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    events: list[ClinicalEvent] = field(default_factory=list)
+    repeating: frozenset[str] = frozenset()
+    exports: list[tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = field(default_factory=list)
+    fail: Exception | None = None
+
+    def dictionary(self) -> DataDictionary:
+        if self.fail is not None:
+            raise self.fail
+        return DataDictionary(fields=tuple(FieldDef.from_metadata(r) for r in self.metadata),
+                              events=tuple(self.events), repeating=self.repeating)
+
+    def export_records(self, *, records: Sequence[str] | None = None, fields: Sequence[str] | None = None,
+                       events: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        if self.fail is not None:
+            raise self.fail
+        self.exports.append((tuple(records) if records else None, tuple(fields) if fields else None))
+        rid = self.metadata[0]["field_name"]
+        keep = None if not fields else {rid, "redcap_event_name", "redcap_repeat_instrument",
+                                         "redcap_repeat_instance", *fields}
+        out = []
+        for r in self.rows:
+            if records and r[rid] not in records:
+                continue
+            if events and r.get("redcap_event_name") not in events:
+                continue
+            out.append({k: v for k, v in r.items() if keep is None or k in keep or k.split("___")[0] in keep})
+        return out
+
+
+@dataclass
 class InMemoryClinicalData:
     """``ClinicalDataPort`` over ``{project: {"target_enrolment": n, "subjects": {id: record}}}``;
     records every read. Never raises for unknown ids (an ``{"error": ...}`` answer instead)."""
@@ -1004,3 +1043,4 @@ if TYPE_CHECKING:  # every fake satisfies its port (checked by mypy)
         ports.Notifier, ports.JobSender, ports.ClinicalDataPort, ports.LLMClient,
     ] = (_store, _store, _store, _store, _store, _store, _store, _store, _store, _store, InMemoryNotifier(),
          InMemoryJobQueue(), InMemoryClinicalData({}), ScriptedLLM())
+    _clinical_records: ports.ClinicalRecordsPort = InMemoryClinicalRecords([], [])

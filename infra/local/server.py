@@ -77,6 +77,8 @@ def banner(stack: LocalStack) -> str:
             f"  AWS (moto): {stack.moto_url}  tables: {', '.join(sorted(stack.table_names.values()))}",
             f"  auth:       Bearer JWT, verified locally (issuer {LOCAL_ISSUER}, audience {LOCAL_AUDIENCE})",
             f"  demo data:  project demo-iit (hot memory, {reports} weekly reports), project demo-clinic",
+            *([f"  REDCap:     {stack.redcap.api_url}  (demo-iit's clinical data; token in .local/stack.json)"]
+              if stack.redcap is not None else []),
             f"  editor:     {stack.base_url}/admin  (paste a token of a project admin)",
             f"  OpenAPI:    {stack.base_url}/v1/openapi.json",
             "",

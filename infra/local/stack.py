@@ -84,6 +84,8 @@ _DUMMY_CREDENTIALS = {
 _REMOVED_FROM_ENV = ("ANTHROPIC_API_KEY", "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
 #: Shell variables passed to the functions as they are, when set.
 DEMO_CLINICAL_DATA_FILE = Path(__file__).resolve().parent / "demo" / "clinical_data.json"
+#: demo-iit's REDCap token secret (under the template's ClinicalTokenSecretPrefix).
+DEMO_REDCAP_SECRET = "agent-memory/redcap/demo-iit"
 #: ``ANTHROPIC_BASE_URL`` + ``ANTHROPIC_API_KEY`` point the stack at any Messages-API server;
 #: ``LLM_PROVIDER=bedrock`` with ``ANTHROPIC_BEDROCK_BASE_URL`` at a Bedrock endpoint.
 _PASS_THROUGH = (
@@ -443,6 +445,7 @@ class LocalStack:
         self.restarted = False
         #: Seconds moto took to start (with ``data_dir``: including the restore of the stored data).
         self.moto_start_seconds = 0.0
+        self.redcap: Any = None  # the local REDCap API server (infra.local.redcap_server), when seeded
         #: ``LOCAL_STACK_STATUS_LOG``: append every answer's status to this file (the test suite's
         #: proof that no stack served a 500), read once here (isolated mode swaps ``os.environ``).
         self._status_log = os.environ.get(STATUS_LOG_ENV) or None
@@ -535,7 +538,7 @@ class LocalStack:
                 from agent_memory.adapters.dynamo.chat import DynamoRepository
                 from infra.local.demo.seed import seed_demo
 
-                seed_demo(DynamoRepository(), now=self._now or datetime.now(UTC))
+                seed_demo(DynamoRepository(), now=self._now or datetime.now(UTC), clinical_data=self._start_redcap())
 
         for logical_id, function in self.functions.items():
             for route in function.spec.routes:
@@ -568,6 +571,9 @@ class LocalStack:
             for container in function.containers:
                 sys.modules.pop(container.module.__name__, None)
         self.functions.clear()
+        if self.redcap is not None:
+            self.redcap.stop()
+            self.redcap = None
         self._moto.stop()
         if self._saved_env is not None:
             os.environ.clear()
@@ -607,7 +613,26 @@ class LocalStack:
             "env": {k: v for k, v in self.env.items() if k not in _REMOVED_FROM_ENV},
             "llm_provider": self.llm_provider,
             "pid": os.getpid(),
+            # The local REDCap server and demo-iit's token (a fictional demo project, local only).
+            **({"redcap": self.redcap_info()} if self.redcap is not None else {}),
         }
+
+    def redcap_info(self) -> dict[str, str]:
+        """The local REDCap server's API URL, demo-iit's demo token and its secret's name."""
+        from infra.local.demo.redcap_project import DEMO_TOKEN
+
+        return {"api_url": self.redcap.api_url, "token": DEMO_TOKEN, "token_secret": DEMO_REDCAP_SECRET}
+
+    def _start_redcap(self) -> Any:
+        """Start the local REDCap server with the demo project and put its token into moto
+        Secrets Manager; demo-iit's clinical source (``ClinicalDataSource``)."""
+        from agent_memory.domain.models import ClinicalDataSource
+        from infra.local.demo.redcap_project import DEMO_TOKEN
+        from infra.local.redcap_server import demo_server
+
+        self.redcap = demo_server(port=int(os.environ.get("REDCAP_PORT") or 0)).start()
+        self._put_secret(DEMO_REDCAP_SECRET, DEMO_TOKEN)
+        return ClinicalDataSource(source="redcap", api_url=self.redcap.api_url, token_secret=DEMO_REDCAP_SECRET)
 
     @property
     def repo(self) -> Any:

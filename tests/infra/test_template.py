@@ -476,6 +476,7 @@ def test_chat_reads_only_the_anthropic_secret(resources: dict[str, Any]) -> None
         (condition, s)
         for condition, s in statements
         if any(a.startswith("secretsmanager:") for a in _as_list(s["Action"]))
+        and s.get("Sid") != "ClinicalTokenSecrets"  # the REDCap tokens: the test below
     ]
     assert len(secret_statements) == 1
     condition, statement = secret_statements[0]
@@ -484,6 +485,16 @@ def test_chat_reads_only_the_anthropic_secret(resources: dict[str, Any]) -> None
     assert statement["Resource"] == {
         "Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}"
         ":secret:${AnthropicSecretName}-??????"
+    }
+
+
+def test_chat_reads_the_redcap_token_secrets_under_their_prefix_only(resources: dict[str, Any]) -> None:
+    statements = _conditional_statements(resources["ChatFunction"])
+    (statement,) = [s for _, s in statements if s.get("Sid") == "ClinicalTokenSecrets"]
+    assert _as_list(statement["Action"]) == ["secretsmanager:GetSecretValue"]
+    assert statement["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}"
+        ":secret:${ClinicalTokenSecretPrefix}*"
     }
 
 

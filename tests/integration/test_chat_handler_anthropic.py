@@ -1046,3 +1046,45 @@ def test_unknown_project_is_404_and_nothing_is_written(chat: ChatEnv) -> None:
     body = _assert_error_body(response, 404, secret=SECRET_TEXT)
     assert body["error"] == "not_found"
     _assert_nothing_written(chat, before)
+
+
+def test_a_redcap_project_sends_claude_the_three_tools_and_no_identifier(chat: ChatEnv) -> None:
+    # Given demo-iit pointed at the local REDCap server, its token in (moto) Secrets Manager
+    import boto3
+    import redcap
+
+    from agent_memory.domain.models import ClinicalDataSource
+    from infra.local.demo.redcap_project import DEMO_TOKEN
+    from infra.local.redcap_server import demo_server
+
+    with demo_server() as server:
+        secret = "agent-memory/redcap/demo-iit"
+        boto3.client("secretsmanager", region_name=os.environ["AWS_REGION"]).create_secret(
+            Name=secret, SecretString=DEMO_TOKEN)
+        project = chat.repo.get_project(PROJECT)
+        chat.repo.put_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
+            source="redcap", api_url=server.api_url, token_secret=secret)}))
+        identifiers = redcap.Project(server.api_url, DEMO_TOKEN).export_records(
+            records=["P005"], fields=["subj_name", "resident_id", "phone", "email"], events=["screening_arm_1"])[0]
+        chat.api.script(
+            tool_use_reply("read_clinical_data", {"subject_id": "P005", "fields": ["screening", "enrolment_date"]}),
+            text_reply("P005 于 2026-03-05 入组。"),
+        )
+
+        # When Claude reads P005's screening form through the tool
+        response = chat.post("P005 的筛选信息和入组日期？")
+
+    # Then Claude was offered the three tools, got the data without any identifier value, and the
+    # response counts what was withheld
+    assert _status(response) == 200, response
+    first, second = (r.body for r in chat.api.requests)
+    assert [t["name"] for t in first["tools"]][:3] == ["read_clinical_data", "list_subjects", "qc_check"]
+    (result,) = second["messages"][-1]["content"]
+    assert result["is_error"] is False and "2026-03-05" in result["content"]
+    assert "[resident ID withheld]" in result["content"] and "[e-mail withheld]" in result["content"]
+    sent = json.dumps([r.body for r in chat.api.requests], ensure_ascii=False)
+    stored = json.dumps(chat.snapshot(), ensure_ascii=False)
+    for field in ("subj_name", "resident_id", "phone", "email"):
+        assert identifiers[field] not in sent and identifiers[field] not in stored
+    withheld = _json(response)["calls"][0]["redactions"]
+    assert withheld == {"email": 1, "identifier_fields": 4, "phone": 1, "resident_id": 1}

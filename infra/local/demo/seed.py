@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from agent_memory.adapters.dynamo.chat import DynamoRepository
 from agent_memory.domain.errors import ProjectNotFound, VersionConflict
-from agent_memory.domain.models import Project
+from agent_memory.domain.models import ClinicalDataSource, Project
 from agent_memory.domain.text import estimate_tokens
 from infra.local.demo.hot_memory import DEMO_IIT_PROJECT_ID, demo_iit_hot_memory
 from infra.local.demo.weekly_reports import demo_iit_weekly_reports
@@ -38,7 +38,7 @@ DEMO_PROJECTS: tuple[Project, ...] = (
 )
 
 
-def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
+def seed_demo(repo: DynamoRepository, *, now: datetime, clinical_data: ClinicalDataSource | None = None) -> None:
     """Create the demo projects, the demo-iit hot memory and its weekly reports, and the
     demo-clinic visits (:mod:`infra.local.demo.clinic_sessions`) if absent.
 
@@ -46,12 +46,20 @@ def seed_demo(repo: DynamoRepository, *, now: datetime) -> None:
         repo: a repository whose tables are already bound (``bind_tables``).
         now: the current time (aware); the hot memory is saved at ``now`` and only reports the
             weekly job would already have archived by ``now`` are written.
+        clinical_data: demo-iit's clinical source (the local REDCap server); set on the project
+            record even when it exists (the server's port changes from run to run).
     """
     for project in DEMO_PROJECTS:
+        wanted = project
+        if clinical_data is not None and project.project_id == DEMO_IIT_PROJECT_ID:
+            wanted = project.model_copy(update={"clinical_data": clinical_data})
         try:
-            repo.get_project(project.project_id)
+            stored = repo.get_project(project.project_id)
         except ProjectNotFound:
-            repo.put_project(project)
+            repo.put_project(wanted)
+            continue
+        if clinical_data is not None and wanted.clinical_data != stored.clinical_data:
+            repo.put_project(stored.model_copy(update={"clinical_data": wanted.clinical_data}))
 
     hot = demo_iit_hot_memory()
     with suppress(VersionConflict):  # already seeded (or edited since): never overwrite

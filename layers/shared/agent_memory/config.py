@@ -143,6 +143,9 @@ class Settings(BaseModel):
     react_max_steps: int = Field(default=4, ge=1, le=10, alias="REACT_MAX_STEPS")
     clinical_data_source: Literal["demo"] = Field(default="demo", alias="CLINICAL_DATA_SOURCE")
     clinical_data_file: str = Field(default="", alias="CLINICAL_DATA_FILE")
+    # A project's own clinical source (Project.clinical_data, REDCap): its token secret's name must
+    # start with this prefix (the chat role may read only those secrets).
+    clinical_token_secret_prefix: str = Field(default="agent-memory/redcap/", alias="CLINICAL_TOKEN_SECRET_PREFIX")
 
     # Session memory: symptom extractor and rolling summary ("llm" needs the anthropic
     # provider; otherwise the offline rules / extractive summary are used), transcript caps.

@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from datetime import date, datetime
 
+    from agent_memory.domain.clinical import DataDictionary
     from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
     from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
     from agent_memory.domain.models import (
+        ClinicalDataSource,
         HotMemory,
         MessageRecord,
         Project,
@@ -56,6 +58,45 @@ class ClinicalDataPort(Protocol):
         Returns:
             ``{"subject": {...}}`` or ``{"summary": {...}, "subjects": [ids]}``; ``{"error": str}``
             when the subject or project is unknown (never raises for unknown ids).
+        """
+        ...
+
+
+class ClinicalRecordsPort(Protocol):
+    """One project's clinical database in REDCap's terms (implemented by
+    ``agent_memory.adapters.clinical.redcap.RedcapRecords``), bound to one turn's deadline.
+
+    Raises (``agent_memory.domain.clinical``): ``ClinicalSourceUnavailable`` (unreachable, slower
+    than the deadline, rate-limited past it), ``ClinicalSourceAuthError`` (token refused),
+    ``ClinicalSourceRejected`` (the source rejected the request).
+    """
+
+    def dictionary(self) -> DataDictionary:
+        """The data dictionary with events, form-event mapping and repeating instruments."""
+        ...
+
+    def export_records(
+        self,
+        *,
+        records: Sequence[str] | None = None,
+        fields: Sequence[str] | None = None,
+        events: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Flat records (one row per record, event and repeat instance; REDCap's raw codes, every
+        value a string but ``redcap_repeat_instance``; checkbox columns ``field___code``), only
+        ``records`` / ``fields`` / ``events`` when given (the record-id field always included)."""
+        ...
+
+
+class ClinicalSourcesPort(Protocol):
+    """Opens a project's configured clinical source (``Project.clinical_data``)."""
+
+    def open(self, source: ClinicalDataSource, *, deadline: float | None) -> ClinicalRecordsPort:
+        """The source's records for one turn; every call made through it ends by ``deadline``
+        (a ``time.monotonic()`` instant; None = the adapter's own timeout).
+
+        Raises:
+            ClinicalSourceAuthError: the token secret cannot be read or is unusable.
         """
         ...
 

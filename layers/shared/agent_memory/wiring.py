@@ -143,6 +143,7 @@ def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: L
 def build_chat_deps(settings: Settings) -> ChatDeps:
     """The chat function: everything a turn needs (LLM provider, classifier, clinical data, caps)."""
     from agent_memory.adapters.clinical.demo import DemoClinicalData, load_clinical_file
+    from agent_memory.adapters.clinical.redcap import RedcapSources
     from agent_memory.adapters.dynamo.chat import DynamoRepository
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
@@ -164,6 +165,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
+        clinical_sources=RedcapSources(token_secret_prefix=settings.clinical_token_secret_prefix),
         cache=SessionCache(max_messages=50),
         memory=build_session_memory(
             settings, SessionsRepository(session_retention_days=settings.session_retention_days), llm=llm

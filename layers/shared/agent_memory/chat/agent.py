@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agent_memory.chat.toolsets import ToolSet
+from agent_memory.chat.toolsets import ToolSet, compact_result
 from agent_memory.domain.errors import LLMEmptyReply
 from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
 from agent_memory.domain.models import ToolCall
@@ -92,6 +92,8 @@ class AgentResult:
     refused: bool = False
     calls: list[ModelCall] = field(default_factory=list)
     provider: str = "offline"
+    #: The full text of each tool result until the answer is known (never stored).
+    full_results: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def model_calls(self) -> int:
@@ -207,18 +209,32 @@ def run_agent(
             continue
         result.text = text
         result.truncated = response.stop_reason in TRUNCATED_STOP_REASONS or bool(uses)
+        _compact_with_answer(tools, result)
         return result
 
 
+def _compact_with_answer(tools: ToolSet | None, result: AgentResult) -> None:
+    """Compact each call's result again, now that the answer is known (what it used comes first)."""
+    if tools is None:
+        return
+    for call in result.tool_calls:
+        full = result.full_results.pop(call.id, None)
+        if full is not None:
+            call.result = compact_result(tools, call.name, full, result.text)
+
+
 def _run_tools(tools: ToolSet, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
-    """Run the requested tools; record each call on ``result``; the ``tool_result`` blocks."""
+    """Run the requested tools; record each call on ``result`` with the COMPACT result (what the
+    session window and the flow log keep); the ``tool_result`` blocks carry the full result."""
     blocks: list[dict[str, Any]] = []
     for use in uses:
         tool_input = use.get("input") or {}
         text, is_error = tools.run(use["name"], tool_input)
         result.tool_calls.append(
-            ToolCall(id=use["id"], name=use["name"], input=tool_input, result=text, is_error=is_error)
+            ToolCall(id=use["id"], name=use["name"], input=tool_input, result=compact_result(tools, use["name"], text),
+                     is_error=is_error)
         )
+        result.full_results[use["id"]] = text
         blocks.append({"type": "tool_result", "tool_use_id": use["id"], "content": text, "is_error": is_error})
     return blocks
 

@@ -2,14 +2,24 @@
 
 A tool set has ``specs`` (its tool definitions) and ``run(name, input) -> (text, is_error)``; the
 composite offers the specs of all its sets and sends each call to the set that defines the tool.
+A set may also offer ``compact(name, text, answer) -> str`` (what the session window keeps of a
+result; default: the result capped at :data:`COMPACT_RESULT_MAX_BYTES`) and ``redactions`` (a
+``Counter`` of the values it withheld from the model, by kind).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from agent_memory.domain.llm import ToolSpec
+from agent_memory.domain.text import truncate_utf8
+
+#: What the session window keeps of a tool result by default (UTF-8 bytes): the window replays it
+#: every turn, so it holds what the answer used, not the raw record (docs/architecture.md,
+#: "Clinical data").
+COMPACT_RESULT_MAX_BYTES = 1_200
 
 
 class ToolSet(Protocol):
@@ -35,5 +45,31 @@ class ToolSets:
                 return tool_set.run(name, tool_input)
         return f"unknown tool {name}", True
 
+    def compact(self, name: str, text: str, answer: str = "") -> str:
+        """The window's form of a result of ``name`` (see :func:`compact_result`)."""
+        for tool_set in self._sets:
+            if any(spec.name == name for spec in tool_set.specs):
+                return compact_result(tool_set, name, text, answer)
+        return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
 
-__all__ = ["ToolSet", "ToolSets"]
+    def redactions(self) -> Counter[str]:
+        """Values withheld so far by every set, by kind."""
+        total: Counter[str] = Counter()
+        for tool_set in self._sets:
+            counts = getattr(tool_set, "redactions", None)
+            if isinstance(counts, Counter):
+                total.update(counts)
+        return total
+
+
+def compact_result(tool_set: ToolSet, name: str, text: str, answer: str = "") -> str:
+    """What the session window keeps of a result: the set's own ``compact(name, text, answer)``
+    when it has one (``answer``: the reply, so what it used is kept first), else ``text`` capped
+    at :data:`COMPACT_RESULT_MAX_BYTES`."""
+    compact = getattr(tool_set, "compact", None)
+    if callable(compact):
+        return str(compact(name, text, answer))
+    return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
+
+
+__all__ = ["COMPACT_RESULT_MAX_BYTES", "ToolSet", "ToolSets", "compact_result"]

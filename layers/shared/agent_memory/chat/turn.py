@@ -24,9 +24,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
@@ -41,12 +42,13 @@ from agent_memory.domain.models import (
     HotMemory,
     Intent,
     MessageRecord,
+    Project,
     SessionState,
     WeeklyReport,
     YearlySummary,
 )
 from agent_memory.domain.text import content_problem, utf8_len
-from agent_memory.ports import ChatStore, ClinicalDataPort, HistoryReader, LLMClient
+from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
 from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
@@ -96,6 +98,11 @@ class ChatDeps:
     #: Weekly reports by week range for the ``read_history`` tool (a call without history that is
     #: not QC gets the tool). None = no such tool.
     history: HistoryReader | None = None
+    #: Opens a project's own clinical source (``Project.clinical_data``, REDCap); projects without
+    #: one use ``clinical`` (the demo file). None = ``clinical`` for every project.
+    clinical_sources: ClinicalSourcesPort | None = None
+    #: More tool sets of the loop: each factory gets (project id, the turn's deadline).
+    tool_sets: list[Callable[[str, float | None], ToolSet]] = field(default_factory=list)
 
 
 class TokenUsage(BaseModel):
@@ -130,6 +137,10 @@ class CallReport(BaseModel):
     history_tool_weeks: int = 0
     #: lines of an over-budget hot memory were left out of this context (oldest AI lines first)
     hot_memory_trimmed: bool = False
+    #: Values the tools withheld from the model in this context, by kind (``identifier_fields``:
+    #: identifier-flagged fields left out per subject read; ``resident_id``, ``phone``, ``email``:
+    #: values scrubbed from free text). Empty when nothing was withheld.
+    redactions: dict[str, int] = Field(default_factory=dict)
 
 
 class ChatResult(BaseModel):
@@ -155,6 +166,7 @@ class _CallOutcome:
     prompt: AssembledPrompt
     result: AgentResult
     history_weeks_read: list[str] = field(default_factory=list)
+    redactions: dict[str, int] = field(default_factory=dict)
 
 
 def validate_message(content: str, max_bytes: int) -> None:
@@ -246,11 +258,12 @@ def handle_message(
     # A reused failed message stays in the window the prompt sees (its place numbers the window's
     # messages); being failed, it is never replayed as a recent turn.
     outcomes: list[_CallOutcome] = []
+    tools = turn_tools(deps, ctx.project, deadline)  # one per turn: one export per subject per turn
     try:
         for plan in plans:
             outcomes.append(_run_call(
                 deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline),
+                                 ctx.project.time_zone, now, deadline), tools,
             ))
     except LLMError:
         if reused is None:
@@ -297,6 +310,7 @@ def handle_message(
                 usage=TokenUsage.of(o.result.usage),
                 history_tool_weeks=len(o.history_weeks_read),
                 hot_memory_trimmed=o.prompt.hot_memory_trimmed,
+                redactions=o.redactions,
             )
             for o in outcomes
         ],
@@ -328,15 +342,30 @@ class _CallInput:
     deadline: float | None
 
 
-def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
+def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list[ToolSet]:
+    """The tool sets every call of one turn shares: the project's own clinical source when it has
+    one (REDCap, opened on first use), else the demo clinical data; then ``deps.tool_sets``."""
+    clinical: ToolSet
+    source, sources = project.clinical_data, deps.clinical_sources
+    if source is not None and sources is not None:
+        # The source may use a share of the time left when it is first asked, so that the model
+        # still has time to answer (with "the data source is unavailable" if it came to that).
+        clinical = ClinicalToolSet(lambda: sources.open(source, deadline=source_deadline(deadline)))
+    else:
+        clinical = ClinicalTools(deps.clinical, project.project_id)
+    return [clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets)]
+
+
+def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> _CallOutcome:
     cfg = deps.config
-    clinical = ClinicalTools(deps.clinical, call.project_id)
     history_tools: HistoryTools | None = None
-    tools: ToolSet = clinical
+    sets = list(shared)
     if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
         # A question the router did not send to history can still read it; a QC call never can.
         history_tools = HistoryTools(deps.history, call.project_id)
-        tools = ToolSets([clinical, history_tools])
+        sets.append(history_tools)
+    tools = ToolSets(sets)
+    withheld_before = tools.redactions()
     prompt = assemble_prompt(
         hot_memory=call.hot,
         reports=call.reports if call.plan.load_history else None,  # a QC call never sees history
@@ -362,7 +391,9 @@ def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
     )
     result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
     weeks = list(history_tools.weeks_read) if history_tools is not None else []
-    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks)
+    withheld = tools.redactions() - withheld_before
+    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks,
+                        redactions=dict(sorted(withheld.items())))
 
 
 def _record_usage(call: ModelCall) -> None:
@@ -456,6 +487,19 @@ def pre_chat_deadline(deadline: float | None, *, now: float | None = None) -> fl
         return None
     at = time.monotonic() if now is None else now
     return at + max(0.0, deadline - at) * PRE_CHAT_DEADLINE_SHARE
+
+
+#: Share of the time left that the clinical data source may use (all its calls of the turn).
+CLINICAL_SOURCE_DEADLINE_SHARE = 0.5
+
+
+def source_deadline(deadline: float | None, *, now: float | None = None) -> float | None:
+    """The deadline of the clinical source's calls: :data:`CLINICAL_SOURCE_DEADLINE_SHARE` of the
+    time left until ``deadline`` (None: no deadline)."""
+    if deadline is None:
+        return None
+    at = time.monotonic() if now is None else now
+    return at + max(0.0, deadline - at) * CLINICAL_SOURCE_DEADLINE_SHARE
 
 
 def _fill(patient_id: str | None, user_id: str) -> dict[str, str]:

@@ -171,6 +171,15 @@ class YearlySummary(BaseModel):
     created_by: str = "pruner"
 
 
+class ClinicalDataSource(BaseModel):
+    """Where a project's clinical data lives: a REDCap API URL and the NAME of the Secrets Manager
+    secret holding the project's API token (the token itself is never stored or passed here)."""
+
+    source: Literal["redcap"]
+    api_url: str
+    token_secret: str
+
+
 class Project(BaseModel):
     """A tenant. ``time_zone`` is the IANA zone of the project's calendar."""
 
@@ -178,6 +187,7 @@ class Project(BaseModel):
     name: str
     time_zone: str = "Asia/Shanghai"
     kind: Literal["iit", "clinic"] = "iit"
+    clinical_data: ClinicalDataSource | None = None
     created_at: datetime
 
 

@@ -34,6 +34,7 @@ from agent_memory.adapters.dynamo.tables import (
 from agent_memory.domain.errors import ItemTooLarge
 from agent_memory.domain.jobs import FlowLogEntry, JobRun, ReviewItem
 from agent_memory.domain.models import (
+    ClinicalDataSource,
     HotMemory,
     HotMemoryLine,
     MessageRecord,
@@ -77,6 +78,7 @@ def project_to_item(project: Project) -> ProjectItem:
         time_zone=project.time_zone,
         kind=project.kind,
         created_at=project.created_at,
+        clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
     )
 
 
@@ -87,6 +89,7 @@ def project_from_item(item: ProjectItem) -> Project:
         time_zone=item.time_zone,
         kind=item.kind,  # type: ignore[arg-type]
         created_at=item.created_at,
+        clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
     )
 
 

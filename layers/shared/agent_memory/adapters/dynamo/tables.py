@@ -65,6 +65,8 @@ class ProjectItem(_Base):
     time_zone = UnicodeAttribute()
     kind = UnicodeAttribute(default="iit")
     created_at = UTCDateTimeAttribute()
+    #: ``ClinicalDataSource`` as JSON (source, api_url, token_secret name); absent = none.
+    clinical_data = Utf8JSONAttribute(null=True)
 
 
 class HotMemoryItem(_Base):

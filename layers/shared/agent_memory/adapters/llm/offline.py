@@ -3,8 +3,9 @@
 It serves local runs and tests and labels every reply as offline. It reads the same
 request the real provider would get: for a history question it cites the most relevant
 weekly-report lines (ranked by character-bigram / word overlap with the question); for a
-memory question the matching hot-memory lines; for a data question it calls the
-``read_clinical_data`` tool and answers from the result.
+memory question the matching hot-memory lines; for a data or QC question it calls the clinical
+tools the request offers (``read_clinical_data``, ``list_subjects``, ``qc_check``; see
+:mod:`.offline_clinical`) and answers from their results in the user's language.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from agent_memory.adapters.llm import offline_clinical
 from agent_memory.domain.lexicon import expand_bilingual
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 from agent_memory.domain.text import estimate_tokens
@@ -131,7 +133,7 @@ class OfflineLLM:
         question = _question(request.messages)
         intents = set(request.metadata.get("intents", []))
         if tool_results:
-            text = self._answer_from_tools(tool_results, intents)
+            text = self._answer_from_tools(tool_results, intents, request.messages, question)
         else:
             subjects = sorted(set(s.upper() for s in _SUBJECT_RE.findall(question)))
             wants_tools = bool(request.tools) and (request.tool_choice or {}).get("type") != "none"
@@ -141,11 +143,11 @@ class OfflineLLM:
                 # same question twice never yields two tool_use blocks with one id.
                 conversation = json.dumps(request.messages, ensure_ascii=False, sort_keys=True, default=str)
                 tag = hashlib.sha256(conversation.encode("utf-8")).hexdigest()[:10]
+                calls = offline_clinical.plan_tool_uses({t.name for t in request.tools}, intents, subjects)
                 uses = [
-                    {"type": "tool_use", "id": f"toolu_offline_{tag}_{i}", "name": "read_clinical_data",
-                     "input": {"subject_id": s}}
-                    for i, s in enumerate(subjects[:3])
-                ] or [{"type": "tool_use", "id": f"toolu_offline_{tag}_0", "name": "read_clinical_data", "input": {}}]
+                    {"type": "tool_use", "id": f"toolu_offline_{tag}_{i}", "name": name, "input": tool_input}
+                    for i, (name, tool_input) in enumerate(calls)
+                ]
                 return self._reply(request, uses, "tool_use")
             text = self._answer_from_context(request, question, intents)
         return self._finish(request, OFFLINE_LABEL + text)
@@ -181,13 +183,22 @@ class OfflineLLM:
         return "已收到。"
 
     @staticmethod
-    def _answer_from_tools(results: list[dict[str, Any]], intents: set[str]) -> str:
+    def _answer_from_tools(
+        results: list[dict[str, Any]], intents: set[str], messages: Sequence[dict[str, Any]], question: str
+    ) -> str:
         parts = []
+        names = offline_clinical.tool_names_of(results, list(messages))
+        zh = offline_clinical.is_chinese(question)
         for r in results:
             try:
                 data = json.loads(r.get("content") or "{}")
             except json.JSONDecodeError:
                 data = {"error": "unreadable tool result"}
+            said = offline_clinical.answer(names.get(str(r.get("tool_use_id")), ""), data, zh=zh,
+                                           qc="QC_TASK" in intents) if isinstance(data, dict) else None
+            if said is not None:
+                parts.append(said)
+                continue
             if "error" in data:
                 parts.append(str(data["error"]))
                 continue
