@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from datetime import date, datetime
 
+    from agent_memory.domain.feedback import Feedback
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
     from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
     from agent_memory.domain.models import (
@@ -267,3 +268,17 @@ class ContextStore(Protocol):
     def get_project(self, project_id: str) -> Any: ...
 
     def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
+
+
+class FeedbackStore(Protocol):
+    """Answer feedback (``agent_memory.adapters.dynamo.feedback.FeedbackRepository``)."""
+
+    def get_message(self, project_id: str, session_id: str, message_id: str) -> MessageRecord:
+        """Raises MessageNotFound."""
+        ...
+
+    def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
+        """The rating (replacing the rater's earlier one) and its flow-log event, in one transaction."""
+        ...
+
+    def list_feedback(self, project_id: str, start: datetime | None, end: datetime | None) -> list[Feedback]: ...

@@ -23,6 +23,7 @@ from agent_memory.ports import (
     ActivityReader,
     AdminStore,
     ContextStore,
+    FeedbackStore,
     JobSender,
     LLMClient,
     Notifier,
@@ -199,6 +200,14 @@ def build_sessions_deps(settings: Settings) -> SessionsDeps:
             flow_log_retention_days=settings.flow_log_retention_days,
         ),
     )
+
+
+def build_feedback_store(settings: Settings) -> FeedbackStore:
+    """The answer-feedback store (sessions function): ratings in the SessionsTable, events in the flow log."""
+    from agent_memory.adapters.dynamo.feedback import FeedbackRepository
+
+    _bind_tables(settings)
+    return FeedbackRepository()
 
 
 def build_admin_deps(settings: Settings) -> AdminDeps:

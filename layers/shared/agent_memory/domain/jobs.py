@@ -38,6 +38,10 @@ class FlowLogEntry(BaseModel):
     at: datetime
     user_id: str | None = None
     status: str = "ok"
+    #: ``feedback`` for a feedback event (``message_id``: the rated message; ``content``: the reason).
+    source: str | None = None
+    rating: str | None = None
+    study_role: str | None = None
 
 
 class Candidate(BaseModel):

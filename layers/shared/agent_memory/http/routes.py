@@ -62,6 +62,9 @@ ROUTE_POLICY: Mapping[str, Access] = {
     f"GET {_P}/sessions/{{session_id}}/diagnoses/{{diagnosis_id}}": "member",
     f"GET {_P}/patients/{{patient_id}}/sessions": "member",
     f"GET {_P}/patients/{{patient_id}}/compare": "member",
+    # ---------------------------------------------------------------- answer feedback (SessionsFunction)
+    f"PUT {_P}/sessions/{{session_id}}/messages/{{message_id}}/feedback": "member",
+    f"GET {_P}/feedback": "admin",
     # ---------------------------------------------------------------- inspection (ApiFunction)
     f"GET {_P}/sessions/{{session_id}}/messages/{{message_id}}/context": "admin",
     # ---------------------------------------------------------------- hot memory

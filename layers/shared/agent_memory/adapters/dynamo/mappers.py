@@ -352,6 +352,9 @@ def flow_log_entry_from_item(item: FlowLogItem) -> FlowLogEntry:
         at=item.at,
         user_id=item.user_id,
         status=item.status,
+        source=item.source,
+        rating=item.rating,
+        study_role=item.study_role,
     )
 
 

@@ -299,6 +299,39 @@ class MessageItem(_Base):
     source = UnicodeAttribute(default="chat")
 
 
+class FeedbackProjectIndex(GlobalSecondaryIndex["FeedbackItem"]):
+    """A project's feedback in time order, in the ProjectSessionsIndex under its own partition
+    ``FEEDBACK#{project}`` / ``{UTC time}#{message_id}#{user_id}`` (never mixed with sessions)."""
+
+    class Meta:
+        index_name = "ProjectSessionsIndex"
+        projection = AllProjection()
+
+    project_pk = UnicodeAttribute(hash_key=True)
+    project_sk = UnicodeAttribute(range_key=True)
+
+
+class FeedbackItem(_Base):
+    """``sk = FEEDBACK#{message_id}#{user_id}``: one user's rating of one assistant message, in the
+    message's session partition (a second rating by the same user replaces it)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-sessions"
+
+    project_id = UnicodeAttribute()
+    session_id = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    rating = UnicodeAttribute()
+    reason = UnicodeAttribute(null=True)
+    tags = ListAttribute(of=UnicodeAttribute, default=list)
+    study_role = UnicodeAttribute(null=True)
+    at = UTCDateTimeAttribute()
+    project_pk = UnicodeAttribute()
+    project_sk = UnicodeAttribute()
+    project_index = FeedbackProjectIndex()
+
+
 class DiagnosisPatientIndex(GlobalSecondaryIndex["DiagnosisItem"]):
     """The PatientIndex read as diagnosis items (``patient_sk`` begins with ``DIAG#``)."""
 
@@ -351,6 +384,10 @@ class FlowLogItem(_Base):
     at = UTCDateTimeAttribute()
     status = UnicodeAttribute(default="ok")
     expires_at = TTLAttribute(null=True)
+    # Feedback events (source "feedback"): the rating, and the rater's study role when known.
+    source = UnicodeAttribute(null=True)
+    rating = UnicodeAttribute(null=True)
+    study_role = UnicodeAttribute(null=True)
 
 
 # --------------------------------------------------------------------- binding
@@ -369,7 +406,7 @@ TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
         AlertSentItem,
         AuditItem,
     ),
-    "sessions": (SessionItem, MessageItem, DiagnosisItem),
+    "sessions": (SessionItem, MessageItem, DiagnosisItem, FeedbackItem),
     "flow_log": (FlowLogItem,),
 }
 
@@ -426,6 +463,7 @@ __all__ = [
     "AlertSentItem",
     "AuditItem",
     "DiagnosisItem",
+    "FeedbackItem",
     "FlowLogItem",
     "HotMemoryItem",
     "HotMemoryRevisionItem",
