@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         YearlySummary,
     )
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
+    from agent_memory.domain.reminders import Reminder, ReminderDelivery
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
 
 
@@ -282,3 +283,43 @@ class FeedbackStore(Protocol):
         ...
 
     def list_feedback(self, project_id: str, start: datetime | None, end: datetime | None) -> list[Feedback]: ...
+
+
+class ReminderStore(Protocol):
+    """Reminder items (``agent_memory.adapters.dynamo.reminders.ReminderRepository``)."""
+
+    def put_reminder(self, reminder: Reminder) -> None: ...
+
+    def get_reminder(self, project_id: str, reminder_id: str) -> Reminder | None: ...
+
+    def list_reminders(self, project_id: str, *, owner: str | None = None) -> list[Reminder]:
+        """The project's reminders (one owner's when given), oldest first."""
+        ...
+
+    def update_reminder(self, reminder: Reminder) -> None:
+        """Overwrite a stored reminder (status, next firing, last firing)."""
+        ...
+
+
+class ReminderScheduler(Protocol):
+    """The schedules (``agent_memory.adapters.scheduler.EventBridgeReminderScheduler``).
+
+    Raises ExternalServiceError when the scheduler fails.
+    """
+
+    def create(self, reminder: Reminder) -> None:
+        """Create the schedule ``reminder.schedule_name`` firing ``reminder.expression`` in ``reminder.time_zone``."""
+        ...
+
+    def delete(self, reminder: Reminder) -> None:
+        """Delete the schedule (already gone: no error)."""
+        ...
+
+
+class ReminderChannel(Protocol):
+    """Where a firing goes (SNS topic with ``project_id`` / ``user_id`` attributes; the project's
+    webhook). Raises on delivery failure (the scheduler retries, then the DLQ)."""
+
+    def deliver(self, delivery: ReminderDelivery) -> list[str]:
+        """Deliver; returns the channels used (``sns``, ``webhook``)."""
+        ...
