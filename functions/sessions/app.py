@@ -30,11 +30,13 @@ from agent_memory.http.session_requests import (
     TranscriptRequest,
 )
 from agent_memory.observability import logger, metrics
-from agent_memory.wiring import build_feedback_store, build_sessions_deps
+from agent_memory.reminders import service as reminders
+from agent_memory.wiring import build_feedback_store, build_reminder_deps, build_sessions_deps
 
 settings = get_settings()
 deps = build_sessions_deps(settings)
 feedback_store = build_feedback_store(settings)
+reminder_deps = build_reminder_deps(settings)
 app = guarded_resolver()
 
 _P = "/v1/projects/<project_id>"
@@ -146,6 +148,32 @@ def list_feedback(
         feedback_store, project_id, rating=rating, start=as_utc(from_at), end=as_utc(to_at)
     )
     return found.model_dump(mode="json")
+
+
+@app.get(f"{_P}/reminders")
+def list_reminders(project_id: str) -> dict[str, Any]:
+    """The caller's active reminders (members); an admin's call lists everyone's."""
+    caller = current_caller(app)
+    found = reminders.list_reminders(
+        _reminders(), project_id, user_id=caller.user_id, admin=caller.role_in(project_id) == "admin"
+    )
+    return {"project_id": project_id, "reminders": [r.model_dump(mode="json") for r in found]}
+
+
+@app.delete(f"{_P}/reminders/<reminder_id>")
+def delete_reminder(project_id: str, reminder_id: str) -> dict[str, Any]:
+    """Cancel a reminder and delete its schedule (its owner or an admin)."""
+    caller = current_caller(app)
+    cancelled = reminders.cancel_reminder(
+        _reminders(), project_id, reminder_id, user_id=caller.user_id, admin=caller.role_in(project_id) == "admin"
+    )
+    return cancelled.model_dump(mode="json")
+
+
+def _reminders() -> reminders.ReminderDeps:
+    if reminder_deps is None:
+        raise RuntimeError("REMINDER_SCHEDULE_GROUP is not configured")
+    return reminder_deps
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from agent_memory.domain.errors import LLMEmptyReply
 from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
@@ -129,6 +129,29 @@ class ClinicalTools:
         return truncate_utf8(text, TOOL_RESULT_MAX_BYTES), "error" in data
 
 
+class ToolSet(Protocol):
+    """A set of tools of the loop: their specs, and ``run(name, input) -> (result text, is_error)``."""
+
+    specs: list[ToolSpec]
+
+    def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]: ...
+
+
+class CombinedTools:
+    """Several tool sets offered as one: their specs in order; a call goes to the set declaring the
+    tool's name."""
+
+    def __init__(self, sets: list[ToolSet]) -> None:
+        self._sets = sets
+        self.specs: list[ToolSpec] = [spec for s in sets for spec in s.specs]
+
+    def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
+        for tool_set in self._sets:
+            if any(spec.name == name for spec in tool_set.specs):
+                return tool_set.run(name, tool_input)
+        return f"unknown tool {name}", True
+
+
 def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` plus the assistant ``content`` as received. After a ``pause_turn`` the last
     message is already the assistant's: the continuation joins it (one assistant turn)."""
@@ -141,7 +164,7 @@ def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]
 def run_agent(
     llm: LLMClient,
     request: LLMRequest,
-    tools: ClinicalTools | None,
+    tools: ToolSet | None,
     *,
     max_steps: int,
     on_call: Callable[[ModelCall], None] | None = None,
@@ -209,7 +232,7 @@ def run_agent(
         return result
 
 
-def _run_tools(tools: ClinicalTools, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
+def _run_tools(tools: ToolSet, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
     """Run the requested tools; record each call on ``result``; the ``tool_result`` blocks."""
     blocks: list[dict[str, Any]] = []
     for use in uses:
@@ -227,6 +250,8 @@ __all__ = [
     "REFUSAL_REPLY",
     "AgentResult",
     "ClinicalTools",
+    "CombinedTools",
     "ModelCall",
+    "ToolSet",
     "run_agent",
 ]

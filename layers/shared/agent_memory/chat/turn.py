@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.agent import AgentResult, ClinicalTools, CombinedTools, ModelCall, ToolSet, run_agent
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
@@ -45,6 +45,8 @@ from agent_memory.domain.models import (
 )
 from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.ports import ChatStore, ClinicalDataPort, LLMClient
+from agent_memory.reminders.service import ReminderDeps
+from agent_memory.reminders.tools import ReminderTools
 from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
@@ -91,6 +93,8 @@ class ChatDeps:
     monotonic: Callable[[], float] = time.monotonic
     #: Session memory : symptom facts, earlier diagnoses, rolling summary. None = off.
     memory: SessionMemory | None = None
+    #: The reminder tools' collaborators (schedules, reminder items). None = no reminder tools.
+    reminders: ReminderDeps | None = None
 
 
 class TokenUsage(BaseModel):
@@ -234,11 +238,16 @@ def handle_message(
     # A reused failed message stays in the window the prompt sees (its place numbers the window's
     # messages); being failed, it is never replayed as a recent turn.
     outcomes: list[_CallOutcome] = []
+    # The asker's own reminder tools, offered to the first LLM context only (one request, one schedule).
+    reminder_tools = None if deps.reminders is None else ReminderTools(
+        deps.reminders, project_id=project_id, time_zone=ctx.project.time_zone, user_id=user_id,
+        study_role=getattr(getattr(ctx, "asker", None), "study_role", None), hot_lines=ctx.hot_memory.lines,
+    )
     try:
-        for plan in plans:
+        for i, plan in enumerate(plans):
             outcomes.append(_run_call(
                 deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline),
+                                 ctx.project.time_zone, now, deadline, reminder_tools if i == 0 else None),
             ))
     except LLMError:
         if reused is None:
@@ -312,11 +321,14 @@ class _CallInput:
     time_zone: str
     now: datetime
     deadline: float | None
+    extra_tools: ToolSet | None = None
 
 
 def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
     cfg = deps.config
-    tools = ClinicalTools(deps.clinical, call.project_id)
+    tools: ToolSet = ClinicalTools(deps.clinical, call.project_id)
+    if call.extra_tools is not None:
+        tools = CombinedTools([tools, call.extra_tools])
     prompt = assemble_prompt(
         hot_memory=call.hot,
         reports=call.reports if call.plan.load_history else None,  # a QC call never sees history

@@ -226,7 +226,8 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
     the item is only updated after a delivery, so nothing is lost.
 
     Returns:
-        ``{"status": "delivered" | "skipped", ...}`` (ids, channels; never logged with the text).
+        ``{"status": "delivered" | "skipped", ...}``: ids, channels and, when delivered, the ``text``
+        (the caller must not log it).
     """
     reminder = deps.store.get_reminder(project_id, reminder_id)
     if reminder is None or reminder.status != "active":
@@ -248,7 +249,7 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
         update["status"] = "done"
     deps.store.update_reminder(reminder.model_copy(update=update))
     return {"status": "delivered", "project_id": project_id, "reminder_id": reminder_id, "user_id": reminder.owner,
-            "channels": channels, "scheduled_local": reminder.next_fire_local}
+            "channels": channels, "scheduled_local": reminder.next_fire_local, "text": reminder.text}
 
 
 __all__ = [

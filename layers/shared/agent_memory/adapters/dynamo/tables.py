@@ -107,6 +107,28 @@ class WeeklyReportItem(_Base):
     evidence = ListAttribute(of=UnicodeAttribute, default=list)
 
 
+class ReminderItem(_Base):
+    """``sk = REMINDER#{reminder_id}``: one reminder (owner, text, schedule, next firing, status)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    reminder = Utf8JSONAttribute()
+    owner = UnicodeAttribute()
+    status = UnicodeAttribute()
+
+
+class WebhookItem(_Base):
+    """``sk = WEBHOOK``: the project's reminder webhook (URL and the Secrets Manager secret holding
+    its HMAC key); absent = no webhook."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    url = UnicodeAttribute()
+    secret_name = UnicodeAttribute()
+
+
 class ActivityIndex(GlobalSecondaryIndex["ActivityItem"]):
     """Who was active on a local day: ``activity_pk = ACTIVE#{date}``, ``activity_sk = project``."""
 
@@ -405,6 +427,8 @@ TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
         JobRunItem,
         AlertSentItem,
         AuditItem,
+        ReminderItem,
+        WebhookItem,
     ),
     "sessions": (SessionItem, MessageItem, DiagnosisItem, FeedbackItem),
     "flow_log": (FlowLogItem,),
@@ -464,6 +488,8 @@ __all__ = [
     "AuditItem",
     "DiagnosisItem",
     "FeedbackItem",
+    "ReminderItem",
+    "WebhookItem",
     "FlowLogItem",
     "HotMemoryItem",
     "HotMemoryRevisionItem",
