@@ -153,6 +153,7 @@ _CN_TIME = re.compile(
     rf"(?P<part>{_CN_PART})?\s*(?P<h>{_NUM})\s*(?:点|點|时|:|：)\s*"
     rf"(?:(?P<half>半)|(?P<quarter>一刻|三刻)|(?P<m>[0-9]{{1,2}}|[零〇一二三四五六七八九十]{{1,3}})\s*分?)?"
 )
+_CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")
 _CN_PART_ONLY = re.compile(rf"(?P<part>{_CN_PART})")
 _EN_TIME = re.compile(
     r"\b(?:at\s+)?(?P<h>[0-9]{1,2})(?::(?P<m>[0-9]{2}))?\s*(?P<ampm>a\.?m\.?|p\.?m\.?)?(?![0-9/-])",
@@ -177,6 +178,8 @@ def _apply_part(hour: int, part: str | None) -> int:
 def _time_of_day(text: str) -> tuple[time | None, bool]:
     """The time of day in ``text`` and whether one was found. Raises ValueError for 25点 / 13pm."""
     m = _CN_TIME.search(text)
+    if m and not m.group("part") and ":" in m.group(0) and not _CJK_TEXT.search(text):
+        m = None  # "2:15 pm": an English time, read below with its am/pm
     if m:
         hour = _cn_number(m.group("h"))
         minute = 30 if m.group("half") else 15 if m.group("quarter") == "一刻" else 45 if m.group("quarter") else (
@@ -279,12 +282,13 @@ def _recurrence(text: str, at: time) -> Recurrence | None:
 _ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})(?:[T ](?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2})?)?")
 _CN_DATE = re.compile(rf"(?:(?P<y>\d{{4}})年)?(?P<mo>{_NUM})月(?P<d>{_NUM})(?:日|号)")
 _CN_DAY_OF_MONTH = re.compile(rf"(?<![月\d])(?P<d>{_NUM})(?:号)")
-_CN_REL_DAY = {"今天": 0, "今日": 0, "今晚": 0, "明天": 1, "明日": 1, "明早": 1, "明晚": 1, "后天": 2,
+_CN_REL_DAY = {"前天": -2, "昨天": -1, "昨晚": -1, "今天": 0, "今日": 0, "今晚": 0,
+               "明天": 1, "明日": 1, "明早": 1, "明晚": 1, "后天": 2,
                "大后天": 3}
 _CN_WEEKDAY_REF = re.compile(r"(?P<which>下下|下个?|这个?|本)?(?:周|星期|礼拜)(?P<d>[一二三四五六日天])")
 _CN_OFFSET = re.compile(rf"(?P<n>{_NUM}|半)\s*(?P<unit>分钟|小时|个小时|个半小时|天|周|星期|个星期)(?:之?后|以后)")
 _EN_OFFSET = re.compile(r"\bin\s+(?P<n>an?|\d+)\s+(?P<unit>minute|min|hour|hr|day|week)s?\b", re.IGNORECASE)
-_EN_REL_DAY = re.compile(r"\b(today|tonight|tomorrow|the day after tomorrow)\b", re.IGNORECASE)
+_EN_REL_DAY = re.compile(r"\b(yesterday|today|tonight|tomorrow|the day after tomorrow)\b", re.IGNORECASE)
 _EN_WEEKDAY_REF = re.compile(r"\b(?:(?P<which>next|this|on|coming)\s+)?(?P<d>mon|tue|wed|thu|fri|sat|sun)[a-z]*\b",
                              re.IGNORECASE)
 _EN_DATE = re.compile(
@@ -368,7 +372,7 @@ def _relative_day(text: str, today: date) -> tuple[date | None, time | None]:
             return today + timedelta(days=_CN_REL_DAY[word]), time(20, 0) if word in ("今晚", "明晚") else None
     if m := _EN_REL_DAY.search(text):
         word = m.group(1).lower()
-        day = today + timedelta(days={"today": 0, "tonight": 0, "tomorrow": 1}.get(word, 2))
+        day = today + timedelta(days={"yesterday": -1, "today": 0, "tonight": 0, "tomorrow": 1}.get(word, 2))
         return day, time(20, 0) if word == "tonight" else None
     if m := _CN_WEEKDAY_REF.search(text):
         return _weekday_date(today, _CN_WEEKDAY[m.group("d")], m.group("which")), None
@@ -422,7 +426,7 @@ def parse_when(text: str, now_local: datetime) -> When | None:
 
 
 # ----------------------------------------------------------------------------- split a request
-_CN_REMIND = re.compile(r"(?:请|帮我|麻烦)?\s*(?:提醒|通知|叫)(?:我|一下我|下我)?(?:们)?")
+_CN_REMIND = re.compile(r"(?:请|帮我|麻烦)?\s*(?:(?:提醒|通知)(?:我们?|一下我?|下我)|叫我)")
 _EN_REMIND = re.compile(r"\bremind\s+(?:me|us)\b(?:\s+to\b)?", re.IGNORECASE)
 
 
