@@ -39,7 +39,8 @@ from agent_memory.reminders.quiet import next_allowed, quiet_rules, shift_recurr
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
-#: A firing this long before the stored next firing is a duplicate of the previous occurrence.
+#: A recurring reminder's firing this long before its stored next firing is a duplicate of the
+#: previous occurrence.
 EARLY_TOLERANCE = timedelta(minutes=5)
 
 
@@ -233,8 +234,9 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
     if reminder is None or reminder.status != "active":
         return {"status": "skipped", "reason": "not active", "project_id": project_id, "reminder_id": reminder_id}
     now = deps.now()
-    if now < reminder.next_fire_at - EARLY_TOLERANCE:
-        # Before the stored next firing: a duplicate delivery of an occurrence already delivered.
+    if reminder.recurring and now < reminder.next_fire_at - EARLY_TOLERANCE:
+        # Before the stored next firing: a duplicate delivery of an occurrence already delivered (a
+        # one-time reminder is ``done`` after its delivery, so its duplicates stop above).
         return {"status": "skipped", "reason": "duplicate", "project_id": project_id, "reminder_id": reminder_id}
     delivery = ReminderDelivery(
         project_id=project_id, reminder_id=reminder_id, user_id=reminder.owner, text=reminder.text, fired_at=now,
