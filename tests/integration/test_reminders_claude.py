@@ -60,7 +60,8 @@ def test_claude_schedules_a_reminder_through_the_tool(
 
 
 def test_claude_gets_a_clear_error_for_a_past_time_and_nothing_is_scheduled(messages_api: MessagesAPIServer) -> None:
-    _, expressions, tool_result = _turn(messages_api, "昨天提醒我交材料", {"text": "交材料", "when": "2026-12-01T10:00"})
+    _, expressions, tool_result = _turn(messages_api, "昨天提醒我交材料",
+                                        {"text": "交材料", "when": "2026-12-01T10:00"})
     assert expressions == []
     assert tool_result["is_error"] is True and "in the past" in tool_result["content"]
 
