@@ -123,4 +123,21 @@ def configure_webhook(stack: LocalStack, url: str, key: str, project_ids: list[s
         ReminderRepository().put_webhook(project_id, url, WEBHOOK_SECRET)
 
 
-__all__ = ["ReminderClock", "configure_webhook"]
+def start_for_server(stack: LocalStack, out: Callable[[str], None] = print) -> ReminderClock:
+    """What ``make run`` starts: the clock (every ``REMINDER_CLOCK_S`` seconds, default 5) and, with
+    ``REMINDER_WEBHOOK_URL`` set, the demo projects' webhook."""
+    import os
+
+    from infra.local.demo.seed import DEMO_PROJECTS
+
+    url = os.environ.get("REMINDER_WEBHOOK_URL", "").strip()
+    if url:
+        configure_webhook(stack, url, os.environ.get("REMINDER_WEBHOOK_KEY", "local-dev-key"),
+                          [p.project_id for p in DEMO_PROJECTS])
+        out(f"reminder webhook: {url} (HMAC key from REMINDER_WEBHOOK_KEY, default local-dev-key)")
+    clock = ReminderClock(stack, out=out).start(float(os.environ.get("REMINDER_CLOCK_S", "5")))
+    out("reminder clock: fires due reminders from the embedded scheduler; `make reminders PROJECT=demo-iit` lists them")
+    return clock
+
+
+__all__ = ["ReminderClock", "configure_webhook", "start_for_server"]
