@@ -127,6 +127,26 @@ def test_a_down_vote_reason_reaches_the_next_distillation_as_the_raters_statemen
     assert added.section == "User Preferences" and "只给结论" in added.text and added.evidence == ["m-ans"]
 
 
+def test_the_raters_study_role_comes_from_their_membership(aws: dict[str, str]) -> None:
+    # Given a member item of u-crc with the study role CRC (the project's MEMBER# item)
+    from agent_memory.adapters.dynamo.access import connection
+    from agent_memory.adapters.dynamo.tables import ProjectItem
+
+    jobs = JobsRepository()
+    add_project(jobs)
+    connection().put_item(ProjectItem.Meta.table_name, "p1", range_key="MEMBER#u-crc",
+                          attributes={"study_role": {"S": "CRC"}, "project_role": {"S": "member"}})
+    at = utc("2026-03-09T10:00:00+08:00")
+    _answer("p1", "s1", "m-ans", at)
+    # When u-crc rates an answer without a role given
+    stored = rate_message(FeedbackRepository(), project_id="p1", session_id="s1", message_id="m-ans",
+                          user_id="u-crc", rating="down", reason="太长了", tags=None, now=at)
+    # Then the rating and its flow-log event carry the role
+    start, end = local_day_window(date(2026, 3, 9), "Asia/Shanghai")
+    (event,) = jobs.read_flow_log("p1", start, end)
+    assert stored.study_role == "CRC" and event.study_role == "CRC"
+
+
 def test_an_up_vote_is_no_statement_and_rating_a_user_message_writes_nothing(aws: dict[str, str]) -> None:
     # Given an up-vote with a reason, and a refused rating of a user message
     jobs = JobsRepository()

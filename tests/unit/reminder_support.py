@@ -14,6 +14,10 @@ class InMemoryReminderStore:
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], Reminder] = {}
+        self.roles: dict[tuple[str, str], str] = {}
+
+    def study_role_of(self, project_id: str, user_id: str) -> str | None:
+        return self.roles.get((project_id, user_id))
 
     def put_reminder(self, reminder: Reminder) -> None:
         key = (reminder.project_id, reminder.reminder_id)

@@ -150,6 +150,14 @@ def test_a_pi_weekend_rule_moves_a_saturday_reminder_to_monday_9() -> None:
     assert not crc.moved and crc.reminder.expression == "at(2026-12-05T10:00:00)"
 
 
+def test_the_owners_role_comes_from_their_membership_when_the_turn_has_none() -> None:
+    deps, store, _ = reminder_deps(NOW)
+    store.roles[("p1", "u-pi")] = "PI"
+    done = schedule_reminder(deps, project_id="p1", time_zone=SH, owner="u-pi", text="看周报", when="周日上午10点",
+                             hot_lines=[_line("周末别发消息", tag="PI")])
+    assert done.moved and done.reminder.expression == "at(2026-12-07T09:00:00)"
+
+
 def test_a_weekend_rule_turns_a_daily_recurrence_into_weekdays_and_a_saturday_one_into_monday() -> None:
     rules = quiet_rules("u1", None, [_line("No messages on weekends please")])
     assert shift_recurrence(Recurrence(17, 0), rules) == Recurrence(17, 0, weekdays=(0, 1, 2, 3, 4))

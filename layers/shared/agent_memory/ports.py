@@ -278,6 +278,10 @@ class FeedbackStore(Protocol):
         """Raises MessageNotFound."""
         ...
 
+    def study_role_of(self, project_id: str, user_id: str) -> str | None:
+        """The member's study role (PI, CRC, ...) or None."""
+        ...
+
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
         """The rating (replacing the rater's earlier one) and its flow-log event, in one transaction."""
         ...
@@ -298,6 +302,10 @@ class ReminderStore(Protocol):
 
     def update_reminder(self, reminder: Reminder) -> None:
         """Overwrite a stored reminder (status, next firing, last firing)."""
+        ...
+
+    def study_role_of(self, project_id: str, user_id: str) -> str | None:
+        """The member's study role (PI, CRC, ...) or None."""
         ...
 
 

@@ -69,6 +69,7 @@ def rate_message(
     flow_log_retention_days: int = 0,
 ) -> Feedback:
     """Store ``user_id``'s rating of assistant message ``message_id`` (replacing an earlier one).
+    ``study_role``: the rater's study role; None = the project's membership item says (or unknown).
 
     Returns:
         The stored Feedback.
@@ -81,6 +82,8 @@ def rate_message(
     message = store.get_message(project_id, session_id, message_id)
     if message.role != "assistant":
         raise InvalidInput("only an assistant message can be rated")
+    if study_role is None:
+        study_role = store.study_role_of(project_id, user_id)
     feedback = Feedback(
         project_id=project_id, session_id=session_id, message_id=message_id, user_id=user_id,
         rating=rating, reason=text, tags=clean_tags, study_role=study_role, at=now,

@@ -152,6 +152,8 @@ def schedule_reminder(
     now = deps.now()
     now_local = _local_now(now, time_zone)
     parsed = parse_or_refuse(when, now_local)
+    if study_role is None and any(line.role_tag for line in hot_lines):
+        study_role = deps.store.study_role_of(project_id, owner)  # a role's rule applies to its members
     rules = quiet_rules(owner, study_role, hot_lines)
     requested = parsed.describe()
     moved_because: str | None = None

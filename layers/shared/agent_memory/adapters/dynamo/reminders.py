@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pynamodb.exceptions import DoesNotExist
 
-from agent_memory.adapters.dynamo.access import sdk_errors_as_domain
-from agent_memory.adapters.dynamo.tables import ReminderItem, WebhookItem
+from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain
+from agent_memory.adapters.dynamo.tables import ProjectItem, ReminderItem, WebhookItem
 from agent_memory.domain.reminders import Reminder
 
 REMINDER_PREFIX = "REMINDER#"
@@ -51,6 +51,12 @@ class ReminderRepository:
     def update_reminder(self, reminder: Reminder) -> None:
         """Overwrite the stored reminder (it must exist)."""
         _item(reminder).save(condition=ReminderItem.sk.exists())
+
+    def study_role_of(self, project_id: str, user_id: str) -> str | None:
+        """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item) or None."""
+        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=f"MEMBER#{user_id}")
+        value = (response.get("Item") or {}).get("study_role") or {}
+        return value.get("S") if isinstance(value, dict) else None
 
     def webhook(self, project_id: str) -> tuple[str, str] | None:
         """The project's webhook ``(url, secret name)`` or None."""
