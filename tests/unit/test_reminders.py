@@ -57,6 +57,16 @@ NOW_LOCAL = datetime(2026, 12, 2, 17, 5)
     ("in 2 hours", "at(2026-12-02T19:05:00)"),
     ("2026-12-04T16:00", "at(2026-12-04T16:00:00)"),
     ("下午三点", "at(2026-12-03T15:00:00)"),  # passed today: tomorrow
+    ("星期三早上8点", "at(2026-12-09T08:00:00)"),  # today's has passed: next week's
+    ("下个月1号", "at(2027-01-01T09:00:00)"),
+    ("next week", "at(2026-12-07T09:00:00)"),
+    ("on the 15th", "at(2026-12-15T09:00:00)"),
+    ("两小时后", "at(2026-12-02T19:05:00)"),
+    ("半小时后", "at(2026-12-02T17:35:00)"),
+    ("明早9点", "at(2026-12-03T09:00:00)"),
+    ("tonight at 8", "at(2026-12-02T20:00:00)"),
+    ("每周一三五上午10点", "cron(0 10 ? * MON,WED,FRI *)"),
+    ("every Friday at 5 pm", "cron(0 17 ? * FRI *)"),
 ])
 def test_when_phrases_by_kind(phrase: str, expression: str) -> None:
     parsed = parse_when(phrase, NOW_LOCAL)
@@ -70,6 +80,9 @@ def test_when_phrases_by_kind(phrase: str, expression: str) -> None:
     ("remind me on Friday at 4pm to send the weekly report", "on Friday at 4pm", "send the weekly report"),
     ("remind me to check P003 on Dec 5 at 10am", "on Dec 5 at 10am", "check P003"),
     ("Please remind me tomorrow at 9:30 to call the site", "tomorrow at 9:30", "call the site"),
+    ("Can you remind me on Thursday to order supplies?", "on Thursday", "order supplies"),
+    ("remind me to call P005 tomorrow at 10am", "tomorrow at 10am", "call P005"),
+    ("提醒我每周一早上9点清理Query", "每周一早上9点", "清理Query"),
 ])
 def test_a_reminder_request_splits_into_when_and_what(message: str, when: str, what: str) -> None:
     assert split_reminder_request(message) == (when, what)

@@ -282,6 +282,9 @@ def _recurrence(text: str, at: time) -> Recurrence | None:
 _ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d{1,2})-(?P<d>\d{1,2})(?:[T ](?P<h>\d{1,2}):(?P<mi>\d{2})(?::\d{2})?)?")
 _CN_DATE = re.compile(rf"(?:(?P<y>\d{{4}})年)?(?P<mo>{_NUM})月(?P<d>{_NUM})(?:日|号)")
 _CN_DAY_OF_MONTH = re.compile(rf"(?<![月\d])(?P<d>{_NUM})(?:号)")
+_CN_NEXT_MONTH_DAY = re.compile(rf"下个?月(?P<d>{_NUM})(?:号|日)")
+_EN_DAY_OF_MONTH = re.compile(r"\bon the\s+(?P<d>[0-9]{1,2})(?:st|nd|rd|th)\b", re.IGNORECASE)
+_NEXT_WEEK = re.compile(r"下(?:个)?(?:周|星期|礼拜)(?![一二三四五六日天])|\bnext week\b", re.IGNORECASE)
 _CN_REL_DAY = {"前天": -2, "昨天": -1, "昨晚": -1, "今天": 0, "今日": 0, "今晚": 0,
                "明天": 1, "明日": 1, "明早": 1, "明晚": 1, "后天": 2,
                "大后天": 3}
@@ -378,7 +381,15 @@ def _relative_day(text: str, today: date) -> tuple[date | None, time | None]:
         return _weekday_date(today, _CN_WEEKDAY[m.group("d")], m.group("which")), None
     if m := _EN_WEEKDAY_REF.search(text):
         return _weekday_date(today, _EN_WEEKDAY[m.group("d").lower()], m.group("which")), None
-    if m := _CN_DAY_OF_MONTH.search(text):
+    if m := _CN_NEXT_MONTH_DAY.search(text):
+        dom = _cn_number(m.group("d"))
+        year, month = (today.year + 1, 1) if today.month == 12 else (today.year, today.month + 1)
+        if dom is None or not 1 <= dom <= 31:
+            raise ValueError("no such day of the month")
+        return date(year, month, dom), None
+    if _NEXT_WEEK.search(text):  # next week, no day named: its Monday
+        return _weekday_date(today, 0, "next"), None
+    if m := (_CN_DAY_OF_MONTH.search(text) or _EN_DAY_OF_MONTH.search(text)):
         dom = _cn_number(m.group("d"))
         if dom is None or not 1 <= dom <= 31:
             raise ValueError("no such day of the month")
@@ -396,6 +407,10 @@ def _one_time(text: str, now: datetime, at: time | None) -> datetime | None:
     day, day_at = _calendar_date(text, now)
     if day is None:
         day, day_at = _relative_day(text, now.date())
+        unqualified = (_CN_WEEKDAY_REF.search(text) or _EN_WEEKDAY_REF.search(text))
+        if (day is not None and day == now.date() and unqualified and not unqualified.group("which")
+                and datetime.combine(day, at or day_at or DEFAULT_TIME) <= now):
+            day += timedelta(days=7)  # "星期三 8点" said on a Wednesday afternoon: next Wednesday
     at = at or day_at
     if day is None:
         if at is None:
@@ -439,7 +454,7 @@ def split_reminder_request(message: str) -> tuple[str, str] | None:
     m = _CN_REMIND.search(text)
     if m:
         before, after = text[: m.start()], text[m.end():]
-        what = after.strip(" ，,。.!！")
+        what = after.strip(" ，,。.!！?？")
         when = before.strip(" ，,。.!！")
         if not when:  # 提醒我明天10点给P005打电话: the time follows the verb
             at_m = parse_span_cn(what)
@@ -465,6 +480,7 @@ def split_reminder_request(message: str) -> tuple[str, str] | None:
             if tail and not when:
                 what, when = what[: tail.start()].strip(" ,."), tail.group(0).strip()
         when = re.sub(r"^(?:please|pls)\b[, ]*", "", when, flags=re.IGNORECASE).strip()
+        what = what.strip(" ,.!?")
         return (when, what) if when and what else None
     return None
 
