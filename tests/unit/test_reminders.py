@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import random
+
 import pytest
 
 from agent_memory.domain.errors import Forbidden, InvalidInput
@@ -279,3 +281,28 @@ def test_listing_and_cancelling_through_chat() -> None:
     assert rid in say("我的提醒有哪些？")
     assert "已取消" in say(f"取消提醒 {rid}")
     assert scheduler.schedules == {} and "没有进行中的提醒" in say("我的提醒有哪些？")
+
+
+# ----------------------------------------------------------------------------- robustness
+_PIECES = ["每周", "每天", "每月", "下周", "下个月", "周", "星期", "明天", "后天", "今晚", "上午", "下午", "晚上", "点", "半",
+           "分", "号", "日", "月", "年", "后", "前", "小时", "分钟", "天", "一", "三", "五", "十", "日", "0", "9", "12", "25",
+           "31", ":", "：", "-", "T", " ", "at ", "on ", "in ", "every ", "next ", "this ", "the ", "pm", "am", "noon",
+           "Monday", "fri", "Dec ", "15th", "weekday", "tomorrow", "hours", "minutes", "2026-02-30", "2026-12-04T16:00"]
+
+
+def test_any_phrase_parses_or_is_a_value_error() -> None:
+    # 3,000 phrases assembled from the parser's own vocabulary (fixed seed): each one parses to a
+    # valid expression, to None, or raises ValueError (which the tools answer as a refusal), never
+    # anything else.
+    rng = random.Random(15)
+    for _ in range(3000):
+        phrase = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 8)))
+        try:
+            parsed = parse_when(phrase, NOW_LOCAL)
+        except ValueError:
+            continue
+        if parsed is not None:
+            expression = parsed.expression()
+            assert expression.startswith(("at(", "cron(")), phrase
+            if parsed.recurrence is not None:
+                assert recurrence_from_cron(expression) == parsed.recurrence, phrase

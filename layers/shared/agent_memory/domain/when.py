@@ -54,6 +54,9 @@ class Recurrence:
     weekdays: tuple[int, ...] = ()
     day_of_month: int | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "weekdays", tuple(sorted(set(self.weekdays))))  # one canonical form
+
     def expression(self) -> str:
         """``cron(M H dom * dow *)`` in EventBridge Scheduler's syntax."""
         if self.day_of_month is not None:
