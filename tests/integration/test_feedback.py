@@ -64,6 +64,12 @@ def test_a_member_rates_an_answer_once_and_a_second_rating_replaces_it(local_sta
     assert [(f["user_id"], f["rating"], f["reason"], f["tags"]) for f in mine] == [
         ("crc-1", "down", "太啰嗦了，只给结论", ["verbose"])
     ]
+    window = requests.get(f"{local_stack.base_url}/v1/projects/{project}/feedback", headers=admin, timeout=30,
+                          params={"from": "2020-01-01T00:00:00Z", "to": "2020-12-31"}).json()
+    assert window["feedback"] == [] and window["counts"] == {"up": 0, "down": 0}
+    bad = requests.get(f"{local_stack.base_url}/v1/projects/{project}/feedback", headers=admin, timeout=30,
+                       params={"from": "not-a-time"})
+    assert bad.status_code == 422
     ups = requests.get(f"{local_stack.base_url}/v1/projects/{project}/feedback", params={"rating": "up"},
                        headers=admin, timeout=30).json()
     assert all(f["rating"] == "up" for f in ups["feedback"])
