@@ -68,6 +68,9 @@ def run_turn(turn: ChatTurn) -> ChatResult:
         metrics.add_metric(name=f"IntentRouted_{intent}", unit="Count", value=1)
     for call in result.calls:
         metrics.add_metric(name="HistoryWeeksLoaded", unit="Count", value=call.history_weeks)
+        if call.history_tool_weeks:
+            # A question the router did not send to history, answered through read_history.
+            metrics.add_metric(name="HistoryToolWeeksRead", unit="Count", value=call.history_tool_weeks)
         for layer, tokens in call.layers.items():
             metrics.add_metric(name=f"PromptTokens_{layer}", unit="Count", value=tokens)
     if result.truncated:

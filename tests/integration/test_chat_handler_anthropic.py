@@ -500,7 +500,7 @@ def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: Cha
     assert _json(response)["reply"] == "P001 已入组。"
     assert len(chat.api.requests) == 2
     first, second = (r.body for r in chat.api.requests)
-    assert [t["name"] for t in first["tools"]] == ["read_clinical_data"]
+    assert [t["name"] for t in first["tools"]] == ["read_clinical_data", "read_history"]
     assert first["tool_choice"] == {"type": "auto"}
     # nothing before the reply's thinking block changed: same system, tools and tool_choice
     assert second["system"] == first["system"] and second["model"] == CHAT_MODEL
@@ -522,6 +522,45 @@ def test_tool_use_reply_runs_the_react_loop_and_returns_the_final_text(chat: Cha
     assert assistant["content"]["S"] == "P001 已入组。"
     assert tool_use["id"] in assistant["tool_calls"]["S"]
     assert msgs[1]["content"][0]["signature"] not in json.dumps(assistant)  # thinking is never stored
+
+
+def test_a_history_question_routed_elsewhere_reads_history_through_the_tool(chat: ChatEnv) -> None:
+    # Given: a question about the project's past that the rules do not send to history
+    chat.api.script(
+        tool_use_reply("read_history", {"from_week": "2026-W02", "to_week": "2026-W03"}, thinking="查周报"),
+        text_reply("2026-W02：第2周决定事项 2；2026-W03：第3周决定事项 3。"),
+    )
+
+    response = chat.post("那段日子里定过些啥")
+
+    # Then: no history block, the tool offered and run on the strict server, the reports sent back
+    assert _status(response) == 200, response
+    body = _json(response)
+    assert body["calls"][0]["history_weeks"] == 0 and body["calls"][0]["history_tool_weeks"] == 2
+    first, second = (r.body for r in chat.api.requests)
+    assert HISTORY_TAG not in json.dumps(first, ensure_ascii=False)
+    assert [t["name"] for t in first["tools"]] == ["read_clinical_data", "read_history"]
+    (result,) = second["messages"][-1]["content"]
+    assert result["type"] == "tool_result" and result["is_error"] is False
+    assert result["content"].startswith("[2026-W02] ") and "[2026-W03] " in result["content"]
+    assert "2026-W01" not in result["content"]
+    assert body["reply"].startswith("2026-W02")
+
+
+def test_an_invalid_read_history_call_gets_an_error_result_and_the_turn_answers(chat: ChatEnv) -> None:
+    # Given: the model asks for more than 50 weeks
+    chat.api.script(
+        tool_use_reply("read_history", {"from_week": "2025-W01", "to_week": "2026-W03"}),
+        text_reply("范围太大，请缩小。"),
+    )
+
+    response = chat.post("那段日子里定过些啥")
+
+    # Then: an error tool_result naming the cap; nothing read; the reply is the model's
+    assert _status(response) == 200, response
+    (result,) = chat.api.requests[1].body["messages"][-1]["content"]
+    assert result["is_error"] is True and "at most 50" in result["content"]
+    assert _json(response)["calls"][0]["history_tool_weeks"] == 0
 
 
 # --- usage and the provider's faults ------------------------------------------------------------

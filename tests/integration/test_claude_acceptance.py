@@ -258,10 +258,13 @@ def _assert_structured(req: RecordedRequest, output: type[BaseModel], *, effort:
 
 
 def _assert_chat_request(req: RecordedRequest, *, effort: str | None) -> None:
-    """A chat call on the chat model: the tool offered with ``tool_choice`` auto, no output format."""
+    """A chat call on the chat model: the tools offered with ``tool_choice`` auto, no output format;
+    ``read_history`` only in a call that has no history book and no QC task."""
     _assert_common(req, CHAT_MODEL)
     assert req.body["tool_choice"] == {"type": "auto"}
-    assert [t["name"] for t in req.body["tools"]] == [READ_CLINICAL_DATA.name]
+    offered = [t["name"] for t in req.body["tools"]]
+    without_history = not _has_history(req) and "QC_TASK" not in json.dumps(req.body["messages"][-1])
+    assert offered == [READ_CLINICAL_DATA.name, *(["read_history"] if without_history else [])]
     config = req.body.get("output_config", {})
     assert "format" not in config and config.get("effort") == effort
 
@@ -541,6 +544,7 @@ def test_archiving(job_deps: Any, llm_env: LlmEnv, capsys: pytest.CaptureFixture
     written = job_deps.store.get_weekly_report(JOB_PROJECT, "2026-W11")
     assert written is not None
     assert written.summary == (
+        "2026-W11 本周小结：进度 1 项，决策 1 项，问题与教训 0 项（据 3 条消息）。\n"
         f"[{labels['progress']}] 03-10 P007 完成 V2 随访。 [a-1,a-2]\n"
         f"[{labels['decisions']}] 03-12 下周起暂停筛选，等待新版知情同意书批准。 [a-3]"
     )
@@ -550,3 +554,33 @@ def test_archiving(job_deps: Any, llm_env: LlmEnv, capsys: pytest.CaptureFixture
     _assert_no_fallback(out)
     assert usage_metrics(out) == {"archive": _as_metrics(ARCHIVE_USAGE)}
     assert (report.details["llm_calls"], report.details["llm_usage"]) == (1, ARCHIVE_USAGE)
+
+
+def test_archiving_rejects_a_placeholder_report_twice_then_stores_the_offline_summary(
+    job_deps: Any, llm_env: LlmEnv, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a week of conversation and an LLM that answers with a placeholder citing a real message
+    say(JOB_PROJECT, "p-1", "P007 今天完成了 V2 随访", _at("2026-03-10T10:00:00+08:00"))
+    say(JOB_PROJECT, "p-2", "我们决定下周起暂停筛选，等新版知情同意书批准", _at("2026-03-12T16:00:00+08:00"))
+    placeholder = {"progress": [{"text": "暂无历史记录", "evidence": ["p-1"]}],
+                   "decisions": [{"text": "No prior history.", "evidence": ["p-2"]}], "problems": []}
+    llm_env.api.script(json_reply(placeholder), json_reply(placeholder))
+    capsys.readouterr()
+
+    # When the week is archived
+    report = _run(job_deps, "archive", "2026-03-16")
+
+    # Then the LLM was asked twice on the strict server; the offline summary was stored, never the placeholder
+    assert len(llm_env.api.requests) == 2
+    assert (report.details["summariser"], report.details["fallback_reason"]) == ("offline", "placeholder")
+    written = job_deps.store.get_weekly_report(JOB_PROJECT, "2026-W11")
+    assert written is not None
+    assert "暂无历史记录" not in written.summary and "No prior history" not in written.summary
+    assert written.summary.splitlines()[1:] == [
+        "[进度] 03-10 P007 今天完成了 V2 随访 [p-1]",
+        "[决策] 03-12 我们决定下周起暂停筛选，等新版知情同意书批准 [p-2]",
+    ]
+    # and the admins' alert was sent once (its dedupe claim is taken), the fallback counted
+    assert not job_deps.store.claim_alert(JOB_PROJECT, "archive-rejected#2026-W11", kind="x",
+                                          now=datetime(2026, 3, 16, tzinfo=UTC))
+    assert fallbacks(capsys.readouterr().out) == [("archive", "placeholder")]

@@ -31,6 +31,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SHARED_SAMPLE = Path(__file__).resolve().parents[3] / "shared/scenarios/intents.jsonl"
 SAMPLE_COPY = FIXTURES / "intents_sample.jsonl"
 GENERALISATION = FIXTURES / "intents_generalisation.jsonl"
+KINDS = FIXTURES / "intents_kinds.jsonl"
 DXY = Path(__file__).resolve().parents[3] / "shared/data/dxy_train.jsonl"
 
 RULES = RuleIntentClassifier()
@@ -94,6 +95,24 @@ def test_sample_scenario_is_routed_as_labelled(row: dict[str, Any]) -> None:
 def test_generalisation_message_is_routed_as_labelled(row: dict[str, Any]) -> None:
     # Given: one labelled message written independently of the sample file
     _assert_routing(row)
+
+
+@pytest.mark.parametrize("row", _cases(KINDS))
+def test_message_of_each_routing_kind_is_routed_as_labelled(row: dict[str, Any]) -> None:
+    # Given: one labelled message written per kind (time anchors: a year ago, week N, W23, last
+    # quarter, a holiday, since the start; trend and comparison; reasons and decisions; lessons;
+    # QC + history in either order and in English; a subject's own past; traps)
+    _assert_routing(row)
+
+
+def test_kinds_set_covers_every_kind_with_history_and_traps() -> None:
+    # Given: the per-kind file
+    rows = _load(KINDS)
+    kinds = {r["kind"] for r in rows}
+    # Then: it covers the time anchors, trends, splits and the subject-past trap
+    assert {"anchor_year_ago", "anchor_week", "anchor_quarter", "anchor_holiday", "anchor_start"} <= kinds
+    assert {"trend_direction", "trend_compare_past", "split_en", "split_zh", "subject_past"} <= kinds
+    assert {r["history"] for r in rows} == {True, False, "split"}
 
 
 def test_in_repo_sample_copy_matches_shared_file() -> None:

@@ -118,7 +118,7 @@ def test_history_question_about_the_screening_pause_cites_w06() -> None:
 
     # Then the first citation is the W06 decision
     cited = [ln for ln in text.splitlines() if ln.startswith("- ")]
-    assert cited[0].startswith("- 2026-W06 [决策]")
+    assert cited[0].startswith("- 2026-W06 决策：")
     assert "暂停筛选" in cited[0]
 
 
@@ -255,3 +255,64 @@ def test_consultation_reply_names_the_symptoms_of_the_session_block_sent_with_th
 
     # Then it names the symptoms from the session block, not a generic phrase
     assert "头痛: present" in reply and "发烧: DENIED" in reply
+
+
+# ---------------------------------------------------------------- history answers a person can use
+
+
+def _cited(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("- ")]
+
+
+def test_history_answer_cites_the_decisions_in_date_order_with_their_text() -> None:
+    # Given: reports where W12 and W15 record decisions about slow enrolment
+    req = request("入组一直很慢，我们先后做过哪些决定？", (Intent.QUERY_HISTORY,), with_history=True)
+    # When: answered offline
+    cited = _cited(OfflineLLM().complete(req).text)
+    # Then: decision points only, oldest week first, each with its week, section and own words (no ids)
+    assert [c[2:10] for c in cited] == ["2026-W04", "2026-W12", "2026-W15"]
+    assert all(c[10:14] == " 决策：" for c in cited)
+    assert cited[1] == (
+        "- 2026-W12 决策：3月18日 PI 会议决定：增加受试者交通补贴（每次访视本市 200 元、外地 400 元）。原因：入组缓慢。"
+    )
+    assert "在门诊增派 CRC" in cited[2]
+
+
+@pytest.mark.parametrize(
+    ("question", "week", "words"),
+    [
+        ("Why did we pause screening?", "2026-W06", "暂停筛选"),
+        ("What did we decide about the transport subsidy?", "2026-W12", "交通补贴"),
+        ("When did we decide to add another coordinator?", "2026-W15", "增派 CRC"),
+        ("What went wrong with the OCR data entry pilot?", "2026-W06", "OCR"),
+    ],
+)
+def test_english_history_question_finds_the_chinese_report(question: str, week: str, words: str) -> None:
+    # Given: Chinese weekly reports and an English question (no Chinese word in it)
+    req = request(question, (Intent.QUERY_HISTORY,), with_history=True)
+    # When: answered offline
+    text = OfflineLLM().complete(req).text
+    # Then: an English lead-in and the matching Chinese point with its week
+    assert "From the weekly reports (history book), in date order:" in text
+    assert any(c.startswith(f"- {week} ") and words in c for c in _cited(text)), text
+
+
+def test_bilingual_lexicon_expands_by_concept_in_both_directions() -> None:
+    from agent_memory.domain.lexicon import concept_forms
+
+    # Given / When / Then: an English stem brings the Chinese forms, a Chinese word the English ones
+    assert {"筛选", "暂停"} <= set(concept_forms("Why was Screening paused?"))
+    assert {"deviation", "protocol"} <= set(concept_forms("方案偏离有几次"))
+    assert concept_forms("hello there") == []
+    # a stem matches at a word start only ("site" is not found inside "requisite")
+    assert "中心" not in concept_forms("a requisite form")
+
+
+def test_trend_answer_cites_more_weeks_in_date_order() -> None:
+    # Given: weekly enrolment progress over many weeks
+    req = request("回顾一下累计入组的变化", (Intent.ANALYZE_TREND,), with_history=True)
+    # When: answered offline
+    cited = _cited(OfflineLLM().complete(req).text)
+    # Then: more than three weeks, oldest first
+    weeks = [c[2:10] for c in cited]
+    assert len(weeks) > 3 and weeks == sorted(weeks)

@@ -243,6 +243,15 @@ class AdminStore(Protocol):
     ) -> None: ...
 
 
+class HistoryReader(Protocol):
+    """The weekly reports of an ISO-week range, for the chat's ``read_history`` tool (implemented by
+    ``ProjectRepository``)."""
+
+    def list_reports_between(self, project_id: str, first_week: str, last_week: str) -> list[WeeklyReport]:
+        """Reports with ``first_week <= iso_week <= last_week`` (``YYYY-Www``), oldest first."""
+        ...
+
+
 class ViewStore(Protocol):
     """Reads of the views (implemented by ``ActivityRepository``)."""
 

@@ -160,13 +160,15 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and _real_llm(llm) is not None
         else rules
     )
+    store = DynamoRepository()
     return ChatDeps(
-        store=DynamoRepository(),
+        store=store,
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
         cache=SessionCache(max_messages=50),
         memory=build_session_memory(settings, SessionsRepository(), llm=llm),
+        history=store,
         reminders=build_reminder_deps(settings),
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,

@@ -17,6 +17,15 @@ from tests.unit.jobs.support import add_project, make_deps, run, say, utc
 from tests.unit.structured_support import assert_structured_request, assert_valid_reply, fallbacks, usage_metrics
 
 POINT = re.compile(r"^\[(进度|决策|问题)\] \d\d-\d\d .+ \[[^\]]+\]$")
+OVERVIEW = re.compile(r"^\d{4}-W\d\d 本周小结：进度 \d+ 项，决策 \d+ 项，问题与教训 \d+ 项（据 \d+ 条消息）。$")
+
+
+def _points(report: WeeklyReport | None) -> list[str]:
+    """The point lines of a stored report, after its one-line overview (which must be there)."""
+    assert report is not None
+    first, *rest = report.summary.splitlines()
+    assert OVERVIEW.match(first), first
+    return rest
 
 
 def test_week_53_covers_2026_12_28_to_2027_01_03(store: InMemoryStore) -> None:
@@ -108,7 +117,7 @@ def test_offline_report_has_progress_decisions_problems_each_citing_messages(sto
     # Then every line is a [进度]/[决策]/[问题] point with its local date and message ids; no questions
     stored = store.get_weekly_report("p1", "2026-W10")
     assert stored is not None
-    lines = stored.summary.splitlines()
+    lines = _points(stored)
     assert all(POINT.match(ln) for ln in lines), lines
     assert lines == [
         "[进度] 03-02 P007 今天完成 V2 随访。 [m-1]",
@@ -124,7 +133,8 @@ def test_report_size_is_bounded_in_utf8_bytes_with_whole_points(store: InMemoryS
     # Given a busy week of long messages
     add_project(store)
     for i in range(30):
-        say(store, "p1", f"m-{i:02d}", f"第{i}条：决定调整随访窗口，" + "详细说明🩺" * 60 + "。",
+        distinct = "".join(chr(0x4E00 + 97 * i + k) for k in range(80))  # no two points alike
+        say(store, "p1", f"m-{i:02d}", f"第{i}条：决定调整随访窗口，" + distinct + "🩺。",
             utc(f"2026-03-03T{8 + i // 4:02d}:{(i % 4) * 10:02d}:00+08:00"))
 
     # When archived with a 1,500-byte cap
@@ -136,7 +146,7 @@ def test_report_size_is_bounded_in_utf8_bytes_with_whole_points(store: InMemoryS
     assert stored is not None
     assert utf8_len(stored.summary) <= 1500
     assert "\ufffd" not in stored.summary
-    assert all(POINT.match(ln) for ln in stored.summary.splitlines())
+    assert all(POINT.match(ln) for ln in _points(stored))
     assert report.counts["points_dropped"] > 0
     assert report.counts["summary_bytes"] == utf8_len(stored.summary)
 
@@ -161,7 +171,7 @@ def test_llm_report_keeps_only_points_citing_messages_of_the_week(
     # Then only the grounded point is kept and the other is counted
     stored = store.get_weekly_report("p1", "2026-W10")
     assert stored is not None
-    assert stored.summary == "[进度] 03-02 P007 完成 V2 随访。 [m-1]"
+    assert _points(stored) == ["[进度] 03-02 P007 完成 V2 随访。 [m-1]"]
     assert report.counts["ungrounded"] == 1 and report.details["summariser"] == "llm"
     # and the call was a structured output (no forced tool) the answer is valid against
     (request,) = llm.requests
@@ -205,7 +215,7 @@ def test_unusable_llm_report_is_not_used_and_the_offline_summary_is_written(
 
     # Then nothing of the reply is used: the offline summary is stored; the fallback is counted
     stored = store.get_weekly_report("p1", "2026-W10")
-    assert stored is not None and stored.summary == "[进度] 03-02 P007 今天完成 V2 随访。 [m-1]"
+    assert stored is not None and _points(stored) == ["[进度] 03-02 P007 今天完成 V2 随访。 [m-1]"]
     assert report.details["summariser"] == "offline"
     assert report.details["fallback_reason"] == reason
     assert report.details["llm_calls"] == 1
@@ -300,7 +310,7 @@ def test_offline_report_leaves_out_assistant_quotes_of_old_reports_and_keeps_the
     # Then the report holds the user's decision and the reply's own news, none of the quotes
     stored = store.get_weekly_report("p1", "2026-W10")
     assert stored is not None
-    assert stored.summary.splitlines() == [
+    assert _points(stored) == [
         "[进度] 03-03 本周 P021 完成筛选。 [m-cite]",
         "[决策] 03-04 周三 PI 会议决定：暂停筛选间质性肺炎既往史患者。 [m-own]",
     ]

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
+from agent_memory.chat.toolsets import ToolSet
 from agent_memory.domain.errors import LLMEmptyReply
 from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
 from agent_memory.domain.models import ToolCall
@@ -129,29 +130,6 @@ class ClinicalTools:
         return truncate_utf8(text, TOOL_RESULT_MAX_BYTES), "error" in data
 
 
-class ToolSet(Protocol):
-    """A set of tools of the loop: their specs, and ``run(name, input) -> (result text, is_error)``."""
-
-    specs: list[ToolSpec]
-
-    def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]: ...
-
-
-class CombinedTools:
-    """Several tool sets offered as one: their specs in order; a call goes to the set declaring the
-    tool's name."""
-
-    def __init__(self, sets: list[ToolSet]) -> None:
-        self._sets = sets
-        self.specs: list[ToolSpec] = [spec for s in sets for spec in s.specs]
-
-    def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
-        for tool_set in self._sets:
-            if any(spec.name == name for spec in tool_set.specs):
-                return tool_set.run(name, tool_input)
-        return f"unknown tool {name}", True
-
-
 def _with_assistant(messages: list[dict[str, Any]], content: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``messages`` plus the assistant ``content`` as received. After a ``pause_turn`` the last
     message is already the assistant's: the continuation joins it (one assistant turn)."""
@@ -250,7 +228,6 @@ __all__ = [
     "REFUSAL_REPLY",
     "AgentResult",
     "ClinicalTools",
-    "CombinedTools",
     "ModelCall",
     "ToolSet",
     "run_agent",

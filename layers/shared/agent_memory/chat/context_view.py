@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.chat.history_tool import render_reports
 from agent_memory.chat.prompt import (
     render_history_block,
     render_hot_memory_block,
@@ -18,6 +19,7 @@ from agent_memory.chat.prompt import (
     turns_to_messages,
 )
 from agent_memory.domain.errors import MessageNotFound
+from agent_memory.domain.text import estimate_tokens
 from agent_memory.ports import ContextStore
 
 
@@ -31,7 +33,8 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
         since the turn (a corrected report) carries ``"changed_since_turn": true``, one that a
         cache breakpoint ended ``"cache": true``. ``usage`` is the context's summed token usage
         (null offline, and for turns recorded before usage was kept), ``model_calls`` lists each
-        Messages-API call's stop reason and usage.
+        Messages-API call's stop reason and usage. A call whose model used the ``read_history`` tool
+        has ``"read_history": {"weeks": [...]}`` and a last block ``read_history`` with the reports read.
 
     Raises:
         ProjectNotFound, MessageNotFound.
@@ -51,8 +54,16 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
             if changed:
                 entry["changed_since_turn"] = True
             blocks_out.append(entry)
+        read = call.get("read_history")
+        if read:
+            # What the model read through the read_history tool (the same text it was given).
+            weeks = list(read.get("weeks", []))
+            reports = sorted(store.get_reports(project_id, weeks), key=lambda r: r.iso_week)
+            text = render_reports(reports)
+            blocks_out.append({"name": "read_history", "tokens": estimate_tokens(text), "text": text})
         calls_out.append({
             "intents": call.get("intents", []), "load_history": call.get("load_history", False),
+            **({"read_history": {"weeks": list(read.get("weeks", []))}} if read else {}),
             "blocks": blocks_out, "usage": call.get("usage"), "model_calls": call.get("model_calls", []),
             "truncated": bool(call.get("truncated", False)), "refused": bool(call.get("refused", False)),
         })

@@ -52,7 +52,8 @@ SYSTEM_INSTRUCTIONS = (
     ' "User Preferences" lines tagged [PI], [CRC] ... apply to users in that role.'
     " Follow the preferences in every reply.\n"
     "2. <history_book>: weekly reports of the project, present ONLY for questions about the project's past or trends."
-    " When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, do not invent history.\n"
+    " When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, read the weeks you need"
+    " with the read_history tool if it is offered; never invent history.\n"
     "3. The recent turns of this conversation.\n"
     "4. With the user's new message, <session>: the current time, the facts and summary of this conversation"
     " and the task of this reply.\n"

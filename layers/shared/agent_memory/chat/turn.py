@@ -26,9 +26,11 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel
 
-from agent_memory.chat.agent import AgentResult, ClinicalTools, CombinedTools, ModelCall, ToolSet, run_agent
+from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
+from agent_memory.chat.toolsets import ToolSet, ToolSets
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
@@ -44,7 +46,7 @@ from agent_memory.domain.models import (
     YearlySummary,
 )
 from agent_memory.domain.text import content_problem, utf8_len
-from agent_memory.ports import ChatStore, ClinicalDataPort, LLMClient
+from agent_memory.ports import ChatStore, ClinicalDataPort, HistoryReader, LLMClient
 from agent_memory.reminders.service import ReminderDeps
 from agent_memory.reminders.tools import ReminderTools
 from agent_memory.structured import record_usage
@@ -93,6 +95,9 @@ class ChatDeps:
     monotonic: Callable[[], float] = time.monotonic
     #: Session memory : symptom facts, earlier diagnoses, rolling summary. None = off.
     memory: SessionMemory | None = None
+    #: Weekly reports by week range for the ``read_history`` tool (a call without history that is
+    #: not QC gets the tool). None = no such tool.
+    history: HistoryReader | None = None
     #: The reminder tools' collaborators (schedules, reminder items). None = no reminder tools.
     reminders: ReminderDeps | None = None
 
@@ -116,7 +121,8 @@ class TokenUsage(BaseModel):
 
 class CallReport(BaseModel):
     """One LLM context of the turn as reported to the client. ``usage`` is null from the offline
-    provider; ``model_calls`` counts the Messages-API calls the context took (tool steps, a retry)."""
+    provider; ``model_calls`` counts the Messages-API calls the context took (tool steps, a retry);
+    ``history_tool_weeks``: the weekly reports the model read through ``read_history``."""
 
     intents: list[str]
     history_weeks: int
@@ -125,6 +131,7 @@ class CallReport(BaseModel):
     layers: dict[str, int]
     model_calls: int = 0
     usage: TokenUsage | None = None
+    history_tool_weeks: int = 0
 
 
 class ChatResult(BaseModel):
@@ -149,6 +156,7 @@ class _CallOutcome:
     plan: CallPlan
     prompt: AssembledPrompt
     result: AgentResult
+    history_weeks_read: list[str] = field(default_factory=list)
 
 
 def validate_message(content: str, max_bytes: int) -> None:
@@ -292,6 +300,7 @@ def handle_message(
                 layers=o.prompt.layers,
                 model_calls=o.result.model_calls,
                 usage=TokenUsage.of(o.result.usage),
+                history_tool_weeks=len(o.history_weeks_read),
             )
             for o in outcomes
         ],
@@ -326,9 +335,15 @@ class _CallInput:
 
 def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
     cfg = deps.config
-    tools: ToolSet = ClinicalTools(deps.clinical, call.project_id)
-    if call.extra_tools is not None:
-        tools = CombinedTools([tools, call.extra_tools])
+    clinical = ClinicalTools(deps.clinical, call.project_id)
+    history_tools: HistoryTools | None = None
+    tools: ToolSet = clinical
+    if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
+        # A question the router did not send to history can still read it; a QC call never can.
+        history_tools = HistoryTools(deps.history, call.project_id)
+        tools = ToolSets([clinical, history_tools])
+    if call.extra_tools is not None:  # the asker's reminder tools (first LLM context only)
+        tools = ToolSets([tools, call.extra_tools])
     prompt = assemble_prompt(
         hot_memory=call.hot,
         reports=call.reports if call.plan.load_history else None,  # a QC call never sees history
@@ -353,7 +368,8 @@ def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
         metadata={"intents": [i.value for i in call.plan.intents]},
     )
     result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
-    return _CallOutcome(plan=call.plan, prompt=prompt, result=result)
+    weeks = list(history_tools.weeks_read) if history_tools is not None else []
+    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks)
 
 
 def _record_usage(call: ModelCall) -> None:
@@ -401,6 +417,7 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
             ],
             "truncated": o.result.truncated,
             "refused": o.result.refused,
+            **({"read_history": {"weeks": o.history_weeks_read}} if o.history_weeks_read else {}),
         })
     return {"intents": [i.value for i in intents], "calls": calls}
 

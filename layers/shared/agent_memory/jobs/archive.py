@@ -6,8 +6,12 @@ One run = one project, the ISO week before the run date's week in the project's 
 1. ``JOBRUN#archive#{week}`` exists, or the report exists -> nothing to do, no LLM call;
 2. read the week's flow log (7 local days; user AND assistant messages);
 3. no message -> nothing is written and no LLM is called;
-4. summarise into ``[进度]`` / ``[决策]`` / ``[问题]`` points, each citing message ids: the LLM
-   (structured output) when configured, else / on any failure the offline extractive summary.
+4. summarise into ``[进度]`` / ``[决策]`` / ``[问题]`` points (problems and lessons), each citing
+   message ids, under a one-line overview: the LLM (structured output) when configured, else / on
+   any failure the offline summary. An LLM report that says nothing (no point, no grounded point,
+   or only stock phrases such as "暂无历史记录" / "No prior history", whatever it cites) is
+   rejected, asked for once more, then replaced by the offline summary with an admin alert and the
+   ``ArchiveLLMReportRejected`` metric: it is never stored.
    Both see only what happened THIS week (:func:`week_content`): user messages and the
    assistant's own answers (tool results), never what an assistant reply quotes from the history
    book (lines citing ISO weeks or yearly summaries) or from hot memory / the weekly reports;
@@ -28,14 +32,15 @@ from datetime import date
 from zoneinfo import ZoneInfo
 
 from agent_memory.domain.errors import LLMError
-from agent_memory.domain.jobs import FlowLogEntry, JobReport, JobRun
+from agent_memory.domain.jobs import Alert, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import Project, WeeklyReport
-from agent_memory.domain.text import normalise_for_compare, truncate_utf8, utf8_len
+from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.feedback.report import split_feedback, with_feedback_section
 from agent_memory.history.reports import REPORT_SECTIONS
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
-from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric
+from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import ARCHIVE_TASK, ReportOutput, ReportPoint, report_request, request_input_tokens
+from agent_memory.jobs.report_text import condense, is_placeholder, similar
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
@@ -48,7 +53,8 @@ _DECISION = re.compile(
     re.IGNORECASE,
 )
 _PROBLEM = re.compile(
-    r"问题|失败|错误|出错|报错|延迟|推迟|延误|不良事件|(?<![A-Za-z])S?AE(?![A-Za-z])|缺失|偏离|脱落|风险|教训|踩坑|"
+    r"问题|失败|错误|出错|报错|延迟|推迟|延误|不良事件|(?<![A-Za-z])S?AE(?![A-Za-z])|缺失|偏离|脱落|风险|教训|踩坑|经验|"
+    r"\blessons?\b|"
     r"投诉|异常|超窗|漏填|\bissues?\b|\bproblems?\b|\bfail|\berrors?\b|\bdelay|\bbugs?\b|\bdeviation|\bmissing\b|\brisks?\b",
     re.IGNORECASE,
 )
@@ -57,6 +63,7 @@ _PROGRESS = re.compile(
     r"\benrol|\bscreen|\bcomplet|\bfinished\b|\bvisits?\b|\blaunched\b|\bprogress\b|\bsubmitted\b",
     re.IGNORECASE,
 )
+_LESSON = re.compile(r"教训|经验|踩坑|\blessons?\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[。！？!?；;\n])")
 _LABEL = re.compile(r"^\s*【[^】]{0,40}】\s*")
 #: A line of an assistant reply citing the history book: an ISO week or a yearly summary.
@@ -81,55 +88,73 @@ def week_content(m: FlowLogEntry) -> str:
     return "\n".join(ln for ln in text.splitlines() if not _CITES_HISTORY.search(ln))
 
 
+def _section(text: str, role: str) -> str | None:
+    """The section of a condensed point: decisions (the team's: user messages only), problems and
+    lessons, progress; None for anything else."""
+    if text.startswith("教训") or _LESSON.search(text):
+        return "problems"
+    if role == "user" and _DECISION.search(text):
+        return "decisions"
+    if _PROBLEM.search(text):
+        return "problems"
+    if _PROGRESS.search(text):
+        return "progress"
+    return None
+
+
 def summarise_offline(messages: Sequence[FlowLogEntry], tz: ZoneInfo, caps: JobCaps) -> dict[str, list[ReportPoint]]:
-    """The offline extractive summary: sentences of user and assistant messages carrying a
-    decision, problem or progress cue (checked in that order), questions skipped, duplicates
-    merged (their evidence united), at most ``caps.report_points_per_section`` per section.
-    Only the messages' :func:`week_content` is read (no quotes of old reports or hot memory).
+    """The offline summary: each sentence of the week (:func:`week_content`: no quotes of old
+    reports or hot memory) condensed into a statement (:func:`~agent_memory.jobs.report_text.condense`:
+    no questions, requests to the assistant, preferences, acknowledgements or assistant advice),
+    filed as a decision (users' only), a problem or lesson, or progress; near-duplicates merged
+    (their evidence united); at most ``caps.report_points_per_section`` per section.
 
     Points are prefixed with the local date (``MM-DD``) of their first message.
     """
     points: dict[str, list[ReportPoint]] = {k: [] for k, _ in REPORT_SECTIONS}
-    seen: dict[str, ReportPoint] = {}
     for m in messages:
-        text = _LABEL.sub("", week_content(m))
-        for raw in _SENTENCE_END.split(text):
-            sentence = " ".join(raw.split())
-            if not sentence or sentence[-1] in "?？" or re.search(r"[吗么]\s*$", sentence):
+        for raw in _SENTENCE_END.split(week_content(m)):
+            text = condense(raw, role=m.role)
+            section = _section(text, m.role) if text else None
+            if text is None or section is None:
                 continue
-            norm = normalise_for_compare(sentence)
-            if len(norm) < 4:
+            same = next((p for p in points[section] if similar(p.text[6:], text)), None)
+            if same is not None:
+                if len(text) > len(same.text) - 6:
+                    same.text = same.text[:6] + text
+                if m.message_id not in same.evidence:
+                    same.evidence.append(m.message_id)
                 continue
-            if norm in seen:
-                if m.message_id not in seen[norm].evidence:
-                    seen[norm].evidence.append(m.message_id)
-                continue
-            section = (
-                "decisions" if _DECISION.search(sentence)
-                else "problems" if _PROBLEM.search(sentence)
-                else "progress" if _PROGRESS.search(sentence)
-                else None
-            )
-            if section is None or len(points[section]) >= caps.report_points_per_section:
+            if len(points[section]) >= caps.report_points_per_section:
                 continue
             local = m.at.astimezone(tz).strftime("%m-%d")
-            point = ReportPoint(text=f"{local} {sentence}", evidence=[m.message_id])
-            seen[norm] = point
-            points[section].append(point)
+            points[section].append(ReportPoint(text=f"{local} {text}", evidence=[m.message_id]))
     return points
 
 
-def render_summary(points: dict[str, list[ReportPoint]], caps: JobCaps) -> tuple[str, list[str], int]:
-    """``[进度] text [ids]`` lines, section by section, within ``caps.report_max_bytes``.
+def overview(label: str, points: dict[str, list[ReportPoint]], messages: int) -> str:
+    """The report's first line: the week and what it holds (counts only, no message text)."""
+    n = {key: len(points.get(key, [])) for key, _ in REPORT_SECTIONS}
+    return (
+        f"{label} 本周小结：进度 {n['progress']} 项，决策 {n['decisions']} 项，问题与教训 {n['problems']} 项"
+        f"（据 {messages} 条消息）。"
+    )
+
+
+def render_summary(
+    points: dict[str, list[ReportPoint]], caps: JobCaps, header: str | None = None
+) -> tuple[str, list[str], int]:
+    """``header`` (if any), then ``[进度] text [ids]`` lines, section by section, within
+    ``caps.report_max_bytes``.
 
     Each point is capped at ``caps.report_point_max_bytes`` (whole characters, ``…`` marks a
     cut); points that no longer fit are dropped whole. Returns ``(summary, evidence ids,
     dropped points)``.
     """
-    lines: list[str] = []
+    lines: list[str] = [header] if header else []
     evidence: list[str] = []
     dropped = 0
-    used = 0
+    used = utf8_len(header) + 1 if header else 0
     for key, label in REPORT_SECTIONS:
         for p in points.get(key, []):
             text = " ".join(p.text.split())
@@ -147,15 +172,43 @@ def render_summary(points: dict[str, list[ReportPoint]], caps: JobCaps) -> tuple
     return truncate_utf8("\n".join(lines), caps.report_max_bytes), evidence, dropped
 
 
+#: Why an LLM report was rejected as saying nothing (asked for once more, then replaced).
+REJECTED_REASONS = ("empty", "placeholder", "no_grounded_points")
+
+
+def _grounded(
+    output: ReportOutput, by_id: dict[str, FlowLogEntry], caps: JobCaps, tz: ZoneInfo
+) -> tuple[dict[str, list[ReportPoint]], int, int]:
+    """The LLM's points that cite messages of the week and say something, dated; with the counts
+    of points dropped as ungrounded and as placeholders (:func:`is_placeholder`)."""
+    points: dict[str, list[ReportPoint]] = {}
+    ungrounded = placeholders = 0
+    for key, _ in REPORT_SECTIONS:
+        kept = []
+        for p in getattr(output, key)[: caps.report_points_per_section]:
+            if not p.evidence or any(e not in by_id for e in p.evidence):
+                ungrounded += 1
+                continue
+            if is_placeholder(p.text):
+                placeholders += 1
+                continue
+            first = min((by_id[e] for e in p.evidence), key=lambda m: m.at)
+            kept.append(ReportPoint(text=f"{first.at.astimezone(tz).strftime('%m-%d')} {p.text}", evidence=p.evidence))
+        points[key] = kept
+    return points, ungrounded, placeholders
+
+
 def _llm_points(
     deps: JobDeps, messages: Sequence[FlowLogEntry], label: str, tz: ZoneInfo, tally: UsageTally
 ) -> tuple[dict[str, list[ReportPoint]] | None, str, int]:
-    """The LLM's points with only grounded evidence kept; ``(None, reason, 0)`` to fall back
-    (counted as ``LLMFallback``, task ``archive``, unless no LLM is configured or nothing of the
-    week is left to send). The call and its usage are added to ``tally``.
+    """The LLM's points with only grounded, substantive ones kept; ``(None, reason, n)`` to fall
+    back (counted as ``LLMFallback``, task ``archive``, unless no LLM is configured or nothing of
+    the week is left to send). The calls and their usage are added to ``tally``.
 
-    The LLM gets the messages' :func:`week_content` only (replies quoting old history left
-    out), so it can neither read nor cite them."""
+    A report that says nothing (:data:`REJECTED_REASONS`: no point, only placeholders, nothing
+    grounded) is asked for once more; a second such report falls back. The LLM gets the messages'
+    :func:`week_content` only (replies quoting old history left out), so it can neither read nor
+    cite them."""
     llm = deps.structured_llm
     if llm is None:
         return None, "offline", 0
@@ -171,31 +224,39 @@ def _llm_points(
     if request_input_tokens(request) > caps.llm_input_token_budget:
         record_fallback(ARCHIVE_TASK, "input_over_budget")
         return None, "input_over_budget", 0
-    try:
-        answer = call_structured(llm, request, ReportOutput)
-    except LLMError as exc:  # a truncated reply included: nothing of it is used
-        tally.add(failure_usage(exc))
-        reason = failure_reason(exc)
-        record_fallback(ARCHIVE_TASK, reason)
-        return None, reason, 0
-    tally.add(answer.usage)
-    output = answer.value
     by_id = {m.message_id: m for m in messages}
-    points: dict[str, list[ReportPoint]] = {}
-    ungrounded = 0
-    for key, _ in REPORT_SECTIONS:
-        kept = []
-        for p in getattr(output, key)[: caps.report_points_per_section]:
-            if not p.evidence or any(e not in by_id for e in p.evidence):
-                ungrounded += 1
-                continue
-            first = min((by_id[e] for e in p.evidence), key=lambda m: m.at)
-            kept.append(ReportPoint(text=f"{first.at.astimezone(tz).strftime('%m-%d')} {p.text}", evidence=p.evidence))
-        points[key] = kept
-    if not any(points.values()):
-        record_fallback(ARCHIVE_TASK, "no_grounded_points")
-        return None, "no_grounded_points", ungrounded
-    return points, "llm", ungrounded
+    reason, ungrounded = "empty", 0
+    for _attempt in range(2):
+        try:
+            answer = call_structured(llm, request, ReportOutput)
+        except LLMError as exc:  # a truncated reply included: nothing of it is used
+            tally.add(failure_usage(exc))
+            reason = failure_reason(exc)
+            record_fallback(ARCHIVE_TASK, reason)
+            return None, reason, 0
+        tally.add(answer.usage)
+        points, ungrounded, placeholders = _grounded(answer.value, by_id, caps, tz)
+        if any(points.values()):
+            return points, "llm", ungrounded
+        reason = "placeholder" if placeholders else "no_grounded_points" if ungrounded else "empty"
+    record_fallback(ARCHIVE_TASK, reason)
+    return None, reason, ungrounded
+
+
+def _alert_rejected(deps: JobDeps, pid: str, label: str, reason: str) -> None:
+    """The LLM's weekly report said nothing twice: count it and tell the admins (no message text)."""
+    count_metric("ArchiveLLMReportRejected")
+    logger.warning("LLM weekly report rejected", extra={"project_id": pid, "iso_week": label, "reason": reason})
+    send_alert(deps, Alert(
+        project_id=pid,
+        kind="archive_llm_report_rejected",
+        subject=f"Agent Memory: LLM weekly report rejected ({pid} {label})",
+        message=(
+            f"Project {pid}, week {label}: the LLM's weekly report said nothing ({reason}) twice; "
+            "the offline summary was stored instead."
+        ),
+        dedupe_key=f"archive-rejected#{label}",
+    ))
 
 
 def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
@@ -243,6 +304,8 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details.update(tally.details())
     if points is None:
         details["fallback_reason"] = summariser
+        if summariser in REJECTED_REASONS:
+            _alert_rejected(deps, pid, label, summariser)
         points, summariser = summarise_offline(messages, tz, caps), "offline"
     if not any(points.values()):
         users = sum(1 for m in messages if m.role == "user")
@@ -254,7 +317,7 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             ),
             evidence=[messages[0].message_id],
         )]}
-    summary, evidence, dropped = render_summary(points, caps)
+    summary, evidence, dropped = render_summary(points, caps, overview(label, points, len(messages)))
     summary = with_feedback_section(summary, feedback, caps.report_max_bytes)
     details["summariser"] = summariser
     counts.update(
@@ -277,4 +340,4 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     return report(written)
 
 
-__all__ = ["render_summary", "run_archive", "summarise_offline", "week_content"]
+__all__ = ["REJECTED_REASONS", "overview", "render_summary", "run_archive", "summarise_offline", "week_content"]

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from agent_memory.domain.lexicon import expand_bilingual
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.domain.when import split_reminder_request
@@ -69,6 +70,49 @@ def rank_lines(question: str, lines: Sequence[str], top: int = 3) -> list[str]:
     scored = [s for s in scored if s[0] > 0]
     scored.sort(reverse=True)
     return [line for _, _, line in scored[:top]]
+
+
+#: A report point ``[决策] text [m-1,m-2]``: its label, and its text without the message ids.
+_POINT = re.compile(r"^\[([^\]]{1,8})\]\s*[:：]?\s*(.*?)(?:\s*\[[^\]\[]*\])?\s*$")
+#: A question about a decision or its reason: decision points answer it first.
+_ASKS_DECISION = re.compile(
+    r"决定|决策|定的|为什么|为啥|原因|怎么解决|如何解决|\bdecid|\bdecision|\bwhy\b|\breason|\bagree", re.IGNORECASE
+)
+_DECISION_LABELS = ("决策", "decision", "decisions")
+
+
+def history_answer(question: str, history_block: str, *, top: int = 3) -> str:
+    """The offline answer to a history question from the prompt's history block.
+
+    The weekly-report points most relevant to the question (:func:`rank_lines` on the question
+    expanded with the bilingual lexicon, so an English question finds Chinese reports), only the
+    decision points among them when the question asks for a decision or a reason, cited in date order as
+    ``- 2026-W06 决策：<text>`` (the week, the section, the point's own words; no message ids).
+    """
+    week = ""
+    cited: list[tuple[str, str, str]] = []  # (week, label, text)
+    for raw in history_block.splitlines():
+        ln = raw.strip()
+        if ln.startswith("## "):
+            week = ln[3:].strip()
+            continue
+        m = _POINT.match(ln)
+        if m and week:
+            cited.append((week, m.group(1), m.group(2)))
+    english = not _CJK.search(question)
+    lines = [f"{w} {label} {text}" for w, label, text in cited]
+    ranked = rank_lines(expand_bilingual(question), lines, top=top * 2)
+    if _ASKS_DECISION.search(question):
+        decisions = [ln for ln in ranked if ln.split(" ", 2)[1].casefold() in _DECISION_LABELS]
+        ranked = decisions or ranked
+    chosen = set(ranked[:top])
+    picked = [(w, label, text) for (w, label, text), ln in zip(cited, lines, strict=True) if ln in chosen]
+    if not picked:
+        return ("No entry in the weekly reports (history book) matches this question." if english
+                else "周报中没有找到与该问题直接相关的记录。")
+    head = ("From the weekly reports (history book), in date order:" if english
+            else "根据周报（history book），按时间顺序：")
+    return head + "\n" + "\n".join(f"- {w} {label}：{text}" for w, label, text in picked)
 
 
 class OfflineLLM:
@@ -150,18 +194,8 @@ class OfflineLLM:
     def _answer_from_context(self, request: LLMRequest, question: str, intents: set[str]) -> str:
         system = {b.name: b.text for b in request.system}
         if "history" in system:
-            lines = [ln.strip() for ln in system["history"].splitlines()]
-            week = ""
-            cited: list[str] = []
-            for ln in lines:
-                if ln.startswith("## "):
-                    week = ln[3:].strip()
-                elif ln and not ln.startswith("<"):
-                    cited.append(f"{week} {ln}")
-            best = rank_lines(question, cited, top=3)
-            if best:
-                return "根据周报（history book）：\n" + "\n".join(f"- {b}" for b in best)
-            return "周报中没有找到与该问题直接相关的记录。"
+            # A trend is read across more weeks than a single past event.
+            return history_answer(question, system["history"], top=6 if "ANALYZE_TREND" in intents else 3)
         hot_lines = [ln.strip()[2:] for ln in system.get("hot_memory", "").splitlines() if ln.strip().startswith("- ")]
         if "MEMORY_RECALL" in intents:
             best = rank_lines(question, hot_lines, top=2) or hot_lines[:1]

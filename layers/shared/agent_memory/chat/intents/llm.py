@@ -49,9 +49,16 @@ patient's OWN past is patient data, not project history: "P006 以前有没有�
 - QUERY_HISTORY: the PROJECT's past decisions, discussions and their reasons. "我们为什么暂停了筛选", \
 "最近入组太慢了，我们之前有没有讨论过怎么解决", "What did we decide about the inclusion criteria in \
 February?", "Remind me why we switched labs". A time word alone (之前/上次/before) does NOT make a \
-question historical: "P003 上次访视的血压是多少" is QUERY_DATA.
+question historical: "P003 上次访视的血压是多少" is QUERY_DATA. Time anchors make a question about the \
+project's past historical: a week number (第12周, W23, week 30), "a year ago", last quarter, around a \
+holiday (春节前后), since the start of the project, "that time when...". So do lessons and pitfalls \
+(踩过的坑, lessons learned), who or when something was decided, and requests for past weekly reports.
 - ANALYZE_TREND: review or compare across past periods: "回顾下去年的入组情况", "和上季度比入组是不是变快了", \
-"总结过去三个月的入组情况", "enrolment trend over the past 6 months", 同比/环比.
+"总结过去三个月的入组情况", "enrolment trend over the past 6 months", 同比/环比. Also a direction of change \
+asked about (是不是在下降, getting worse), before/after an event (增派CRC之后有提升吗) and comparisons \
+between periods (week 12 vs week 20). A SUBJECT's values over visits are QUERY_DATA. A report compiled \
+from past weekly reports is GENERATE_REPORT and ANALYZE_TREND. QC named as the object of a decision or the \
+subject of a trend ("为什么决定每周做质控", "QC findings going down") is not a QC_TASK.
 - QC_TASK: data-quality work: 质控, 数据核查, 逻辑核查, 一致性检查, 缺失值检查, SDV/源数据核查, \
 "run QC", "data quality check". "对上周录入的数据做质控" is QC_TASK only (no history).
 - GENERATE_REPORT: produce a report for the CURRENT period: "生成本周周报", "写本月月报", "draft the \

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from agent_memory.chat.intents.cues import RESEARCH_CONTEXT, cue_families, normalise, split_clauses
+from agent_memory.chat.intents.periods import period_flags
 from agent_memory.chat.intents.plan import (
     Classification,
     dedupe_intents,
@@ -13,6 +14,96 @@ from agent_memory.domain.models import Intent
 _HISTORY_KINDS = (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND)
 # Intents that a symptom narrative without research context overrides (see classify()).
 _PATIENT_STORY_OVERRIDES = frozenset({Intent.QUERY_DATA, Intent.QUERY_HISTORY, Intent.ANALYZE_TREND})
+# History cue kinds that only place a question in time; about a subject they are subject data.
+_WEAK_HISTORY = frozenset({"past_reason", "past_record"})
+# History kinds found by the period rules (anchor + event, anchor + reason, retrieval).
+_PERIOD_HISTORY = frozenset({"anchored", "retrieval"})
+
+
+def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bool, *, medhist: bool) -> None:
+    """Drop the intents that the clause's context contradicts (in place).
+
+    - a patient's own past (病史/既往) cancels a weak history cue, and any with a subject id;
+    - a subject's own past ("P003 上次访视为什么没来", "P031 一年前的肌酐") and a subject's values
+      over visits ("P012 这几次访视的血红蛋白是不是在下降") are subject data, not history or trend;
+    - a question about a term or a routine ("什么是同比", "周报一般每周几生成") is general;
+    - a standing preference ("周报以后改成周一发", "以后周报里加上上周对比") asks for no report
+      or trend now.
+    """
+    history = kinds.get(Intent.QUERY_HISTORY, set())
+    if medhist and (subject or history <= _WEAK_HISTORY):
+        kinds.pop(Intent.QUERY_HISTORY, None)
+    if subject and history <= _WEAK_HISTORY | _PERIOD_HISTORY:
+        kinds.pop(Intent.QUERY_HISTORY, None)
+    if subject:
+        kinds.pop(Intent.ANALYZE_TREND, None)
+    if "definition" in flags and not subject:
+        for intent in (Intent.ANALYZE_TREND, Intent.GENERATE_REPORT, Intent.QUERY_DATA, *_HISTORY_KINDS):
+            kinds.pop(intent, None)
+    if "preference" in flags and not subject:
+        kinds.pop(Intent.GENERATE_REPORT, None)
+        kinds.pop(Intent.ANALYZE_TREND, None)
+
+
+def _history_or_trend(history: set[str], trend: set[str], flags: set[str], subject: bool) -> None:
+    """When a clause found both a past event and a change over time, keep what it asks for (in place)."""
+    if not (history and trend):
+        return
+    if trend <= {"review"} and "decision" in flags and "anchored" in history:
+        # "Recap the key decisions from weeks 20 to 26": the decisions themselves.
+        trend.clear()
+    elif trend <= {"change"} and "reason" in flags and "anchored" in history:
+        # "第40周前后为什么突然多了很多query": the cause of a past event, not a trend.
+        trend.clear()
+    elif "event" in flags and "trend_explicit" not in flags:
+        # "what were the biggest problems over the past quarter": what happened in a period.
+        trend.clear()
+    elif history <= {"anchored"} and "reason" not in flags and not subject:
+        # "week 12 vs week 20", "过去三个月有什么变化趋势": a comparison of periods, not a past event.
+        history.discard("anchored")
+
+
+def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject: bool) -> None:
+    """Add the history and trend intents the period kinds of a clause imply (in place).
+
+    - QUERY_HISTORY ``anchored``: a time anchor (week N, W23, a year ago, last quarter, around a
+      holiday, since the start, "that time") with a question about what happened / was decided /
+      went wrong, or with a reason word;
+    - QUERY_HISTORY ``lesson``/``provenance``: lessons and pitfalls, who/when decided (past by nature);
+    - QUERY_HISTORY ``retrieval``: all or past weekly reports, or a report of an anchored week
+      looked up (not this period's);
+    - ANALYZE_TREND ``change``: a direction of change asked about, before/after an event, a
+      comparison with a past reference or between periods, a review of an anchored period;
+    - ANALYZE_TREND + GENERATE_REPORT ``from_reports``: a report compiled from past weekly reports.
+    """
+    history = kinds.setdefault(Intent.QUERY_HISTORY, set())
+    trend = kinds.setdefault(Intent.ANALYZE_TREND, set())
+    anchor = "anchor" in flags
+    if anchor and ({"event", "reason", "decision"} & flags):
+        history.add("anchored")
+    if "reason" in flags and "decision" in flags:
+        history.add("decision_reason")
+    if "lesson" in flags and "lesson_told" not in flags:
+        history.add("lesson")
+    if "provenance" in flags:
+        history.add("provenance")
+    if "past_reports" in flags or ("report_retrieval" in flags and anchor and "current" not in flags):
+        history.add("retrieval")
+    if "change" in flags or "before_after" in flags:
+        trend.add("change")
+    if "compare" in flags and (anchor or "past_ref" in flags):
+        trend.add("change")
+    if "review" in flags and anchor:
+        trend.add("review")
+    if "from_reports" in flags or ("report_summary" in flags and anchor and "current" not in flags):
+        # Compiling past reports into a report is a review of the period, not a look-up of them.
+        history.discard("retrieval")
+        trend.add("from_reports")
+        kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
+    _history_or_trend(history, trend, flags, subject)
+    for intent in (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND):
+        if not kinds[intent]:
+            del kinds[intent]
 
 
 class RuleIntentClassifier:
@@ -55,12 +146,14 @@ class RuleIntentClassifier:
 
     def _clause_intents(self, clause: str) -> list[Intent]:
         kinds = self.matched_kinds(clause)
+        flags = period_flags(clause)
         data = kinds.get(Intent.QUERY_DATA, set())
         mem = kinds.get(Intent.MEMORY_RECALL, set())
+        subject = "subject" in data
         # The "now" marker only reinforces.
         data.discard("current")
-        if "medhist" in data or ("subject" in data and kinds.get(Intent.QUERY_HISTORY) == {"past_reason"}):
-            kinds.pop(Intent.QUERY_HISTORY, None)
+        _add_period_intents(kinds, flags, subject)
+        _drop_by_context(kinds, flags, subject, medhist="medhist" in data)
         if "told" in mem:
             kinds.pop(Intent.QUERY_HISTORY, None)
         elif mem and any(i in kinds for i in _HISTORY_KINDS):
@@ -70,9 +163,17 @@ class RuleIntentClassifier:
         if trend == {"long_past_summary"} and Intent.QUERY_HISTORY in kinds:
             # "我们去年讨论过要不要加亚组分析": 分析 names the topic of a past decision.
             kinds.pop(Intent.ANALYZE_TREND, None)
-        if trend and report and not (report - {"summary"}):
+        if (trend or Intent.QUERY_HISTORY in kinds) and report and not (report - {"summary"}):
+            # "总结一下去年的入组", "那几周的经验教训总结一下": a summary of the past, not a report.
             kinds.pop(Intent.GENERATE_REPORT, None)
-        if any(i in kinds for i in (Intent.QC_TASK, *_HISTORY_KINDS)) and "medhist" not in data:
+        if report and "retrieval" in kinds.get(Intent.QUERY_HISTORY, set()) and "from_reports" not in trend:
+            # Looking up stored weekly reports is not writing one ("把第12周的周报调出来").
+            kinds.pop(Intent.GENERATE_REPORT, None)
+        if Intent.QC_TASK in kinds and any(i in kinds for i in _HISTORY_KINDS) and "qc_nominal" in flags:
+            # QC as the object of a decision or the subject of a trend ("为什么决定每周做质控",
+            # "质控发现的问题是不是越来越少") is not a QC task.
+            kinds.pop(Intent.QC_TASK, None)
+        if any(i in kinds for i in (Intent.QC_TASK, *_HISTORY_KINDS)):
             data.clear()
         if Intent.GENERATE_REPORT in kinds or Intent.MEMORY_RECALL in kinds:
             data.discard("noun_query")
