@@ -15,7 +15,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: system-deps venv sam-venv checkov-venv checkov run test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi clean
+.PHONY: system-deps venv sam-venv checkov-venv checkov run test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi reminders clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -88,6 +88,10 @@ dispatch: venv
 ## (a day and a week that are over), distill the day, archive the week, print the memory and the report
 demo-jobs: venv
 	$(PY) -m infra.demo_jobs
+
+## reminders: the reminders of a project of the running `make run` stack: make reminders PROJECT=demo-iit [ALL=1]
+reminders: venv
+	@$(PY) -m infra.local.reminders_cli --project "$(or $(PROJECT),demo-iit)" $(if $(ALL),--all,)
 
 ## openapi: regenerate functions/api/openapi.json (served at /v1/openapi.json) from every handler's routes
 openapi: venv

@@ -16,6 +16,7 @@ were created, to placeholders of the same shape (so the template can be read wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping
@@ -256,6 +257,19 @@ def create_topics(sns_client: Any, template: Mapping[str, Any], name_prefix: str
     return out
 
 
+def create_schedule_groups(scheduler_client: Any, template: Mapping[str, Any]) -> list[str]:
+    """Create every ``AWS::Scheduler::ScheduleGroup`` (its ``Name`` resolved; an existing one is
+    kept); return their names."""
+    resolver = _Resolver(template, {})
+    names: list[str] = []
+    for logical_id, resource in resources_of_type(template, "AWS::Scheduler::ScheduleGroup").items():
+        name = resolver.resolve((resource.get("Properties") or {}).get("Name", logical_id), logical_id)
+        with contextlib.suppress(scheduler_client.exceptions.ConflictException):
+            scheduler_client.create_schedule_group(Name=name)
+        names.append(name)
+    return names
+
+
 # ------------------------------------------------------------------------- schedules, queue events
 
 
@@ -487,6 +501,9 @@ class _Resolver:
             return self._parameters[name]
         if name in LOCAL_PSEUDO_PARAMETERS:
             return LOCAL_PSEUDO_PARAMETERS[name]
+        resource = (self._template.get("Resources") or {}).get(name) or {}
+        if resource.get("Type") == "AWS::Scheduler::ScheduleGroup":  # Ref = the group's name
+            return self.resolve((resource.get("Properties") or {}).get("Name", name), where)
         raise UnresolvableValue(f"{where}: Ref {name!r} is neither a table, a queue, a topic, a parameter "
                                 "with a default, nor a pseudo parameter")
 
@@ -499,6 +516,14 @@ class _Resolver:
         if logical_id in self._resources and attribute in ("Arn", "QueueName", "TopicName"):
             resource = self._resources[logical_id]
             return resource.arn if attribute == "Arn" else resource.name
+        # A function's or role's ARN in the local account (locally, schedules invoke functions by id).
+        kind = ((self._template.get("Resources") or {}).get(logical_id) or {}).get("Type")
+        region = LOCAL_PSEUDO_PARAMETERS["AWS::Region"]
+        account = LOCAL_PSEUDO_PARAMETERS["AWS::AccountId"]
+        if attribute == "Arn" and kind == FUNCTION_TYPE:
+            return f"arn:aws:lambda:{region}:{account}:function:{logical_id}"
+        if attribute == "Arn" and kind == "AWS::IAM::Role":
+            return f"arn:aws:iam::{account}:role/{logical_id}"
         raise UnresolvableValue(f"{where}: cannot resolve GetAtt {logical_id}.{attribute} locally")
 
     def _sub(self, argument: Any, where: str) -> str:

@@ -8,6 +8,7 @@ No LLM here (rule-based symptom extraction, extractive summary): this module nev
 
 # No ``from __future__ import annotations``: the event handler resolves the body and query
 # models from these annotations at runtime.
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -17,6 +18,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.config import get_settings
 from agent_memory.consultation import sessions
+from agent_memory.feedback import service as feedback
+from agent_memory.http.feedback_requests import FeedbackRequest, FromQuery, RatingQuery, ToQuery, as_utc
 from agent_memory.http.requests import Limit
 from agent_memory.http.responses import created
 from agent_memory.http.routes import current_caller, guarded_resolver
@@ -27,9 +30,13 @@ from agent_memory.http.session_requests import (
     TranscriptRequest,
 )
 from agent_memory.observability import logger, metrics
-from agent_memory.wiring import build_sessions_deps
+from agent_memory.reminders import service as reminders
+from agent_memory.wiring import build_feedback_store, build_reminder_deps, build_sessions_deps
 
-deps = build_sessions_deps(get_settings())
+settings = get_settings()
+deps = build_sessions_deps(settings)
+feedback_store = build_feedback_store(settings)
+reminder_deps = build_reminder_deps(settings)
 app = guarded_resolver()
 
 _P = "/v1/projects/<project_id>"
@@ -117,6 +124,56 @@ def compare(
         deps, project_id=project_id, patient_id=patient_id, from_ref=from_ref, to_ref=to_ref
     )
     return result.model_dump(mode="json", by_alias=True)
+
+
+@app.put(f"{_P}/sessions/<session_id>/messages/<message_id>/feedback")
+def put_feedback(project_id: str, session_id: str, message_id: str, body: FeedbackRequest) -> dict[str, Any]:
+    """Rate an assistant message (members; one rating per user, a second PUT replaces it)."""
+    caller = current_caller(app)
+    stored = feedback.rate_message(
+        feedback_store, project_id=project_id, session_id=session_id, message_id=message_id,
+        user_id=caller.user_id, rating=body.rating, reason=body.reason, tags=body.tags,
+        now=datetime.now(UTC), study_role=getattr(caller, "study_role", None),
+        flow_log_retention_days=settings.flow_log_retention_days,
+    )
+    return stored.model_dump(mode="json")
+
+
+@app.get(f"{_P}/feedback")
+def list_feedback(
+    project_id: str, rating: RatingQuery = None, from_at: FromQuery = None, to_at: ToQuery = None
+) -> dict[str, Any]:
+    """The project's answer feedback, oldest first, with counts per rating (admins)."""
+    found = feedback.list_feedback(
+        feedback_store, project_id, rating=rating, start=as_utc(from_at), end=as_utc(to_at)
+    )
+    return found.model_dump(mode="json")
+
+
+@app.get(f"{_P}/reminders")
+def list_reminders(project_id: str) -> dict[str, Any]:
+    """The caller's active reminders (members); an admin's call lists everyone's."""
+    caller = current_caller(app)
+    found = reminders.list_reminders(
+        _reminders(), project_id, user_id=caller.user_id, admin=caller.role_in(project_id) == "admin"
+    )
+    return {"project_id": project_id, "reminders": [r.model_dump(mode="json") for r in found]}
+
+
+@app.delete(f"{_P}/reminders/<reminder_id>")
+def delete_reminder(project_id: str, reminder_id: str) -> dict[str, Any]:
+    """Cancel a reminder and delete its schedule (its owner or an admin)."""
+    caller = current_caller(app)
+    cancelled = reminders.cancel_reminder(
+        _reminders(), project_id, reminder_id, user_id=caller.user_id, admin=caller.role_in(project_id) == "admin"
+    )
+    return cancelled.model_dump(mode="json")
+
+
+def _reminders() -> reminders.ReminderDeps:
+    if reminder_deps is None:
+        raise RuntimeError("REMINDER_SCHEDULE_GROUP is not configured")
+    return reminder_deps
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)

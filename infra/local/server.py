@@ -138,13 +138,19 @@ def main() -> int:
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
         return 1
+    clock = None
     try:
         write_stack_file(stack)
         print(banner(stack), flush=True)
+        from infra.local.reminder_clock import start_for_server
+
+        clock = start_for_server(stack, out=lambda line: print(line, flush=True))
         while not _stop_requested:
             time.sleep(POLL_S)
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
+        if clock is not None:
+            clock.stop()
         remove_stack_file()
         stack.stop()
     return 0

@@ -60,6 +60,7 @@ from infra.template_model import (
     LocalResource,
     RouteSpec,
     create_queues,
+    create_schedule_groups,
     create_tables,
     create_topics,
     function_specs,
@@ -490,6 +491,8 @@ class LocalStack:
             **create_queues(self.aws_client("sqs"), template),
             **create_topics(self.aws_client("sns"), template),
         }
+        # The reminders' schedule group (moto EventBridge Scheduler; infra.local.reminder_clock fires them).
+        create_schedule_groups(self.aws_client("scheduler"), template)
 
         overrides: dict[str, str] = {
             "LLM_PROVIDER": "anthropic" if self._api_key else "offline",

@@ -599,7 +599,7 @@ def test_http_api_defaults_to_the_jwt_authorizer(resources: dict[str, Any]) -> N
 
 def test_every_route_is_on_the_explicit_http_api(resources: dict[str, Any]) -> None:
     for logical_id, resource in resources_of_type({"Resources": resources}, FUNCTION_TYPE).items():
-        for event in resource["Properties"]["Events"].values():
+        for event in (resource["Properties"].get("Events") or {}).values():  # the ReminderFunction has none
             # The job functions' ScheduleV2 / SQS events are checked in test_jobs_template.py.
             assert event["Type"] in ("HttpApi", "ScheduleV2", "SQS"), logical_id
             if event["Type"] == "HttpApi":

@@ -327,11 +327,27 @@
     });
   }
 
+  // --------------------------------------------------------------------------- feedback
+  // The answers' ratings (newest first); a down-vote's reason is what the next distillation reads.
+  function loadFeedback() {
+    return api("GET", "/feedback").then(function (page) {
+      var list = $("feedback");
+      clear(list);
+      $("feedback-counts").textContent = "up " + page.counts.up + " · down " + page.counts.down;
+      page.feedback.slice().reverse().slice(0, 50).forEach(function (f) {
+        list.append(el("li", { className: "feedback " + f.rating },
+          when(f.at) + " · " + f.user_id + (f.study_role ? " [" + f.study_role + "]" : "") + " · " +
+          (f.rating === "up" ? "\u{1F44D}" : "\u{1F44E}") + " · message " + f.message_id +
+          (f.reason ? " · " + f.reason : "") + (f.tags && f.tags.length ? " · tags: " + f.tags.join(", ") : "")));
+      });
+    }).catch(function () { $("feedback-counts").textContent = "Feedback could not be loaded."; });
+  }
+
   // ---------------------------------------------------------------------------- session
   function loadAll() {
     clearStatus();
     return loadMemory()
-      .then(function () { return Promise.all([loadRevisions(true), loadReview(), loadAudit()]); })
+      .then(function () { return Promise.all([loadRevisions(true), loadReview(), loadAudit(), loadFeedback()]); })
       .then(function () { $("app").hidden = false; $("login").hidden = true; $("signout").hidden = false; })
       .catch(function (err) { showStatus("error", explain(err, "Loading")); });
   }

@@ -159,6 +159,16 @@ class Settings(BaseModel):
     job_queue_url: str = Field(default="", alias="JOB_QUEUE_URL")
     alert_topic_arn: str = Field(default="", alias="ADMIN_ALERTS_TOPIC_ARN")
 
+    # Reminders (the cron skill): the schedule group, the delivery function and the role the
+    # scheduler assumes to invoke it, the schedules' dead-letter queue, and the delivery topic.
+    # Empty schedule group = no reminder tools.
+    reminder_schedule_group: str = Field(default="", alias="REMINDER_SCHEDULE_GROUP")
+    reminder_function_arn: str = Field(default="", alias="REMINDER_FUNCTION_ARN")
+    reminder_scheduler_role_arn: str = Field(default="", alias="REMINDER_SCHEDULER_ROLE_ARN")
+    reminder_dlq_arn: str = Field(default="", alias="REMINDER_DLQ_ARN")
+    reminder_topic_arn: str = Field(default="", alias="REMINDER_TOPIC_ARN")
+    reminder_max_active: int = Field(default=50, ge=1, le=1000, alias="REMINDER_MAX_ACTIVE")
+
     @field_validator(
         "llm_effort_chat",
         "llm_effort_intent",

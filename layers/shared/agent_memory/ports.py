@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from datetime import date, datetime
 
     from agent_memory.domain.clinical import DataDictionary
+    from agent_memory.domain.feedback import Feedback
     from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
     from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         YearlySummary,
     )
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
+    from agent_memory.domain.reminders import Reminder, ReminderDelivery
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
 
 
@@ -356,3 +358,63 @@ class GovernanceStore(AdminStore, Protocol):
     def session_items(self, project_id: str, session_id: str) -> Iterator[dict[str, Any]]: ...
 
     def flow_log_items(self, project_id: str, utc_days: Iterable[str]) -> Iterator[dict[str, Any]]: ...
+class FeedbackStore(Protocol):
+    """Answer feedback (``agent_memory.adapters.dynamo.feedback.FeedbackRepository``)."""
+
+    def get_message(self, project_id: str, session_id: str, message_id: str) -> MessageRecord:
+        """Raises MessageNotFound."""
+        ...
+
+    def study_role_of(self, project_id: str, user_id: str) -> str | None:
+        """The member's study role (PI, CRC, ...) or None."""
+        ...
+
+    def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
+        """The rating (replacing the rater's earlier one) and its flow-log event, in one transaction."""
+        ...
+
+    def list_feedback(self, project_id: str, start: datetime | None, end: datetime | None) -> list[Feedback]: ...
+
+
+class ReminderStore(Protocol):
+    """Reminder items (``agent_memory.adapters.dynamo.reminders.ReminderRepository``)."""
+
+    def put_reminder(self, reminder: Reminder) -> None: ...
+
+    def get_reminder(self, project_id: str, reminder_id: str) -> Reminder | None: ...
+
+    def list_reminders(self, project_id: str, *, owner: str | None = None) -> list[Reminder]:
+        """The project's reminders (one owner's when given), oldest first."""
+        ...
+
+    def update_reminder(self, reminder: Reminder) -> None:
+        """Overwrite a stored reminder (status, next firing, last firing)."""
+        ...
+
+    def study_role_of(self, project_id: str, user_id: str) -> str | None:
+        """The member's study role (PI, CRC, ...) or None."""
+        ...
+
+
+class ReminderScheduler(Protocol):
+    """The schedules (``agent_memory.adapters.scheduler.EventBridgeReminderScheduler``).
+
+    Raises ExternalServiceError when the scheduler fails.
+    """
+
+    def create(self, reminder: Reminder) -> None:
+        """Create the schedule ``reminder.schedule_name`` firing ``reminder.expression`` in ``reminder.time_zone``."""
+        ...
+
+    def delete(self, reminder: Reminder) -> None:
+        """Delete the schedule (already gone: no error)."""
+        ...
+
+
+class ReminderChannel(Protocol):
+    """Where a firing goes (SNS topic with ``project_id`` / ``user_id`` attributes; the project's
+    webhook). Raises on delivery failure (the scheduler retries, then the DLQ)."""
+
+    def deliver(self, delivery: ReminderDelivery) -> list[str]:
+        """Deliver; returns the channels used (``sns``, ``webhook``)."""
+        ...

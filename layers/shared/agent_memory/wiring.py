@@ -23,6 +23,7 @@ from agent_memory.ports import (
     ActivityReader,
     AdminStore,
     ContextStore,
+    FeedbackStore,
     JobSender,
     LLMClient,
     Notifier,
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from agent_memory.consultation.sessions import SessionsDeps
     from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
+    from agent_memory.ports import ReminderChannel
+    from agent_memory.reminders.service import ReminderDeps
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
             settings, SessionsRepository(session_retention_days=settings.session_retention_days), llm=llm
         ),
         history=store,
+        reminders=build_reminder_deps(settings),
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,
             max_output_tokens=settings.llm_max_output_tokens,
@@ -206,6 +210,52 @@ def build_sessions_deps(settings: Settings) -> SessionsDeps:
             flow_log_retention_days=settings.flow_log_retention_days,
         ),
     )
+
+
+def build_feedback_store(settings: Settings) -> FeedbackStore:
+    """The answer-feedback store (sessions function): ratings in the SessionsTable, events in the flow log."""
+    from agent_memory.adapters.dynamo.feedback import FeedbackRepository
+
+    _bind_tables(settings)
+    return FeedbackRepository()
+
+
+def build_reminder_deps(settings: Settings, *, scheduler_client: Any | None = None) -> ReminderDeps | None:
+    """The reminder use cases' collaborators (chat tools, the reminder routes, the delivery): the
+    reminder items in the MemoryTable and EventBridge Scheduler; None when no schedule group is
+    configured (``REMINDER_SCHEDULE_GROUP``): then the chat offers no reminder tools."""
+    if not settings.reminder_schedule_group:
+        return None
+    from agent_memory.adapters.dynamo.reminders import ReminderRepository
+    from agent_memory.adapters.scheduler import EventBridgeReminderScheduler, SchedulerTarget
+    from agent_memory.reminders.service import ReminderDeps
+
+    _bind_tables(settings)
+    target = SchedulerTarget(
+        group=settings.reminder_schedule_group, function_arn=settings.reminder_function_arn,
+        role_arn=settings.reminder_scheduler_role_arn, dlq_arn=settings.reminder_dlq_arn,
+    )
+    return ReminderDeps(
+        store=ReminderRepository(), scheduler=EventBridgeReminderScheduler(target, client=scheduler_client),
+        max_active=settings.reminder_max_active,
+    )
+
+
+def build_reminder_channel(settings: Settings, *, sns_client: Any | None = None) -> ReminderChannel:
+    """The delivery channels of the ReminderFunction: the ``REMINDER_TOPIC_ARN`` topic and the
+    project's webhook, its HMAC key read from Secrets Manager through Powertools Parameters."""
+    from agent_memory.adapters.dynamo.reminders import ReminderRepository
+    from agent_memory.adapters.reminder_channel import SnsWebhookChannel
+
+    _bind_tables(settings)
+
+    def secret_of(name: str) -> str:
+        from aws_lambda_powertools.utilities import parameters
+
+        return str(parameters.get_secret(name, max_age=300))
+
+    return SnsWebhookChannel(settings.reminder_topic_arn, webhook_of=ReminderRepository().webhook,
+                             secret_of=secret_of, sns_client=sns_client)
 
 
 def build_admin_deps(settings: Settings) -> AdminDeps:

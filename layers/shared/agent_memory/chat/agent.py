@@ -245,5 +245,6 @@ __all__ = [
     "AgentResult",
     "ClinicalTools",
     "ModelCall",
+    "ToolSet",
     "run_agent",
 ]

@@ -49,6 +49,8 @@ from agent_memory.domain.models import (
 )
 from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
+from agent_memory.reminders.service import ReminderDeps
+from agent_memory.reminders.tools import ReminderTools
 from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
@@ -103,6 +105,8 @@ class ChatDeps:
     clinical_sources: ClinicalSourcesPort | None = None
     #: More tool sets of the loop: each factory gets (project id, the turn's deadline).
     tool_sets: list[Callable[[str, float | None], ToolSet]] = field(default_factory=list)
+    #: The reminder tools' collaborators (schedules, reminder items). None = no reminder tools.
+    reminders: ReminderDeps | None = None
 
 
 class TokenUsage(BaseModel):
@@ -259,11 +263,16 @@ def handle_message(
     # messages); being failed, it is never replayed as a recent turn.
     outcomes: list[_CallOutcome] = []
     tools = turn_tools(deps, ctx.project, deadline)  # one per turn: one export per subject per turn
+    # The asker's own reminder tools, offered to the first LLM context only (one request, one schedule).
+    reminder_tools = None if deps.reminders is None else ReminderTools(
+        deps.reminders, project_id=project_id, time_zone=ctx.project.time_zone, user_id=user_id,
+        study_role=getattr(getattr(ctx, "asker", None), "study_role", None), hot_lines=ctx.hot_memory.lines,
+    )
     try:
-        for plan in plans:
+        for i, plan in enumerate(plans):
             outcomes.append(_run_call(
                 deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline), tools,
+                                 ctx.project.time_zone, now, deadline, reminder_tools if i == 0 else None), tools,
             ))
     except LLMError:
         if reused is None:
@@ -340,6 +349,7 @@ class _CallInput:
     time_zone: str
     now: datetime
     deadline: float | None
+    extra_tools: ToolSet | None = None
 
 
 def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list[ToolSet]:
@@ -364,6 +374,8 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> _CallO
         # A question the router did not send to history can still read it; a QC call never can.
         history_tools = HistoryTools(deps.history, call.project_id)
         sets.append(history_tools)
+    if call.extra_tools is not None:  # the asker's reminder tools (first LLM context only)
+        sets.append(call.extra_tools)
     tools = ToolSets(sets)
     withheld_before = tools.redactions()
     prompt = assemble_prompt(

@@ -42,6 +42,9 @@ class FlowLogEntry(BaseModel):
     #: distillation tags a preference with it (never guessed from text or user id)
     study_role: str | None = None
     status: str = "ok"
+    #: ``feedback`` for a feedback event (``message_id``: the rated message; ``content``: the reason).
+    source: str | None = None
+    rating: str | None = None
 
 
 class Candidate(BaseModel):

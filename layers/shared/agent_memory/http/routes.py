@@ -63,6 +63,13 @@ ROUTE_POLICY: Mapping[str, Access] = {
     f"GET {_P}/sessions/{{session_id}}/diagnoses/{{diagnosis_id}}": "member",
     f"GET {_P}/patients/{{patient_id}}/sessions": "member",
     f"GET {_P}/patients/{{patient_id}}/compare": "member",
+    # ---------------------------------------------------------------- answer feedback (SessionsFunction)
+    f"PUT {_P}/sessions/{{session_id}}/messages/{{message_id}}/feedback": "member",
+    f"GET {_P}/feedback": "admin",
+    # ---------------------------------------------------------------- reminders (SessionsFunction)
+    # Members see and cancel their own; admins see and cancel everyone's (decided in the use case).
+    f"GET {_P}/reminders": "member",
+    f"DELETE {_P}/reminders/{{reminder_id}}": "member",
     # ---------------------------------------------------------------- inspection (ApiFunction)
     f"GET {_P}/sessions/{{session_id}}/messages/{{message_id}}/context": "admin",
     # ---------------------------------------------------------------- hot memory

@@ -35,6 +35,7 @@ from agent_memory.domain.errors import LLMError
 from agent_memory.domain.jobs import Alert, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import Project, WeeklyReport
 from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.feedback.report import split_feedback, with_feedback_section
 from agent_memory.history.reports import REPORT_SECTIONS
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
 from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
@@ -291,7 +292,8 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details["existing_report"] = True
         return report(False)
 
-    messages = store.read_flow_log(pid, start, end)
+    # Feedback events are not conversation: they become the report's feedback section.
+    messages, feedback = split_feedback(store.read_flow_log(pid, start, end))
     counts["messages"] = len(messages)
     if not messages:
         return report(False)
@@ -316,6 +318,7 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             evidence=[messages[0].message_id],
         )]}
     summary, evidence, dropped = render_summary(points, caps, overview(label, points, len(messages)))
+    summary = with_feedback_section(summary, feedback, caps.report_max_bytes)
     details["summariser"] = summariser
     counts.update(
         points=sum(len(v) for v in points.values()) - dropped,

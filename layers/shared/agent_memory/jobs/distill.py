@@ -25,6 +25,7 @@ from __future__ import annotations
 from datetime import date, datetime
 
 from agent_memory.domain.errors import LLMError, LLMTruncated
+from agent_memory.domain.feedback import FEEDBACK_SOURCE, is_distillable_feedback
 from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
@@ -142,7 +143,9 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details["reason"] = "period_not_over"
 
     messages = store.read_flow_log(pid, start, end)
-    users = [m for m in messages if m.role == "user"]
+    # A feedback event is a statement of its rater only when it is a down-vote with a reason.
+    users = [m for m in messages if m.role == "user"
+             and (m.source != FEEDBACK_SOURCE or is_distillable_feedback(m.rating, m.content))]
     counts.update(messages=len(messages), user_messages=len(users))
     if not users:
         return report(False)

@@ -357,6 +357,8 @@ def flow_log_entry_from_item(item: FlowLogItem) -> FlowLogEntry:
         user_id=item.user_id,
         study_role=item.study_role,
         status=item.status,
+        source=item.source,
+        rating=item.rating,
     )
 
 

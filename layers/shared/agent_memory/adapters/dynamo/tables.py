@@ -109,6 +109,28 @@ class WeeklyReportItem(_Base):
     evidence = ListAttribute(of=UnicodeAttribute, default=list)
 
 
+class ReminderItem(_Base):
+    """``sk = REMINDER#{reminder_id}``: one reminder (owner, text, schedule, next firing, status)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    reminder = Utf8JSONAttribute()
+    owner = UnicodeAttribute()
+    status = UnicodeAttribute()
+
+
+class WebhookItem(_Base):
+    """``sk = WEBHOOK``: the project's reminder webhook (URL and the Secrets Manager secret holding
+    its HMAC key); absent = no webhook."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    url = UnicodeAttribute()
+    secret_name = UnicodeAttribute()
+
+
 class ActivityIndex(GlobalSecondaryIndex["ActivityItem"]):
     """Who was active on a local day: ``activity_pk = ACTIVE#{date}``, ``activity_sk = project``."""
 
@@ -322,6 +344,39 @@ class MessageItem(_Base):
     expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
 
 
+class FeedbackProjectIndex(GlobalSecondaryIndex["FeedbackItem"]):
+    """A project's feedback in time order, in the ProjectSessionsIndex under its own partition
+    ``FEEDBACK#{project}`` / ``{UTC time}#{message_id}#{user_id}`` (never mixed with sessions)."""
+
+    class Meta:
+        index_name = "ProjectSessionsIndex"
+        projection = AllProjection()
+
+    project_pk = UnicodeAttribute(hash_key=True)
+    project_sk = UnicodeAttribute(range_key=True)
+
+
+class FeedbackItem(_Base):
+    """``sk = FEEDBACK#{message_id}#{user_id}``: one user's rating of one assistant message, in the
+    message's session partition (a second rating by the same user replaces it)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-sessions"
+
+    project_id = UnicodeAttribute()
+    session_id = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    rating = UnicodeAttribute()
+    reason = UnicodeAttribute(null=True)
+    tags = ListAttribute(of=UnicodeAttribute, default=list)
+    study_role = UnicodeAttribute(null=True)
+    at = UTCDateTimeAttribute()
+    project_pk = UnicodeAttribute()
+    project_sk = UnicodeAttribute()
+    project_index = FeedbackProjectIndex()
+
+
 class DiagnosisPatientIndex(GlobalSecondaryIndex["DiagnosisItem"]):
     """The PatientIndex read as diagnosis items (``patient_sk`` begins with ``DIAG#``)."""
 
@@ -376,6 +431,9 @@ class FlowLogItem(_Base):
     at = UTCDateTimeAttribute()
     status = UnicodeAttribute(default="ok")
     expires_at = TTLAttribute(null=True)
+    # Feedback events (source "feedback"): the rating (the rater's study role is ``study_role``).
+    source = UnicodeAttribute(null=True)
+    rating = UnicodeAttribute(null=True)
 
 
 # --------------------------------------------------------------------- binding
@@ -394,8 +452,10 @@ TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
         AlertSentItem,
         AuditItem,
         ErasureItem,
+        ReminderItem,
+        WebhookItem,
     ),
-    "sessions": (SessionItem, MessageItem, DiagnosisItem),
+    "sessions": (SessionItem, MessageItem, DiagnosisItem, FeedbackItem),
     "flow_log": (FlowLogItem,),
 }
 
@@ -453,6 +513,9 @@ __all__ = [
     "AuditItem",
     "DiagnosisItem",
     "ErasureItem",
+    "FeedbackItem",
+    "ReminderItem",
+    "WebhookItem",
     "FlowLogItem",
     "HotMemoryItem",
     "HotMemoryRevisionItem",

@@ -21,6 +21,7 @@ from agent_memory.adapters.llm import offline_clinical
 from agent_memory.domain.lexicon import expand_bilingual
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 from agent_memory.domain.text import estimate_tokens
+from agent_memory.domain.when import split_reminder_request
 
 OFFLINE_LABEL = "【离线模式 offline】"
 _SUBJECT_RE = re.compile(r"\b[Pp]\d{3}\b|(?<![A-Za-z])[Pp]\d{3}(?!\d)")
@@ -132,6 +133,9 @@ class OfflineLLM:
         tool_results = [b for b in blocks if b.get("type") == "tool_result"]
         question = _question(request.messages)
         intents = set(request.metadata.get("intents", []))
+        reminder = self._reminders(request, question, tool_results)
+        if reminder is not None:
+            return reminder
         if tool_results:
             text = self._answer_from_tools(tool_results, intents, request.messages, question)
         else:
@@ -153,6 +157,42 @@ class OfflineLLM:
         return self._finish(request, OFFLINE_LABEL + text)
 
     # ---------------------------------------------------------------- helpers
+    def _reminders(
+        self, request: LLMRequest, question: str, tool_results: list[dict[str, Any]]
+    ) -> LLMResponse | None:
+        """The reminder skill offline: a reminder request (``…提醒我…``, ``remind me …``), a listing
+        (``我的提醒``, ``list my reminders``) or a cancellation (``取消提醒 r-…``) becomes the matching
+        tool call when the reminder tools are offered; their result becomes the reply. None: not a
+        reminder turn."""
+        names = {t.name for t in request.tools or []}
+        if "schedule_reminder" not in names:
+            return None
+        zh = bool(_CJK.search(question))
+        if tool_results:
+            used = _tool_names(request.messages)
+            if not all(used.get(str(r.get("tool_use_id"))) in _REMINDER_TOOLS for r in tool_results):
+                return None
+            parts = [_reminder_reply(r, zh) for r in tool_results]
+            return self._finish(request, OFFLINE_LABEL + "\n".join(parts))
+        call: tuple[str, dict[str, Any]] | None = None
+        cancel = _CANCEL_RE.search(question)
+        if cancel:
+            call = ("cancel_reminder", {"reminder_id": cancel.group("id")})
+        elif _LIST_RE.search(question):
+            call = ("list_reminders", {})
+        else:
+            split = split_reminder_request(question)
+            if split is not None:
+                call = ("schedule_reminder", {"text": split[1], "when": split[0]})
+            elif _REMIND_CUE.search(question):
+                call = ("schedule_reminder", {"text": question.strip(), "when": ""})
+        if call is None:
+            return None
+        conversation = json.dumps(request.messages, ensure_ascii=False, sort_keys=True, default=str)
+        tag = hashlib.sha256(conversation.encode("utf-8")).hexdigest()[:10]
+        use = {"type": "tool_use", "id": f"toolu_offline_{tag}_r", "name": call[0], "input": call[1]}
+        return self._reply(request, [use], "tool_use")
+
     def _answer_from_context(self, request: LLMRequest, question: str, intents: set[str]) -> str:
         system = {b.name: b.text for b in request.system}
         if "history" in system:
@@ -252,6 +292,48 @@ class OfflineLLM:
             provider="offline",
             model="offline",
         )
+
+
+_REMINDER_TOOLS = frozenset({"schedule_reminder", "list_reminders", "cancel_reminder"})
+_CANCEL_RE = re.compile(r"(?:取消|删除|删掉|cancel|delete|remove).{0,20}?(?P<id>r-[0-9a-f]{6,32})", re.IGNORECASE)
+_LIST_RE = re.compile(r"(?:我的|我有|有哪些|列出|查看|看看).{0,6}提醒|提醒(?:列表|有哪些)|"
+                      r"\b(?:list|show|what are)\b.{0,12}\breminders\b", re.IGNORECASE)
+_REMIND_CUE = re.compile(r"提醒我|\bremind me\b", re.IGNORECASE)
+
+
+def _tool_names(messages: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """tool_use id -> tool name, over the conversation's assistant messages."""
+    out: dict[str, str] = {}
+    for m in messages:
+        if m["role"] == "assistant" and isinstance(m["content"], list):
+            for b in m["content"]:
+                if b.get("type") == "tool_use":
+                    out[str(b.get("id"))] = str(b.get("name"))
+    return out
+
+
+def _reminder_reply(result: dict[str, Any], zh: bool) -> str:
+    """The reply to one reminder tool result: its ready sentence, the listing, or why nothing was done."""
+    content = str(result.get("content") or "")
+    if result.get("is_error"):
+        return (f"没有设置提醒：{content}" if zh else f"Nothing was scheduled: {content}")
+    try:
+        data = json.loads(content)
+    except json.JSONDecodeError:
+        return content
+    if "message" in data:
+        return str(data["message"])
+    if "reminders" in data:
+        items = data["reminders"]
+        if not items:
+            return "你目前没有进行中的提醒。" if zh else "You have no active reminders."
+        head = "你的提醒：" if zh else "Your reminders:"
+        return head + "\n" + "\n".join(
+            f"- {r['reminder_id']}: {r['text']} — {r['when']} (next {r['next_fire_local']})" for r in items
+        )
+    if data.get("status") == "cancelled":
+        return f"已取消提醒「{data['text']}」。" if zh else f"Cancelled the reminder \"{data['text']}\"."
+    return content
 
 
 def _session_block(messages: Sequence[dict[str, Any]]) -> str:

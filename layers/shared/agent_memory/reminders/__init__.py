@@ -1,0 +1,1 @@
+"""Reminders the users schedule through the assistant (the cron skill)."""
