@@ -99,7 +99,8 @@ def test_b08_route_is_401_without_a_valid_token(
     local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
 ) -> None:
     _, route = item
-    expired = mint_token("u-acl", [f"{projects['P1']}:admin"], ttl_s=60, now=time.time() - 3600)
+    bearer(f"{projects['P1']}:admin", "u-acl")  # a member: only the token's expiry refuses it
+    expired = mint_token("u-acl", ttl_s=60, now=time.time() - 3600)
     for headers in ({}, {"Authorization": f"Bearer {expired}"}, {"Authorization": "Bearer x.y.z"}):
         response = _call(local_stack, route, projects["P1"], headers)
         assert response.status_code == 401, (headers.keys(), response.text)

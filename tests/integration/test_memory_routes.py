@@ -24,6 +24,7 @@ from agent_memory.domain.models import Project
 from infra.jobs import LocalJobs, local_description
 from infra.local.stack import LocalStack, free_port
 from infra.local.token import mint_token
+from tests.support.auth import grant
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def token(projects: str, sub: str | None = "u-it") -> dict[str, str]:
     """An Authorization header with a local token the gateway accepts (``sub=None``: an empty user)."""
     extra = {"sub": ""} if sub is None else None
-    return {"Authorization": f"Bearer {mint_token(sub or 'nobody', projects.split(','), extra=extra)}"}
+    if sub is not None:
+        grant(projects, sub)
+    return {"Authorization": f"Bearer {mint_token(sub or 'nobody', extra=extra)}"}
 
 
 def get(stack: LocalStack, path: str, headers: dict[str, str] | None = None) -> requests.Response:

@@ -19,7 +19,7 @@ from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.domain.models import Project, SessionState
 from infra.local.events import build_http_api_event
 from infra.local.stack import LocalStack
-from infra.local.token import mint_token
+from tests.support.auth import bearer
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def clinic(local_stack: LocalStack) -> str:
 
 
 def auth(*projects: str, user: str = "doc-1") -> dict[str, str]:
-    return {"Authorization": f"Bearer {mint_token(user, list(projects))}"}
+    return bearer(",".join(projects), user)
 
 
 class Api:

@@ -1,7 +1,8 @@
 """The chat turn: read memory, route by intent, call the LLM, record the turn.
 
 One turn, in round trips (docs/architecture.md, "Request path"):
-1. ONE BatchGetItem: project + hot memory + session item (window, facts, summary);
+1. ONE BatchGetItem: project + hot memory + the asker's membership + session item (window, facts,
+   summary); a user who is not a member of the project is refused here (403), before any write;
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
    item (version condition), the project's activity marker for the local day.
@@ -32,12 +33,13 @@ from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_pro
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
-from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
+from agent_memory.domain.errors import Forbidden, InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.llm import Effort, LLMRequest, Usage
 from agent_memory.domain.models import (
     HotMemory,
     Intent,
+    Member,
     MessageRecord,
     SessionState,
     WeeklyReport,
@@ -191,6 +193,8 @@ def handle_message(
         ChatResult (message_id is the assistant message; its context is inspectable).
 
     Raises:
+        Forbidden: ``user_id`` is not a member of the project (its ``MEMBER#`` item, read in the
+            turn's one BatchGetItem, decides; the token's claims do not): nothing is written.
         InvalidInput, PayloadTooLarge, ProjectNotFound: nothing is written.
         LLMError (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, LLMAuthError,
             LLMModelNotFound, LLMBadResponse, LLMEmptyReply): the user message was recorded as
@@ -199,7 +203,9 @@ def handle_message(
     cfg = deps.config
     validate_message(content, cfg.max_message_bytes)
     now = deps.now()
-    ctx = deps.store.load_turn_context(project_id, session_id, now=now)
+    ctx = deps.store.load_turn_context(project_id, session_id, now=now, user_id=user_id)
+    if ctx.asker is None:
+        raise Forbidden(f"you are not a member of project {project_id}")
     session = ctx.session
     if patient_id and session.patient_id and session.patient_id != patient_id:
         raise InvalidInput("this session belongs to another patient")
@@ -207,7 +213,7 @@ def handle_message(
     reused = _failed_retry(session.window, idempotency_hash)
     user_msg = reused or MessageRecord(
         message_id=new_message_id(now), role="user", content=content, at=now, user_id=user_id,
-        idempotency_hash=idempotency_hash,
+        study_role=ctx.asker.study_role, idempotency_hash=idempotency_hash,
     )
 
     # Session memory : this message's facts BEFORE any LLM call, so the prompt's
@@ -238,7 +244,7 @@ def handle_message(
         for plan in plans:
             outcomes.append(_run_call(
                 deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline),
+                                 ctx.project.time_zone, now, deadline, ctx.asker),
             ))
     except LLMError:
         if reused is None:
@@ -312,6 +318,7 @@ class _CallInput:
     time_zone: str
     now: datetime
     deadline: float | None
+    asker: Member | None = None
 
 
 def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
@@ -329,6 +336,7 @@ def _run_call(deps: ChatDeps, call: _CallInput) -> _CallOutcome:
         min_cacheable_tokens=cfg.cacheable_from(),
         now=call.now,
         time_zone=call.time_zone,
+        asker=call.asker,
     )
     request = LLMRequest(
         model=cfg.chat_model_id,

@@ -37,6 +37,8 @@ class FlowLogEntry(BaseModel):
     content: str
     at: datetime
     user_id: str | None = None
+    #: The speaker's study role when the message was written (``domain.models.StudyRole``).
+    study_role: str | None = None
     status: str = "ok"
 
 

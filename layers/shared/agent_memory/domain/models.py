@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: A project member's role in the study team (the ``[PI]`` / ``[CRC]`` tags of hot memory).
+StudyRole = Literal["PI", "Sub-I", "CRC", "DM", "CRA", "Statistician", "Other"]
 
 class Intent(StrEnum):
     """What a message asks for; drives retrieval."""
@@ -55,6 +57,7 @@ class MessageRecord(BaseModel):
     content: str
     at: datetime
     user_id: str | None = None
+    study_role: StudyRole | None = None
     status: Literal["ok", "failed"] = "ok"
     tool_calls: list[ToolCall] = Field(default_factory=list)
     truncated: bool = False
@@ -163,14 +166,37 @@ class YearlySummary(BaseModel):
     created_by: str = "pruner"
 
 
+class ClinicalDataSource(BaseModel):
+    """Where a project's clinical data lives: a REDCap project's API URL and the NAME of the
+    Secrets Manager secret holding its API token (the token itself never passes the API)."""
+
+    source: Literal["redcap"]
+    api_url: str
+    token_secret: str
+
+
 class Project(BaseModel):
     """A tenant. ``time_zone`` is the IANA zone of the project's calendar."""
 
     project_id: str
     name: str
     time_zone: str = "Asia/Shanghai"
-    kind: Literal["iit", "clinic"] = "iit"
+    kind: Literal["iit", "clinic", "consultation"] = "iit"
+    clinical_data: ClinicalDataSource | None = None
     created_at: datetime
+
+
+class Member(BaseModel):
+    """A user's membership of one project (``MEMBER#{user_id}`` in the project's partition): it,
+    not the token, decides access (``project_role``) and names the user's study role."""
+
+    project_id: str
+    user_id: str
+    project_role: Literal["admin", "member"]
+    study_role: StudyRole
+    display_name: str
+    added_at: datetime
+    added_by: str
 
 
 class TurnContext(BaseModel):
@@ -179,6 +205,8 @@ class TurnContext(BaseModel):
     project: Project
     hot_memory: HotMemory
     session: SessionState
+    #: The asker's membership, read in the same BatchGetItem (None: not a member).
+    asker: Member | None = None
 
 
 def iso_week_label(day: date) -> str:

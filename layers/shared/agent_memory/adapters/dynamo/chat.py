@@ -3,7 +3,7 @@ item and its messages (reads of messages by id, by range; the turn write).
 
 Round trips of one turn (``docs/architecture.md``, "Request path"):
 - :meth:`DynamoRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
-  MemoryTable and the SessionsTable (project, hot memory, session item);
+  MemoryTable and the SessionsTable (project, hot memory, the asker's membership, session item);
 - :meth:`DynamoRepository.record_turn`: ONE TransactWriteItems (session item under its version
   condition, message items, flow-log items, activity markers);
 - the history book only for history intents (:meth:`ProjectRepository.load_history`).
@@ -24,13 +24,14 @@ from agent_memory.adapters.dynamo.mappers import (
     activity_to_item,
     check_size,
     flow_log_to_item,
+    member_from_item,
     message_from_item,
     message_to_item,
     session_from_item,
     session_to_item,
 )
 from agent_memory.adapters.dynamo.projects import ProjectRepository, project_and_hot_memory, project_keys
-from agent_memory.adapters.dynamo.tables import FlowLogItem, MessageItem, ProjectItem, SessionItem
+from agent_memory.adapters.dynamo.tables import FlowLogItem, MemberItem, MessageItem, ProjectItem, SessionItem
 from agent_memory.domain.errors import MessageNotFound, VersionConflict
 from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
 
@@ -40,22 +41,31 @@ class DynamoRepository(ProjectRepository):
     """:class:`ProjectRepository` plus the session reads and the turn write of the chat path."""
 
     # --------------------------------------------------------------------------- reads
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext:
-        """Project, hot memory and session in ONE strongly consistent BatchGetItem.
+    def load_turn_context(
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+    ) -> TurnContext:
+        """Project, hot memory, session and (``user_id`` given) the asker's ``MEMBER#`` item in
+        ONE strongly consistent BatchGetItem.
 
-        Returns a new, unsaved session (``version == 0``) when the session does not exist.
+        Returns a new, unsaved session (``version == 0``) when the session does not exist, and
+        ``asker = None`` when ``user_id`` is not a member.
 
         Raises:
             ProjectNotFound: no ``PROJECT`` item for ``project_id``.
         """
+        memory_keys = project_keys(project_id)
+        if user_id is not None:
+            memory_keys["Keys"].append({"pk": {"S": project_id}, "sk": {"S": keys.member_sk(user_id)}})
         raw_items = batch_get({
-            ProjectItem.Meta.table_name: project_keys(project_id),
+            ProjectItem.Meta.table_name: memory_keys,
             SessionItem.Meta.table_name: {
                 "Keys": [{"pk": {"S": keys.session_pk(project_id, session_id)}, "sk": {"S": keys.SESSION_SK}}],
                 "ConsistentRead": True,
             },
         })
         session_raw = next((raw for raw in raw_items if raw["sk"]["S"] == keys.SESSION_SK), None)
+        member_raw = next((raw for raw in raw_items if raw["sk"]["S"].startswith(keys.MEMBER_PREFIX)), None)
+        asker = member_from_item(MemberItem.from_raw_data(member_raw)) if member_raw is not None else None
         project, hot = project_and_hot_memory(project_id, raw_items)
         if session_raw is not None:
             session = session_from_item(SessionItem.from_raw_data(session_raw))
@@ -63,7 +73,7 @@ class DynamoRepository(ProjectRepository):
             session = SessionState(
                 project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0
             )
-        return TurnContext(project=project, hot_memory=hot, session=session)
+        return TurnContext(project=project, hot_memory=hot, session=session, asker=asker)
 
     def get_session(self, project_id: str, session_id: str) -> SessionState | None:
         """The session item (strongly consistent) or None."""

@@ -64,7 +64,22 @@ class ProjectItem(_Base):
     name = UnicodeAttribute()
     time_zone = UnicodeAttribute()
     kind = UnicodeAttribute(default="iit")
+    clinical_data = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
+
+
+class MemberItem(_Base):
+    """``sk = MEMBER#{user_id}``: one member of the project (access role, study role, name)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    user_id = UnicodeAttribute()
+    project_role = UnicodeAttribute()
+    study_role = UnicodeAttribute()
+    display_name = UnicodeAttribute()
+    added_at = UTCDateTimeAttribute()
+    added_by = UnicodeAttribute()
 
 
 class HotMemoryItem(_Base):
@@ -290,6 +305,7 @@ class MessageItem(_Base):
     content = UnicodeAttribute()
     at = UTCDateTimeAttribute()
     user_id = UnicodeAttribute(null=True)
+    study_role = UnicodeAttribute(null=True)
     status = UnicodeAttribute(default="ok")
     truncated = NumberAttribute(default=0)
     tool_calls = Utf8JSONAttribute(default=list)
@@ -348,6 +364,7 @@ class FlowLogItem(_Base):
     role = UnicodeAttribute()
     content = UnicodeAttribute()
     user_id = UnicodeAttribute(null=True)
+    study_role = UnicodeAttribute(null=True)
     at = UTCDateTimeAttribute()
     status = UnicodeAttribute(default="ok")
     expires_at = TTLAttribute(null=True)
@@ -358,6 +375,7 @@ class FlowLogItem(_Base):
 TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
     "memory": (
         ProjectItem,
+        MemberItem,
         HotMemoryItem,
         HotMemoryRevisionItem,
         WeeklyReportItem,
@@ -430,6 +448,7 @@ __all__ = [
     "HotMemoryItem",
     "HotMemoryRevisionItem",
     "JobRunItem",
+    "MemberItem",
     "MessageItem",
     "ProjectItem",
     "ReportRevisionItem",
