@@ -27,10 +27,19 @@ TITLE = "Agent Memory Service API"
 API_VERSION = "1.0.0"
 DESCRIPTION = (
     "Memory for LLM assistants in clinical research: chat, sessions, hot memory (with the admin "
-    "editor), history book. Every operation but the public ones needs a JWT bearer token whose "
-    "`custom:projects` claim lists the project with a role (`p1:admin,p2:member`); `x-access` says "
-    "which role an operation needs."
+    "editor), history book, projects and members. Every operation but the public ones needs a JWT "
+    "bearer token (its `sub` is the user id); the project's membership (`PUT .../members/{user_id}`) "
+    "decides access and role, and platform operators carry `platform-admins` in `cognito:groups`. "
+    "`x-access` says who may call an operation: `member` / `admin` of the project, `operator`, or "
+    "`admin_or_operator`."
 )
+#: Why an operation of each access answers 403.
+_FORBIDDEN = {
+    "member": "not a member of the project",
+    "admin": "not an admin of the project",
+    "operator": "not a platform operator",
+    "admin_or_operator": "neither an admin of the project nor a platform operator",
+}
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 
 
@@ -66,10 +75,7 @@ def merged_schema(apps: Mapping[str, Any]) -> dict[str, Any]:
                 continue
             responses = operation.setdefault("responses", {})
             responses.setdefault("401", {"description": "no valid bearer token"})
-            responses.setdefault(
-                "403",
-                {"description": f"not a{'n admin' if access == 'admin' else ' member'} of the project"},
-            )
+            responses.setdefault("403", {"description": _FORBIDDEN.get(access or "", "not allowed")})
     return schema
 
 

@@ -30,7 +30,12 @@ def add_member(
     store: Any, project_id: str, user_id: str, project_role: str = "member", study_role: StudyRole = "Other",
     display_name: str | None = None,
 ) -> Member:
-    """Make ``user_id`` a member of ``project_id`` in ``store`` (any ``MemberStore``)."""
+    """Make ``user_id`` a member of ``project_id`` in ``store``: a ``MemberStore`` (the in-memory
+    fake), or any DynamoDB repository, whose bound tables then get the member item."""
+    if not hasattr(store, "put_member"):
+        from agent_memory.adapters.dynamo.members import MemberRepository
+
+        store = MemberRepository()
     member = Member(
         project_id=project_id, user_id=user_id, project_role=project_role,  # type: ignore[arg-type]
         study_role=study_role, display_name=display_name or user_id, added_at=ADDED_AT, added_by="test",
