@@ -110,7 +110,7 @@ def test_week_53_exists_in_2026(local_stack: LocalStack) -> None:
 # ---------------------------------------------------------------------------------------- auth
 @pytest.mark.parametrize("path", ["/v1/projects/demo-iit/memory", "/v1/projects/demo-iit/reports"])
 def test_another_projects_member_is_403(local_stack: LocalStack, path: str) -> None:
-    assert get(local_stack, path, token("demo-clinic:admin")).status_code == 403
+    assert get(local_stack, path, token("demo-clinic:admin", "u-clinic-only")).status_code == 403
 
 
 @pytest.mark.parametrize("path", ["/v1/projects/demo-iit/memory", "/v1/projects/demo-iit/reports"])
@@ -161,7 +161,7 @@ def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: Loc
     # and the week's report is listed.
     week = f"{day.isocalendar()[0]}-W{day.isocalendar()[1]:02d}"
     reports = get(local_stack, f"/v1/projects/{project_id}/reports?from={week}&to={week}",
-                  token(f"{project_id}:member")).json()["reports"]
+                  token(f"{project_id}:member", "u-it-member")).json()["reports"]
     assert [r["iso_week"] for r in reports] == [week]
     # Re-running both changes nothing.
     jobs.dispatch("distill", day + timedelta(days=1), project_id)

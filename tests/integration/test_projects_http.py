@@ -230,3 +230,40 @@ def test_the_activity_marker_follows_the_projects_time_zone_after_a_patch(
     expected = {f"ACTIVE#{now.astimezone(ZoneInfo(z)).date().isoformat()}"
                 for z in ("Pacific/Kiritimati", "Pacific/Pago_Pago")}
     assert {i["sk"]["S"] for i in items} == expected
+
+
+# ------------------------------------------------------------------------- local tooling
+def test_make_token_makes_the_user_a_member_while_the_stack_runs_and_keeps_a_study_role(
+    api_: Api, local_stack: LocalStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from infra.local.token import main
+
+    monkeypatch.setattr("infra.local.token.running_stack_url", lambda: local_stack.base_url)
+    user = f"u-tok-{uuid.uuid4().hex[:6]}"
+    # When make token runs for a new user with STUDY_ROLE=CRC
+    assert main(["--user", user, "--project", "demo-iit", "--role", "member", "--study-role", "CRC"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    # Then it says so before the token, and the token (the last line) opens the project
+    assert f"# made {user} a member of demo-iit: project role member, study role CRC" in lines
+    token = {"Authorization": f"Bearer {lines[-1]}"}
+    assert api_.call("GET", "/v1/projects/demo-iit", token).status_code == 200
+    # When it runs again as admin without a study role, Then the role changes and CRC is kept
+    assert main(["--user", user, "--project", "demo-iit", "--role", "admin"]) == 0
+    assert f"# updated {user} a member of demo-iit: project role admin, study role CRC" in capsys.readouterr().out
+    # and a third identical run changes nothing
+    assert main(["--user", user, "--project", "demo-iit", "--role", "admin"]) == 0
+    assert f"# {user} is already a member of demo-iit" in capsys.readouterr().out
+    # an unknown project is reported, the token still printed last
+    assert main(["--user", user, "--project", "no-such-project", "--role", "member"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith(f"# could not make {user} a member of no-such-project (404")
+    assert not out[-1].startswith("#")
+
+
+def test_the_demo_projects_come_with_a_pi_two_crcs_and_a_dm(api_: Api) -> None:
+    for project_id in ("demo-iit", "demo-clinic"):
+        listed = api_.call("GET", f"/v1/projects/{project_id}/members", bearer(f"{project_id}:admin", "dev"))
+        team = {m["user_id"]: (m["project_role"], m["study_role"]) for m in listed.json()["items"]}
+        assert {k: team[k] for k in ("pi-zhang", "crc-li", "crc-wang", "dm-chen")} == {
+            "pi-zhang": ("admin", "PI"), "crc-li": ("member", "CRC"), "crc-wang": ("member", "CRC"),
+            "dm-chen": ("member", "DM")}

@@ -294,7 +294,7 @@ def test_every_session_route_is_401_without_a_token_and_403_for_another_project(
     # No token: the gateway answers 401
     assert requests.request(method, url, json=body, timeout=30).status_code == 401
     # A member of another project: the function answers 403 (before validation or reads)
-    other = requests.request(method, url, json=body, headers=auth("demo-iit:admin"), timeout=30)
+    other = requests.request(method, url, json=body, headers=auth("demo-iit:admin", user="doc-elsewhere"), timeout=30)
     assert other.status_code == 403, other.text
     assert other.json()["error"] == "forbidden"
 
