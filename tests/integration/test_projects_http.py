@@ -111,8 +111,8 @@ def test_patch_sets_a_clinical_data_source_by_secret_name_and_refuses_clear_text
                 {**good, "token_secret": "has spaces"}, {**good, "token_secret": "x" * 513},
                 {**good, "source": "openclinica"}, {**good, "token": "the-secret-itself"},
                 {"time_zone": "Nowhere/Land"}):
-        body: dict[str, Any] = bad if "time_zone" in bad else {"clinical_data": bad}
-        response = api_.call("PATCH", path, admin, body)
+        patch: dict[str, Any] = bad if "time_zone" in bad else {"clinical_data": bad}
+        response = api_.call("PATCH", path, admin, patch)
         assert response.status_code == 422, (bad, response.text)
     assert api_.call("GET", path, admin).json()["clinical_data"] == local
 
