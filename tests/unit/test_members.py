@@ -13,9 +13,10 @@ from agent_memory.consultation import sessions
 from agent_memory.domain.errors import AlreadyExists, Forbidden, LastAdmin, NotFound, ProjectNotFound
 from agent_memory.domain.session_models import TranscriptTurn
 from agent_memory.projects import members
-from tests.fakes import InMemoryStore, stored_messages
+from tests.fakes import FakeClock, InMemoryStore, stored_messages
 from tests.support.auth import add_member
 from tests.unit.chat_support import T0, deps_with, llm_requests, seed_project, send, session_block
+from tests.unit.jobs.support import add_project, make_deps, run, utc
 from tests.unit.sessions_support import CLINIC, seed_clinic, sessions_deps
 
 EVER = (T0 - timedelta(days=3650), T0 + timedelta(days=3650))
@@ -146,3 +147,13 @@ def test_an_imported_transcripts_doctor_turns_carry_the_importing_members_role(s
     entries = store.read_flow_log(CLINIC, *EVER)
     assert [(e.content, e.user_id, e.study_role) for e in entries] == [("哪里不舒服？", "u1", "Sub-I"),
                                                                       ("头痛三天", "u1", None)]
+
+
+def test_a_patched_time_zone_moves_the_job_periods_from_the_next_run(store: InMemoryStore) -> None:
+    # Given a Shanghai project moved to Berlin
+    add_project(store, "p1", tz="Asia/Shanghai")
+    members.update_project(store, "p1", time_zone="Europe/Berlin")
+    # When the next distillation runs (2026-03-11 02:00 Berlin)
+    report = run(make_deps(store, clock=FakeClock(utc("2026-03-11T02:00:00+01:00"))), "distill", "p1", "2026-03-11")
+    # Then it processes Berlin's 2026-03-10, not Shanghai's
+    assert report.details["window_utc"] == ["2026-03-09T23:00:00+00:00", "2026-03-10T23:00:00+00:00"]
