@@ -192,6 +192,7 @@ def test_a_team_onboards_chats_as_itself_and_a_removed_crc_is_refused(
     assert said.status_code == 200, said.text
     context = api_.call("GET", f"/v1/projects/{project['id']}/sessions/s-1/messages/{said.json()['message_id']}"
                         "/context", admin)
+    assert context.json()["asker"] == {"user_id": "u-pi", "display_name": "Prof. Braun", "study_role": "PI"}
     session_text = next(b["text"] for c in context.json()["calls"] for b in c["blocks"] if b["name"] == "session")
     assert "Asker: Prof. Braun (user u-pi), study role PI." in session_text
 

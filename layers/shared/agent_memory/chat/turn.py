@@ -262,7 +262,7 @@ def handle_message(
         tool_calls=[tc for o in outcomes for tc in o.result.tool_calls],
         truncated=any(o.result.truncated for o in outcomes),
     )
-    manifest = _manifest(outcomes, classification.intents, user_msg.message_id)
+    manifest = _manifest(outcomes, classification.intents, user_msg.message_id, ctx.asker)
     if reused is None:
         new, flow, mark_ok = [user_msg, assistant], [user_msg, assistant], []
     else:
@@ -367,9 +367,11 @@ def _combine(outcomes: Sequence[_CallOutcome]) -> str:
     return "\n\n".join(parts)
 
 
-def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_message_id: str) -> dict[str, Any]:
-    """What was sent, by reference, so the context endpoint can rebuild it (kept small), and what
-    each model call cost."""
+def _manifest(
+    outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_message_id: str, asker: Member | None = None
+) -> dict[str, Any]:
+    """What was sent, by reference, so the context endpoint can rebuild it (kept small), what each
+    model call cost, and who asked (user id, display name and study role at that moment)."""
     calls = []
     for o in outcomes:
         blocks = []
@@ -398,7 +400,11 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
             "truncated": o.result.truncated,
             "refused": o.result.refused,
         })
-    return {"intents": [i.value for i in intents], "calls": calls}
+    manifest: dict[str, Any] = {"intents": [i.value for i in intents], "calls": calls}
+    if asker is not None:
+        manifest["asker"] = {"user_id": asker.user_id, "display_name": asker.display_name,
+                             "study_role": asker.study_role}
+    return manifest
 
 
 def _append(
