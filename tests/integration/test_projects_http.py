@@ -268,3 +268,17 @@ def test_the_demo_projects_come_with_a_pi_two_crcs_and_a_dm(api_: Api) -> None:
         assert {k: team[k] for k in ("pi-zhang", "crc-li", "crc-wang", "dm-chen")} == {
             "pi-zhang": ("admin", "PI"), "crc-li": ("member", "CRC"), "crc-wang": ("member", "CRC"),
             "dm-chen": ("member", "DM")}
+
+
+def test_an_imported_transcript_records_the_importing_members_study_role(
+    api_: Api, project: dict[str, str], local_stack: LocalStack
+) -> None:
+    admin = who(project["admin"])
+    api_.call("PUT", f"/v1/projects/{project['id']}/members/u-doc", admin, member_body("member", "Sub-I", "Dr. Roth"))
+    turns = {"turns": [{"role": "doctor", "content": "哪里不舒服？"}, {"role": "patient", "content": "头痛两天"}]}
+    response = api_.call("POST", f"/v1/projects/{project['id']}/sessions/t-1/transcript", who("u-doc"), turns)
+    assert response.json() == {"appended": 2}
+    flow = local_stack.aws_client("dynamodb").scan(TableName=local_stack.table_names["FlowLogTable"])["Items"]
+    spoken = sorted((i["content"]["S"], i.get("study_role", {}).get("S")) for i in flow
+                    if i["project_id"]["S"] == project["id"] and i["session_id"]["S"] == "t-1")
+    assert spoken == [("哪里不舒服？", "Sub-I"), ("头痛两天", None)]
