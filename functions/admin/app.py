@@ -6,7 +6,8 @@ Why a function of its own: it is the only HTTP path that WRITES the MemoryTable,
 write permissions there (and nothing on the sessions or flow-log tables, no secret, no LLM); the
 read-only ApiFunction stays read-only. Thin handler: every route is one call into
 ``agent_memory.hot_memory`` (editor, revisions, review) or ``agent_memory.history.reports``; who
-may call what is ``agent_memory.http.routes`` (every data route: the project's admins).
+may call what is ``agent_memory.http.routes`` (the memory and report routes: the project's admins; projects
+and members: operators, admins and members as the table says).
 """
 
 # No ``from __future__ import annotations``: the event handler resolves the body and query models
