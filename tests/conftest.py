@@ -124,3 +124,49 @@ def api(local_stack: Any) -> Iterator[Any]:
 
     with authorized_session() as session:
         yield session
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the ``summary`` properties tests recorded (``record_property("summary", ...)``: e.g. the
+    schemathesis runs' operations, examples and failures), also from pytest-xdist workers."""
+    lines = [
+        str(value)
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == "summary"
+    ]
+    if lines:
+        terminalreporter.section("summaries")
+        for line in lines:
+            terminalreporter.line(line)
+
+
+# ------------------------------------------------- no local stack serves an undocumented 5xx
+def pytest_configure(config: Any) -> None:
+    """A status log of its own for this pytest process (each xdist worker too): every local stack
+    started from here on, and every server subprocess, appends its answers to it."""
+    import tempfile
+
+    from infra.local.stack import STATUS_LOG_ENV
+
+    handle, path = tempfile.mkstemp(prefix="local-stack-statuses-", suffix=".log")
+    os.close(handle)
+    os.environ[STATUS_LOG_ENV] = path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_local_stack_served_an_undocumented_server_error() -> Iterator[None]:
+    """After the last test of this process: fail when any local stack answered a 5xx other than the
+    documented 502 / 503 / 504 (``tests.support.status_log``)."""
+    yield
+    from infra.local.stack import STATUS_LOG_ENV
+    from tests.support.status_log import undocumented_server_errors
+
+    path = os.environ.get(STATUS_LOG_ENV, "")
+    errors = undocumented_server_errors(path) if path else []
+    if path and os.path.exists(path):
+        os.unlink(path)
+    if errors:
+        pytest.fail("the local stack served undocumented server errors:\n" + "\n".join(errors[:50]), pytrace=False)

@@ -64,13 +64,15 @@ PAGE_HEADERS = {
 
 
 # ---------------------------------------------------------------------------- editor page
-@app.get("/admin")
+@app.get("/admin", responses={200: {"description": "the editor page", "content": {"text/html": {}}}})
 def editor_page() -> Response[str]:
     """The hot-memory editor (public: static HTML; its data calls carry the bearer token)."""
     return Response(status_code=200, content_type="text/html; charset=utf-8", body=EDITOR_HTML, headers=PAGE_HEADERS)
 
 
-@app.get("/admin/editor.js")
+@app.get(
+    "/admin/editor.js", responses={200: {"description": "the editor's script", "content": {"text/javascript": {}}}}
+)
 def editor_script() -> Response[str]:
     """The editor's script (public; vanilla JS, no build step)."""
     return Response(

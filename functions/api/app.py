@@ -39,6 +39,12 @@ def health() -> dict[str, str]:
     return {"status": "ok", "stage": settings.stage}
 
 
+@app.head("/v1/health")
+def health_head() -> Response[str]:
+    """Liveness for probes that send ``HEAD``: 200 with no body (public; no dependencies touched)."""
+    return Response(status_code=200, body="")
+
+
 @app.get("/v1/projects/<project_id>/sessions/<session_id>/messages/<message_id>/context")
 def get_context(project_id: str, session_id: str, message_id: str) -> dict[str, Any]:
     """The blocks (name, tokens, text) that were sent to the LLM for that turn (admins)."""

@@ -35,7 +35,7 @@ app = guarded_resolver(members=build_members(get_settings()))
 _P = "/v1/projects/<project_id>"
 
 
-@app.post(f"{_P}/sessions")
+@app.post(f"{_P}/sessions", status_code=201)
 def create_session(project_id: str, body: CreateSessionRequest) -> Response[dict[str, Any]]:
     """Create a session (members; 201); 409 if the id exists."""
     view = sessions.create_session(
@@ -71,7 +71,7 @@ def post_transcript(project_id: str, session_id: str, body: TranscriptRequest) -
     return {"appended": appended}
 
 
-@app.post(f"{_P}/sessions/<session_id>/diagnoses")
+@app.post(f"{_P}/sessions/<session_id>/diagnoses", status_code=201)
 def post_diagnosis(project_id: str, session_id: str, body: DiagnosisRequest) -> Response[dict[str, Any]]:
     """Store a diagnosis with the session's symptom snapshot (members; 201)."""
     diagnosis = sessions.add_diagnosis(

@@ -106,6 +106,19 @@ _PASS_THROUGH = (
 )
 
 
+#: Names a file to which every local stack appends one line per answered request:
+#: ``{status} {method} {raw path} [{function}]`` (no query string, headers or body).
+STATUS_LOG_ENV = "LOCAL_STACK_STATUS_LOG"
+
+
+def record_status(path: str, status: int, method: str, raw_path: str, function: str) -> None:
+    """Append one answered request to the status log ``path`` (one short line, one ``write`` in
+    append mode, so lines of several stacks writing the same file never interleave)."""
+    line = f"{status} {method} {raw_path} [{function}]\n"
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line)
+
+
 class LocalStackError(RuntimeError):
     """The local stack cannot start as configured (the message says why)."""
 
@@ -335,6 +348,9 @@ class LocalStack:
         self._http_thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._bound_marker: Any = None
+        #: ``LOCAL_STACK_STATUS_LOG``: append every answer's status to this file (the test suite's
+        #: proof that no stack served a 500), read once here (isolated mode swaps ``os.environ``).
+        self._status_log = os.environ.get(STATUS_LOG_ENV) or None
 
     # ------------------------------------------------------------------------- lifecycle
     def __enter__(self) -> LocalStack:
@@ -548,6 +564,8 @@ class LocalStack:
             "%s %s -> %d (%.0f ms) [%s]",
             request.method, raw_path, response.status_code, (time.monotonic() - started) * 1000, label,
         )
+        if self._status_log:
+            record_status(self._status_log, response.status_code, request.method, raw_path, label)
         return response(environ, start_response)
 
     def _handle(self, request: Request, raw_path: str) -> tuple[Response, str]:
@@ -563,7 +581,11 @@ class LocalStack:
             return _json_response(404, {"message": "Not Found"}, gateway_headers), "-"
         function, route = self._routes[str(key)]
         if request.method == "HEAD" and route.method not in ("HEAD", "ANY"):
-            return _json_response(404, {"message": "Not Found"}, gateway_headers), function.name
+            # werkzeug lets HEAD match a GET rule; API Gateway serves HEAD only where a route declares it
+            head = next((r for k, r in self._routes.items() if k.endswith(f" HEAD {route.path}")), None)
+            if head is None:
+                return _json_response(404, {"message": "Not Found"}, gateway_headers), function.name
+            function, route = head
         claims: dict[str, Any] | None = None
         if route.auth:
             try:

@@ -9,6 +9,11 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyInconsistentStateError,
+    IdempotencyPersistenceLayerError,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.domain.errors import (
@@ -21,6 +26,7 @@ from agent_memory.domain.errors import (
     LLMModelNotFound,
     LLMTruncated,
     LLMUnavailable,
+    VersionConflict,
 )
 from agent_memory.http.errors import register_error_handlers
 from agent_memory.observability import metrics
@@ -109,3 +115,68 @@ def test_an_empty_reply_is_counted_by_the_map_and_the_adapters_faults_are_not_co
         assert "LLMAuthError" not in metrics.metric_set
     finally:
         metrics.clear_metrics()
+
+
+def _invoke_with_idempotency(exc: Exception) -> dict[str, Any]:
+    app = APIGatewayHttpResolver()
+    register_error_handlers(app, idempotency=True)
+
+    @app.get("/v1/boom")
+    def boom() -> dict[str, str]:
+        raise exc
+
+    event = build_http_api_event("GET", "/v1/boom", {}, "", b"", "GET /v1/boom", None, None, request_id="req-1")
+    response: dict[str, Any] = app.resolve(event, LambdaContext())
+    return response
+
+
+def test_a_version_conflict_is_409_retryable_with_a_jittered_retry_after_of_one_to_three_seconds() -> None:
+    # Given: a write that lost the optimistic lock to a concurrent writer
+    exc = VersionConflict("session changed concurrently", current_version=7)
+
+    # When: the error map answers it many times
+    responses = [_invoke(exc) for _ in range(40)]
+
+    # Then: every answer is 409 version_conflict, retryable, with a whole-second Retry-After of 1..3
+    # that varies between answers (clients that collided do not retry in step)
+    bodies = [json.loads(r["body"]) for r in responses]
+    assert {r["statusCode"] for r in responses} == {409}
+    assert all(b["error"] == "version_conflict" and b["retryable"] is True for b in bodies)
+    assert all(b["current_version"] == 7 for b in bodies)
+    waits = [int(r["headers"]["Retry-After"]) for r in responses]
+    assert set(waits) <= {1, 2, 3}
+    assert len(set(waits)) > 1
+
+
+def test_a_request_still_in_progress_is_409_retryable_with_retry_after() -> None:
+    # Given: a second request with an Idempotency-Key whose first request is still running
+    exc = IdempotencyAlreadyInProgressError("in progress")
+
+    # When: the chat function's error map answers it
+    response = _invoke_with_idempotency(exc)
+
+    # Then: 409 request_in_progress, retryable, Retry-After of at least one second
+    body = json.loads(response["body"])
+    assert response["statusCode"] == 409
+    assert body["error"] == "request_in_progress" and body["retryable"] is True
+    assert 1 <= int(response["headers"]["Retry-After"]) <= 3
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        IdempotencyPersistenceLayerError("Failed to save in progress record to idempotency store"),
+        IdempotencyInconsistentStateError("record changed between put and get"),
+    ],
+)
+def test_the_idempotency_store_failing_is_503_with_retry_after_never_500(exc: Exception) -> None:
+    # Given: the idempotency table throttled or changed under the request
+    # When: the chat function's error map answers it
+    response = _invoke_with_idempotency(exc)
+
+    # Then: 503 service_unavailable, retryable, with Retry-After; nothing of the SDK's message in it
+    body = json.loads(response["body"])
+    assert response["statusCode"] == 503
+    assert body["error"] == "service_unavailable" and body["retryable"] is True
+    assert int(response["headers"]["Retry-After"]) >= 1
+    assert "idempotency" not in body["reason"]

@@ -11,16 +11,22 @@ from __future__ import annotations
 
 from agent_memory.domain.errors import ExternalServiceError
 
-#: Error codes after which the same call may succeed later.
+#: Error codes after which the same call may succeed later: the services' exception codes and the
+#: per-item cancellation codes of ``TransactWriteItems`` (``ThrottlingError``,
+#: ``ProvisionedThroughputExceeded``: the DynamoDB API reference, TransactWriteItems, "Cancellation
+#: reasons").
 RETRYABLE_CODES = frozenset({
     "InternalServerError",
     "InternalFailure",
     "LimitExceededException",
+    "ProvisionedThroughputExceeded",
     "ProvisionedThroughputExceededException",
     "RequestLimitExceeded",
     "ServiceUnavailable",
     "Throttling",
+    "ThrottlingError",
     "ThrottlingException",
+    "TransactionCanceledException",
     "TransactionConflict",
     "TransactionInProgressException",
 })

@@ -10,6 +10,7 @@ idempotency errors all answer through this map.
 from __future__ import annotations
 
 import math
+import random
 import re
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
@@ -64,6 +65,19 @@ def error_response(
     if extra:
         body.update(extra)
     return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=all_headers)
+
+
+#: ``Retry-After`` of a retryable conflict (a concurrent writer won; another request with the same
+#: ``Idempotency-Key`` is running) and of a busy storage service: whole seconds drawn at random from
+#: this inclusive range, so that clients that collided do not retry in step and collide again.
+RETRY_AFTER_JITTER_S = (1, 3)
+
+
+def jittered_retry_after_s() -> int:
+    """Seconds for a retryable conflict's ``Retry-After``: a random integer in
+    :data:`RETRY_AFTER_JITTER_S` (never below 1)."""
+    low, high = RETRY_AFTER_JITTER_S
+    return random.randint(low, high)  # noqa: S311 - jitter, not a secret
 
 
 _SAFE_LOC = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -155,7 +169,7 @@ def _register_domain_errors(app: ApiGatewayResolver) -> None:
     def _conflict(exc: e.VersionConflict) -> Response:
         return error_response(
             app, HTTPStatus.CONFLICT, "version_conflict", exc.reason, retryable=True,
-            extra={"current_version": exc.current_version},
+            retry_after_s=jittered_retry_after_s(), extra={"current_version": exc.current_version},
         )
 
     @app.exception_handler(e.OverTokenCap)
@@ -192,7 +206,7 @@ def _register_upstream_errors(app: ApiGatewayResolver) -> None:
         if exc.retryable:
             return error_response(
                 app, HTTPStatus.SERVICE_UNAVAILABLE, "service_unavailable", "a storage service is busy; retry",
-                retryable=True, retry_after_s=2,
+                retryable=True, retry_after_s=jittered_retry_after_s(),
             )
         return error_response(app, HTTPStatus.BAD_GATEWAY, "service_error", "a storage service call failed")
 
@@ -259,13 +273,17 @@ def _register_llm_provider_faults(app: ApiGatewayResolver) -> None:
 
 def _register_idempotency_errors(app: ApiGatewayResolver) -> None:
     """A key reused with another body -> 422; the first request with the key still running -> 409,
-    retryable. Other idempotency errors (the store unreachable) stay server errors.
+    retryable, with ``Retry-After``; the idempotency store failing (throttled, unreachable, a record
+    changed between its write and its read) -> 503 ``service_unavailable``, retryable, with
+    ``Retry-After``, never a 500 (the turn did not run, or its answer is stored for the retry).
 
     Imported here: the idempotency package loads boto3 for its DynamoDB store, which the functions
     that serve no ``Idempotency-Key`` must not pay for at cold start.
     """
     from aws_lambda_powertools.utilities.idempotency.exceptions import (
         IdempotencyAlreadyInProgressError,
+        IdempotencyInconsistentStateError,
+        IdempotencyPersistenceLayerError,
         IdempotencyValidationError,
     )
 
@@ -280,5 +298,16 @@ def _register_idempotency_errors(app: ApiGatewayResolver) -> None:
     def _in_progress(exc: IdempotencyAlreadyInProgressError) -> Response:
         return error_response(
             app, HTTPStatus.CONFLICT, "request_in_progress", "a request with this Idempotency-Key is in progress",
-            retryable=True, retry_after_s=2,
+            retryable=True, retry_after_s=jittered_retry_after_s(),
         )
+
+    def _store_failed(exc: Exception) -> Response:
+        metrics.add_metric(name="ExternalServiceError", unit="Count", value=1)
+        logger.error("idempotency store failed", extra={"error": type(exc).__name__})
+        return error_response(
+            app, HTTPStatus.SERVICE_UNAVAILABLE, "service_unavailable", "a storage service is busy; retry",
+            retryable=True, retry_after_s=jittered_retry_after_s(),
+        )
+
+    app.exception_handler(IdempotencyPersistenceLayerError)(_store_failed)
+    app.exception_handler(IdempotencyInconsistentStateError)(_store_failed)

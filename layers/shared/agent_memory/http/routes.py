@@ -55,6 +55,7 @@ _P = "/v1/projects/{project_id}"
 ROUTE_POLICY: Mapping[str, Access] = {
     # ---------------------------------------------------------------- public (no authorizer)
     "GET /v1/health": "public",
+    "HEAD /v1/health": "public",  # liveness probes that send HEAD: 200, no body
     "GET /v1/openapi.json": "public",
     "GET /admin": "public",  # the editor page itself holds no data; its data calls carry the token
     "GET /admin/editor.js": "public",
