@@ -186,7 +186,7 @@ def correct_report(project_id: str, iso_week: str, body: ReportCorrectionRequest
 
 
 # ------------------------------------------------------------------------ projects and members
-@app.post("/v1/projects")
+@app.post("/v1/projects", status_code=201)
 def create_project(body: CreateProjectRequest) -> Response[dict[str, Any]]:
     """Create a project (platform operators; 201); 409 if the id exists, 422 for an unknown time
     zone or a bad id. It has no members yet: add its first admin with PUT .../members/{user_id}."""
@@ -221,7 +221,10 @@ def list_members(project_id: str) -> Response[str]:
     return model_response(members.list_members(member_store, project_id))
 
 
-@app.put(f"{_P}/members/<user_id>")
+@app.put(f"{_P}/members/<user_id>", responses={
+    200: {"description": "the membership was replaced", "content": {"application/json": {}}},
+    201: {"description": "the member was added", "content": {"application/json": {}}},
+})
 def put_member(project_id: str, user_id: str, body: PutMemberRequest) -> Response[str]:
     """Add (201) or replace (200) a member (the project's admins, or a platform operator: the first
     admin); 409 when it would demote the last admin."""
@@ -236,7 +239,7 @@ def put_member(project_id: str, user_id: str, body: PutMemberRequest) -> Respons
     return response
 
 
-@app.delete(f"{_P}/members/<user_id>")
+@app.delete(f"{_P}/members/<user_id>", status_code=204)
 def remove_member(project_id: str, user_id: str) -> Response[str]:
     """Remove a member (admins; 204): their next request is refused. 409 for the last admin."""
     members.remove_member(member_store, project_id, user_id)
