@@ -69,7 +69,7 @@ reset:
 ##   TOKEN=$$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)
 ## PROJECT takes several ids (demo-iit,demo-clinic) and per-project roles (demo-iit:admin,demo-clinic:member).
 token: venv
-	@$(PY) -m infra.local.token --user "$(or $(USER),dev)" --project "$(or $(PROJECT),demo-iit)" --role "$(or $(ROLE),member)"
+	@$(PY) -m infra.local.token --user "$(or $(USER),dev)" --project "$(or $(PROJECT),demo-iit)" --role "$(or $(ROLE),member)" $(if $(STUDY_ROLE),--study-role "$(STUDY_ROLE)")
 
 ## job: run a background job by hand (backfill) for one project and the period DATE names:
 ##   make job JOB=distill|archive|prune PROJECT=<id> DATE=YYYY-MM-DD   (archive: the ISO week containing DATE)

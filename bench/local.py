@@ -74,7 +74,8 @@ def local_server(data_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str, f
 def _headers() -> dict[str, str]:
     from infra.local.token import mint_token
 
-    return {"Authorization": f"Bearer {mint_token('bench', [f'{PROJECT}:admin'])}"}
+    # the demo projects' seeded PI is their admin (membership decides access, the token is identity)
+    return {"Authorization": f"Bearer {mint_token('pi-zhang')}"}
 
 
 def _turn(http: requests.Session, base_url: str, session: str) -> float:

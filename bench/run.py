@@ -133,17 +133,17 @@ def chat_figures() -> dict[str, float]:
     from agent_memory.config import get_settings
     from agent_memory.domain.models import WeeklyReport
     from agent_memory.domain.text import estimate_tokens
-    from agent_memory.wiring import build_chat_deps
+    from agent_memory.wiring import build_chat_deps, build_members
     from infra.local.demo.seed import seed_demo
 
     out: dict[str, float] = {}
     with moto_stack() as (client, names):
         get_settings.cache_clear()
         deps = build_chat_deps(get_settings())
-        seed_demo(deps.store, now=datetime.now(UTC))  # type: ignore[arg-type]
+        seed_demo(deps.store, now=datetime.now(UTC), members=build_members(get_settings()))  # type: ignore[arg-type]
 
-        def turn(text: str, session: str) -> Any:
-            return handle_message(deps, project_id="demo-iit", session_id=session, user_id="bench",
+        def turn(text: str, session: str) -> Any:  # as a member of the demo team (membership decides)
+            return handle_message(deps, project_id="demo-iit", session_id=session, user_id="crc-li",
                                   content=text, patient_id=None, deadline=None)
 
         # warm up the session and the container

@@ -122,12 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     if "base_url" not in description:
         print("error: the demo needs .local/stack.json of `make run` (for the API URL)", file=sys.stderr)
         return 2
-    from infra.local.token import mint_token
+    from infra.local.token import add_memberships, mint_token
 
     quiet = {**description, "env": {**description["env"], "POWERTOOLS_LOG_LEVEL": "WARNING",
                                      "POWERTOOLS_METRICS_DISABLED": "true"}}
     jobs = LocalJobs.attach(quiet)
-    headers = {"Authorization": f"Bearer {mint_token('demo-pi', [f'{args.project}:admin'])}"}
+    for line in add_memberships(description["base_url"], "demo-pi", {args.project: "admin"}, study_role="PI",
+                                display_name=None):
+        print(line, file=sys.stderr)
+    headers = {"Authorization": f"Bearer {mint_token('demo-pi')}"}
     tz = description["env"].get("PROJECT_TIME_ZONE", "Asia/Shanghai")
     run_demo(description["base_url"], jobs, headers, project_id=args.project, today=datetime.now(ZoneInfo(tz)).date())
     return 0

@@ -35,12 +35,23 @@ TITLE = "Agent Memory Service API"
 API_VERSION = "1.0.0"
 DESCRIPTION = (
     "Memory for LLM assistants in clinical research: chat, sessions, hot memory (with the admin "
-    "editor), history book. Every operation but the public ones needs a JWT bearer token whose "
-    "`custom:projects` claim lists the project with a role (`p1:admin,p2:member`); `x-access` says "
-    "which role an operation needs."
+    "editor), history book, projects and members. Every operation but the public ones needs a JWT "
+    "bearer token (its `sub` is the user id); the project's membership (`PUT .../members/{user_id}`) "
+    "decides access and role, and platform operators carry `platform-admins` in `cognito:groups`. "
+    "`x-access` says who may call an operation: `member` / `admin` of the project, `operator`, or "
+    "`admin_or_operator`."
 )
+#: Why an operation of each access answers 403.
+_FORBIDDEN = {
+    "member": "not a member of the project",
+    "admin": "not an admin of the project",
+    "operator": "not a platform operator",
+    "admin_or_operator": "neither an admin of the project nor a platform operator",
+}
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 _WRITE_METHODS = frozenset({"post", "put", "patch", "delete"})
+#: The accesses that need a bearer token (``agent_memory.http.routes.Access`` but ``public``).
+_TOKEN_ACCESS = frozenset({"member", "admin", "operator", "admin_or_operator"})
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 
 #: The error body of every error the functions answer (``agent_memory.http.errors.error_response``);
@@ -164,7 +175,8 @@ def response_codes(
 
     Args:
         method: lower-case HTTP method.
-        access: ``public`` / ``member`` / ``admin`` (``ROUTE_POLICY``), None when undeclared.
+        access: ``public`` / ``member`` / ``admin`` / ``operator`` / ``admin_or_operator``
+            (``ROUTE_POLICY``), None when undeclared.
         parameters: names of its path parameters.
         query: it takes query parameters.
         body: it declares a request body.
@@ -175,13 +187,13 @@ def response_codes(
         codes.add(422)  # request validation
     if parameters or query:
         codes.add(400)  # the path gate; tampered continuation tokens
-    if access in ("member", "admin"):
+    if access in _TOKEN_ACCESS:
         codes |= {401, 403, 502, 503}  # the token; the project's membership; storage behind every data route
     if parameters:
         codes.add(404)  # the project (and what else the path names) may not exist
     if method in _BODY_METHODS:
         codes |= {400, 413, 415, 422}  # the body gate: UTF-8, size, media type, one JSON object
-    if method in _WRITE_METHODS and access in ("member", "admin"):
+    if method in _WRITE_METHODS and access in _TOKEN_ACCESS:
         codes.add(409)  # every write is conditional: a concurrent writer, a stale If-Match, an existing id
     if method in _WRITE_METHODS and access == "admin":
         codes.add(428)  # admin writes are based on a version: If-Match (required where it changes a document)
@@ -192,6 +204,7 @@ def response_codes(
 
 def _document_responses(operation: dict[str, Any], method: str, path: str, llm: set[str]) -> None:
     key = f"{method.upper()} {path}"
+    from agent_memory.http.auth import USER_ID_RE
     from agent_memory.http.routes import PATH_PARAMETER_RE, ROUTE_POLICY
 
     parameters = operation.get("parameters") or []
@@ -206,8 +219,10 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
     for parameter in parameters:
         schema = parameter.get("schema") or {}
         if parameter.get("in") == "path" and schema.get("type") == "string" and "pattern" not in schema:
-            # the path gate's rule for every path parameter (routes.PATH_PARAMETER_RE), anchored
-            schema["pattern"] = f"^{PATH_PARAMETER_RE.pattern}$"
+            # the path gate's rule for every path parameter (routes.PATH_PARAMETER_RE; a user id:
+            # auth.USER_ID_RE, the token subject's rule), anchored
+            rule = USER_ID_RE if parameter.get("name") == "user_id" else PATH_PARAMETER_RE
+            schema["pattern"] = f"^{rule.pattern}$"
     responses: dict[str, Any] = operation.setdefault("responses", {})
     for status, success in responses.items():
         media = (success.get("content") or {}).get("application/json") or {}
@@ -223,6 +238,8 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
         if retry_after:
             error["headers"] = dict(_RETRY_AFTER)
         responses[str(code)] = error
+    if "403" in responses:  # who is refused, by the route's access
+        responses["403"]["description"] = _FORBIDDEN.get(ROUTE_POLICY.get(key) or "", "not allowed")
     if method == "head":  # a HEAD answer never has a body
         for answer in responses.values():
             answer.pop("content", None)

@@ -126,9 +126,10 @@ def local_stack() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def api() -> Iterator[Any]:
-    """A ``requests`` session with the dev user's bearer token (admin of both demo projects):
-    what tests use to call the local endpoint as an authenticated user."""
+def api(local_stack: Any) -> Iterator[Any]:
+    """A ``requests`` session with the dev user's bearer token (admin of both demo projects, a
+    membership made in ``local_stack``): what tests use to call the local endpoint as an
+    authenticated user."""
     from tests.support.auth import authorized_session
 
     with authorized_session() as session:

@@ -46,6 +46,7 @@ from agent_memory.domain.errors import (
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
+    LastAdmin,
     MessageNotFound,
     ProjectNotFound,
     VersionConflict,
@@ -54,6 +55,7 @@ from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, Re
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider, Usage
 from agent_memory.domain.models import (
     HotMemory,
+    Member,
     MessageRecord,
     Project,
     SessionState,
@@ -122,6 +124,7 @@ class Tables:
     """Every row, as JSON, by key; each key starts with the project id (tenancy)."""
 
     projects: dict[tuple[str], str] = field(default_factory=dict)
+    members: dict[tuple[str, str], str] = field(default_factory=dict)
     hot: dict[tuple[str], str] = field(default_factory=dict)
     revisions: dict[tuple[str, int], str] = field(default_factory=dict)
     reports: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -232,6 +235,50 @@ class InMemoryStore:
         if raw is None:
             raise ProjectNotFound(f"unknown project {project_id}")
         return _load(Project, raw)
+
+    def create_project(self, project: Project) -> None:
+        """Store a new project. Raises AlreadyExists when the id is taken."""
+        if (project.project_id,) in self.tables.projects:
+            raise AlreadyExists(f"project {project.project_id} already exists")
+        self.put_project(project)
+
+    def update_project(self, project: Project) -> None:
+        """Replace an existing project. Raises ProjectNotFound."""
+        self._project(project.project_id)
+        self.put_project(project)
+
+    # -------------------------------------------------------------------- members
+    def get_member(self, project_id: str, user_id: str) -> Member | None:
+        """The membership, or None."""
+        raw = self.tables.members.get((project_id, user_id))
+        return _load(Member, raw) if raw is not None else None
+
+    def list_members(self, project_id: str) -> list[Member]:
+        """Every member of the project, by user id."""
+        return [_load(Member, raw) for (p, _), raw in sorted(self.tables.members.items()) if p == project_id]
+
+    def _other_admin(self, project_id: str, user_id: str) -> bool:
+        return any(m.project_role == "admin" and m.user_id != user_id for m in self.list_members(project_id))
+
+    def put_member(self, member: Member) -> bool:
+        """Create or replace a membership; True when new. Raises LastAdmin when it would demote
+        the last admin."""
+        current = self.get_member(member.project_id, member.user_id)
+        if (current is not None and current.project_role == "admin" and member.project_role != "admin"
+                and not self._other_admin(member.project_id, member.user_id)):
+            raise LastAdmin(f"{member.user_id} is the last admin of project {member.project_id}")
+        self.tables.members[(member.project_id, member.user_id)] = _json(member)
+        return current is None
+
+    def remove_member(self, project_id: str, user_id: str) -> bool:
+        """Remove a membership; False when there was none. Raises LastAdmin for the last admin."""
+        current = self.get_member(project_id, user_id)
+        if current is None:
+            return False
+        if current.project_role == "admin" and not self._other_admin(project_id, user_id):
+            raise LastAdmin(f"{user_id} is the last admin of project {project_id}")
+        del self.tables.members[(project_id, user_id)]
+        return True
 
     # ----------------------------------------------------------------- hot memory
     def load_hot_memory(self, project_id: str) -> HotMemory:
@@ -435,8 +482,11 @@ class InMemoryStore:
         raw = self.tables.sessions.get((project_id, session_id))
         return _load(SessionState, raw) if raw is not None else None
 
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext:
-        """Project, hot memory and session (a new unsaved one, ``version == 0``, when absent).
+    def load_turn_context(
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+    ) -> TurnContext:
+        """Project, hot memory, session (a new unsaved one, ``version == 0``, when absent) and the
+        asker's membership (``user_id`` given; None when not a member).
 
         Raises:
             ProjectNotFound: no project record.
@@ -444,7 +494,8 @@ class InMemoryStore:
         project = self._project(project_id)
         session = self._session(project_id, session_id) or SessionState(
             project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0)
-        return TurnContext(project=project, hot_memory=self._hot(project_id), session=session)
+        asker = self.get_member(project_id, user_id) if user_id is not None else None
+        return TurnContext(project=project, hot_memory=self._hot(project_id), session=session, asker=asker)
 
     def _session_version_holds(self, project_id: str, session_id: str, expected_version: int) -> bool:
         """The version condition: 0 = the session must not exist; else its version must match."""

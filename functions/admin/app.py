@@ -1,12 +1,13 @@
 """Admin function: the hot-memory editor and its kill switch (delete any line, AI or admin), its
-revisions, the distillation review queue, the audit trail, weekly report corrections, and the
-editor page.
+revisions, the distillation review queue, the audit trail, weekly report corrections, the editor
+page, and the projects and their members (create a project, add / replace / remove members).
 
 Why a function of its own: it is the only HTTP path that WRITES the MemoryTable, so it alone gets
 write permissions there (and nothing on the sessions or flow-log tables, no secret, no LLM); the
 read-only ApiFunction stays read-only. Thin handler: every route is one call into
 ``agent_memory.hot_memory`` (editor, revisions, review) or ``agent_memory.history.reports``; who
-may call what is ``agent_memory.http.routes`` (every data route: the project's admins).
+may call what is ``agent_memory.http.routes`` (the memory and report routes: the project's admins; projects
+and members: operators, admins and members as the table says).
 """
 
 # No ``from __future__ import annotations``: the event handler resolves the body and query models
@@ -34,14 +35,17 @@ from agent_memory.http.admin_requests import (
     optional_if_match,
     reason_from_body,
 )
+from agent_memory.http.project_requests import CreateProjectRequest, PutMemberRequest, UpdateProjectRequest
 from agent_memory.http.requests import Limit
-from agent_memory.http.responses import model_response
+from agent_memory.http.responses import created, model_response
 from agent_memory.http.routes import current_caller, guarded_resolver
 from agent_memory.observability import logger, metrics
+from agent_memory.projects import members
 from agent_memory.wiring import build_admin_deps
 
 deps = build_admin_deps(get_settings())
-app = guarded_resolver()
+member_store = deps.members
+app = guarded_resolver(members=member_store)
 
 _P = "/v1/projects/<project_id>"
 _STATIC = Path(__file__).resolve().parent / "static"
@@ -179,6 +183,68 @@ def correct_report(project_id: str, iso_week: str, body: ReportCorrectionRequest
     if view.changed:
         metrics.add_metric(name="ReportsCorrected", unit="Count", value=1)
     return model_response(view, etag=editor.etag(view.revision))
+
+
+# ------------------------------------------------------------------------ projects and members
+@app.post("/v1/projects", status_code=201)
+def create_project(body: CreateProjectRequest) -> Response[dict[str, Any]]:
+    """Create a project (platform operators; 201); 409 if the id exists, 422 for an unknown time
+    zone or a bad id. It has no members yet: add its first admin with PUT .../members/{user_id}."""
+    project = members.create_project(
+        member_store, project_id=body.project_id, name=body.name, time_zone=body.time_zone, kind=body.kind,
+        now=deps.clock(),
+    )
+    metrics.add_metric(name="ProjectsCreated", unit="Count", value=1)
+    return created(project.model_dump(mode="json"))
+
+
+@app.get(f"{_P}")
+def get_project(project_id: str) -> Response[str]:
+    """The project: name, time zone, kind, clinical data source (members)."""
+    return model_response(members.get_project(member_store, project_id))
+
+
+@app.patch(f"{_P}")
+def update_project(project_id: str, body: UpdateProjectRequest) -> Response[str]:
+    """Change the name, the time zone or the clinical data source (admins; fields left out stay).
+    The REDCap token is named by its Secrets Manager secret, never sent here."""
+    project = members.update_project(
+        member_store, project_id, name=body.name, time_zone=body.time_zone,
+        clinical_data=body.clinical_data.to_domain() if body.clinical_data else None,
+    )
+    return model_response(project)
+
+
+@app.get(f"{_P}/members")
+def list_members(project_id: str) -> Response[str]:
+    """The project's members with their project and study roles (members)."""
+    return model_response(members.list_members(member_store, project_id))
+
+
+@app.put(f"{_P}/members/<user_id>", responses={
+    200: {"description": "the membership was replaced", "content": {"application/json": {}}},
+    201: {"description": "the member was added", "content": {"application/json": {}}},
+})
+def put_member(project_id: str, user_id: str, body: PutMemberRequest) -> Response[str]:
+    """Add (201) or replace (200) a member (the project's admins, or a platform operator: the first
+    admin); 409 when it would demote the last admin."""
+    change = members.put_member(
+        member_store, project_id, user_id, project_role=body.project_role, study_role=body.study_role,
+        display_name=body.display_name, actor=current_caller(app).user_id, now=deps.clock(),
+    )
+    response = model_response(change.member)
+    if change.created:
+        response.status_code = 201
+        metrics.add_metric(name="MembersAdded", unit="Count", value=1)
+    return response
+
+
+@app.delete(f"{_P}/members/<user_id>", status_code=204)
+def remove_member(project_id: str, user_id: str) -> Response[str]:
+    """Remove a member (admins; 204): their next request is refused. 409 for the last admin."""
+    members.remove_member(member_store, project_id, user_id)
+    metrics.add_metric(name="MembersRemoved", unit="Count", value=1)
+    return Response(status_code=204, body="", headers={"Cache-Control": "no-store"})
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)

@@ -29,14 +29,16 @@ from agent_memory.chat.turn import ChatResult, handle_message
 from agent_memory.config import get_settings
 from agent_memory.domain.ids import CHAT_IDEMPOTENCY_PREFIX
 from agent_memory.http.requests import ChatRequest, ChatTurn, idempotency_key
-from agent_memory.http.routes import current_caller, guarded_resolver
+from agent_memory.http.routes import CHAT_ROUTE, current_caller, guarded_resolver
 from agent_memory.observability import logger, metrics
 from agent_memory.tracing import tracer
-from agent_memory.wiring import build_chat_deps
+from agent_memory.wiring import build_chat_deps, build_members
 
 settings = get_settings()
 deps = build_chat_deps(settings)
-app = guarded_resolver(idempotency=True)
+# The turn reads the asker's membership in its own BatchGetItem (no GetItem by the guard); the
+# guard reads it only for a request it refuses before the turn runs (403 before 400 / 422).
+app = guarded_resolver(members=build_members(settings), idempotency=True, deferred=frozenset({CHAT_ROUTE}))
 
 # The key is the hash of (project, session, user, Idempotency-Key) and the records carry a fixed
 # prefix, so an erasure can find a turn's record from its message (domain.ids.chat_idempotency_record_id).

@@ -21,10 +21,11 @@ from agent_memory.governance import erasure, export
 from agent_memory.http.responses import model_response
 from agent_memory.http.routes import current_caller, guarded_resolver
 from agent_memory.observability import logger, metrics
-from agent_memory.wiring import build_governance_deps
+from agent_memory.wiring import build_governance_deps, build_members
 
-deps = build_governance_deps(get_settings())
-app = guarded_resolver()
+settings = get_settings()
+deps = build_governance_deps(settings)
+app = guarded_resolver(members=build_members(settings))
 
 _P = "/v1/projects/<project_id>"
 

@@ -31,13 +31,13 @@ from agent_memory.http.session_requests import (
 )
 from agent_memory.observability import logger, metrics
 from agent_memory.reminders import service as reminders
-from agent_memory.wiring import build_feedback_store, build_reminder_deps, build_sessions_deps
+from agent_memory.wiring import build_feedback_store, build_members, build_reminder_deps, build_sessions_deps
 
 settings = get_settings()
 deps = build_sessions_deps(settings)
 feedback_store = build_feedback_store(settings)
 reminder_deps = build_reminder_deps(settings)
-app = guarded_resolver()
+app = guarded_resolver(members=build_members(settings))
 
 _P = "/v1/projects/<project_id>"
 
@@ -69,8 +69,10 @@ def get_session(project_id: str, session_id: str) -> dict[str, Any]:
 @app.post(f"{_P}/sessions/<session_id>/transcript")
 def post_transcript(project_id: str, session_id: str, body: TranscriptRequest) -> dict[str, Any]:
     """Append turns recorded elsewhere (members; no LLM reply)."""
+    caller = current_caller(app)
     appended = sessions.import_transcript(
-        deps, project_id=project_id, session_id=session_id, user_id=current_caller(app).user_id, turns=body.turns
+        deps, project_id=project_id, session_id=session_id, user_id=caller.user_id, turns=body.turns,
+        study_role=caller.member.study_role if caller.member else None,
     )
     metrics.add_metric(name="TranscriptTurnsImported", unit="Count", value=appended)
     return {"appended": appended}

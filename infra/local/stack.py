@@ -541,7 +541,10 @@ class LocalStack:
                 from agent_memory.adapters.dynamo.chat import DynamoRepository
                 from infra.local.demo.seed import seed_demo
 
-                seed_demo(DynamoRepository(), now=self._now or datetime.now(UTC), clinical_data=self._start_redcap())
+                seed_demo(
+                    DynamoRepository(), now=self._now or datetime.now(UTC), clinical_data=self._start_redcap(),
+                    members=self.members,
+                )
 
         for logical_id, function in self.functions.items():
             for route in function.spec.routes:
@@ -645,6 +648,15 @@ class LocalStack:
         with self._env_scope():
             self._ensure_bound()
         return DynamoRepository()
+
+    @property
+    def members(self) -> Any:
+        """A ``MemberRepository`` (projects and members) on this stack's tables."""
+        from agent_memory.adapters.dynamo.members import MemberRepository
+
+        with self._env_scope():
+            self._ensure_bound()
+        return MemberRepository()
 
     def aws_client(self, service: str) -> Any:
         """A boto3 client for the embedded AWS (explicit endpoint and dummy credentials)."""

@@ -11,8 +11,13 @@ applies the way API Gateway's JWT authorizer does.
   future, ``nbf`` / ``iat`` not in the future. Anything else is a 401 before the function runs.
 - Dev tokens: ``python -m infra.local.token --user dev --project demo-iit --role admin`` (``make
   token USER=dev PROJECT=demo-iit ROLE=admin``) prints a description and, on its LAST line, the
-  JWT alone. ``--project`` takes several projects (``demo-iit,demo-clinic``) and per-project roles
-  (``demo-iit:admin,demo-clinic:member``); ``--role`` is the role of those without one.
+  JWT alone. A token proves identity only (``sub``); the project's membership decides access, so
+  when the local stack runs (``.local/stack.json``) the user is also made a member of each project
+  with its role (``PUT /v1/projects/{p}/members/{u}`` as a platform operator; study role
+  ``--study-role``, default ``Other``). ``--project`` takes several projects
+  (``demo-iit,demo-clinic``) and per-project roles (``demo-iit:admin,demo-clinic:member``); ``--role``
+  is the role of those without one. ``--role platform-admin`` prints a platform operator's token
+  (``cognito:groups: platform-admins``), which needs no project.
 
 Never used in AWS: there the identity provider (e.g. a Cognito user pool) issues the tokens and
 API Gateway verifies them (``JwtIssuer`` / ``JwtAudience`` in template.yaml).
@@ -46,6 +51,9 @@ LOCAL_AUDIENCE = "agent-memory-local"
 ALGORITHM = "RS256"
 DEFAULT_TTL_S = 8 * 3600
 ROLES = ("admin", "member")
+#: The operator group claim (``agent_memory.http.auth.OPERATOR_GROUP``).
+OPERATOR_GROUP = "platform-admins"
+STUDY_ROLES = ("PI", "Sub-I", "CRC", "DM", "CRA", "Statistician", "Other")
 
 
 class InvalidToken(Exception):
@@ -115,52 +123,54 @@ def jwks() -> dict[str, Any]:
     }
 
 
-def projects_claim(projects: Mapping[str, str] | Iterable[str], default_role: str = "member") -> str:
-    """The ``custom:projects`` claim (``"p1:admin,p2:member"``) from ``{project: role}`` or from
-    entries ``"p1"`` / ``"p1:admin"`` (entries without a role get ``default_role``).
+def project_roles(projects: Mapping[str, str] | Iterable[str], default_role: str = "member") -> dict[str, str]:
+    """``{project: role}`` from ``{project: role}``, from entries ``"p1"`` / ``"p1:admin"`` or from
+    one string ``"p1:admin,p2"`` (entries without a role get ``default_role``).
 
     Raises:
         ValueError: an unknown role or an empty project id.
     """
-    pairs: list[tuple[str, str]] = []
+    if isinstance(projects, str):
+        projects = [p for p in projects.split(",") if p.strip()]
     items = projects.items() if isinstance(projects, Mapping) else (
         (entry.rsplit(":", 1) if ":" in entry else (entry, default_role)) for entry in projects
     )
+    roles: dict[str, str] = {}
     for project, role in items:
         project, role = project.strip(), role.strip()
         if not project:
             raise ValueError("empty project id")
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r} (admin or member)")
-        pairs.append((project, role))
-    return ",".join(f"{p}:{r}" for p, r in pairs)
+        roles[project] = role
+    return roles
 
 
 def mint_token(
     user: str,
-    projects: Mapping[str, str] | Iterable[str],
     *,
-    default_role: str = "member",
+    operator: bool = False,
     ttl_s: int = DEFAULT_TTL_S,
     now: float | None = None,
     issuer: str = LOCAL_ISSUER,
     audience: str = LOCAL_AUDIENCE,
     extra: Mapping[str, Any] | None = None,
 ) -> str:
-    """A signed dev token (an ID token shaped like Cognito's) for ``user`` in ``projects``."""
+    """A signed dev token (an ID token shaped like Cognito's) for ``user``: identity only; with
+    ``operator``, in the ``platform-admins`` group."""
     if not user.strip():
         raise ValueError("empty user id")
     issued = int(now if now is not None else time.time())
     claims: dict[str, Any] = {
         "sub": user,
         "cognito:username": user,
-        "custom:projects": projects_claim(projects, default_role),
         "iss": issuer,
         "aud": audience,
         "token_use": "id",
         "auth_time": issued,
         "iat": issued,
         "exp": issued + ttl_s,
+        **({"cognito:groups": [OPERATOR_GROUP]} if operator else {}),
         **(extra or {}),
     }
     return jwt.encode(claims, signing_key(), algorithm=ALGORITHM, headers={"kid": key_id()})
@@ -214,28 +224,94 @@ def _decode_at(token: str, now: float) -> dict[str, Any]:
     return dict(claims)
 
 
+def add_memberships(
+    base_url: str, user: str, roles: Mapping[str, str], *, study_role: str | None, display_name: str | None
+) -> list[str]:
+    """Make ``user`` a member of each project of ``roles`` in the local stack at ``base_url``,
+    through its API as a platform operator. An existing membership keeps its study role and display
+    name unless they are given (study role of a new member: ``Other``). Returns one line per project
+    saying what happened."""
+    import requests
+
+    operator = {"Authorization": f"Bearer {mint_token('local-token-cli', operator=True)}"}
+    own = {"Authorization": f"Bearer {mint_token(user)}"}
+    lines = []
+    for project, role in roles.items():
+        listed = requests.get(f"{base_url}/v1/projects/{project}/members", headers=own, timeout=30)
+        current = next((m for m in listed.json().get("items", []) if m.get("user_id") == user), None) \
+            if listed.status_code == 200 else None
+        wanted = {
+            "project_role": role,
+            "study_role": study_role or (current or {}).get("study_role") or "Other",
+            "display_name": display_name or (current or {}).get("display_name") or user,
+        }
+        if current is not None and all(current.get(k) == v for k, v in wanted.items()):
+            lines.append(f"# {user} is already a member of {project}: project role {role}, "
+                         f"study role {wanted['study_role']}")
+            continue
+        response = requests.put(f"{base_url}/v1/projects/{project}/members/{user}", headers=operator, json=wanted,
+                                timeout=30)
+        if response.status_code in (200, 201):
+            verb = "made" if response.status_code == 201 else "updated"
+            lines.append(f"# {verb} {user} a member of {project}: project role {role}, "
+                         f"study role {wanted['study_role']}")
+        else:
+            reason = response.json().get("reason", response.text) if response.content else response.reason
+            lines.append(f"# could not make {user} a member of {project} ({response.status_code}: {reason})")
+    return lines
+
+
+def running_stack_url() -> str | None:
+    """The base URL of the local stack ``make run`` is running (``.local/stack.json``), or None."""
+    try:
+        from infra.jobs import JobsCliError, local_description
+
+        return str(local_description()["base_url"])
+    except (JobsCliError, KeyError, ValueError, OSError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m infra.local.token",
-        description="Print a dev JWT the local HTTP API accepts (the token alone on the last line).",
+        description="Print a dev JWT the local HTTP API accepts (the token alone on the last line); when the "
+                    "local stack runs, also make the user a member of the projects.",
     )
     parser.add_argument("--user", required=True, help="the user id (the sub claim)")
     parser.add_argument(
-        "--project", required=True,
+        "--project", default="",
         help="project ids, comma separated; an entry may carry its role (demo-iit:admin,demo-clinic:member)",
     )
-    parser.add_argument("--role", default="member", choices=ROLES, help="role for projects given without one")
+    parser.add_argument("--role", default="member", choices=(*ROLES, "platform-admin"),
+                        help="role for projects given without one; platform-admin: an operator token")
+    parser.add_argument("--study-role", default=None, choices=STUDY_ROLES,
+                        help="study role (default: kept for an existing member, Other for a new one)")
+    parser.add_argument("--display-name", default=None, help="display name of new members (default: the user id)")
     parser.add_argument("--ttl", type=int, default=DEFAULT_TTL_S, help="lifetime in seconds (default 8 h)")
     args = parser.parse_args(argv)
+    if args.role == "platform-admin":
+        token = mint_token(args.user, operator=True, ttl_s=args.ttl)
+        print(f"# platform operator token for {args.user} (cognito:groups={OPERATOR_GROUP}); expires in {args.ttl} s")
+        print(token)
+        return 0
     entries = [p for p in (x.strip() for x in args.project.split(",")) if p]
     if not entries:
-        parser.error("--project needs at least one project id")
+        parser.error("--project needs at least one project id (or --role platform-admin)")
     try:
-        claim = projects_claim(entries, args.role)
-        token = mint_token(args.user, entries, default_role=args.role, ttl_s=args.ttl)
+        roles = project_roles(entries, args.role)
+        token = mint_token(args.user, ttl_s=args.ttl)
     except ValueError as exc:
         parser.error(str(exc))
-    print(f"# dev token for {args.user}: custom:projects={claim}; expires in {args.ttl} s")
+    claim = ",".join(f"{p}:{r}" for p, r in roles.items())
+    base_url = running_stack_url()
+    if base_url is None:
+        print(f"# no local stack running: {args.user} was not made a member of {claim} (start `make run`, then "
+              "run this again)", file=sys.stderr)
+    else:
+        for line in add_memberships(base_url, args.user, roles, study_role=args.study_role,
+                                    display_name=args.display_name):
+            print(line)
+    print(f"# dev token for {args.user} ({claim}); expires in {args.ttl} s")
     print(f"# issuer {LOCAL_ISSUER}, audience {LOCAL_AUDIENCE}, key {key_file()} (local only)")
     print(token)
     return 0

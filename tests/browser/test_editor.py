@@ -315,3 +315,52 @@ def test_approving_a_candidate_that_relaxes_system_rules_shows_them_and_asks_to_
     assert dialogs == []  # the confirm step is in the page, not a browser dialog
     assert [e for e in errors if "422" not in e] == []
     page.close()
+
+
+def test_the_editor_shows_line_scopes_lists_members_and_an_admin_adds_edits_and_removes_one(
+    local_stack: LocalStack, browser: Any, project: str
+) -> None:
+    from playwright.sync_api import expect
+
+    # Given a project with a [PI] preference line and an admin signed in
+    headers = bearer(f"{project}:admin", ADMIN, study_role="PI")
+    current = requests.get(f"{local_stack.base_url}/v1/projects/{project}/memory", headers=headers, timeout=30).json()
+    saved = requests.put(f"{local_stack.base_url}/v1/projects/{project}/memory",
+                         headers={**headers, "If-Match": f'"{current["version"]}"'},
+                         json={"markdown": current["markdown"] + "\n\n# User Preferences\n- [PI] 汇报时只看数据"},
+                         timeout=30)
+    assert saved.status_code == 200, saved.text
+    page = browser.new_page()
+    page.on("dialog", lambda dialog: dialog.accept())
+    sign_in(page, local_stack, project)
+
+    # Then each line says whom it applies to
+    pref = page.locator("#lines li.line", has_text="汇报时只看数据")
+    expect(pref.locator(".scope")).to_have_text("applies to PI")
+    expect(page.locator('li.line[data-line-id="hm-sys"] .scope')).to_have_text("applies to everyone")
+    # and the members are listed with their roles
+    admin_row = page.locator(f'tr.member[data-user-id="{ADMIN}"]')
+    expect(admin_row.locator(".study-role")).to_have_text("PI")
+    expect(admin_row.locator(".project-role")).to_have_text("admin")
+
+    # When the admin adds a CRC
+    page.fill("#member-user", "u-ui-crc")
+    page.fill("#member-name", "李协调员")
+    page.select_option("#member-study-role", "CRC")
+    page.click("#member-save")
+    crc = page.locator('tr.member[data-user-id="u-ui-crc"]')
+    expect(crc.locator(".study-role")).to_have_text("CRC")
+    # and edits them into a DM
+    crc.locator("button.edit-member").click()
+    page.select_option("#member-study-role", "DM")
+    page.click("#member-save")
+    expect(crc.locator(".study-role")).to_have_text("DM")
+    # and removes them
+    crc.locator("button.remove-member").click()
+    expect(crc).to_have_count(0)
+    # Then the API agrees, and removing the last admin is refused with the reason shown
+    listed = requests.get(f"{local_stack.base_url}/v1/projects/{project}/members", headers=headers, timeout=30).json()
+    assert [m["user_id"] for m in listed["items"]] == [ADMIN]
+    admin_row.locator("button.remove-member").click()
+    expect(page.locator("#status.error")).to_contain_text("last admin")
+    page.close()

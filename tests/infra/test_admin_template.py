@@ -41,6 +41,7 @@ def test_admin_function_may_only_read_and_write_the_memory_table(resources: dict
     assert statement["Resource"] == {"Fn::GetAtt": ["MemoryTable", "Arn"]}
     assert set(_actions(statement)) == {
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
+        "dynamodb:DeleteItem",  # removing a member (MEMBER# items only)
     }
     text = json.dumps(resources["AdminFunction"])
     for other in ("SessionsTable", "FlowLogTable", "IdempotencyTable", "secretsmanager", "*"):
@@ -48,14 +49,29 @@ def test_admin_function_may_only_read_and_write_the_memory_table(resources: dict
     assert "anthropic" not in text.lower()
 
 
+#: The project and member routes (also in the admin function, the MemoryTable's one HTTP writer).
+PROJECT_ROUTES = {
+    "POST /v1/projects": "operator",
+    "GET /v1/projects/{project_id}": "member",
+    "PATCH /v1/projects/{project_id}": "admin",
+    "GET /v1/projects/{project_id}/members": "member",
+    "PUT /v1/projects/{project_id}/members/{user_id}": "admin_or_operator",
+    "DELETE /v1/projects/{project_id}/members/{user_id}": "admin",
+}
+
+
 def test_admin_routes_belong_to_the_admin_function_and_are_admin_only(resources: dict[str, Any]) -> None:
     events = resources["AdminFunction"]["Properties"]["Events"]
     keys = {route_key_of(e["Properties"]["Method"], e["Properties"]["Path"]): e["Properties"] for e in events.values()}
     assert "PUT /v1/projects/{project_id}/memory" in keys
     assert "PUT /v1/projects/{project_id}/reports/{iso_week}" in keys
+    assert set(PROJECT_ROUTES) <= set(keys)
     for key, props in keys.items():
         if key in ("GET /admin", "GET /admin/editor.js"):
             assert ROUTE_POLICY[key] == "public" and props["Auth"] == {"Authorizer": "NONE"}
+        elif key in PROJECT_ROUTES:
+            assert ROUTE_POLICY[key] == PROJECT_ROUTES[key], key
+            assert "Auth" not in props, key
         else:
             assert ROUTE_POLICY[key] == "admin", key
             assert "Auth" not in props, key  # the API's default JWT authorizer applies

@@ -27,7 +27,7 @@ from agent_memory.http.routes import ROUTE_POLICY, route_key_of
 from infra.local.stack import LocalStack
 from infra.local.token import mint_token
 from infra.template_model import RouteSpec, function_specs, load_template, table_specs
-from tests.support.auth import bearer
+from tests.support.auth import bearer, operator_bearer
 
 _TEMPLATE = load_template()
 _SPECS = function_specs(_TEMPLATE, {t.logical_id: t.logical_id for t in table_specs(_TEMPLATE)})
@@ -99,7 +99,8 @@ def test_b08_route_is_401_without_a_valid_token(
     local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
 ) -> None:
     _, route = item
-    expired = mint_token("u-acl", [f"{projects['P1']}:admin"], ttl_s=60, now=time.time() - 3600)
+    bearer(f"{projects['P1']}:admin", "u-acl")  # a member: only the token's expiry refuses it
+    expired = mint_token("u-acl", ttl_s=60, now=time.time() - 3600)
     for headers in ({}, {"Authorization": f"Bearer {expired}"}, {"Authorization": "Bearer x.y.z"}):
         response = _call(local_stack, route, projects["P1"], headers)
         assert response.status_code == 401, (headers.keys(), response.text)
@@ -124,7 +125,7 @@ def test_route_is_403_for_a_member_when_it_is_an_admin_route(
     _, route = item
     access = ROUTE_POLICY[route_key_of(route.method, route.path)]
     response = _call(local_stack, route, projects["P1"], bearer(f"{projects['P1']}:member", "u-p1-member"))
-    if access == "admin":
+    if access in ("admin", "operator", "admin_or_operator"):
         assert response.status_code == 403, response.text
     else:
         assert response.status_code not in (401, 403), response.text
@@ -135,9 +136,36 @@ def test_route_is_403_for_a_member_when_it_is_an_admin_route(
 def test_route_admits_the_project_admin(
     local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
 ) -> None:
+    access = ROUTE_POLICY[route_key_of(item[1].method, item[1].path)]
     response = _call(local_stack, item[1], projects["P1"], bearer(f"{projects['P1']}:admin", "u-p1-admin"))
+    if access == "operator":  # creating projects is the platform operators' alone
+        assert response.status_code == 403, response.text
+        return
     assert response.status_code not in (401, 403), response.text
     assert response.status_code < 500, response.text
+
+
+@pytest.mark.parametrize("item", PROTECTED, ids=_id)
+def test_a_platform_operator_is_admitted_only_to_operator_routes_and_is_no_member_by_being_one(
+    local_stack: LocalStack, projects: dict[str, str], item: tuple[str, RouteSpec]
+) -> None:
+    access = ROUTE_POLICY[route_key_of(item[1].method, item[1].path)]
+    response = _call(local_stack, item[1], projects["P1"], operator_bearer("u-ops"))
+    if access in ("operator", "admin_or_operator"):
+        assert response.status_code not in (401, 403), response.text
+        assert response.status_code < 500, response.text
+    else:
+        assert response.status_code == 403, response.text
+
+
+def test_a_stale_projects_claim_grants_nothing(local_stack: LocalStack, projects: dict[str, str]) -> None:
+    # Given a token that still lists P1 in the old custom:projects claim, for a user who is no member
+    token = mint_token("u-claim-only", extra={"custom:projects": f"{projects['P1']}:admin"})
+    # When they read P1's reports and memory, Then both are refused: the membership decides
+    for path in ("reports", "memory"):
+        response = requests.get(f"{local_stack.base_url}/v1/projects/{projects['P1']}/{path}",
+                                headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        assert response.status_code == 403, response.text
 
 
 def test_a_token_for_several_projects_opens_each_of_them(local_stack: LocalStack, projects: dict[str, str]) -> None:

@@ -36,6 +36,7 @@ from agent_memory.chat.agent import REFUSAL_REPLY
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID
 from infra.local.events import build_http_api_event
 from tests.conftest import FakeLambdaContext
+from tests.support.auth import add_member
 from tests.support.messages_api import (
     MessagesAPIServer,
     RecordedRequest,
@@ -198,6 +199,7 @@ def _chat_env(
             app = _load_chat_app()
             repo = DynamoRepository()
             seed_project(repo, PROJECT, weeks=3)
+            add_member(repo, PROJECT, USER, study_role="PI")
             yield ChatEnv(app=app, api=messages_api, tables=tables, repo=repo, dynamodb=dynamodb)
         finally:
             get_settings.cache_clear()

@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any
 
 from infra.local.stack import REPO_ROOT, LocalStack
+from tests.support.auth import grant
 
 PROCESSES = 8
 TURNS = 2
@@ -28,6 +29,7 @@ PROJECT = "demo-iit"
 
 
 def _start(local_stack: LocalStack, session: str, worker: int) -> subprocess.Popen[str]:
+    grant(f"{PROJECT}:member", f"worker-{worker}")  # the token proves identity; membership opens the project
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env.update(local_stack.env)
     env.pop("ANTHROPIC_API_KEY", None)

@@ -258,3 +258,53 @@ def test_a_project_older_than_the_years_read_with_the_turn_still_gets_every_year
     assert sorted(dynamo_calls.calls) == ["BatchGetItem", "Query", "Query", "TransactWriteItems"]
     prompt = "\n".join(b.text for b in llm_requests(deps)[-1].system)
     assert "2012年总结" in prompt
+# ------------------------------------------------------------------- round trips and access
+class _Calls:
+    """Counts the DynamoDB operations botocore sends while active (by operation name)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def __enter__(self) -> _Calls:
+        from botocore.client import BaseClient
+
+        self._orig = BaseClient._make_api_call
+        counter = self
+
+        def counting(client: Any, operation_name: str, api_params: Any) -> Any:
+            counter.calls[operation_name] = counter.calls.get(operation_name, 0) + 1
+            return counter._orig(client, operation_name, api_params)
+
+        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from botocore.client import BaseClient
+
+        BaseClient._make_api_call = self._orig  # type: ignore[method-assign]
+
+
+def test_a_members_non_history_turn_is_one_batch_read_and_one_transaction(repo: Any, aws: dict[str, str]) -> None:
+    # Given a seeded project whose member u1 (a PI) has chatted before
+    seed_project(repo, "p1")
+    deps = deps_with(repo)
+    send(deps, "你好")
+    # When u1 asks a question that needs no history
+    with _Calls() as counted:
+        send(deps, "我上次跟你说的那个只要看结果的规矩，你记得吗？")
+    # Then the membership came with the one BatchGetItem: no GetItem, one TransactWriteItems
+    assert counted.calls == {"BatchGetItem": 1, "TransactWriteItems": 1}
+
+
+def test_a_non_members_turn_reads_once_and_writes_nothing(repo: Any, aws: dict[str, str]) -> None:
+    from agent_memory.chat.turn import handle_message
+    from agent_memory.domain.errors import Forbidden
+
+    seed_project(repo, "p1")
+    deps = deps_with(repo)
+    before = snapshot(aws)
+    with _Calls() as counted, pytest.raises(Forbidden):
+        handle_message(deps, project_id="p1", session_id="s1", user_id="u-stranger", content="你好",
+                       patient_id=None, deadline=None)
+    assert counted.calls == {"BatchGetItem": 1}
+    assert snapshot(aws) == before

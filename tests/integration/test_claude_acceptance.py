@@ -56,6 +56,7 @@ from agent_memory.structured import FALLBACK_METRIC, USAGE_METRICS, output_schem
 from infra.local.events import build_http_api_event
 from tests.conftest import FakeLambdaContext
 from tests.integration.dynamo_support import say
+from tests.support.auth import add_member
 from tests.support.messages_api import (
     MessagesAPIServer,
     RecordedRequest,
@@ -228,6 +229,8 @@ def make_chat(llm_env: LlmEnv) -> Iterator[MakeChat]:
         seed_project(repo, PROJECT, weeks=3)
         repo.put_project(Project(project_id=CLINIC, name=CLINIC, kind="clinic", time_zone=CLINIC_TZ,
                                  created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+        for project_id in (PROJECT, CLINIC):
+            add_member(repo, project_id, USER)
         return ChatFunction(app=module, api=llm_env.api, repo=repo)
 
     yield make

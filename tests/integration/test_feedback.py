@@ -20,13 +20,13 @@ from agent_memory.domain.models import MessageRecord, Project
 from agent_memory.feedback.service import rate_message
 from agent_memory.jobs.calendar import local_day_window
 from infra.local.stack import LocalStack
-from infra.local.token import mint_token
 from tests.integration.dynamo_support import mark_active, say
+from tests.support.auth import bearer
 from tests.unit.jobs.support import add_project, make_deps, run, utc
 
 
 def _headers(project: str, user: str, role: str = "member") -> dict[str, str]:
-    return {"Authorization": f"Bearer {mint_token(user, [f'{project}:{role}'])}"}
+    return bearer(f"{project}:{role}", user)
 
 
 @pytest.fixture(scope="module")

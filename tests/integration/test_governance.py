@@ -22,7 +22,7 @@ import requests
 from agent_memory.adapters.dynamo.tables import HotMemoryItem, WeeklyReportItem
 from agent_memory.domain.models import Project
 from infra.local.stack import LocalStack
-from infra.local.token import mint_token
+from tests.support.auth import bearer
 
 
 def _uid(prefix: str) -> str:
@@ -41,7 +41,7 @@ def project(local_stack: LocalStack) -> str:
 class Client:
     def __init__(self, stack: LocalStack, project_id: str, role: str = "admin", user: str = "gov-admin") -> None:
         self.base = f"{stack.base_url}/v1/projects/{project_id}"
-        self.headers = {"Authorization": f"Bearer {mint_token(user, [f'{project_id}:{role}'])}"}
+        self.headers = bearer(f"{project_id}:{role}", user)
 
     def call(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None,
              **params: Any) -> requests.Response:

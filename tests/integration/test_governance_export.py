@@ -20,17 +20,16 @@ from boto3.dynamodb.types import TypeDeserializer
 from agent_memory.domain.models import Project
 from infra.data_import import ImportError_, import_records, parse_export
 from infra.local.stack import LocalStack
-from infra.local.token import mint_token
 from infra.template_model import create_tables, load_template
+from tests.support.auth import bearer
 
 DEMO = "demo-iit"
 _DESERIALIZE = TypeDeserializer().deserialize
 
 
 def _export(stack: LocalStack, project_id: str, role: str = "admin", **params: str) -> requests.Response:
-    token = mint_token("export-admin", [f"{project_id}:{role}"])
     return requests.get(f"{stack.base_url}/v1/projects/{project_id}/export", params=params or None,
-                        headers={"Authorization": f"Bearer {token}"}, timeout=60)
+                        headers=bearer(f"{project_id}:{role}", "export-admin"), timeout=60)
 
 
 def _project_items(client: Any, tables: dict[str, str], project_id: str) -> dict[str, dict[tuple[str, str], Any]]:
@@ -52,9 +51,8 @@ def _project_items(client: Any, tables: dict[str, str], project_id: str) -> dict
 def demo(local_stack: LocalStack) -> str:
     """The demo project with, besides its seeded hot memory and reports, a consultation: a chat
     turn, a transcript and a diagnosis in a new session."""
-    token = mint_token("export-admin", [f"{DEMO}:admin"])
     base = f"{local_stack.base_url}/v1/projects/{DEMO}/sessions/exp-{uuid.uuid4().hex[:8]}"
-    headers = {"Authorization": f"Bearer {token}"}
+    headers = bearer(f"{DEMO}:admin", "export-admin")
     calls: list[tuple[str, dict[str, Any]]] = [
         ("messages", {"content": "P009 头痛两天", "patient_id": "P009"}),
         ("transcript", {"turns": [{"role": "doctor", "content": "发烧吗？"}, {"role": "patient", "content": "没有"}]}),
@@ -87,10 +85,9 @@ def test_flow_log_is_exported_only_when_asked_and_members_get_403(local_stack: L
     project_id = f"exp-{uuid.uuid4().hex[:8]}"
     local_stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                          created_at=datetime(2026, 1, 1, tzinfo=UTC)))
-    token = mint_token("export-admin", [f"{project_id}:admin"])
     sent = requests.post(f"{local_stack.base_url}/v1/projects/{project_id}/sessions/s-1/messages",
-                         json={"content": "flow log line to export"}, headers={"Authorization": f"Bearer {token}"},
-                         timeout=60)
+                         json={"content": "flow log line to export"},
+                         headers=bearer(f"{project_id}:admin", "export-admin"), timeout=60)
     assert sent.status_code == 200, sent.text
     without = _export(local_stack, project_id).text
     with_flow = _export(local_stack, project_id, include="flow_log").text

@@ -17,7 +17,6 @@ import pytest
 import requests
 
 from infra.local.stack import free_port
-from tests.support.auth import bearer
 from tests.support.messages_api import MessagesAPIServer, text_reply
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,9 +66,13 @@ def test_make_run_sends_chat_turns_to_the_configured_messages_api(
 ) -> None:
     messages_api.script(text_reply("您好，我是项目助手。"))
 
+    # make run runs in another process: the membership is made as make token makes it, through the API
+    from infra.local.token import add_memberships, mint_token
+
+    add_memberships(local_run, "dev", {"demo-iit": "admin"}, study_role=None, display_name=None)
     response = requests.post(
         f"{local_run}/v1/projects/demo-iit/sessions/local-claude-1/messages",
-        json={"content": "你好"}, headers=bearer(), timeout=60,
+        json={"content": "你好"}, headers={"Authorization": f"Bearer {mint_token('dev')}"}, timeout=60,
     )
 
     assert response.status_code == 200, response.text

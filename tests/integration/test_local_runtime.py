@@ -175,10 +175,10 @@ def test_claims_for_request_refuses_a_request_without_authorization() -> None:
 
 
 def test_claims_for_request_returns_the_claims_of_a_verified_token() -> None:
-    token = mint_token("u-42", ["demo-iit:member"])
+    token = mint_token("u-42", operator=True)
     claims = claims_for_request({"Authorization": f"Bearer {token}"})
     assert claims["sub"] == "u-42"
-    assert claims["custom:projects"] == "demo-iit:member"
+    assert claims["cognito:groups"] == ["platform-admins"]
 
 
 def test_lambda_result_to_response_follows_the_proxy_format() -> None:

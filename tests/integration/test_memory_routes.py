@@ -24,6 +24,7 @@ from agent_memory.domain.models import Project
 from infra.jobs import LocalJobs, local_description
 from infra.local.stack import LocalStack, free_port
 from infra.local.token import mint_token
+from tests.support.auth import grant
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def token(projects: str, sub: str | None = "u-it") -> dict[str, str]:
     """An Authorization header with a local token the gateway accepts (``sub=None``: an empty user)."""
     extra = {"sub": ""} if sub is None else None
-    return {"Authorization": f"Bearer {mint_token(sub or 'nobody', projects.split(','), extra=extra)}"}
+    if sub is not None:
+        grant(projects, sub)
+    return {"Authorization": f"Bearer {mint_token(sub or 'nobody', extra=extra)}"}
 
 
 def get(stack: LocalStack, path: str, headers: dict[str, str] | None = None) -> requests.Response:
@@ -107,7 +110,7 @@ def test_week_53_exists_in_2026(local_stack: LocalStack) -> None:
 # ---------------------------------------------------------------------------------------- auth
 @pytest.mark.parametrize("path", ["/v1/projects/demo-iit/memory", "/v1/projects/demo-iit/reports"])
 def test_another_projects_member_is_403(local_stack: LocalStack, path: str) -> None:
-    assert get(local_stack, path, token("demo-clinic:admin")).status_code == 403
+    assert get(local_stack, path, token("demo-clinic:admin", "u-clinic-only")).status_code == 403
 
 
 @pytest.mark.parametrize("path", ["/v1/projects/demo-iit/memory", "/v1/projects/demo-iit/reports"])
@@ -158,7 +161,7 @@ def test_a_day_distilled_and_a_week_archived_show_in_the_routes(local_stack: Loc
     # and the week's report is listed.
     week = f"{day.isocalendar()[0]}-W{day.isocalendar()[1]:02d}"
     reports = get(local_stack, f"/v1/projects/{project_id}/reports?from={week}&to={week}",
-                  token(f"{project_id}:member")).json()["reports"]
+                  token(f"{project_id}:member", "u-it-member")).json()["reports"]
     assert [r["iso_week"] for r in reports] == [week]
     # Re-running both changes nothing.
     jobs.dispatch("distill", day + timedelta(days=1), project_id)

@@ -15,11 +15,11 @@ import requests
 from agent_memory.domain.models import Project
 from infra.local.reminder_clock import ReminderClock
 from infra.local.stack import LocalStack
-from infra.local.token import mint_token
+from tests.support.auth import bearer
 
 
 def _h(project: str, user: str, role: str = "member") -> dict[str, str]:
-    return {"Authorization": f"Bearer {mint_token(user, [f'{project}:{role}'])}"}
+    return bearer(f"{project}:{role}", user)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.domain.models import Project, SessionState
 from infra.local.events import build_http_api_event
 from infra.local.stack import LocalStack
-from infra.local.token import mint_token
+from tests.support.auth import bearer
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def clinic(local_stack: LocalStack) -> str:
 
 
 def auth(*projects: str, user: str = "doc-1") -> dict[str, str]:
-    return {"Authorization": f"Bearer {mint_token(user, list(projects))}"}
+    return bearer(",".join(projects), user)
 
 
 class Api:
@@ -294,7 +294,7 @@ def test_every_session_route_is_401_without_a_token_and_403_for_another_project(
     # No token: the gateway answers 401
     assert requests.request(method, url, json=body, timeout=30).status_code == 401
     # A member of another project: the function answers 403 (before validation or reads)
-    other = requests.request(method, url, json=body, headers=auth("demo-iit:admin"), timeout=30)
+    other = requests.request(method, url, json=body, headers=auth("demo-iit:admin", user="doc-elsewhere"), timeout=30)
     assert other.status_code == 403, other.text
     assert other.json()["error"] == "forbidden"
 

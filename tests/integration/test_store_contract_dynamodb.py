@@ -15,8 +15,9 @@ class TestDynamoRepositories(StoreContract):
         from agent_memory.adapters.dynamo.activity import ActivityRepository
         from agent_memory.adapters.dynamo.admin import AdminRepository
         from agent_memory.adapters.dynamo.jobs import JobsRepository
+        from agent_memory.adapters.dynamo.members import MemberRepository
         from agent_memory.adapters.dynamo.sessions import SessionsRepository
 
         sessions = SessionsRepository()
         return Stores(seed=sessions, chat=sessions, sessions=sessions, jobs=JobsRepository(), admin=AdminRepository(),
-                      views=ActivityRepository())
+                      views=ActivityRepository(), members=MemberRepository())

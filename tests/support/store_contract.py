@@ -21,6 +21,7 @@ from agent_memory.domain.errors import (
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
+    LastAdmin,
     MessageNotFound,
     ProjectNotFound,
     VersionConflict,
@@ -29,6 +30,7 @@ from agent_memory.domain.jobs import JobRun, ReviewItem
 from agent_memory.domain.models import (
     HotMemory,
     HotMemoryLine,
+    Member,
     MessageRecord,
     Project,
     SessionState,
@@ -53,6 +55,7 @@ class Stores:
     jobs: Any
     admin: Any
     views: Any
+    members: Any = None
 
 
 # ------------------------------------------------------------------------------- builders
@@ -113,8 +116,86 @@ def week_report(iso_week: str, revision: int = 1, summary: str | None = None) ->
                         revision=revision, created_at=T0, evidence=["m-1"])
 
 
+def member(user_id: str, role: str = "member", study_role: str = "CRC", project_id: str = "p1") -> Member:
+    return Member(project_id=project_id, user_id=user_id, project_role=role, study_role=study_role,  # type: ignore[arg-type]
+                  display_name=f"名字 {user_id}", added_at=T0, added_by="ops")
+
+
 class StoreContract:
     """Contract tests of the storage ports (subclass it and provide the ``stores`` fixture)."""
+
+    # --------------------------------------------------------------------- members
+    def test_a_project_is_created_once_and_updated_only_when_it_exists(self, stores: Stores) -> None:
+        # Given a new project
+        created = Project(project_id="p-new", name="新项目", time_zone="Europe/Berlin", kind="consultation",
+                          created_at=T0)
+        stores.members.create_project(created)
+        # When it is created again, Then AlreadyExists; an unknown project cannot be updated
+        with pytest.raises(AlreadyExists):
+            stores.members.create_project(created.model_copy(update={"name": "另一个"}))
+        with pytest.raises(ProjectNotFound):
+            stores.members.update_project(created.model_copy(update={"project_id": "p-none"}))
+        # and an update of the existing one is what every reader sees next
+        stores.members.update_project(created.model_copy(update={"time_zone": "Asia/Tokyo"}))
+        assert (stores.members.get_project("p-new").name, stores.jobs.get_project("p-new").time_zone) == (
+            "新项目", "Asia/Tokyo")
+
+    def test_members_are_put_listed_replaced_and_removed(self, stores: Stores) -> None:
+        # Given a project with an admin
+        project(stores)
+        assert stores.members.put_member(member("u-pi", "admin", "PI")) is True
+        # When a CRC is added, then replaced with another study role
+        assert stores.members.put_member(member("u-crc")) is True
+        assert stores.members.put_member(member("u-crc", study_role="DM")) is False
+        # Then the listing holds both, by user id, and a read gives the replacement
+        assert [(m.user_id, m.project_role, m.study_role) for m in stores.members.list_members("p1")] == [
+            ("u-crc", "member", "DM"), ("u-pi", "admin", "PI")]
+        assert stores.members.get_member("p1", "u-crc") == member("u-crc", study_role="DM")
+        # and a removal is at once visible; a second removal finds nothing
+        assert stores.members.remove_member("p1", "u-crc") is True
+        assert stores.members.remove_member("p1", "u-crc") is False
+        assert stores.members.get_member("p1", "u-crc") is None
+        assert stores.members.get_member("p2", "u-pi") is None  # another project's membership is its own
+
+    def test_the_last_admin_can_be_neither_removed_nor_demoted(self, stores: Stores) -> None:
+        # Given a project whose only admin is u-pi
+        project(stores)
+        stores.members.put_member(member("u-pi", "admin", "PI"))
+        stores.members.put_member(member("u-crc"))
+        # When u-pi is removed or made a member, Then LastAdmin and nothing changed
+        with pytest.raises(LastAdmin):
+            stores.members.remove_member("p1", "u-pi")
+        with pytest.raises(LastAdmin):
+            stores.members.put_member(member("u-pi", "member", "PI"))
+        assert stores.members.get_member("p1", "u-pi").project_role == "admin"
+        # and once another admin exists, both are allowed
+        stores.members.put_member(member("u-crc", "admin"))
+        stores.members.put_member(member("u-pi", "member", "PI"))
+        assert stores.members.remove_member("p1", "u-pi") is True
+        assert [m.user_id for m in stores.members.list_members("p1")] == ["u-crc"]
+
+    def test_the_turn_context_carries_the_askers_membership(self, stores: Stores) -> None:
+        # Given a project with a CRC member
+        project(stores)
+        stores.members.put_member(member("u-crc"))
+        # When the turn context is read for the CRC and for a stranger
+        ctx = stores.chat.load_turn_context("p1", "s1", now=T0, user_id="u-crc")
+        stranger = stores.chat.load_turn_context("p1", "s1", now=T0, user_id="u-other")
+        # Then the CRC's membership is there, the stranger has none
+        assert ctx.asker == member("u-crc")
+        assert stranger.asker is None
+
+    def test_the_speakers_study_role_is_kept_with_the_message_and_in_the_flow_log(self, stores: Stores) -> None:
+        # Given a project
+        project(stores)
+        said = message("m0001", T0).model_copy(update={"study_role": "PI"})
+        # When a turn with a PI's message is written
+        stores.chat.record_turn(turn(new_session(), [said], expected_version=0))
+        # Then the message, the window and the flow log all say PI
+        assert stores.chat.get_messages("p1", "s1", ["m0001"])["m0001"].study_role == "PI"
+        assert stores.chat.get_session("p1", "s1").window[0].study_role == "PI"
+        entries = stores.jobs.read_flow_log("p1", T0, T0 + timedelta(minutes=1))
+        assert [(e.user_id, e.study_role) for e in entries] == [("u1", "PI")]
 
     # -------------------------------------------------------------------- projects
     def test_an_unknown_project_is_not_found_where_the_project_is_read(self, stores: Stores) -> None:

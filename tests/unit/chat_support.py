@@ -14,8 +14,11 @@ from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
 from tests.fakes import FakeClock, InMemoryClinicalData, Reply, ScriptedLLM
+from tests.support.auth import add_member
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
+#: The user the helpers send as (a member of every project :func:`seed_project` makes).
+USER = "u1"
 #: Clinical data of p1: P001 enrolled on 2026-02-05; P005 with open queries and missing V2 fields.
 CLINICAL = {"p1": {"target_enrolment": 60, "subjects": {
     "P001": {"status": "enrolled", "enrolment_date": "2026-02-05", "visits": []},
@@ -48,9 +51,10 @@ def hot_line(line_id: str, section: str, text: str, source: str = "admin", tag: 
 
 def seed_project(repo: Any, project_id: str = "p1", *, weeks: int = 3, hot_lines: list[HotMemoryLine] | None = None,
                  report_text: str | None = None) -> None:
-    """A project with a hot memory and ``weeks`` weekly reports (2026-W01 ...), through the seeding
-    writes the in-memory store and the DynamoDB repository both have."""
+    """A project with a hot memory, ``weeks`` weekly reports (2026-W01 ...) and :data:`USER` as its
+    admin (a PI), through the seeding writes the in-memory store and the DynamoDB repository both have."""
     repo.put_project(Project(project_id=project_id, name=project_id, created_at=T0 - timedelta(days=100)))
+    add_member(repo, project_id, USER, "admin", "PI", "张主任")
     lines = hot_lines if hot_lines is not None else [
         hot_line("l1", "System Rules", "严禁在未授权情况下删除数据"),
         hot_line("l2", "User Preferences", "汇报时只看数据，不要废话。", tag="PI"),
@@ -88,7 +92,7 @@ def deps_with(repo: Any, llm: Any = None, **config: Any) -> ChatDeps:
 def send(deps: ChatDeps, content: str, *, project_id: str = "p1", session_id: str = "s1",
          patient_id: str | None = None, idempotency_hash: str | None = None) -> ChatResult:
     """One chat turn of user ``u1``."""
-    return handle_message(deps, project_id=project_id, session_id=session_id, user_id="u1", content=content,
+    return handle_message(deps, project_id=project_id, session_id=session_id, user_id=USER, content=content,
                           patient_id=patient_id, deadline=None, idempotency_hash=idempotency_hash)
 
 

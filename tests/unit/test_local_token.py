@@ -14,7 +14,6 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from agent_memory.http.auth import parse_projects_claim
 from infra.local.token import (
     LOCAL_AUDIENCE,
     LOCAL_ISSUER,
@@ -23,7 +22,7 @@ from infra.local.token import (
     key_id,
     main,
     mint_token,
-    projects_claim,
+    project_roles,
     signing_key,
     verify_token,
 )
@@ -46,11 +45,11 @@ def _sign(
     return jwt.encode(claims, key if key is not None else signing_key(), algorithm=alg, headers=headers)
 
 
-def test_a_minted_token_verifies_with_its_projects_and_roles() -> None:
-    token = mint_token("dev", ["demo-iit:admin", "demo-clinic"], default_role="member")
+def test_a_minted_token_verifies_and_carries_identity_only() -> None:
+    token = mint_token("dev")
     claims = verify_token(token)
     assert claims["sub"] == "dev"
-    assert parse_projects_claim(claims["custom:projects"]) == {"demo-iit": "admin", "demo-clinic": "member"}
+    assert "custom:projects" not in claims and "cognito:groups" not in claims
     assert (claims["iss"], claims["aud"]) == (LOCAL_ISSUER, LOCAL_AUDIENCE)
     assert jwt.get_unverified_header(token)["kid"] == key_id() == jwks()["keys"][0]["kid"]
 
@@ -110,18 +109,29 @@ def test_hs256_none_and_algorithm_confusion_are_refused() -> None:
         verify_token("not-a-jwt")
 
 
-def test_projects_claim_takes_several_projects_and_refuses_unknown_roles() -> None:
-    assert projects_claim(["a", "b:admin"], "member") == "a:member,b:admin"
-    assert projects_claim({"a": "admin"}) == "a:admin"
+def test_project_roles_take_several_projects_and_refuse_unknown_roles() -> None:
+    assert project_roles(["a", "b:admin"], "member") == {"a": "member", "b": "admin"}
+    assert project_roles("a:admin,b") == {"a": "admin", "b": "member"}
     with pytest.raises(ValueError, match="role"):
-        projects_claim(["a:owner"])
+        project_roles(["a:owner"])
     with pytest.raises(ValueError, match="project"):
-        projects_claim([":admin"])
+        project_roles([":admin"])
 
 
-def test_the_cli_prints_the_token_alone_on_its_last_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_prints_the_token_alone_on_its_last_line_and_says_no_stack_made_no_member(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("infra.local.token.running_stack_url", lambda: None)
     assert main(["--user", "dev", "--project", "demo-iit,demo-clinic:member", "--role", "admin"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert verify_token(lines[-1])["sub"] == "dev"
+    assert all(line.startswith("#") for line in lines[:-1])
+    assert "not made a member of demo-iit:admin,demo-clinic:member" in captured.err
+
+
+def test_the_cli_prints_a_platform_operator_token(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--user", "ops", "--role", "platform-admin"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     claims = verify_token(lines[-1])
-    assert claims["custom:projects"] == "demo-iit:admin,demo-clinic:member"
-    assert all(line.startswith("#") for line in lines[:-1])
+    assert (claims["sub"], claims["cognito:groups"]) == ("ops", ["platform-admins"])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_memory.domain.errors import Unauthorized
-from agent_memory.http.auth import caller_from_event, parse_projects_claim
+from agent_memory.http.auth import caller_from_event
 from agent_memory.http.errors import RequestRejected
 from agent_memory.http.routes import MAX_BODY_DEPTH, body_depth, check_request
 from infra.local.events import build_http_api_event
@@ -59,15 +59,6 @@ def test_ids_are_checked_on_the_raw_path(raw: str, decoded: str) -> None:
 
 def test_a_valid_request_passes_the_gate() -> None:
     check_request(_event('{"content": "P001 入组了吗"}'.encode()))
-
-
-@pytest.mark.parametrize("claim", ["p1:member,p1:admin", "p1:admin,p1:member", "p1:admin p1:member p1:admin"])
-def test_conflicting_roles_for_one_project_yield_the_least_privilege(claim: str) -> None:
-    assert parse_projects_claim(claim) == {"p1": "member"}
-
-
-def test_a_repeated_identical_role_is_kept() -> None:
-    assert parse_projects_claim("p1:admin,p1:admin,p2:member") == {"p1": "admin", "p2": "member"}
 
 
 @pytest.mark.parametrize("sub", ["u" * 129, "u\u202e1", "u\x001", "a b", "用户"])

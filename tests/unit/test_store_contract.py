@@ -13,4 +13,4 @@ class TestInMemoryStore(StoreContract):
     @pytest.fixture
     def stores(self) -> Stores:
         store = InMemoryStore()
-        return Stores(seed=store, chat=store, sessions=store, jobs=store, admin=store, views=store)
+        return Stores(seed=store, chat=store, sessions=store, jobs=store, admin=store, views=store, members=store)

@@ -404,9 +404,9 @@ def test_the_next_turn_repeats_the_previous_turns_cached_prefix_byte_for_byte() 
 
 
 def test_no_breakpoint_when_nothing_reaches_the_models_minimum() -> None:
-    # Given the default chat model (a 1,024-token minimum) and a small project: short instructions, a
-    # two-line hot memory, short turns
-    _, requests = drive_turns(16)
+    # Given a model whose minimum cacheable prefix (4,096 tokens) no request of a small project reaches:
+    # the instructions and tool definitions, a two-line hot memory, short turns
+    _, requests = drive_turns(16, min_cacheable_tokens=4_096)
 
     # Then no request carries a breakpoint: none could be written, so none is placed
     assert all(not b.cache for r in requests for b in r.system)

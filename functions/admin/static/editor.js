@@ -53,6 +53,7 @@
   function explain(err, action) {
     if (!(err instanceof ApiError)) return action + " failed: " + (err && err.message ? err.message : String(err));
     var b = err.body;
+    if (err.status === 409 && b.error === "last_admin") return action + " refused: " + b.reason + ".";
     if (err.status === 409 && b.error === "version_conflict") {
       return "Someone else saved first — reload. Your change was not saved (the hot memory is now at version " +
         b.current_version + "; you were editing version " + state.version + ").";
@@ -127,6 +128,7 @@
         list.append(el("li", { className: "line", dataset: { lineId: ln.line_id, source: ln.source } },
           el("span", { className: "badge " + ln.source, title: ln.source === "admin" ? "written by an admin" : "learnt by the AI" }, ln.source),
           el("span", { className: "text" }, lineContent(ln)),
+          el("span", { className: "scope", title: "who this line applies to" }, scopeOf(ln)),
           " ",
           el("button", { type: "button", className: "delete", onclick: function () { deleteLine(ln); } }, "Delete"),
           el("div", { className: "meta" }, "by " + ln.created_by + " · " + when(ln.created_at) + evidence)
@@ -135,6 +137,9 @@
       box.append(list);
     });
   }
+
+  // Who a line applies to: its role tag ([PI] lines to PIs, a user id's lines to that user), or everyone.
+  function scopeOf(line) { return line.role_tag ? "applies to " + line.role_tag : "applies to everyone"; }
 
   function loadMemory() {
     return api("GET", "/memory").then(renderMemory);
@@ -315,6 +320,50 @@
       });
   }
 
+  // ---------------------------------------------------------------------------- members
+  function loadMembers() {
+    return api("GET", "/members").then(function (page) {
+      var body = document.querySelector("#members tbody");
+      clear(body);
+      page.items.forEach(function (m) {
+        body.append(el("tr", { className: "member", dataset: { userId: m.user_id } },
+          el("td", { className: "user-id" }, m.user_id),
+          el("td", { className: "display-name" }, m.display_name),
+          el("td", { className: "project-role" }, m.project_role),
+          el("td", { className: "study-role" }, m.study_role),
+          el("td", {},
+            el("button", { type: "button", className: "edit-member", onclick: function () { editMember(m); } }, "Edit"),
+            " ",
+            el("button", { type: "button", className: "remove-member", onclick: function () { removeMember(m); } },
+              "Remove"))));
+      });
+    });
+  }
+
+  function editMember(m) {
+    $("member-user").value = m.user_id;
+    $("member-name").value = m.display_name;
+    $("member-project-role").value = m.project_role;
+    $("member-study-role").value = m.study_role;
+  }
+
+  function saveMember() {
+    var user = $("member-user").value.trim();
+    if (!user) { showStatus("error", "Enter the member's user id."); return Promise.resolve(); }
+    var body = { project_role: $("member-project-role").value, study_role: $("member-study-role").value,
+      display_name: $("member-name").value.trim() || user };
+    return api("PUT", "/members/" + encodeURIComponent(user), { body: body })
+      .then(function (m) { showStatus("info", "Member " + m.user_id + " saved (" + m.project_role + ", " + m.study_role + ")."); return loadMembers(); })
+      .catch(function (err) { showStatus("error", explain(err, "Saving the member")); });
+  }
+
+  function removeMember(m) {
+    if (!window.confirm("Remove " + m.user_id + " from the project? Their next request is refused.")) return Promise.resolve();
+    return api("DELETE", "/members/" + encodeURIComponent(m.user_id))
+      .then(function () { showStatus("info", "Member " + m.user_id + " removed."); return loadMembers(); })
+      .catch(function (err) { showStatus("error", explain(err, "Removing the member")); });
+  }
+
   // ------------------------------------------------------------------------------ audit
   function loadAudit() {
     return api("GET", "/memory/audit", { query: { limit: "30" } }).then(function (page) {
@@ -347,7 +396,7 @@
   function loadAll() {
     clearStatus();
     return loadMemory()
-      .then(function () { return Promise.all([loadRevisions(true), loadReview(), loadAudit(), loadFeedback()]); })
+      .then(function () { return Promise.all([loadRevisions(true), loadReview(), loadAudit(), loadFeedback(), loadMembers()]); })
       .then(function () { $("app").hidden = false; $("login").hidden = true; $("signout").hidden = false; })
       .catch(function (err) { showStatus("error", explain(err, "Loading")); });
   }
@@ -376,6 +425,7 @@
     $("signout").addEventListener("click", signOut);
     $("reload").addEventListener("click", loadAll);
     $("save").addEventListener("click", save);
+    $("member-save").addEventListener("click", saveMember);
     $("more-revisions").addEventListener("click", function () { loadRevisions(false); });
     var project = sessionStorage.getItem("am.project");
     var token = sessionStorage.getItem("am.token");

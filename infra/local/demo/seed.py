@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from contextlib import suppress
 from datetime import UTC, datetime
+from typing import Any
 
 from agent_memory.adapters.dynamo.chat import DynamoRepository
 from agent_memory.domain.errors import ProjectNotFound, VersionConflict
-from agent_memory.domain.models import ClinicalDataSource, Project
+from agent_memory.domain.models import ClinicalDataSource, Member, Project, StudyRole
 from agent_memory.domain.text import estimate_tokens
 from infra.local.demo.hot_memory import DEMO_IIT_PROJECT_ID, demo_iit_hot_memory
 from infra.local.demo.weekly_reports import demo_iit_weekly_reports
@@ -38,9 +39,30 @@ DEMO_PROJECTS: tuple[Project, ...] = (
 )
 
 
-def seed_demo(repo: DynamoRepository, *, now: datetime, clinical_data: ClinicalDataSource | None = None) -> None:
-    """Create the demo projects, the demo-iit hot memory and its weekly reports, and the
-    demo-clinic visits (:mod:`infra.local.demo.clinic_sessions`) if absent.
+#: The demo team of each demo project: (user id, project role, study role, display name).
+DEMO_TEAM: tuple[tuple[str, str, StudyRole, str], ...] = (
+    ("pi-zhang", "admin", "PI", "张主任"),
+    ("crc-li", "member", "CRC", "李协调员"),
+    ("crc-wang", "member", "CRC", "王协调员"),
+    ("dm-chen", "member", "DM", "陈数据管理员"),
+)
+
+
+def demo_members(project_id: str, added_at: datetime) -> list[Member]:
+    """The demo team as members of ``project_id``: a PI (the admin), two CRCs and a DM."""
+    return [
+        Member(project_id=project_id, user_id=user, project_role=role, study_role=study,  # type: ignore[arg-type]
+               display_name=name, added_at=added_at, added_by=SEED_ACTOR)
+        for user, role, study, name in DEMO_TEAM
+    ]
+
+
+def seed_demo(
+    repo: DynamoRepository, *, now: datetime, clinical_data: ClinicalDataSource | None = None, members: Any = None
+) -> None:
+    """Create the demo projects, their team (:data:`DEMO_TEAM`, through ``members``, a
+    ``MemberStore``), the demo-iit hot memory and its weekly reports, and the demo-clinic visits
+    (:mod:`infra.local.demo.clinic_sessions`) if absent.
 
     Args:
         repo: a repository whose tables are already bound (``bind_tables``).
@@ -48,6 +70,7 @@ def seed_demo(repo: DynamoRepository, *, now: datetime, clinical_data: ClinicalD
             weekly job would already have archived by ``now`` are written.
         clinical_data: demo-iit's clinical source (the local REDCap server); set on the project
             record even when it exists (the server's port changes from run to run).
+        members: where the demo team is added (a member already there is left as it is).
     """
     for project in DEMO_PROJECTS:
         wanted = project
@@ -57,9 +80,13 @@ def seed_demo(repo: DynamoRepository, *, now: datetime, clinical_data: ClinicalD
             stored = repo.get_project(project.project_id)
         except ProjectNotFound:
             repo.put_project(wanted)
-            continue
-        if clinical_data is not None and wanted.clinical_data != stored.clinical_data:
-            repo.put_project(stored.model_copy(update={"clinical_data": wanted.clinical_data}))
+        else:
+            if clinical_data is not None and wanted.clinical_data != stored.clinical_data:
+                repo.put_project(stored.model_copy(update={"clinical_data": wanted.clinical_data}))
+        if members is not None:
+            for member in demo_members(project.project_id, project.created_at):
+                if members.get_member(project.project_id, member.user_id) is None:
+                    members.put_member(member)
 
     hot = demo_iit_hot_memory()
     with suppress(VersionConflict):  # already seeded (or edited since): never overwrite

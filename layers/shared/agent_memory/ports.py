@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.models import (
         ClinicalDataSource,
         HotMemory,
+        Member,
         MessageRecord,
         Project,
         SessionState,
@@ -196,7 +197,15 @@ class ConversationStore(Protocol):
 class ChatStore(ConversationStore, Protocol):
     """What the chat turn needs from storage (implemented by ``DynamoRepository``)."""
 
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
+    def load_turn_context(
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+    ) -> TurnContext:
+        """Project, hot memory, session and (``user_id`` given) the asker's membership, in ONE read.
+
+        Raises:
+            ProjectNotFound: no project record.
+        """
+        ...
 
     def load_history(
         self, project_id: str, *, limit_weeks: int, page_size: int | None = None
@@ -210,7 +219,9 @@ class SessionsStore(ConversationStore, Protocol):
 
     def get_project(self, project_id: str) -> Project: ...
 
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext: ...
+    def load_turn_context(
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+    ) -> TurnContext: ...
 
     def create_session(self, session: SessionState) -> SessionState: ...
 
@@ -232,6 +243,56 @@ class SessionsStore(ConversationStore, Protocol):
                           limit: int | None = None) -> list[Diagnosis]: ...
 
     def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
+
+
+class MemberReader(Protocol):
+    """The membership lookup of the route guard (``MemberRepository``): ONE GetItem."""
+
+    def get_member(self, project_id: str, user_id: str) -> Member | None:
+        """The membership of ``user_id`` in ``project_id`` (strongly consistent), or None."""
+        ...
+
+
+class MemberStore(MemberReader, Protocol):
+    """Projects and their members (``agent_memory.adapters.dynamo.members.MemberRepository``).
+
+    Writes that could leave a project without an admin are refused with ``LastAdmin`` in the same
+    transaction that would have done it (the remaining admin's item is a condition of it).
+    """
+
+    def get_project(self, project_id: str) -> Project:
+        """The project record. Raises ProjectNotFound."""
+        ...
+
+    def create_project(self, project: Project) -> None:
+        """Store a new project. Raises AlreadyExists when its id is taken."""
+        ...
+
+    def update_project(self, project: Project) -> None:
+        """Replace an existing project's record. Raises ProjectNotFound."""
+        ...
+
+    def list_members(self, project_id: str) -> list[Member]:
+        """Every member of the project, by user id (one Query)."""
+        ...
+
+    def put_member(self, member: Member) -> bool:
+        """Create or replace a membership; True when it is new.
+
+        Raises:
+            LastAdmin: it would demote the project's last admin (nothing written).
+            VersionConflict: a concurrent change of the same membership (nothing written).
+        """
+        ...
+
+    def remove_member(self, project_id: str, user_id: str) -> bool:
+        """Remove a membership; False when there was none.
+
+        Raises:
+            LastAdmin: it is the project's last admin (nothing removed).
+            VersionConflict: a concurrent change of the project's admins (nothing removed).
+        """
+        ...
 
 
 class PatientDiagnoses(Protocol):

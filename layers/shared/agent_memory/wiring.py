@@ -26,6 +26,7 @@ from agent_memory.ports import (
     FeedbackStore,
     JobSender,
     LLMClient,
+    MemberStore,
     Notifier,
     ViewStore,
 )
@@ -43,11 +44,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AdminDeps:
-    """The admin function's collaborators: the only HTTP writer of the MemoryTable."""
+    """The admin function's collaborators: the only HTTP writer of the MemoryTable (hot memory,
+    reports, projects and members)."""
 
     store: AdminStore
     hot_memory_token_cap: int
     clock: Callable[[], datetime]
+    members: MemberStore
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,15 @@ def _bind_tables(settings: Settings) -> None:
         sessions_table=settings.sessions_table,
         flow_log_table=settings.flow_log_table,
     )
+
+
+def build_members(settings: Settings) -> MemberStore:
+    """The projects and members store (``MemberRepository``): the route guard's membership lookup
+    in every HTTP function, and the project and member routes of the admin function."""
+    from agent_memory.adapters.dynamo.members import MemberRepository
+
+    _bind_tables(settings)
+    return MemberRepository()
 
 
 def build_llm(settings: Settings) -> LLMClient:
@@ -264,7 +276,8 @@ def build_admin_deps(settings: Settings) -> AdminDeps:
 
     _bind_tables(settings)
     return AdminDeps(
-        store=AdminRepository(), hot_memory_token_cap=settings.hot_memory_token_cap, clock=lambda: datetime.now(UTC)
+        store=AdminRepository(), hot_memory_token_cap=settings.hot_memory_token_cap, clock=lambda: datetime.now(UTC),
+        members=build_members(settings),
     )
 
 

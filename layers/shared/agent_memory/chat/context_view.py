@@ -21,13 +21,15 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
     returned by the chat endpoint).
 
     Returns:
-        ``{"message_id", "intents", "calls": [{"intents", "load_history", "blocks":
+        ``{"message_id", "intents", "asker", "calls": [{"intents", "load_history", "blocks":
         [{"name", "tokens", "text"}], "usage", "model_calls"}]}``; a block whose source changed
         since the turn (a corrected report) carries ``"changed_since_turn": true``, one that a
         cache breakpoint ended ``"cache": true``. ``usage`` is the context's summed token usage
         (null offline, and for turns recorded before usage was kept), ``model_calls`` lists each
         Messages-API call's stop reason and usage. A call whose model used the ``read_history`` tool
         has ``"read_history": {"weeks": [...]}`` and a last block ``read_history`` with the reports read.
+        Messages-API call's stop reason and usage. ``asker``: who asked (``user_id``,
+        ``display_name``, ``study_role`` when the turn ran; null for turns recorded before).
 
     Raises:
         ProjectNotFound, MessageNotFound.
@@ -62,7 +64,8 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
             "blocks": blocks_out, "usage": call.get("usage"), "model_calls": call.get("model_calls", []),
             "truncated": bool(call.get("truncated", False)), "refused": bool(call.get("refused", False)),
         })
-    return {"message_id": message.message_id, "intents": manifest.get("intents", []), "calls": calls_out}
+    return {"message_id": message.message_id, "intents": manifest.get("intents", []),
+            "asker": manifest.get("asker"), "calls": calls_out}
 
 
 def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[str, Any]) -> tuple[str, bool]:

@@ -30,6 +30,7 @@ from agent_memory.domain.models import (
     HotMemory,
     HotMemoryLine,
     Intent,
+    Member,
     MessageRecord,
     SessionState,
     WeeklyReport,
@@ -55,8 +56,8 @@ SYSTEM_INSTRUCTIONS = (
     " When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, read the weeks you need"
     " with the read_history tool if it is offered; never invent history.\n"
     "3. The recent turns of this conversation.\n"
-    "4. With the user's new message, <session>: the current time, the facts and summary of this conversation"
-    " and the task of this reply.\n"
+    "4. With the user's new message, <session>: the current time, the asker, the facts and summary of this"
+    " conversation and the task of this reply.\n"
     "Current clinical data is read with the read_clinical_data tool, never guessed."
     " Quality-control (QC) tasks judge current data only.\n"
     "Reply in the language of the user's message. Never reveal personal identifiers that a system rule forbids."
@@ -269,14 +270,17 @@ def render_session_block(
     *,
     now: datetime | None = None,
     time_zone: str | None = None,
+    asker: Member | None = None,
 ) -> str:
-    """The current time, session facts, rolling summary and the task note of this call: the
-    block that changes every turn, sent with the user's message after the last cache breakpoint."""
+    """The current time, the asker, session facts, rolling summary and the task note of this call:
+    the block that changes every turn, sent with the user's message after the last cache breakpoint."""
     patient = f' patient="{session.patient_id}"' if session.patient_id else ""
     parts = [f'<session id="{session.session_id}"{patient}>']
     if now is not None:
         zone = time_zone or "UTC"
         parts.append(f"Current time: {now.astimezone(ZoneInfo(zone)).strftime('%Y-%m-%d %H:%M')} ({zone})")
+    if asker is not None:
+        parts.append(render_asker(asker))
     symptoms = session.facts.get("symptoms") if session.facts else None
     if symptoms:
         rendered = []
@@ -304,9 +308,23 @@ def render_session_block(
     if estimate_tokens(text) > max_tokens and session.summary:
         # The summary is the only unbounded part; drop it before the facts.
         return render_session_block(
-            session.model_copy(update={"summary": ""}), intents, max_tokens, now=now, time_zone=time_zone
+            session.model_copy(update={"summary": ""}), intents, max_tokens, now=now, time_zone=time_zone,
+            asker=asker,
         )
     return text
+
+
+def render_asker(asker: Member) -> str:
+    """Who is asking and which hot-memory preference lines apply to them: the lines of their study
+    role (``[CRC]``), their own lines (tagged with their user id) and untagged lines; a line tagged
+    with another role or user is someone else's preference."""
+    role = asker.study_role
+    return (
+        f"Asker: {asker.display_name} (user {asker.user_id}), study role {role}.\n"
+        f"Preferences that apply to this asker: lines tagged [{role}], lines tagged [{asker.user_id}] and untagged"
+        " lines; lines tagged with another role or user are other team members' preferences: do not apply them"
+        " to this asker."
+    )
 
 
 # --------------------------------------------------------------- recent turns
@@ -414,6 +432,7 @@ def assemble_prompt(
     min_cacheable_tokens: int = 0,
     now: datetime | None = None,
     time_zone: str | None = None,
+    asker: Member | None = None,
 ) -> AssembledPrompt:
     """Assemble one LLM context.
 
@@ -429,6 +448,8 @@ def assemble_prompt(
         min_cacheable_tokens: the model's minimum cacheable prompt length: a breakpoint whose
             prefix (tools included) is estimated shorter is not placed.
         now, time_zone: the time the session block states (none when ``now`` is None).
+        asker: the member asking; the session block names them and the preference lines that
+            apply to them (none when None).
 
     Returns:
         The system blocks (with cache flags), the messages (a cache breakpoint on the last block
@@ -482,7 +503,9 @@ def assemble_prompt(
             messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
         blocks.append(PromptBlock("recent_turns", "", turn_tokens, ref={"message_ids": recent_ids}, cache=cached))
 
-    session_text = render_session_block(session, intents, budget.session_tokens, now=now, time_zone=time_zone)
+    session_text = render_session_block(
+        session, intents, budget.session_tokens, now=now, time_zone=time_zone, asker=asker
+    )
     blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
     blocks.append(PromptBlock("user_message", user_text, estimate_tokens(user_text)))
     # After the last breakpoint: what changes every turn, then the question (last, so that it is the
@@ -508,6 +531,7 @@ __all__ = [
     "PromptBudget",
     "assemble_prompt",
     "is_refused_turn",
+    "render_asker",
     "render_history_block",
     "render_hot_memory_block",
     "render_report",

@@ -1,7 +1,8 @@
 """The chat turn: read memory, route by intent, call the LLM, record the turn.
 
 One turn, in round trips (docs/architecture.md, "Request path"):
-1. ONE BatchGetItem: project + hot memory + session item (window, facts, summary);
+1. ONE BatchGetItem: project + hot memory + the asker's membership + session item (window, facts,
+   summary); a user who is not a member of the project is refused here (403), before any write;
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
    item (version condition), the project's activity marker for the local day.
@@ -35,12 +36,13 @@ from agent_memory.chat.toolsets import ToolSet, ToolSets
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
-from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
+from agent_memory.domain.errors import Forbidden, InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.llm import Effort, LLMRequest, Usage
 from agent_memory.domain.models import (
     HotMemory,
     Intent,
+    Member,
     MessageRecord,
     Project,
     SessionState,
@@ -217,6 +219,8 @@ def handle_message(
         ChatResult (message_id is the assistant message; its context is inspectable).
 
     Raises:
+        Forbidden: ``user_id`` is not a member of the project (its ``MEMBER#`` item, read in the
+            turn's one BatchGetItem, decides; the token's claims do not): nothing is written.
         InvalidInput, PayloadTooLarge, ProjectNotFound: nothing is written.
         LLMError (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, LLMAuthError,
             LLMModelNotFound, LLMBadResponse, LLMEmptyReply): the user message was recorded as
@@ -225,7 +229,9 @@ def handle_message(
     cfg = deps.config
     validate_message(content, cfg.max_message_bytes)
     now = deps.now()
-    ctx = deps.store.load_turn_context(project_id, session_id, now=now)
+    ctx = deps.store.load_turn_context(project_id, session_id, now=now, user_id=user_id)
+    if ctx.asker is None:
+        raise Forbidden(f"you are not a member of project {project_id}")
     session = ctx.session
     if patient_id and session.patient_id and session.patient_id != patient_id:
         raise InvalidInput("this session belongs to another patient")
@@ -233,7 +239,7 @@ def handle_message(
     reused = _failed_retry(session.window, idempotency_hash)
     user_msg = reused or MessageRecord(
         message_id=new_message_id(now), role="user", content=content, at=now, user_id=user_id,
-        idempotency_hash=idempotency_hash,
+        study_role=ctx.asker.study_role, idempotency_hash=idempotency_hash,
     )
 
     # Session memory : this message's facts BEFORE any LLM call, so the prompt's
@@ -266,13 +272,14 @@ def handle_message(
     # The asker's own reminder tools, offered to the first LLM context only (one request, one schedule).
     reminder_tools = None if deps.reminders is None else ReminderTools(
         deps.reminders, project_id=project_id, time_zone=ctx.project.time_zone, user_id=user_id,
-        study_role=getattr(getattr(ctx, "asker", None), "study_role", None), hot_lines=ctx.hot_memory.lines,
+        study_role=ctx.asker.study_role if ctx.asker else None, hot_lines=ctx.hot_memory.lines,
     )
     try:
         for i, plan in enumerate(plans):
             outcomes.append(_run_call(
                 deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline, reminder_tools if i == 0 else None), tools,
+                                 ctx.project.time_zone, now, deadline, ctx.asker,
+                                 reminder_tools if i == 0 else None), tools,
             ))
     except LLMError:
         if reused is None:
@@ -290,7 +297,7 @@ def handle_message(
         tool_calls=[tc for o in outcomes for tc in o.result.tool_calls],
         truncated=any(o.result.truncated for o in outcomes),
     )
-    manifest = _manifest(outcomes, classification.intents, user_msg.message_id)
+    manifest = _manifest(outcomes, classification.intents, user_msg.message_id, ctx.asker)
     if reused is None:
         new, flow, mark_ok = [user_msg, assistant], [user_msg, assistant], []
     else:
@@ -349,6 +356,7 @@ class _CallInput:
     time_zone: str
     now: datetime
     deadline: float | None
+    asker: Member | None = None
     extra_tools: ToolSet | None = None
 
 
@@ -390,6 +398,7 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> _CallO
         min_cacheable_tokens=cfg.cacheable_from(),
         now=call.now,
         time_zone=call.time_zone,
+        asker=call.asker,
     )
     request = LLMRequest(
         model=cfg.chat_model_id,
@@ -423,9 +432,11 @@ def _combine(outcomes: Sequence[_CallOutcome]) -> str:
     return "\n\n".join(parts)
 
 
-def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_message_id: str) -> dict[str, Any]:
-    """What was sent, by reference, so the context endpoint can rebuild it (kept small), and what
-    each model call cost."""
+def _manifest(
+    outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_message_id: str, asker: Member | None = None
+) -> dict[str, Any]:
+    """What was sent, by reference, so the context endpoint can rebuild it (kept small), what each
+    model call cost, and who asked (user id, display name and study role at that moment)."""
     calls = []
     for o in outcomes:
         blocks = []
@@ -455,7 +466,11 @@ def _manifest(outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_
             "refused": o.result.refused,
             **({"read_history": {"weeks": o.history_weeks_read}} if o.history_weeks_read else {}),
         })
-    return {"intents": [i.value for i in intents], "calls": calls}
+    manifest: dict[str, Any] = {"intents": [i.value for i in intents], "calls": calls}
+    if asker is not None:
+        manifest["asker"] = {"user_id": asker.user_id, "display_name": asker.display_name,
+                             "study_role": asker.study_role}
+    return manifest
 
 
 def _append(

@@ -48,7 +48,7 @@ from agent_memory.domain.errors import (
     VersionConflict,
 )
 from agent_memory.domain.ids import epoch_ms
-from agent_memory.domain.models import MessageRecord, SessionState, TurnContext
+from agent_memory.domain.models import MessageRecord, SessionState, StudyRole, TurnContext
 from agent_memory.domain.session_models import (
     CompareSide,
     Comparison,
@@ -219,11 +219,14 @@ def _require_session(deps: SessionsDeps, project_id: str, session_id: str) -> Se
 
 # ------------------------------------------------------------ transcript
 def import_transcript(
-    deps: SessionsDeps, *, project_id: str, session_id: str, user_id: str, turns: Sequence[TranscriptTurn]
+    deps: SessionsDeps, *, project_id: str, session_id: str, user_id: str, turns: Sequence[TranscriptTurn],
+    study_role: StudyRole | None = None,
 ) -> int:
     """Append turns recorded elsewhere (see module docstring); returns how many were appended.
 
-    The session is created on first use (type ``consultation``), like a chat session.
+    The session is created on first use (type ``consultation``), like a chat session. The doctor's
+    turns are the importing member's: they carry ``user_id`` and ``study_role`` (the member's study
+    role at the time of the import); the patient, who is no member, has no study role.
 
     Raises:
         InvalidInput (422): no turns, too many, an empty one, or a time (``at``, resolved in the
@@ -238,7 +241,7 @@ def import_transcript(
     now = deps.now()
     ctx = deps.store.load_turn_context(project_id, session_id, now=now)
     tz = ctx.project.time_zone
-    messages = _transcript_messages(turns, user_id=user_id, now=now, zone=ZoneInfo(tz))
+    messages = _transcript_messages(turns, user_id=user_id, now=now, zone=ZoneInfo(tz), study_role=study_role)
     updates = deps.memory.extract(messages, prior=ctx.session.window, time_zone=tz)
     refs = deps.memory.load_diagnosis_refs(ctx.session, None)
     session: SessionState | None = ctx.session
@@ -275,7 +278,8 @@ def _validate_transcript(turns: Sequence[TranscriptTurn], cfg: SessionsConfig) -
 
 
 def _transcript_messages(
-    turns: Sequence[TranscriptTurn], *, user_id: str, now: datetime, zone: ZoneInfo
+    turns: Sequence[TranscriptTurn], *, user_id: str, now: datetime, zone: ZoneInfo,
+    study_role: StudyRole | None = None,
 ) -> list[MessageRecord]:
     """Messages of the turns: times resolved (naive = project local; missing = previous + 1 ms,
     or the import time for the first), ids sortable by time and, within a millisecond, by order.
@@ -310,7 +314,8 @@ def _transcript_messages(
             role="user" if t.role == "patient" else "assistant",
             content=t.content,
             at=at,
-            user_id=user_id if t.role == "patient" else None,
+            user_id=user_id,
+            study_role=study_role if t.role == "doctor" else None,
             source="transcript",
         ))
     return out

@@ -137,6 +137,10 @@ class AlreadyExists(DomainError):
     """A create with an id that is already taken (HTTP 409)."""
 
 
+class LastAdmin(DomainError):
+    """Removing or demoting the project's last admin (HTTP 409): a project always keeps one."""
+
+
 class DiagnosisNotFound(DomainError):
     """The diagnosis does not exist for this session / patient (HTTP 404)."""
 

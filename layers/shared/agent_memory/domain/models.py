@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: A project member's role in the study team (the ``[PI]`` / ``[CRC]`` tags of hot memory).
 StudyRole = Literal["PI", "Sub-I", "CRC", "DM", "CRA", "Statistician", "Other"]
-
 
 class Intent(StrEnum):
     """What a message asks for; drives retrieval."""
@@ -186,9 +186,22 @@ class Project(BaseModel):
     project_id: str
     name: str
     time_zone: str = "Asia/Shanghai"
-    kind: Literal["iit", "clinic"] = "iit"
+    kind: Literal["iit", "clinic", "consultation"] = "iit"
     clinical_data: ClinicalDataSource | None = None
     created_at: datetime
+
+
+class Member(BaseModel):
+    """A user's membership of one project (``MEMBER#{user_id}`` in the project's partition): it,
+    not the token, decides access (``project_role``) and names the user's study role."""
+
+    project_id: str
+    user_id: str
+    project_role: Literal["admin", "member"]
+    study_role: StudyRole
+    display_name: str
+    added_at: datetime
+    added_by: str
 
 
 class TurnContext(BaseModel):
@@ -200,6 +213,8 @@ class TurnContext(BaseModel):
     #: The project's yearly summaries, oldest first, read with the turn's BatchGetItem; None when
     #: they were not read, or older ones than those read may exist (the reader then queries them).
     yearly_summaries: list[YearlySummary] | None = None
+    #: The asker's membership, read in the same BatchGetItem (None: not a member).
+    asker: Member | None = None
 
 
 def iso_week_label(day: date) -> str:

@@ -1,29 +1,39 @@
-"""Authentication and tenancy from the JWT claims API Gateway's JWT authorizer verified.
+"""Authentication from the JWT claims API Gateway's JWT authorizer verified; authorization from
+the project's membership items in DynamoDB.
 
-Claims used (a Cognito user pool or any OIDC issuer can carry them):
+The token proves identity only. Claims used (a Cognito user pool or any OIDC issuer can carry them):
 - ``sub``: the user id;
-- ``custom:projects``: the projects the user belongs to with a role each, as one string
-  ``"demo-iit:admin,demo-clinic:member"`` (API Gateway HTTP API passes every claim as a
-  string; arrays arrive as ``"[a b]"``, which is accepted too).
+- ``cognito:groups``: the caller is a platform operator when it contains ``platform-admins``
+  (API Gateway HTTP API passes every claim as a string; arrays arrive as ``"[a b]"``).
 
-Every request is checked against the one route -> role table (:mod:`agent_memory.http.routes`)
-by the route guard, the first middleware of every route, which calls :func:`caller_from_event` and
-:func:`authorize` once: no valid claims -> 401, a project the user is not in -> 403, an admin route
-for a member -> 403. Routes read the admitted :class:`Caller` from the request context.
+Which projects a user may use, and with which role, is the ``MEMBER#{user_id}`` item of the
+project (``agent_memory.domain.models.Member``), read by the route guard through a
+``MemberReader`` port (or, for a chat turn, in the turn's own BatchGetItem): removing a member
+refuses their very next request. A ``custom:projects`` claim, which older tokens carried, grants
+nothing. A platform operator is a member of no project by being one: operators may create
+projects and add or replace members (the first admin included), and use a project only through a
+membership of their own.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from agent_memory.domain.errors import Forbidden, Unauthorized
 
+if TYPE_CHECKING:
+    from agent_memory.domain.models import Member
+
 Role = Literal["admin", "member"]
+#: Older tokens listed projects and roles here; it grants nothing any more (membership is in DynamoDB).
 PROJECTS_CLAIM = "custom:projects"
+#: The groups claim of a Cognito ID token; :data:`OPERATOR_GROUP` in it makes a platform operator.
+GROUPS_CLAIM = "cognito:groups"
+OPERATOR_GROUP = "platform-admins"
 _SPLIT = re.compile(r"[\s,;]+")
 #: A user id (``sub``): 1-128 printable ASCII characters without spaces (Cognito's are UUIDs).
 #: Control, format (bidi, zero-width) and other non-ASCII characters are refused: the id is the
@@ -33,34 +43,26 @@ USER_ID_RE = re.compile(r"[!-~]{1,128}")
 
 @dataclass(frozen=True)
 class Caller:
-    """The authenticated user: id and role per project."""
+    """The authenticated user: id, whether a platform operator, and the membership of the path's
+    project the route guard looked up (None: not a member, or not looked up)."""
 
     user_id: str
-    roles: dict[str, Role] = field(default_factory=dict)
+    operator: bool = False
+    member: Member | None = field(default=None)
 
     def role_in(self, project_id: str) -> Role | None:
-        """The caller's role in ``project_id`` or None when not a member."""
-        return self.roles.get(project_id)
+        """The caller's role in ``project_id`` or None when not a member of it."""
+        if self.member is None or self.member.project_id != project_id:
+            return None
+        return self.member.project_role
 
 
-def parse_projects_claim(value: Any) -> dict[str, Role]:
-    """``"p1:admin,p2:member"`` / ``"[p1:admin p2:member]"`` / a list -> ``{p1: admin, p2: member}``.
-
-    Entries without a valid role are ignored (never widened to a default role). A project named
-    twice with different roles gets the least privilege (``member``), whatever the order.
-    """
+def claim_values(value: Any) -> list[str]:
+    """A multi-valued claim as a list: a JSON array, or API Gateway's ``"[a b]"`` / ``"a,b"`` text."""
     if value is None:
-        return {}
+        return []
     items = value if isinstance(value, list) else _SPLIT.split(str(value).strip().strip("[]"))
-    roles: dict[str, Role] = {}
-    for raw in items:
-        entry = str(raw).strip().strip('"')
-        if ":" not in entry:
-            continue
-        project, role = entry.rsplit(":", 1)
-        if project and role in ("admin", "member"):
-            roles[project] = "member" if roles.get(project, role) != role else role  # type: ignore[assignment]
-    return roles
+    return [str(v).strip().strip('"') for v in items if str(v).strip().strip('"')]
 
 
 def claims_of(event: APIGatewayProxyEventV2) -> dict[str, Any]:
@@ -87,11 +89,12 @@ def caller_from_event(event: APIGatewayProxyEventV2) -> Caller:
         raise Unauthorized("a valid bearer token is required")
     if not isinstance(sub, str) or not USER_ID_RE.fullmatch(sub):
         raise Unauthorized("the token's subject must be 1-128 printable ASCII characters")
-    return Caller(user_id=str(sub), roles=parse_projects_claim(claims.get(PROJECTS_CLAIM)))
+    return Caller(user_id=str(sub), operator=OPERATOR_GROUP in claim_values(claims.get(GROUPS_CLAIM)))
 
 
 def authorize(caller: Caller, project_id: str, *, admin: bool = False) -> Role:
-    """Check the caller may use ``project_id`` (as an admin when ``admin``).
+    """Check the caller may use ``project_id`` (as an admin when ``admin``), from the membership
+    the guard looked up (``caller.member``).
 
     Returns:
         The caller's role in the project.

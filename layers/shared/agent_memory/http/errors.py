@@ -102,6 +102,7 @@ PLAIN_ERRORS: Mapping[type[e.DomainError], tuple[HTTPStatus, str]] = {
     e.DiagnosisNotFound: (HTTPStatus.NOT_FOUND, "not_found"),
     e.NotFound: (HTTPStatus.NOT_FOUND, "not_found"),
     e.AlreadyExists: (HTTPStatus.CONFLICT, "already_exists"),
+    e.LastAdmin: (HTTPStatus.CONFLICT, "last_admin"),
     e.InvalidContinuationToken: (HTTPStatus.BAD_REQUEST, "invalid_next_token"),
     e.PreconditionRequired: (HTTPStatus.PRECONDITION_REQUIRED, "precondition_required"),
 }

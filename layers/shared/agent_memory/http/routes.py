@@ -4,8 +4,13 @@ Every HTTP route of ``template.yaml`` has exactly one entry in :data:`ROUTE_POLI
 API Gateway route key (``"{METHOD} {template path}"``, the ``routeKey`` of the payload-2.0 event):
 
 - ``public``: no token (the route opts out of the JWT authorizer in the template);
-- ``member``: a verified token whose ``custom:projects`` claim lists the path's ``project_id``;
-- ``admin``: the same, with the role ``admin`` in that project.
+- ``member``: a verified token whose ``sub`` is a member of the path's ``project_id``: the
+  project's ``MEMBER#{sub}`` item in DynamoDB decides, read through the ``MemberReader`` port (one
+  GetItem) — or, on the chat route, in the turn's own BatchGetItem (no extra round trip; the turn
+  refuses a non-member before it writes anything);
+- ``admin``: the same, with the project role ``admin``;
+- ``operator``: a platform operator (``cognito:groups`` contains ``platform-admins``), no project;
+- ``admin_or_operator``: the project's admin, or a platform operator (who needs no membership).
 
 Every HTTP function builds its event handler with :func:`guarded_resolver`, whose
 :class:`RouteGuard` middleware runs first for every request: it authenticates the caller,
@@ -24,6 +29,7 @@ import binascii
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from http import HTTPStatus
 from typing import Any, Literal
 
@@ -33,13 +39,15 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
     OpenAPIRequestValidationMiddleware,
 )
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from agent_memory.domain.errors import Forbidden, Unauthorized
-from agent_memory.http.auth import Caller, authorize, caller_from_event
+from agent_memory.http.auth import USER_ID_RE, Caller, authorize, caller_from_event
 from agent_memory.http.errors import RequestRejected, register_error_handlers
+from agent_memory.ports import MemberReader
 
-Access = Literal["public", "member", "admin"]
+Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
 
 _P = "/v1/projects/{project_id}"
 
@@ -95,7 +103,18 @@ ROUTE_POLICY: Mapping[str, Access] = {
     f"DELETE {_P}/sessions/{{session_id}}": "admin",
     f"GET {_P}/sessions/{{session_id}}/erasure": "admin",
     f"GET {_P}/export": "admin",
+    # ---------------------------------------------------------------- projects and members (AdminFunction)
+    "POST /v1/projects": "operator",
+    f"GET {_P}": "member",
+    f"PATCH {_P}": "admin",
+    f"GET {_P}/members": "member",
+    f"PUT {_P}/members/{{user_id}}": "admin_or_operator",
+    f"DELETE {_P}/members/{{user_id}}": "admin",
 }
+
+#: The chat route: its membership is read in the turn's one BatchGetItem (``chat.turn``), not by
+#: the guard, so a turn stays at one read and one write.
+CHAT_ROUTE = f"POST {_P}/sessions/{{session_id}}/messages"
 
 
 def route_key_of(method: str, path: str) -> str:
@@ -115,27 +134,47 @@ def access_for(route_key: str) -> Access:
     return access
 
 
-def admit(event: Mapping[str, Any]) -> Caller | None:
+def admit(
+    event: Mapping[str, Any], members: MemberReader | None = None, *, deferred: frozenset[str] = frozenset()
+) -> Caller | None:
     """Apply :data:`ROUTE_POLICY` to a payload-2.0 event.
 
+    Args:
+        members: the membership lookup (one GetItem per request on a member or admin route).
+        deferred: route keys whose membership the route itself checks in its own read (the chat
+            turn); the caller is admitted with ``member = None`` there.
+
     Returns:
-        The caller, or None on a public route.
+        The caller (with ``member`` set to the membership of the path's project), or None on a
+        public route.
 
     Raises:
         Unauthorized: no verified claims on a non-public route (401).
-        Forbidden: not a member of the path's project, not its admin on an admin route, an admin
-            route without a project, or an undeclared route (403).
+        Forbidden: not a member of the path's project, not its admin on an admin route, not a
+            platform operator on an operator route, a project route without a project, or an
+            undeclared route (403).
     """
-    access = access_for(str(event.get("routeKey") or ""))
+    route_key = str(event.get("routeKey") or "")
+    access = access_for(route_key)
     if access == "public":
         return None
     caller = caller_from_event(APIGatewayProxyEventV2(dict(event)))
+    if access == "operator":
+        if not caller.operator:
+            raise Forbidden("this route is for platform operators")
+        return caller
     project_id = (event.get("pathParameters") or {}).get("project_id")
     if project_id is None:
-        if access == "admin":
-            raise Forbidden("an admin route needs a project")
+        raise Forbidden("this route needs a project")
+    if access == "admin_or_operator" and caller.operator:
         return caller
-    authorize(caller, str(project_id), admin=access == "admin")
+    if route_key in deferred and access == "member":
+        return caller
+    project = str(project_id)
+    # An id no project can have is no project the caller is a member of (and never reaches a key).
+    member = members.get_member(project, caller.user_id) if members and PATH_PARAMETER_RE.fullmatch(project) else None
+    caller = replace(caller, member=member)
+    authorize(caller, project, admin=access in ("admin", "admin_or_operator"))
     return caller
 
 
@@ -199,14 +238,17 @@ def check_request(event: Mapping[str, Any]) -> None:
 
 
 def _check_path(event: Mapping[str, Any]) -> None:
-    """Path parameters as the handlers see them: every one matches :data:`PATH_PARAMETER_RE`, and
+    """Path parameters as the handlers see them: every one matches :data:`PATH_PARAMETER_RE` (a
+    ``user_id``: :data:`~agent_memory.http.auth.USER_ID_RE`, the rule of the token's ``sub``), and
     the raw path holds no percent-escape (no valid id needs one, so a decoded parameter can never
     differ from the raw path segment the handler reads)."""
     for name, value in (event.get("pathParameters") or {}).items():
-        if not isinstance(value, str) or not PATH_PARAMETER_RE.fullmatch(value):
+        rule = USER_ID_RE if name == "user_id" else PATH_PARAMETER_RE
+        if not isinstance(value, str) or not rule.fullmatch(value):
             raise RequestRejected(
                 HTTPStatus.BAD_REQUEST, "invalid_path_parameter",
-                f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'",
+                f"path parameter {name} must be 1-128 printable ASCII characters" if name == "user_id"
+                else f"path parameter {name} must be 1-128 letters, digits, '.', '_' or '-'",
             )
     if "%" in str(event.get("rawPath") or ""):
         raise RequestRejected(
@@ -233,24 +275,45 @@ def _check_json_object(text: str) -> None:
 class RouteGuard(OpenAPIRequestValidationMiddleware):
     """The first middleware of every route: admit the request, then validate it.
 
-    Admission is :func:`admit` (401 / 403 from :data:`ROUTE_POLICY`) followed by
-    :func:`check_request` (400 / 415); the admitted caller goes into ``app.context["caller"]``.
-    Only then does Powertools' request validation run (422), so it never answers a caller the
-    route does not admit. Refusals are raised and answered by the error map.
+    Admission is :func:`admit` (401 / 403 from :data:`ROUTE_POLICY` and the membership ``members``
+    reads) followed by :func:`check_request` (400 / 415); the admitted caller goes into
+    ``app.context["caller"]``. Only then does Powertools' request validation run (422), so it never
+    answers a caller the route does not admit. Refusals are raised and answered by the error map.
     """
+
+    def __init__(self, members: MemberReader | None = None, deferred: frozenset[str] = frozenset()) -> None:
+        super().__init__()
+        self.members = members
+        self.deferred = deferred
 
     def handler(self, app: ApiGatewayResolver, next_middleware: NextMiddleware) -> Response:
         event = app.current_event.raw_event
-        caller = admit(event)
-        check_request(event)
+        caller = admit(event, self.members, deferred=self.deferred)
         if caller is not None:
             app.append_context(caller=caller)
-        return super().handler(app, next_middleware)
+        if caller is None or str(event.get("routeKey") or "") not in self.deferred:
+            check_request(event)
+            return super().handler(app, next_middleware)
+        try:
+            check_request(event)
+            return super().handler(app, next_middleware)
+        except (RequestRejected, RequestValidationError):
+            # A deferred route reads membership in its own read, which a refused request never
+            # reaches: only then is it looked up here, so a non-member still gets 403, never a
+            # 400 / 422 that would describe the route.
+            admit(event, self.members)
+            raise
 
 
-def guarded_resolver(*, idempotency: bool = False) -> APIGatewayHttpResolver:
+def guarded_resolver(
+    *, members: MemberReader | None, idempotency: bool = False, deferred: frozenset[str] = frozenset()
+) -> APIGatewayHttpResolver:
     """The event handler of an HTTP function: request validation on, :class:`RouteGuard` first,
     the error map attached (``idempotency``: with the answers to the idempotency errors).
+
+    ``members`` is the membership lookup of the guard (None: every member or admin route outside
+    ``deferred`` is refused, fail closed); ``deferred``: routes that check membership in their own
+    read (only :data:`CHAT_ROUTE`).
 
     Powertools runs its request validation before every middleware given to ``use()``; the guard
     therefore takes the validation's own place at the head of each route's middleware stack.
@@ -261,7 +324,7 @@ def guarded_resolver(*, idempotency: bool = False) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True)
     if not isinstance(getattr(app, "_request_validation_middleware", None), OpenAPIRequestValidationMiddleware):
         raise RuntimeError("the Powertools event handler no longer validates requests where RouteGuard expects")
-    app._request_validation_middleware = RouteGuard()
+    app._request_validation_middleware = RouteGuard(members, deferred)
     register_error_handlers(app, idempotency=idempotency)
     return app
 
@@ -279,6 +342,7 @@ def current_caller(app: ApiGatewayResolver) -> Caller:
 
 
 __all__ = [
+    "CHAT_ROUTE",
     "Access",
     "PATH_PARAMETER_RE",
     "ROUTE_POLICY",

@@ -3,7 +3,8 @@ item and its messages (reads of messages by id, by range; the turn write).
 
 Round trips of one turn (``docs/architecture.md``, "Request path"):
 - :meth:`DynamoRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
-  MemoryTable and the SessionsTable (project, hot memory, the recent years' summaries, session item);
+  MemoryTable and the SessionsTable (project, hot memory, the recent years' summaries, the asker's
+  membership, session item);
 - :meth:`DynamoRepository.record_turn`: ONE TransactWriteItems (session item under its version
   condition, message items, flow-log items, activity markers);
 - the history book only for history intents (:meth:`ProjectRepository.load_history`).
@@ -30,6 +31,7 @@ from agent_memory.adapters.dynamo.mappers import (
     activity_to_item,
     check_size,
     flow_log_to_item,
+    member_from_item,
     message_from_item,
     message_to_item,
     session_from_item,
@@ -42,7 +44,14 @@ from agent_memory.adapters.dynamo.projects import (
     yearly_summaries_among,
     yearly_summary_keys,
 )
-from agent_memory.adapters.dynamo.tables import ErasureItem, FlowLogItem, MessageItem, ProjectItem, SessionItem
+from agent_memory.adapters.dynamo.tables import (
+    ErasureItem,
+    FlowLogItem,
+    MemberItem,
+    MessageItem,
+    ProjectItem,
+    SessionItem,
+)
 from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
 
@@ -65,16 +74,22 @@ class DynamoRepository(ProjectRepository):
         return at + timedelta(days=days) if days > 0 else None
 
     # --------------------------------------------------------------------------- reads
-    def load_turn_context(self, project_id: str, session_id: str, *, now: datetime) -> TurnContext:
-        """Project, hot memory and session in ONE strongly consistent BatchGetItem.
+    def load_turn_context(
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+    ) -> TurnContext:
+        """Project, hot memory, session and (``user_id`` given) the asker's ``MEMBER#`` item in
+        ONE strongly consistent BatchGetItem.
 
-        Returns a new, unsaved session (``version == 0``) when the session does not exist.
+        Returns a new, unsaved session (``version == 0``) when the session does not exist, and
+        ``asker = None`` when ``user_id`` is not a member.
 
         Raises:
             ProjectNotFound: no ``PROJECT`` item for ``project_id``.
         """
         memory_keys = project_keys(project_id)
         memory_keys["Keys"] += yearly_summary_keys(project_id, now)
+        if user_id is not None:
+            memory_keys["Keys"].append({"pk": {"S": project_id}, "sk": {"S": keys.member_sk(user_id)}})
         raw_items = batch_get({
             ProjectItem.Meta.table_name: memory_keys,
             SessionItem.Meta.table_name: {
@@ -83,6 +98,8 @@ class DynamoRepository(ProjectRepository):
             },
         })
         session_raw = next((raw for raw in raw_items if raw["sk"]["S"] == keys.SESSION_SK), None)
+        member_raw = next((raw for raw in raw_items if raw["sk"]["S"].startswith(keys.MEMBER_PREFIX)), None)
+        asker = member_from_item(MemberItem.from_raw_data(member_raw)) if member_raw is not None else None
         project, hot = project_and_hot_memory(project_id, raw_items)
         if session_raw is not None:
             session = session_from_item(SessionItem.from_raw_data(session_raw))
@@ -91,7 +108,7 @@ class DynamoRepository(ProjectRepository):
                 project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0
             )
         return TurnContext(
-            project=project, hot_memory=hot, session=session,
+            project=project, hot_memory=hot, session=session, asker=asker,
             yearly_summaries=yearly_summaries_among(project_id, now, raw_items),
         )
 

@@ -6,7 +6,8 @@ without naming it (``docs/architecture.md``, "Request path").
 - MemoryTable: pk ``{project}``; sk ``PROJECT`` / ``HOT`` / ``HOTREV#{version:010d}`` /
   ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` /
   ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` /
-  ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}``;
+  ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}`` /
+  ``MEMBER#{user_id}``;
 - SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
   ``DIAG#{diagnosis_id}``;
 - FlowLogTable: pk ``{project}#{UTC date}``; sk ``{UTC time}#{message_id}``.
@@ -27,6 +28,7 @@ YEAR_PREFIX = "YEAR#"
 REVIEW_PREFIX = "REVIEW#"
 AUDIT_PREFIX = "AUDIT#"
 MESSAGE_PREFIX = "MSG#"
+MEMBER_PREFIX = "MEMBER#"
 DIAGNOSIS_PREFIX = "DIAG#"
 #: Bounds of ``REPORT#{YYYY-Www}`` sort keys when a range end is open.
 FIRST_WEEK = "0000-W00"
@@ -42,6 +44,11 @@ def sort_time(at: datetime) -> str:
 def hot_revision_sk(version: int) -> str:
     """``HOTREV#{version:010d}``: one stored hot-memory version."""
     return f"{HOT_REVISION_PREFIX}{version:010d}"
+
+
+def member_sk(user_id: str) -> str:
+    """``MEMBER#{user_id}``: one member of the project."""
+    return f"{MEMBER_PREFIX}{user_id}"
 
 
 def report_sk(iso_week: str) -> str:
@@ -145,6 +152,7 @@ __all__ = [
     "HOT_REVISION_PREFIX",
     "HOT_SK",
     "LAST_WEEK",
+    "MEMBER_PREFIX",
     "MESSAGE_PREFIX",
     "PROJECT_SK",
     "REPORT_PREFIX",
@@ -160,6 +168,7 @@ __all__ = [
     "flow_log_sort_key_bound",
     "hot_revision_sk",
     "job_run_sk",
+    "member_sk",
     "message_sk",
     "patient_pk",
     "report_revision_sk",

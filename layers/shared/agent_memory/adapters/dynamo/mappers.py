@@ -23,6 +23,7 @@ from agent_memory.adapters.dynamo.tables import (
     HotMemoryItem,
     HotMemoryRevisionItem,
     JobRunItem,
+    MemberItem,
     MessageItem,
     ProjectItem,
     ReportRevisionItem,
@@ -37,6 +38,7 @@ from agent_memory.domain.models import (
     ClinicalDataSource,
     HotMemory,
     HotMemoryLine,
+    Member,
     MessageRecord,
     Project,
     SessionState,
@@ -77,8 +79,8 @@ def project_to_item(project: Project) -> ProjectItem:
         name=project.name,
         time_zone=project.time_zone,
         kind=project.kind,
-        created_at=project.created_at,
         clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
+        created_at=project.created_at,
     )
 
 
@@ -88,8 +90,33 @@ def project_from_item(item: ProjectItem) -> Project:
         name=item.name,
         time_zone=item.time_zone,
         kind=item.kind,  # type: ignore[arg-type]
-        created_at=item.created_at,
         clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
+        created_at=item.created_at,
+    )
+
+
+def member_to_item(member: Member) -> MemberItem:
+    return MemberItem(
+        member.project_id,
+        keys.member_sk(member.user_id),
+        user_id=member.user_id,
+        project_role=member.project_role,
+        study_role=member.study_role,
+        display_name=member.display_name,
+        added_at=member.added_at,
+        added_by=member.added_by,
+    )
+
+
+def member_from_item(item: MemberItem) -> Member:
+    return Member(
+        project_id=item.pk,
+        user_id=item.user_id,
+        project_role=item.project_role,  # type: ignore[arg-type]
+        study_role=item.study_role,  # type: ignore[arg-type]
+        display_name=item.display_name,
+        added_at=item.added_at,
+        added_by=item.added_by,
     )
 
 
@@ -304,6 +331,7 @@ def message_to_item(
         content=m.content,
         at=m.at,
         user_id=m.user_id,
+        study_role=m.study_role,
         status=m.status,
         truncated=1 if m.truncated else 0,
         tool_calls=[tc.model_dump(mode="json") for tc in m.tool_calls],
@@ -321,6 +349,7 @@ def message_from_item(item: MessageItem) -> MessageRecord:
         content=item.content,
         at=item.at,
         user_id=item.user_id,
+        study_role=item.study_role,  # type: ignore[arg-type]
         status=item.status,  # type: ignore[arg-type]
         truncated=bool(item.truncated),
         tool_calls=[ToolCall.model_validate(x) for x in item.tool_calls or []],

@@ -69,6 +69,20 @@ class ProjectItem(_Base):
     clinical_data = Utf8JSONAttribute(null=True)
 
 
+class MemberItem(_Base):
+    """``sk = MEMBER#{user_id}``: one member of the project (access role, study role, name)."""
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-memory"
+
+    user_id = UnicodeAttribute()
+    project_role = UnicodeAttribute()
+    study_role = UnicodeAttribute()
+    display_name = UnicodeAttribute()
+    added_at = UTCDateTimeAttribute()
+    added_by = UnicodeAttribute()
+
+
 class HotMemoryItem(_Base):
     """``sk = HOT``: the current hot memory (structured lines, rendered to Markdown on read)."""
 
@@ -334,6 +348,7 @@ class MessageItem(_Base):
     content = UnicodeAttribute()
     at = UTCDateTimeAttribute()
     user_id = UnicodeAttribute(null=True)
+    study_role = UnicodeAttribute(null=True)
     status = UnicodeAttribute(default="ok")
     truncated = NumberAttribute(default=0)
     tool_calls = Utf8JSONAttribute(default=list)
@@ -441,6 +456,7 @@ class FlowLogItem(_Base):
 TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
     "memory": (
         ProjectItem,
+        MemberItem,
         HotMemoryItem,
         HotMemoryRevisionItem,
         WeeklyReportItem,
@@ -520,6 +536,7 @@ __all__ = [
     "HotMemoryItem",
     "HotMemoryRevisionItem",
     "JobRunItem",
+    "MemberItem",
     "MessageItem",
     "ProjectItem",
     "ReportRevisionItem",

@@ -1,0 +1,117 @@
+"""The project and member use cases (``POST /v1/projects``, ``GET/PATCH .../{project_id}``,
+``GET .../members``, ``PUT/DELETE .../members/{user_id}``).
+
+Membership decides access (``agent_memory.http.auth``): these use cases are the only writers of
+``MEMBER#`` items besides the local tooling. A project always keeps at least one admin: removing or
+demoting the last one is refused (``LastAdmin``, 409) by the store, in the write itself.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel
+
+from agent_memory.domain.errors import NotFound
+from agent_memory.domain.models import ClinicalDataSource, Member, Project, StudyRole
+from agent_memory.ports import MemberStore
+
+
+class MemberList(BaseModel):
+    """The 200 body of ``GET .../members``: every member, by user id."""
+
+    project_id: str
+    items: list[Member]
+
+
+class MemberChange(BaseModel):
+    """A stored membership and whether the PUT created it (201) or replaced one (200)."""
+
+    member: Member
+    created: bool
+
+
+def create_project(
+    store: MemberStore, *, project_id: str, name: str, time_zone: str, kind: Literal["iit", "consultation"],
+    now: datetime,
+) -> Project:
+    """Store a new project (no members yet: a platform operator adds the first admin).
+
+    Raises:
+        AlreadyExists: the id is taken (409). Ids and zones are validated by the request model.
+    """
+    project = Project(project_id=project_id, name=name, time_zone=time_zone, kind=kind, created_at=now)
+    store.create_project(project)
+    return project
+
+
+def get_project(store: MemberStore, project_id: str) -> Project:
+    """The project. Raises ProjectNotFound (404)."""
+    return store.get_project(project_id)
+
+
+def update_project(
+    store: MemberStore, project_id: str, *, name: str | None = None, time_zone: str | None = None,
+    clinical_data: ClinicalDataSource | None = None,
+) -> Project:
+    """Change the name, the time zone (activity markers and job periods follow it from the next
+    request on: every turn and job reads the project record) or the clinical data source (its
+    token secret by NAME only). Fields left None stay as they are.
+
+    Raises:
+        ProjectNotFound: unknown project (404).
+    """
+    project = store.get_project(project_id)
+    changes = {k: v for k, v in {"name": name, "time_zone": time_zone, "clinical_data": clinical_data}.items()
+               if v is not None}
+    if not changes:
+        return project
+    updated = project.model_copy(update=changes)
+    store.update_project(updated)
+    return updated
+
+
+def list_members(store: MemberStore, project_id: str) -> MemberList:
+    """Every member of the project. Raises ProjectNotFound (404)."""
+    store.get_project(project_id)
+    return MemberList(project_id=project_id, items=store.list_members(project_id))
+
+
+def put_member(
+    store: MemberStore, project_id: str, user_id: str, *, project_role: Literal["admin", "member"],
+    study_role: StudyRole, display_name: str, actor: str, now: datetime,
+) -> MemberChange:
+    """Add or replace a membership (a replaced one keeps when and by whom it was first added).
+
+    Raises:
+        ProjectNotFound: unknown project (404).
+        LastAdmin: it would demote the project's last admin (409).
+        VersionConflict: a concurrent change of the same membership (409).
+    """
+    store.get_project(project_id)
+    current = store.get_member(project_id, user_id)
+    member = Member(
+        project_id=project_id, user_id=user_id, project_role=project_role, study_role=study_role,
+        display_name=display_name,
+        added_at=current.added_at if current else now, added_by=current.added_by if current else actor,
+    )
+    created = store.put_member(member)
+    return MemberChange(member=member, created=created)
+
+
+def remove_member(store: MemberStore, project_id: str, user_id: str) -> None:
+    """Remove a membership: the user's next request to the project is refused (403).
+
+    Raises:
+        NotFound: ``user_id`` is not a member (404).
+        LastAdmin: the project's last admin (409).
+    """
+    if not store.remove_member(project_id, user_id):
+        raise NotFound(f"{user_id} is not a member of project {project_id}")
+
+
+__all__ = [
+    "MemberChange", "MemberList", "create_project", "get_project", "list_members", "put_member", "remove_member",
+    "update_project",
+]
