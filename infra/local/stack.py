@@ -756,6 +756,11 @@ class LocalStack:
 
     # -------------------------------------------------------------------------- helpers
     def _import_function(self, spec: FunctionSpec) -> LocalFunction:
+        from infra.local import powertools_patches
+
+        # Containers of all functions run in threads of this process: each request keeps its own
+        # Powertools "current event" (see the module; in Lambda one process serves one request).
+        powertools_patches.apply()
         first = self._import_container(spec, f"local_fn_{spec.logical_id}")
         maximum = int(os.environ.get("LOCAL_CONTAINERS_PER_FUNCTION") or DEFAULT_CONTAINERS_PER_FUNCTION)
         return LocalFunction(

@@ -169,7 +169,7 @@ def test_erasure_answers_404_for_unknown_targets_and_403_to_members_and_other_pr
     assert member.call("DELETE", f"/sessions/{sid}").status_code == 403
     assert member.call("GET", "/export").status_code == 403
     # An admin of another project gets 403 for this project's patient, whether it exists or not
-    stranger = Client(local_stack, _uid("elsewhere"))
+    stranger = Client(local_stack, _uid("elsewhere"), user="gov-stranger")
     stranger.base = admin.base
     assert stranger.call("DELETE", f"/patients/{patient}").status_code == 403
     assert stranger.call("DELETE", f"/patients/{_uid('nobody')}").status_code == 403

@@ -282,3 +282,27 @@ def test_an_imported_transcript_records_the_importing_members_study_role(
     spoken = sorted((i["content"]["S"], i.get("study_role", {}).get("S")) for i in flow
                     if i["project_id"]["S"] == project["id"] and i["session_id"]["S"] == "t-1")
     assert spoken == [("哪里不舒服？", "Sub-I"), ("头痛两天", None)]
+
+
+# ------------------------------------------------------------------ concurrent requests, one process
+def test_concurrent_member_writes_each_store_their_own_body(api_: Api, project: dict[str, str]) -> None:
+    # Given 12 different member bodies sent at once to one function (several containers of one
+    # process locally, as Lambda runs several execution environments)
+    from concurrent.futures import ThreadPoolExecutor
+
+    admin = who(project["admin"])
+    wanted = {
+        f"u-{i}": member_body("admin" if i % 2 else "member", "PI" if i % 2 else "CRC", f"name-{i}") for i in range(12)
+    }
+
+    def put(user: str) -> int:
+        return api_.call("PUT", f"/v1/projects/{project['id']}/members/{user}", admin, wanted[user]).status_code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(put, wanted))
+
+    # Then every write answered 201 and stored exactly the body it carried
+    assert statuses == [201] * 12
+    members = api_.call("GET", f"/v1/projects/{project['id']}/members", admin).json()["items"]
+    stored = {m["user_id"]: {k: m[k] for k in ("project_role", "study_role", "display_name")} for m in members}
+    assert {u: stored[u] for u in wanted} == wanted
