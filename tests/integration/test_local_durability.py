@@ -130,6 +130,11 @@ def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restar
         # and the demo seed did not run again over the restored data (one set of demo reports)
         more = _concurrent_turns(second.base_url, sessions[:2], 2, "second")
         assert len(more) == 2 * 2 * 2
+        # and demo-iit still answers from the local REDCap (started again, on a new port)
+        answer = requests.post(f"{second.base_url}/v1/projects/{PROJECT}/sessions/durable-redcap/messages",
+                               json={"content": "P001 入组了吗？"}, headers=HEADERS, timeout=60)
+        assert answer.status_code == 200, answer.text
+        assert "2026-02-05" in answer.json()["reply"]
     # When it was stopped cleanly (SIGTERM) and starts again
     with local_server(data_dir, tmp_path) as third:
         # Then the turns of both runs are there
