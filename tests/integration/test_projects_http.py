@@ -197,8 +197,13 @@ def test_a_team_onboards_chats_as_itself_and_a_removed_crc_is_refused(
     assert "Asker: Prof. Braun (user u-pi), study role PI." in session_text
 
     # the CRC chats, then is removed: their next request, chat or read, is 403 and writes nothing
-    assert api_.call("POST", chat, who("u-crc"), {"content": "周末也可以给我发消息"}).status_code == 200
+    keyed = {**who("u-crc"), "Idempotency-Key": "crc-weekend-1"}
+    assert api_.call("POST", chat, keyed, {"content": "周末也可以给我发消息"}).status_code == 200
+    assert api_.call("POST", chat, keyed, {"content": "周末也可以给我发消息"}).status_code == 200  # a replay
     assert api_.call("DELETE", f"{members}/u-crc", admin).status_code == 204
+    # (a replay of their earlier turn with the same Idempotency-Key too)
+    replay = api_.call("POST", chat, keyed, {"content": "周末也可以给我发消息"})
+    assert (replay.status_code, replay.json()["error"]) == (403, "forbidden")
     refused = api_.call("POST", chat, who("u-crc"), {"content": "还在吗"})
     assert (refused.status_code, refused.json()["error"]) == (403, "forbidden")
     assert api_.call("GET", f"/v1/projects/{project['id']}/reports", who("u-crc")).status_code == 403
