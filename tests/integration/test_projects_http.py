@@ -110,6 +110,10 @@ def test_patch_sets_a_clinical_data_source_by_secret_name_and_refuses_clear_text
     for bad in ({**good, "api_url": "http://redcap.example.org/api/"}, {**good, "api_url": "ftp://x/"},
                 {**good, "token_secret": "has spaces"}, {**good, "token_secret": "x" * 513},
                 {**good, "source": "openclinica"}, {**good, "token": "the-secret-itself"},
+                # a secret outside the prefix the functions may read (another secret of the account)
+                {**good, "token_secret": "agent-memory/anthropic-api-key"},
+                # credentials in the URL (they would be sent and logged as part of it)
+                {**good, "api_url": "https://user:pw@redcap.example.org/api/"},
                 {"time_zone": "Nowhere/Land"}):
         patch: dict[str, Any] = bad if "time_zone" in bad else {"clinical_data": bad}
         response = api_.call("PATCH", path, admin, patch)
