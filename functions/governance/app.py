@@ -90,7 +90,10 @@ def export_project(project_id: str, include: Include = None) -> Response[str]:
     )
 
 
-@app.delete(_P)
+@app.delete(_P, responses={
+    202: {"description": "removal running as a job: poll status_url", "content": {"application/json": {}}},
+    204: {"description": "the project was removed (or had been already)"},
+})
 def remove_project(project_id: str, confirm: Confirm = None) -> Response[Any]:
     """Remove every item of the project and its reminder schedules (platform operators; take an
     export first): 204 when done inline, 202 + status URL as a job; 409 while an erasure runs."""
