@@ -125,6 +125,13 @@ def test_removing_a_project_leaves_only_its_audit_record_and_touches_no_other_pr
     assert _remove(local_stack, project).status_code == 204
     assert _of_project(_scan_all(local_stack), project) == left
     assert _remove(local_stack, _uid("never")).status_code == 404
+    # and an item a late chat turn wrote after the sweep is swept by the next call
+    local_stack.aws_client("dynamodb").put_item(TableName=local_stack.table_names["SessionsTable"], Item={
+        "pk": {"S": f"{project}#late"}, "sk": {"S": "SESSION"}, "session_id": {"S": "late"},
+        "project_pk": {"S": project}, "project_sk": {"S": "2026-12-01T00:00:00.000000Z#late"}})
+    assert _remove(local_stack, project).status_code == 204
+    assert _of_project(_scan_all(local_stack), project)[0].count("REMOVED#") == 1
+    assert len(_of_project(_scan_all(local_stack), project)) == 1
 
 
 def test_a_project_admin_gets_403_and_a_missing_confirmation_422(local_stack: LocalStack) -> None:

@@ -19,7 +19,8 @@ leaves an item behind and nothing is written to the project meanwhile:
 
 Small projects are removed inside the request (204); larger ones by the job worker
 (``JobRequest(job="erase", target_kind="project")``, 202 + status URL). Running it again
-continues where it stopped; once done, a repeated call answers the record again (204).
+continues where it stopped; once done, a repeated call answers the record again (204), after
+sweeping again whatever a chat turn that read the project just before step 1 wrote after it.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def request_removal(deps: GovernanceDeps, *, project_id: str, confirm: str | Non
             raise
         if existing.status == "running" and existing.mode == "inline":
             return run_removal(deps, project_id=project_id)  # a removal that stopped midway
+        if existing.status == "done" and store.project_size(project_id, stop_after=0):
+            # Items written after the sweep (a chat turn that read the project just before its
+            # PROJECT item went): sweep again under the same record.
+            store.save_removal(existing.model_copy(update={"status": "running", "finished_at": None}))
+            return run_removal(deps, project_id=project_id)
         return existing
     now = deps.clock()
     running = [r for r in store.running_erasures(project_id)
