@@ -63,6 +63,13 @@ def request_removal(deps: GovernanceDeps, *, project_id: str, confirm: str | Non
             raise
         if existing.status == "running" and existing.mode == "inline":
             return run_removal(deps, project_id=project_id)  # a removal that stopped midway
+        now = deps.clock()
+        if (existing.status == "running" and deps.jobs is not None
+                and (now - existing.requested_at).total_seconds() >= JOB_RUNNING_WINDOW_S):
+            # its job outlived every delivery (it went to the DLQ): queue it again
+            deps.jobs.send([JobRequest(job="erase", project_id=project_id, date=now.date(),
+                                       target_kind="project", target_id=project_id)])
+            return existing
         if existing.status == "done" and store.project_size(project_id, stop_after=0):
             # Items written after the sweep (a chat turn that read the project just before its
             # PROJECT item went): sweep again under the same record.
@@ -77,10 +84,14 @@ def request_removal(deps: GovernanceDeps, *, project_id: str, confirm: str | Non
     days = len(_days(project.created_at, now))
     size = store.project_size(project_id, stop_after=deps.inline_items) + days // _DAYS_PER_ITEM
     mode = "job" if deps.jobs is not None and size > deps.inline_items else "inline"
-    record = RemovalRecord(project_id=project_id, actor=actor, requested_at=now, mode=mode,
-                           since=project.created_at)
+    if existing is not None and existing.status == "running":
+        record = existing.model_copy(update={"mode": mode})  # it stopped before the PROJECT item went
+    else:
+        record = RemovalRecord(project_id=project_id, actor=actor, requested_at=now, mode=mode,
+                               since=project.created_at)
     store.save_removal(record)
-    record = record.model_copy(update={"counts": {"memory": store.delete_project_item(project_id)}})
+    removed = {"memory": store.delete_project_item(project_id)}
+    record = record.model_copy(update={"counts": add_counts(record.counts, removed)})
     store.save_removal(record)
     if mode == "job" and deps.jobs is not None:
         deps.jobs.send([JobRequest(job="erase", project_id=project_id, date=now.date(),
