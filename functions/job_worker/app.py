@@ -23,6 +23,7 @@ from agent_memory.config import get_settings
 from agent_memory.domain.errors import ProjectNotFound
 from agent_memory.domain.jobs import JobReport, JobRequest
 from agent_memory.governance.erasure import GovernanceDeps, run_erasure
+from agent_memory.governance.removal import run_removal
 from agent_memory.jobs.runner import run_job
 from agent_memory.observability import logger, metrics
 from agent_memory.tracing import tracer
@@ -77,6 +78,10 @@ def erase(request: JobRequest) -> dict[str, Any]:
     (the erasure resumes where it stopped)."""
     if request.target_kind is None or request.target_id is None:
         raise ValueError("an erase request names its target")
+    if request.target_kind == "project":  # a project removal (agent_memory.governance.removal)
+        removal = run_removal(governance_deps(), project_id=request.project_id)
+        metrics.add_metric(name="ProjectRemovalJobsRun", unit=MetricUnit.Count, value=1)
+        return {"project_id": request.project_id, "status": removal.status, "counts": removal.counts}
     record = run_erasure(
         governance_deps(), project_id=request.project_id, kind=request.target_kind, target_id=request.target_id,
     )

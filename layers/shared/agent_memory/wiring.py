@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from agent_memory.consultation.sessions import SessionsDeps
     from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
-    from agent_memory.ports import ReminderChannel
+    from agent_memory.ports import ReminderChannel, ReminderScheduler
     from agent_memory.reminders.service import ReminderDeps
 
 
@@ -302,7 +302,20 @@ def build_governance_deps(settings: Settings) -> GovernanceDeps:
         store=GovernanceRepository(idempotency_table=settings.idempotency_table),
         jobs=SqsJobQueue(settings.job_queue_url) if settings.job_queue_url else None,
         clock=lambda: datetime.now(UTC),
+        schedules=_schedule_deleter(settings),
     )
+
+
+def _schedule_deleter(settings: Settings) -> ReminderScheduler | None:
+    """The reminder schedules of a removed project are deleted through this (only ``delete`` is
+    used: no target function, role or DLQ is needed); None without ``REMINDER_SCHEDULE_GROUP``."""
+    if not settings.reminder_schedule_group:
+        return None
+    from agent_memory.adapters.scheduler import EventBridgeReminderScheduler, SchedulerTarget
+
+    return EventBridgeReminderScheduler(SchedulerTarget(
+        group=settings.reminder_schedule_group, function_arn="", role_arn="", dlq_arn="",
+    ))
 
 
 def build_dispatcher_deps(settings: Settings) -> DispatcherDeps:

@@ -137,6 +137,11 @@ class AlreadyExists(DomainError):
     """A create with an id that is already taken (HTTP 409)."""
 
 
+class JobsRunning(DomainError):
+    """A job for the project is still running (an erasure in progress), so the project cannot be
+    removed yet (HTTP 409; docs/architecture.md, "Data governance")."""
+
+
 class LastAdmin(DomainError):
     """Removing or demoting the project's last admin (HTTP 409): a project always keeps one."""
 

@@ -82,3 +82,38 @@ def add_counts(total: dict[str, int], more: dict[str, int]) -> dict[str, int]:
     for kind, n in more.items():
         out[kind] = out.get(kind, 0) + n
     return out
+
+
+#: The MemoryTable partition of platform records (project removals). Project ids start with a
+#: letter or digit (``JobRequest.project_id``'s pattern), so no project can own this partition.
+PLATFORM_PK = "_platform"
+#: An erasure still ``running`` and requested less than this long ago counts as a job in progress
+#: for the project (the removal answers 409): the job queue's visibility timeout (6 x the
+#: worker's 900 s timeout), the longest one delivery of a job can run before SQS retries it.
+JOB_RUNNING_WINDOW_S = 5400
+
+
+class RemovalRecord(BaseModel):
+    """The audit record of a project removal (MemoryTable pk :data:`PLATFORM_PK`, sk
+    ``REMOVED#{project_id}``): who, when, status and how many items per kind were removed, no
+    content. It lives outside the removed partition so it survives the removal.
+
+    ``counts`` kinds: ``memory`` (items of the project's MemoryTable partition: project, hot
+    memory, revisions, reports, review, audit, members, reminders, webhook, erasure records,
+    activity markers), ``session``, ``message``, ``diagnosis``, ``other`` (feedback and other
+    session-partition items), ``flow_log``, ``idempotency``, ``schedules``.
+    """
+
+    project_id: str
+    actor: str
+    requested_at: datetime
+    status: ErasureStatus = "running"
+    finished_at: datetime | None = None
+    mode: Literal["inline", "job"] = "inline"
+    #: When the project was created (the first flow-log day to clear).
+    since: datetime
+    counts: dict[str, int] = Field(default_factory=dict)
+
+    def status_path(self) -> str:
+        """The status URL's path of this removal."""
+        return f"/v1/projects/{self.project_id}/removal"

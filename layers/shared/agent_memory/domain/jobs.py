@@ -167,8 +167,9 @@ class JobRequest(BaseModel):
     project_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     date: date
     #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record
-    #: ``ERASURE#{kind}#{id}`` says who asked.
-    target_kind: Literal["patient", "session"] | None = None
+    #: ``ERASURE#{kind}#{id}`` says who asked (``project``: a project removal, its record
+    #: ``REMOVED#{project}#{time}`` in the platform partition).
+    target_kind: Literal["patient", "session", "project"] | None = None
     target_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

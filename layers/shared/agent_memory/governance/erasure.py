@@ -40,7 +40,7 @@ from agent_memory.domain.governance import (
 from agent_memory.domain.jobs import JobRequest, ReviewItem
 from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.editor import audit_record
-from agent_memory.ports import GovernanceStore, JobSender
+from agent_memory.ports import GovernanceStore, JobSender, ReminderScheduler
 
 #: Hot-memory commits tried when an admin or a job saves at the same moment.
 _HOT_ATTEMPTS = 4
@@ -58,6 +58,8 @@ class GovernanceDeps:
     clock: Callable[[], datetime]
     inline_items: int = ERASURE_INLINE_ITEMS
     batch_items: int = ERASURE_BATCH_ITEMS
+    #: Deletes the reminder schedules of a removed project (None: no schedule group configured).
+    schedules: ReminderScheduler | None = None
 
 
 def request_erasure(
@@ -138,7 +140,7 @@ def run_erasure(deps: GovernanceDeps, *, project_id: str, kind: ErasureKind, tar
         session_counts: dict[str, int] = {}
         if kind == "session":  # (a patient's erasure takes all their sessions: no reference stays)
             session_counts["diagnosis_refs"] = store.drop_diagnosis_refs(project_id, session_id)
-        session_counts = add_counts(session_counts, _erase_session(deps, project_id, session_id))
+        session_counts = add_counts(session_counts, erase_session_items(deps, project_id, session_id))
         counts = add_counts(counts, session_counts)
         if kind == "patient":
             marker = store.get_erasure(project_id, "session", session_id)
@@ -179,7 +181,9 @@ def _target_sizes(store: GovernanceStore, project_id: str, kind: ErasureKind, ta
     return {target_id: size} if size else {}
 
 
-def _erase_session(deps: GovernanceDeps, project_id: str, session_id: str) -> dict[str, int]:
+def erase_session_items(deps: GovernanceDeps, project_id: str, session_id: str) -> dict[str, int]:
+    """Delete the session item, then the rest of its partition in batches of ``deps.batch_items``
+    (each message's flow-log item and cached reply with it). Returns counts per kind (no zeros)."""
     store = deps.store
     counts = {"session": store.delete_session_item(project_id, session_id)}
     while True:
@@ -240,4 +244,4 @@ def _scrub_hot_memory(
     return {}  # pragma: no cover - the loop returns or raises
 
 
-__all__ = ["GovernanceDeps", "get_erasure", "request_erasure", "run_erasure"]
+__all__ = ["GovernanceDeps", "erase_session_items", "get_erasure", "request_erasure", "run_erasure"]

@@ -103,6 +103,7 @@ PLAIN_ERRORS: Mapping[type[e.DomainError], tuple[HTTPStatus, str]] = {
     e.NotFound: (HTTPStatus.NOT_FOUND, "not_found"),
     e.AlreadyExists: (HTTPStatus.CONFLICT, "already_exists"),
     e.LastAdmin: (HTTPStatus.CONFLICT, "last_admin"),
+    e.JobsRunning: (HTTPStatus.CONFLICT, "jobs_running"),
     e.InvalidContinuationToken: (HTTPStatus.BAD_REQUEST, "invalid_next_token"),
     e.PreconditionRequired: (HTTPStatus.PRECONDITION_REQUIRED, "precondition_required"),
 }

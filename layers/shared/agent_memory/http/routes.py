@@ -103,6 +103,9 @@ ROUTE_POLICY: Mapping[str, Access] = {
     f"DELETE {_P}/sessions/{{session_id}}": "admin",
     f"GET {_P}/sessions/{{session_id}}/erasure": "admin",
     f"GET {_P}/export": "admin",
+    # Removal of a whole project (after an export): platform operators only.
+    f"DELETE {_P}": "operator",
+    f"GET {_P}/removal": "operator",
     # ---------------------------------------------------------------- projects and members (AdminFunction)
     "POST /v1/projects": "operator",
     f"GET {_P}": "member",

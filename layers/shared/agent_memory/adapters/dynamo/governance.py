@@ -12,7 +12,7 @@ again). docs/architecture.md, "Data governance".
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +25,7 @@ from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_e
 from agent_memory.adapters.dynamo.admin import AdminRepository
 from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
 from agent_memory.adapters.dynamo.mappers import review_to_item
+from agent_memory.adapters.dynamo.reminders import ReminderRepository
 from agent_memory.adapters.dynamo.tables import (
     ErasureItem,
     FlowLogItem,
@@ -36,11 +37,22 @@ from agent_memory.adapters.dynamo.tables import (
     WeeklyReportItem,
     YearSummaryItem,
 )
-from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, names_id, redact_id
+from agent_memory.domain.governance import (
+    PLATFORM_PK,
+    ErasureKind,
+    ErasureRecord,
+    MessageRef,
+    RemovalRecord,
+    names_id,
+    redact_id,
+)
 from agent_memory.domain.ids import chat_idempotency_record_id
 from agent_memory.domain.jobs import ReviewItem
+from agent_memory.domain.reminders import Reminder
 
 _BATCH_WRITE_MAX = 25
+#: Sort-key prefix of a removal record in the platform partition: ``REMOVED#{project}#{time}``.
+_REMOVED_PREFIX = "REMOVED#"
 _UTC = UTCDateTimeAttribute()
 _DESERIALIZER = TypeDeserializer()
 
@@ -318,6 +330,78 @@ class GovernanceRepository(AdminRepository):
                 "ExpressionAttributeValues": {":pk": {"S": f"{project_id}#{day}"}},
             })
 
+    # ------------------------------------------------------------------ project removal
+    def get_removal(self, project_id: str) -> RemovalRecord | None:
+        """The latest removal record of the project (platform partition, strongly consistent) or None."""
+        page = connection().dispatch("Query", {
+            "TableName": ProjectItem.Meta.table_name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :s)",
+            "ExpressionAttributeValues": {":pk": {"S": PLATFORM_PK}, ":s": {"S": f"{_REMOVED_PREFIX}{project_id}#"}},
+            "ScanIndexForward": False, "Limit": 1, "ConsistentRead": True,
+        })
+        items = page.get("Items") or []
+        return RemovalRecord.model_validate_json(items[0]["record"]["S"]) if items else None
+
+    def save_removal(self, record: RemovalRecord) -> None:
+        """Write (or overwrite with its progress) the removal record ``REMOVED#{project}#{requested time}``."""
+        connection().dispatch("PutItem", {"TableName": ProjectItem.Meta.table_name, "Item": {
+            "pk": {"S": PLATFORM_PK},
+            "sk": {"S": f"{_REMOVED_PREFIX}{record.project_id}#{keys.sort_time(record.requested_at)}"},
+            "record": {"S": record.model_dump_json()},
+        }})
+
+    def running_erasures(self, project_id: str) -> list[ErasureRecord]:
+        """The project's erasure records still ``running``."""
+        items = ErasureItem.query(project_id, ErasureItem.sk.startswith("ERASURE#"), consistent_read=True)
+        return [r for r in map(_erasure_from_item, items) if r.status == "running"]
+
+    def project_size(self, project_id: str, *, stop_after: int) -> int:
+        """Items of the project: its MemoryTable partition (Query COUNT) plus each session's
+        counters; stops counting once above ``stop_after``."""
+        total = 0
+        for page in _pages(ProjectItem.Meta.table_name, {
+            "KeyConditionExpression": "pk = :pk", "ExpressionAttributeValues": {":pk": {"S": project_id}},
+            "Select": "COUNT",
+        }):
+            total += int(page.get("Count", 0))
+        for session_id in self.project_session_ids(project_id):
+            if total > stop_after:
+                break
+            total += self.session_size(project_id, session_id) or 1
+        return total
+
+    def delete_project_item(self, project_id: str) -> int:
+        """Delete the ``PROJECT`` item (the project becomes unknown); 1 if it existed."""
+        old = connection().dispatch("DeleteItem", {
+            "TableName": ProjectItem.Meta.table_name,
+            "Key": {"pk": {"S": project_id}, "sk": {"S": keys.PROJECT_SK}}, "ReturnValues": "ALL_OLD",
+        })
+        return 1 if old.get("Attributes") else 0
+
+    def project_reminders(self, project_id: str) -> list[Reminder]:
+        """Every reminder of the project (any status), for deleting their schedules."""
+        return ReminderRepository().list_reminders(project_id)
+
+    def delete_flow_log_day(self, project_id: str, day: date) -> int:
+        """Delete every flow-log item of the project on UTC ``day``; how many."""
+        item_keys = [{"pk": raw["pk"], "sk": raw["sk"]} for raw in _query_all(FlowLogItem.Meta.table_name, {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": keys.flow_log_pk(project_id, day)}},
+            "ProjectionExpression": "pk, sk",
+        })]
+        return _delete_keys(FlowLogItem.Meta.table_name, item_keys) if item_keys else 0
+
+    def delete_memory_batch(self, project_id: str, *, limit: int) -> int:
+        """Delete up to ``limit`` items of the project's MemoryTable partition; how many (0: none left)."""
+        page = connection().dispatch("Query", {
+            "TableName": ProjectItem.Meta.table_name, "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": project_id}}, "ProjectionExpression": "pk, sk",
+            "Limit": limit, "ConsistentRead": True,
+        })
+        item_keys = [{"pk": raw["pk"], "sk": raw["sk"]} for raw in page.get("Items", [])]
+        return _delete_keys(ProjectItem.Meta.table_name, item_keys) if item_keys else 0
+
+
 
 def _plain(value: Any) -> Any:
     """A deserialised DynamoDB value as JSON: integral numbers as int, others as float, sets as
@@ -342,12 +426,18 @@ def _plain_all(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def _query_all(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Raw items of a Query, every page."""
+    for page in _pages(table, request):
+        yield from page.get("Items", [])
+
+
+def _pages(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The pages of a Query."""
     conn = connection()
     start: dict[str, Any] | None = None
     while True:
         paging = {"ExclusiveStartKey": start} if start else {}
         page = conn.dispatch("Query", {"TableName": table, **request, **paging})
-        yield from page.get("Items", [])
+        yield page
         start = page.get("LastEvaluatedKey")
         if not start:
             return
