@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine
 from agent_memory.domain.text import estimate_tokens
@@ -30,8 +31,9 @@ from agent_memory.hot_memory.analysis import (
     supersedes,
 )
 from agent_memory.hot_memory.document import document_tokens, stable_id
+from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import relaxed_rules
-from agent_memory.hot_memory.statements import relaxes_system_rules
+from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
 PRUNER = "pruner"
@@ -67,11 +69,14 @@ class MergeResult:
     withdrawn: list[str] = field(default_factory=list)
     #: AI line ids dropped or folded to keep the document under the cap (set by the caller)
     compacted: list[str] = field(default_factory=list)
+    #: AI lines a down-vote's reason re-confirmed: line id -> the feedback evidence added to it
+    confirmed: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
-        """True when the document differs from the input (a line added, replaced or removed)."""
-        return bool(self.added or self.replaced or self.removed)
+        """True when the document differs from the input (a line added, replaced, removed or
+        re-confirmed by feedback)."""
+        return bool(self.added or self.replaced or self.removed or self.confirmed)
 
     @property
     def touched(self) -> set[str]:
@@ -105,10 +110,13 @@ def merge_candidates(
        (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
        names the rule), one targeting an admin line or contradicting one -> review queue naming
        the rule, never applied (one item per message);
+       a candidate from down-vote reasons only (flow-log ``source == "feedback"``) whose reasons
+       state no preference (a bare judgement such as "wrong") -> ``not_a_preference``;
     6. a withdrawal removes the speaker's statement on that subject (made earlier the same day,
        or an AI line of the same scope);
     7. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
-       line keeps its provenance;
+       line keeps its provenance; a duplicate from a down-vote's reason re-confirms an AI line:
+       the rated answer is added to its evidence (``confirmed``);
     8. same subject and scope as AI lines (:func:`same_subject`: same section, same role for
        preferences; a new value of the same kind, the same focus / risk, the same state, a
        contradiction, or the LLM's ``replace``) -> the first such line is replaced in place and
@@ -152,9 +160,16 @@ def merge_candidates(
             else:
                 _withdraw(result, lines, text, role, cand.section, evidence)
             continue
-        if any(is_duplicate(info, analyse(ln.text)) or _restates(text, role, cand.section, ln, speaker.user_id)
-               for ln in lines):
+        feedback = [m for m in said if m.source == FEEDBACK_SOURCE]
+        if feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
+            result.rejected["not_a_preference"] += 1
+            continue
+        dup = next((ln for ln in lines if is_duplicate(info, analyse(ln.text))
+                    or _restates(text, role, cand.section, ln, speaker.user_id)), None)
+        if dup is not None:
             result.duplicates += 1
+            if feedback:
+                _confirm(result, lines, dup, [m.message_id for m in feedback])
             continue
 
         section = cand.section
@@ -182,6 +197,23 @@ def merge_candidates(
         _place(result, lines, new_line, same)
         result.evidence.extend(e for e in evidence if e not in result.evidence)
     return result
+
+
+def _states_preference(reason: str) -> bool:
+    """A down-vote's reason states a preference: a directive in it, or a complaint about the
+    answer's form that :func:`feedback_preference` turns into one."""
+    return feedback_preference(reason) is not None or any(f.kind != "withdraw" for f in find_statements(reason))
+
+
+def _confirm(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLine, evidence: list[str]) -> None:
+    """A down-vote's reason says again what AI line ``line`` says: the rated answers join its
+    evidence (same id, text and place; admin lines are never touched)."""
+    new = [e for e in evidence if e not in line.evidence]
+    if line.source == "admin" or not new:
+        return
+    lines[lines.index(line)] = line.model_copy(update={"evidence": [*line.evidence, *new]})
+    result.confirmed.setdefault(line.line_id, []).extend(new)
+    result.evidence.extend(e for e in new if e not in result.evidence)
 
 
 def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Mapping[str, FlowLogEntry],

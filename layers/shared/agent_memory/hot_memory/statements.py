@@ -34,8 +34,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
 from agent_memory.hot_memory.analysis import language_of, nfkc
+from agent_memory.hot_memory.feedback_reasons import feedback_preference
 
 _I = re.IGNORECASE
 
@@ -493,12 +495,23 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
     preference, the speaker's study role from the flow-log record. A sentence naming the rules
     and asking to relax them (a question included) becomes a candidate too: the guards send it
     to the review queue.
+
+    A feedback event (``source == "feedback"``: a down-vote's reason, evidence = the rated
+    answer) is the rater's implicit "from now on, answer like this": a directive in it is found
+    as in any message, else the preference its complaint states
+    (:func:`~agent_memory.hot_memory.feedback_reasons.feedback_preference`) becomes a User
+    Preferences candidate; a bare judgement ("wrong") gives none.
     """
     out: list[Candidate] = []
     for m in messages:
         if m.role != "user":
             continue
         found = find_statements(m.content)
+        if m.source == FEEDBACK_SOURCE:
+            found = [f for f in found if f.kind != "withdraw"]
+            preference = None if found else feedback_preference(m.content)
+            if preference is not None:
+                found = [_Found(preference, "durable", "User Preferences")]
         named = [s for s, _ in split_statements(m.content) if relaxes_system_rules(s)
                  or (re.search(r"规则|\brule", s, _I) and re.search(r"松|放宽|\brelax|\bwaive|\bexception", s, _I))]
         for position, f in enumerate(found):
