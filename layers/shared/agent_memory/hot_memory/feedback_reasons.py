@@ -56,7 +56,7 @@ _EN_INSTRUCTION = re.compile(
 )
 #: "answers in English", "replies should be short": a statement with its own subject
 _EN_ANSWER_SUBJECT = re.compile(r"^(?:the\s+)?(?:answers?|repl(?:y|ies)|responses?)\b", _I)
-_ANSWER_WORD = re.compile(r"回答|回复|答复|答案|\banswers?\b|\brepl(?:y|ies)\b|\bresponses?\b", _I)
+_ZH_ANSWER_SUBJECT = re.compile(r"^(?:回答|回复|答复|答案)")
 
 _ZH_TOO = re.compile(r"^(?P<subj>.*?)(?:也|还是|又|实在|真的|有点|有些|未免)?(?:太|过于|过分)(?P<adj>[^，,。！!？?]{1,8}?)了?[吧啊呀啦]*$")
 _ZH_MISSING = re.compile(
@@ -105,7 +105,9 @@ def _too(text: str, zh_target: bool) -> tuple[str, bool, bool] | None:
         return (f"{subj}: not too {adj}" if subj else f"not too {adj}"), False, bool(subj)
     en_too = _EN_TOO.match(text)
     if en_too:
-        subj = re.sub(r"^(?:it|this|that|the answer|your answer|answer)$", "", en_too.group("subj").strip(), flags=_I)
+        # "it", "this sounded", "your reply was": the answer itself, no subject of its own
+        subj = re.sub(r"^(?:it|this|that|(?:the|your) (?:answer|reply|response)|answer|reply)(?:\s+[a-z]+)?$", "",
+                      en_too.group("subj").strip(), flags=_I)
         adj = en_too.group("adj").strip()
         few = re.match(r"(?:few|little)\s+(.+)", adj, _I)
         piece = f"more {few.group(1)}" if few else f"not too {adj}"
@@ -163,10 +165,12 @@ def feedback_preference(reason: str) -> str | None:
     ordered = [p for p in pieces if p[1]] + [p for p in pieces if not p[1]]
     texts = list(dict.fromkeys(p[0] for p in ordered))
     if zh:
-        if not ordered[0][2] and not _ANSWER_WORD.search(texts[0][:4]):
-            texts[0] = f"回答{texts[0]}"
-        if texts[0].startswith("回答"):  # the subject is said once
-            texts[1:] = [t.removeprefix("回答") for t in texts[1:]]
+        # the answer word the rater used ("回复…"), said once, at the start
+        word = next((m.group() for t in texts if (m := _ZH_ANSWER_SUBJECT.match(t))), "回答")
+        if not ordered[0][2] and not re.search(r"回答|回复|答复", texts[0]):
+            texts[0] = f"{word}{texts[0]}"
+        if texts[0].startswith(word):
+            texts[1:] = [t.removeprefix(word) for t in texts[1:]]
         body = "，".join(texts)
         return f"{body}。"
     body = ", ".join(texts)
