@@ -67,8 +67,8 @@ def test_a_complaint_becomes_a_clean_preference_by_kind(reason: str, expected: s
     assert feedback_preference(reason) == expected
 
 
-@pytest.mark.parametrize("reason", ["答错了", "完全不对！", "没用", "数据有误", "wrong", "That's just wrong.", "useless",
-                                    "not helpful", "doesn't answer the question", "不是我要的", "说不清楚"])
+@pytest.mark.parametrize("reason", ["答错了", "完全不对！", "没用", "数据有误", "wrong", "That's just wrong.",
+                                    "useless", "not helpful", "doesn't answer the question", "不是我要的", "说不清楚"])
 def test_a_bare_judgement_states_no_preference(reason: str) -> None:
     assert feedback_preference(reason) is None
 
@@ -100,7 +100,8 @@ def _merge(hot: HotMemory, entries: list[FlowLogEntry], candidates: list[Candida
 
 def test_a_reason_saying_again_what_a_line_says_reconfirms_it_with_the_rated_answer() -> None:
     # Given a distilled PI line on short answers from an earlier day
-    old = line("l-short", "User Preferences", "回答只给结论，不要太长。", source="distilled", tag="PI", evidence=("m-old",))
+    old = line("l-short", "User Preferences", "回答只给结论，不要太长。", source="distilled", tag="PI",
+               evidence=("m-old",))
     hot = HotMemory(project_id="p1", lines=[old])
 
     # When a PI's down-vote complains about the same thing

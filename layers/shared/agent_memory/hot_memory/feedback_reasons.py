@@ -1,7 +1,7 @@
 """A down-vote's reason as the rater's preference about how answers are given.
 
 A reason attached to a down-vote is an implicit "from now on, answer like this" of the rater
-(docs/architecture.md, "Hot memory"; README, "Answer feedback"), but it is usually written as a
+(docs/architecture.md, "Feedback and reminders"), but it is usually written as a
 complaint about the answer's form, not as a directive. :func:`feedback_preference` turns it into a
 clean statement in the rater's language, by KIND of fragment (never by phrase):
 
@@ -58,7 +58,9 @@ _EN_INSTRUCTION = re.compile(
 _EN_ANSWER_SUBJECT = re.compile(r"^(?:the\s+)?(?:answers?|repl(?:y|ies)|responses?)\b", _I)
 _ZH_ANSWER_SUBJECT = re.compile(r"^(?:回答|回复|答复|答案)")
 
-_ZH_TOO = re.compile(r"^(?P<subj>.*?)(?:也|还是|又|实在|真的|有点|有些|未免)?(?:太|过于|过分)(?P<adj>[^，,。！!？?]{1,8}?)了?[吧啊呀啦]*$")
+_ZH_TOO = re.compile(
+    r"^(?P<subj>.*?)(?:也|还是|又|实在|真的|有点|有些|未免)?(?:太|过于|过分)(?P<adj>[^，,。！!？?]{1,8}?)了?[吧啊呀啦]*$"
+)
 _ZH_MISSING = re.compile(
     r"^(?P<subj>.*?)(?:都|也|又|还|完全|根本)?(?P<neg>没有|没|未|缺少|缺了|缺|漏了|漏掉了?|少了|忘了)(?P<x>.+)$"
 )
@@ -69,7 +71,8 @@ _EN_TOO = re.compile(
     _I,
 )
 _EN_MISSING = re.compile(
-    r"^(?:.*?\b)?(?:no|missing|without|lacks?|lacking|there (?:is|was|are|were) no)\s+(?P<x>(?!more\b|need\b)[a-z][\w\s'-]{2,60})$|"
+    r"^(?:.*?\b)?(?:no|missing|without|lacks?|lacking|there (?:is|was|are|were) no)\s+"
+    r"(?P<x>(?!more\b|need\b)[a-z][\w\s'-]{2,60})$|"
     r"^(?:.*?\b)?(?:didn'?t|did not|doesn'?t|does not|never|forgot to|failed to)\s+"
     r"(?P<v>cite|include|mention|show|give|list|quote|reference|link|state|use|add|attach|name)\s+(?P<y>.+)$",
     _I,

@@ -49,7 +49,7 @@ def render_messages(messages: Sequence[FlowLogEntry], *, max_bytes_each: int, tz
         if capped != text:
             capped += "…"
         who = f" {m.user_id}" if m.user_id else ""
-        kind = m.role
+        kind: str = m.role
         if m.source == FEEDBACK_SOURCE:
             kind = f"feedback{who} ({m.rating or 'down'}-vote of answer {m.message_id})"
             who = ""
