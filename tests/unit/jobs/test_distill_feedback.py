@@ -49,6 +49,9 @@ def vote(message_id: str, reason: str, *, rating: str = "down", user_id: str = "
         ("没有标出处，数字从哪来的", "回答要标出处。"),
         ("you didn't quote the visit schedule", "Answers: quote the visit schedule."),
         ("缺少依据", "回答要有依据。"),
+        ("怎么不标数据截止日期", "回答要标数据截止日期。"),
+        # the answer itself as the subject of the complaint
+        ("刚才这个回答太散了", "回答不要太散。"),
         # tone
         ("口气太生硬了", "口气不要太生硬。"),
         ("this sounded way too casual", "Answers: not too casual."),
@@ -70,6 +73,11 @@ def test_a_complaint_becomes_a_clean_preference_by_kind(reason: str, expected: s
 @pytest.mark.parametrize("reason", ["答错了", "完全不对！", "没用", "数据有误", "wrong", "That's just wrong.",
                                     "useless", "not helpful", "doesn't answer the question", "不是我要的", "说不清楚"])
 def test_a_bare_judgement_states_no_preference(reason: str) -> None:
+    assert feedback_preference(reason) is None
+
+
+@pytest.mark.parametrize("reason", ["没有写出K-0412的体温", "AB-1203的随访日期列得太多了"])
+def test_a_complaint_about_one_study_subject_is_no_preference(reason: str) -> None:
     assert feedback_preference(reason) is None
 
 
@@ -121,16 +129,18 @@ def test_a_reason_repeating_an_admin_line_leaves_it_untouched() -> None:
 
 
 @pytest.mark.parametrize(
-    "reason",
-    ["编号后面没有写患者名字，看不出是谁", "too slow, just send the listing to the sponsor directly",
-     "每次都要签字确认太麻烦了，直接改EDC就行"],
+    ("reason", "rule"),
+    [("编号后面没有写患者名字，看不出是谁", "r-id"), ("too slow, just send the listing to the sponsor directly", "r-send"),
+     ("每次都要签字确认太麻烦了，直接改EDC就行", "r-edc"), ("为什么不显示受试者姓名？", "r-id"),
+     ("按治疗组分开看疗效，才有用", "r-blind")],
 )
-def test_a_reason_that_would_relax_a_system_rule_goes_to_review_naming_it(reason: str) -> None:
+def test_a_reason_that_would_relax_a_system_rule_goes_to_review_naming_it(reason: str, rule: str) -> None:
     # Given System Rules on identities, sending outside and EDC corrections
     rules = [
         line("r-id", "System Rules", "禁止在任何输出中出现受试者姓名，只用受试者编号。"),
         line("r-send", "System Rules", "未经PI批准，不得向申办方或院外人员发送任何数据。"),
         line("r-edc", "System Rules", "禁止AI修改EDC中的数据；更正须由研究者签字后执行。"),
+        line("r-blind", "System Rules", "本研究双盲：不得按治疗组拆分展示疗效结果。"),
     ]
 
     # When a down-vote's reason asks for what a rule forbids
@@ -139,7 +149,7 @@ def test_a_reason_that_would_relax_a_system_rule_goes_to_review_naming_it(reason
     # Then nothing is written and one review item names the rule, with the rated answer as evidence
     assert not merged.changed and merged.lines == rules
     (item,) = merged.reviews
-    assert item.reason == "relaxes_system_rules" and item.detail in {"r-id", "r-send", "r-edc"}
+    assert item.reason == "relaxes_system_rules" and item.detail == rule
     assert item.evidence == ["a-5"]
 
 

@@ -10,10 +10,11 @@ clean statement in the rater's language, by KIND of fragment (never by phrase):
 - a complaint that something is too much / too little ("太长了", "语气太冲", "too many bullet
   points", "way too formal") becomes its negation ("不要太长", "语气不要太冲", "not too many bullet
   points"; "too few X" -> "more X");
-- something missing ("没有引用周报", "缺少出处", "no sources", "didn't cite the protocol") becomes
-  what to include ("要引用周报", "要有出处", "include sources", "cite the protocol");
-- a bare judgement ("答错了", "不对", "没用", "wrong", "useless", "not helpful") and anything else
-  states no preference and is dropped.
+- something missing ("没有引用周报", "缺少出处", "怎么不标日期", "no sources", "didn't cite the
+  protocol") becomes what to include ("要引用周报", "要有出处", "要标日期", "include sources",
+  "cite the protocol");
+- a bare judgement ("答错了", "不对", "没用", "wrong", "useless", "not helpful"), a fragment about
+  one study subject (an id such as P005) and anything else states no preference and is dropped.
 
 Instructions come first, then the converted complaints; a statement without its own subject gets
 "回答" / "Answers:" so the line says what it is about. Deterministic and offline; nothing logged.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from agent_memory.hot_memory.analysis import language_of, nfkc
+from agent_memory.hot_memory.analysis import SUBJECT_ID, language_of, nfkc
 
 _I = re.IGNORECASE
 
@@ -62,9 +63,13 @@ _ZH_TOO = re.compile(
     r"^(?P<subj>.*?)(?:也|还是|又|实在|真的|有点|有些|未免)?(?:太|过于|过分)(?P<adj>[^，,。！!？?]{1,8}?)了?[吧啊呀啦]*$"
 )
 _ZH_MISSING = re.compile(
-    r"^(?P<subj>.*?)(?:都|也|又|还|完全|根本)?(?P<neg>没有|没|未|缺少|缺了|缺|漏了|漏掉了?|少了|忘了)(?P<x>.+)$"
+    r"^(?P<subj>.*?)(?:都|也|又|还|完全|根本)?(?P<neg>(?:为什么|为啥|怎么)(?:不|没有?)|没有|没|未|缺少|缺了|缺|漏了|漏掉了?|少了|忘了)(?P<x>.+)$"
 )
-_ZH_VERB = re.compile(r"^(?:引用|给出?|附上?|标注?|列出?|说明|注明|写|提供|提到|带上?|按|用上|注上?|讲|说|指出|给个)")
+_ZH_VERB = re.compile(
+    r"^(?:引用|给出?|附上?|标注?|列出?|说明|注明|写|提供|提到|带上?|按|用上|注上?|讲|说|指出|给个|显示|展示|标出|写出|区分)"
+)
+#: the answer itself named as a complaint's subject ("今天这个回答", "你的回复"): "回答" / "回复"
+_ZH_THIS_ANSWER = re.compile(r"^(?:今天|刚才|这次|上次|又|你)?(?:这个|这条|这段|这些|你的|你这个?|的)*(?P<w>回答|回复|答复|答案)$")
 _EN_TOO = re.compile(
     r"^(?P<subj>.*?)\s*(?:(?:is|was|are|were|'s|'re|seems?|feels?|got)\s+)?"
     r"(?:(?:way|much|far|a bit|a little|kind of|kinda|really|so|just)\s+)?too\s+(?P<adj>.+)$",
@@ -103,6 +108,8 @@ def _too(text: str, zh_target: bool) -> tuple[str, bool, bool] | None:
     zh_too = _ZH_TOO.match(text)
     if zh_too and zh_too.group("adj").strip():
         subj, adj = zh_too.group("subj").strip(), zh_too.group("adj").strip()
+        this = _ZH_THIS_ANSWER.match(subj)
+        subj = this.group("w") if this else subj
         if zh_target:
             return f"{subj}不要太{adj}", False, bool(subj)
         return (f"{subj}: not too {adj}" if subj else f"not too {adj}"), False, bool(subj)
@@ -121,8 +128,8 @@ def _too(text: str, zh_target: bool) -> tuple[str, bool, bool] | None:
 def _convert(fragment: str, zh_target: bool) -> tuple[str, bool, bool] | None:
     """``(piece, is_instruction, has_subject)`` for one fragment, or None when it states nothing."""
     text = _tidy(fragment)
-    if not text or _JUDGEMENT.match(text) or _JUDGEMENT.match(fragment.strip()):
-        return None
+    if not text or _JUDGEMENT.match(text) or _JUDGEMENT.match(fragment.strip()) or SUBJECT_ID.search(text):
+        return None  # a judgement, or something about one study subject (not how answers are given)
     if language_of(text) == "zh" or re.search(r"[\u3400-\u9fff]", text):
         if re.match(r"^(?:别|不要|千万别|不用|不必)", text):
             return re.sub(r"^(?:别再|别|不要再|千万别)", "不要", text), True, False

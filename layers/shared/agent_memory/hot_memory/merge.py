@@ -148,7 +148,8 @@ def merge_candidates(
         stated_at = max(m.at for m in said)
 
         target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
-        held = _held_for_admin(cand, text, info, lines, rules, target, context)
+        feedback = [m for m in said if m.source == FEEDBACK_SOURCE]
+        held = _held_for_admin(cand, text, info, lines, rules, target, context, asks_output=bool(feedback))
         if held is not None:
             _queue(result, queued, hot.project_id, cand, text, evidence, day, now, *held)
             continue
@@ -160,7 +161,6 @@ def merge_candidates(
             else:
                 _withdraw(result, lines, text, role, cand.section, evidence)
             continue
-        feedback = [m for m in said if m.source == FEEDBACK_SOURCE]
         if feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
             result.rejected["not_a_preference"] += 1
             continue
@@ -236,16 +236,18 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
 
 def _held_for_admin(
     cand: Candidate, text: str, info: Analysis, lines: list[HotMemoryLine], rules: list[HotMemoryLine],
-    target: HotMemoryLine | None, context: str,
+    target: HotMemoryLine | None, context: str, *, asks_output: bool = False,
 ) -> tuple[str, str | None] | None:
     """The System Rules guard: ``(reason, line_id)`` when the candidate must wait for an admin.
 
     The LLM's ``relaxes_rule``, a statement naming the rules and asking to relax them, or one
     relaxing a rule by meaning -> ``relaxes_system_rules`` naming the rule when one is singled out;
     a candidate targeting an admin line -> ``targets_admin_line``; one contradicting an admin line
-    or changing its detail -> ``contradicts_admin_line``.
+    or changing its detail -> ``contradicts_admin_line``. ``asks_output``: the candidate comes
+    from a down-vote's reason, a request for how answers look (forbidden content named in it
+    without a negation is asked for).
     """
-    relaxed = relaxed_rules(text, rules, context=context)
+    relaxed = relaxed_rules(text, rules, context=context, asks_output=asks_output)
     if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
         specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
         return "relaxes_system_rules", relaxed[0].line_id if specific else (
