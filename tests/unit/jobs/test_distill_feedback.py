@@ -130,7 +130,8 @@ def test_a_reason_repeating_an_admin_line_leaves_it_untouched() -> None:
 
 @pytest.mark.parametrize(
     ("reason", "rule"),
-    [("编号后面没有写患者名字，看不出是谁", "r-id"), ("too slow, just send the listing to the sponsor directly", "r-send"),
+    [("编号后面没有写患者名字，看不出是谁", "r-id"),
+     ("too slow, just send the listing to the sponsor directly", "r-send"),
      ("每次都要签字确认太麻烦了，直接改EDC就行", "r-edc"), ("为什么不显示受试者姓名？", "r-id"),
      ("按治疗组分开看疗效，才有用", "r-blind")],
 )

@@ -69,7 +69,9 @@ _ZH_VERB = re.compile(
     r"^(?:引用|给出?|附上?|标注?|列出?|说明|注明|写|提供|提到|带上?|按|用上|注上?|讲|说|指出|给个|显示|展示|标出|写出|区分)"
 )
 #: the answer itself named as a complaint's subject ("今天这个回答", "你的回复"): "回答" / "回复"
-_ZH_THIS_ANSWER = re.compile(r"^(?:今天|刚才|这次|上次|又|你)?(?:这个|这条|这段|这些|你的|你这个?|的)*(?P<w>回答|回复|答复|答案)$")
+_ZH_THIS_ANSWER = re.compile(
+    r"^(?:今天|刚才|这次|上次|又|你)?(?:这个|这条|这段|这些|你的|你这个?|的)*(?P<w>回答|回复|答复|答案)$"
+)
 _EN_TOO = re.compile(
     r"^(?P<subj>.*?)\s*(?:(?:is|was|are|were|'s|'re|seems?|feels?|got)\s+)?"
     r"(?:(?:way|much|far|a bit|a little|kind of|kinda|really|so|just)\s+)?too\s+(?P<adj>.+)$",
