@@ -200,6 +200,22 @@ def test_the_days_distillation_adds_the_pi_preference_and_only_the_last_rating_c
     assert report.counts["added"] == 1
 
 
+def test_two_raters_of_one_answer_each_get_their_own_role(store: InMemoryStore) -> None:
+    # Given a PI and a CRC who both down-vote the same answer with different complaints
+    _rate(store, vote("a-4", "字太多了，三句话以内"))
+    _rate(store, vote("a-4", "no sources, cite the SOP section", user_id="u-crc", study_role="CRC",
+                      at=utc("2026-05-12T15:40:00+08:00")))
+
+    # When the day is distilled
+    run(make_deps(store, clock=lambda: NOW), "distill", "p1", "2026-05-13")
+
+    # Then each preference carries its own rater's role, both citing the rated answer
+    assert sorted((ln.role_tag, ln.text, ln.stated_by, tuple(ln.evidence)) for ln in hot_lines(store)) == [
+        ("CRC", "Answers: cite the SOP section, include sources.", "u-crc", ("a-4",)),
+        ("PI", "回答三句话以内，字不要太多。", "u-pi", ("a-4",)),
+    ]
+
+
 def test_a_reconfirming_reason_is_saved_with_its_evidence(store: InMemoryStore) -> None:
     # Given the PI's line on English answers in memory
     save_hot(store, "p1", [line("l-en", "User Preferences", "Answers in English.", source="distilled", tag="PI",

@@ -47,7 +47,9 @@ _LEAD = re.compile(
 )
 _ZH_INSTRUCTION = re.compile(
     r"^(?:只|直接|就|给|用|先|要|别|不要|不用|不必|少|多|加|附|标|列|写|按|分|改|放|把|换|说|讲|简单|简短|简洁|精简|"
-    r"一句话|一两句|重点|挑|留|保留|去掉|删掉|省掉|控制在|最好|应该|得|需要|必须|记得|注意|统一|全部|都用|每次|想要|希望)"
+    r"一句话|一两句|重点|挑|留|保留|去掉|删掉|省掉|控制在|最好|应该|得|需要|必须|记得|注意|统一|全部|都用|每次|想要|希望|"
+    # a limit on the answer's size ("三句话以内", "5条以下")
+    r"[0-9一二两三四五六七八九十百]+\s*(?:句|条|点|行|段|个字|字|页)[^，,]{0,4}(?:以内|以下|之内|左右|就够|就行|足够))"
 )
 _EN_INSTRUCTION = re.compile(
     r"^(?:just|only|give|use|keep|send|put|list|show|cite|include|add|answer|reply|respond|write|be|start|lead|skip|drop|"

@@ -92,6 +92,7 @@ def merge_candidates(
     day: str,
     now: datetime,
     max_line_tokens: int,
+    feedback_events: Sequence[FlowLogEntry] = (),
 ) -> MergeResult:
     """Merge candidates (oldest statement first) into a copy of ``hot.lines``: THE guards both
     extractors (rules and LLM) go through.
@@ -124,8 +125,12 @@ def merge_candidates(
        statements it supersedes are listed in ``superseded``);
     9. otherwise added at the end.
 
+    ``feedback_events``: the day's down-vote records; several raters may rate the same answer, so
+    a candidate citing it is grounded in the record of its own speaker (``Candidate.speaker``).
+
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
     """
+    by_rater: dict[tuple[str, str | None], FlowLogEntry] = {(m.message_id, m.user_id): m for m in feedback_events}
     lines = list(hot.lines)
     result = MergeResult(lines=lines)
     rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
@@ -133,7 +138,7 @@ def merge_candidates(
     for cand in sorted(candidates, key=lambda c: c.order):
         text = " ".join(cand.text.split())
         evidence = list(dict.fromkeys(cand.evidence))
-        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens)
+        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens, by_rater)
         if rejection == "proposes_system_rule":
             _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None)
             continue
@@ -141,7 +146,7 @@ def merge_candidates(
             result.rejected[rejection] += 1
             continue
         info = analyse(text)
-        said = [day_messages[e] for e in evidence]
+        said = [by_rater.get((e, cand.speaker), day_messages[e]) for e in evidence]
         context = "\n".join(m.content for m in said)
         speaker = said[-1]
         role = speaker.study_role if cand.section == "User Preferences" else None
@@ -217,7 +222,7 @@ def _confirm(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLin
 
 
 def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Mapping[str, FlowLogEntry],
-               max_line_tokens: int) -> str | None:
+               max_line_tokens: int, by_rater: Mapping[tuple[str, str | None], FlowLogEntry]) -> str | None:
     """Why a candidate cannot be a line at all: ``ungrounded`` (evidence not a user message of the
     day), ``proposes_system_rule`` (admins own that section), ``invalid`` (section, empty, too
     long) or ``language`` (not a language its evidence is written in); None when it can."""
@@ -229,7 +234,7 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
         return "invalid"
     spoken: set[str] = set()
     for e in evidence:
-        spoken |= languages_present(day_messages[e].content)
+        spoken |= languages_present(by_rater.get((e, cand.speaker), day_messages[e]).content)
     language = analyse(text).language
     return "language" if language != "other" and spoken and language not in spoken else None
 

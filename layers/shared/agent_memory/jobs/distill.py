@@ -183,6 +183,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             merged = merge_candidates(
                 hot, extraction.candidates, day_messages=day_messages, day=key, now=now,
                 max_line_tokens=caps.max_line_tokens,
+                feedback_events=[m for m in users if m.source == FEEDBACK_SOURCE],
             )
             tokens_before = document_tokens(hot.lines)
             tokens_after = document_tokens(merged.lines)
