@@ -38,7 +38,7 @@ from agent_memory.consultation.session_memory import (
     TurnMemory,
     merge_diagnosis_refs,
 )
-from agent_memory.conversation.append import Append, append_messages
+from agent_memory.conversation.append import Append, append_messages, version_conflict_retrying
 from agent_memory.domain.errors import (
     DiagnosisNotFound,
     InvalidInput,
@@ -65,8 +65,6 @@ from agent_memory.ports import SessionsStore
 MAX_TRANSACT_ITEMS = 100
 #: Turns accepted in one transcript request (422 above it).
 MAX_TRANSCRIPT_TURNS = 200
-#: Write attempts on an optimistic-lock conflict (another writer changed the session).
-WRITE_ATTEMPTS = 4
 #: Earliest ``at`` of a transcript turn; the latest is the import time + ``TRANSCRIPT_FUTURE_SLACK``.
 TRANSCRIPT_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 TRANSCRIPT_FUTURE_SLACK = timedelta(days=1)
@@ -404,32 +402,36 @@ def add_diagnosis(
             f"the report is {size} UTF-8 bytes; the limit is {deps.config.max_report_bytes}",
             limit_bytes=deps.config.max_report_bytes, actual_bytes=size,
         )
-    for attempt in range(WRITE_ATTEMPTS):
-        session = _require_session(deps, project_id, session_id)
-        now = deps.now().astimezone(UTC)
-        did = diagnosis_id or f"d{int(now.timestamp() * 1000):013d}{secrets.token_hex(4)}"
-        diagnosis = Diagnosis(
-            project_id=project_id, session_id=session_id, diagnosis_id=did, patient_id=session.patient_id,
-            created_at=now, created_by=user_id, report=report,
-            symptoms_snapshot=copy.deepcopy(list((session.facts or {}).get("symptoms") or [])),
-        )
-        facts = dict(session.facts or {})
-        prior: list[dict[str, Any]] = list(facts.get("diagnoses") or [])
-        if "diagnoses" not in facts and session.patient_id:  # references never loaded yet
-            prior = [r.model_dump(mode="json") for r in deps.store.patient_diagnosis_refs(
-                project_id, session.patient_id, limit=MAX_DIAGNOSIS_REFS)]
-        facts["diagnoses"] = merge_diagnosis_refs(prior, [diagnosis.ref().model_dump(mode="json")])
-        updated = session.model_copy(update={
-            "diagnosis_count": session.diagnosis_count + 1, "updated_at": now, "facts": facts,
-        })
-        try:
-            deps.store.add_diagnosis(diagnosis, updated, expected_version=session.version)
-        except VersionConflict:
-            if attempt + 1 == WRITE_ATTEMPTS:
-                raise
-            continue
-        return diagnosis
-    raise VersionConflict("session changed concurrently")  # pragma: no cover
+    for attempt in version_conflict_retrying():
+        with attempt:
+            return _add_diagnosis_once(deps, project_id, session_id, user_id, report, diagnosis_id)
+    raise VersionConflict("session changed concurrently")  # pragma: no cover (the policy re-raises)
+
+
+def _add_diagnosis_once(
+    deps: SessionsDeps, project_id: str, session_id: str, user_id: str, report: dict[str, Any],
+    diagnosis_id: str | None,
+) -> Diagnosis:
+    """One optimistic-lock write of a diagnosis on the session as read now (raises VersionConflict)."""
+    session = _require_session(deps, project_id, session_id)
+    now = deps.now().astimezone(UTC)
+    did = diagnosis_id or f"d{int(now.timestamp() * 1000):013d}{secrets.token_hex(4)}"
+    diagnosis = Diagnosis(
+        project_id=project_id, session_id=session_id, diagnosis_id=did, patient_id=session.patient_id,
+        created_at=now, created_by=user_id, report=report,
+        symptoms_snapshot=copy.deepcopy(list((session.facts or {}).get("symptoms") or [])),
+    )
+    facts = dict(session.facts or {})
+    prior: list[dict[str, Any]] = list(facts.get("diagnoses") or [])
+    if "diagnoses" not in facts and session.patient_id:  # references never loaded yet
+        prior = [r.model_dump(mode="json") for r in deps.store.patient_diagnosis_refs(
+            project_id, session.patient_id, limit=MAX_DIAGNOSIS_REFS)]
+    facts["diagnoses"] = merge_diagnosis_refs(prior, [diagnosis.ref().model_dump(mode="json")])
+    updated = session.model_copy(update={
+        "diagnosis_count": session.diagnosis_count + 1, "updated_at": now, "facts": facts,
+    })
+    deps.store.add_diagnosis(diagnosis, updated, expected_version=session.version)
+    return diagnosis
 
 
 def list_diagnoses(deps: SessionsDeps, *, project_id: str, session_id: str) -> list[Diagnosis]:

@@ -23,8 +23,28 @@ from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
 from agent_memory.ports import ConversationStore
 
-#: Write attempts on a version conflict (the first write included).
-WRITE_ATTEMPTS = 4
+#: Write attempts on a version conflict (the first write included). Under N writers racing on one
+#: session (Lambda runs a request per execution environment), each retry loses only to the writers
+#: that committed meanwhile; 8 attempts with jittered backoff absorb a burst of several concurrent
+#: turns, and the whole backoff (at most about 2 s) stays inside the response reserve the handler
+#: keeps for writing (``RESPONSE_RESERVE_S``, 3 s by default).
+WRITE_ATTEMPTS = 8
+#: Backoff between attempts: random in [0, min(WAIT_MAX_S, WAIT_MULTIPLIER_S * 2**attempt)] seconds.
+WAIT_MULTIPLIER_S = 0.02
+WAIT_MAX_S = 0.4
+
+
+def version_conflict_retrying(attempts: int = WRITE_ATTEMPTS) -> Retrying:
+    """The retry policy of every optimistic-lock write of a session: retry on ``VersionConflict``
+    only, ``attempts`` writes in all, full-jitter exponential backoff (``WAIT_MULTIPLIER_S``,
+    capped at ``WAIT_MAX_S`` seconds), the last ``VersionConflict`` re-raised (HTTP 409 with
+    ``Retry-After`` upstream)."""
+    return Retrying(
+        stop=stop_after_attempt(attempts),
+        retry=retry_if_exception_type(VersionConflict),
+        wait=wait_random_exponential(multiplier=WAIT_MULTIPLIER_S, max=WAIT_MAX_S),
+        reraise=True,
+    )
 
 #: ``update(current, updated, full_window) -> updated``: adds what else the turn changes on the
 #: session item (facts, rolling summary); ``full_window`` is the window before trimming.
@@ -96,13 +116,7 @@ def append_messages(
     """
     zone = ZoneInfo(time_zone)
     current = session
-    retrying = Retrying(
-        stop=stop_after_attempt(attempts),
-        retry=retry_if_exception_type(VersionConflict),
-        wait=wait_random_exponential(multiplier=0.01, max=0.2),
-        reraise=True,
-    )
-    for attempt in retrying:
+    for attempt in version_conflict_retrying(attempts):
         with attempt:
             if attempt.retry_state.attempt_number > 1:
                 current = store.get_session(session.project_id, session.session_id) or session.model_copy(
