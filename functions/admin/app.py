@@ -43,7 +43,8 @@ from agent_memory.observability import logger, metrics
 from agent_memory.projects import members
 from agent_memory.wiring import build_admin_deps
 
-deps = build_admin_deps(get_settings())
+settings = get_settings()
+deps = build_admin_deps(settings)
 member_store = deps.members
 app = guarded_resolver(members=member_store)
 
@@ -211,6 +212,7 @@ def update_project(project_id: str, body: UpdateProjectRequest) -> Response[str]
     project = members.update_project(
         member_store, project_id, name=body.name, time_zone=body.time_zone,
         clinical_data=body.clinical_data.to_domain() if body.clinical_data else None,
+        token_secret_prefix=settings.clinical_token_secret_prefix,
     )
     return model_response(project)
 

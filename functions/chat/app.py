@@ -21,12 +21,14 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
+from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 from aws_lambda_powertools.utilities.idempotency.serialization.pydantic import PydanticSerializer
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.adapters.llm.deadline import deadline_from_context
 from agent_memory.chat.turn import ChatResult, handle_message
 from agent_memory.config import get_settings
+from agent_memory.domain.errors import Forbidden
 from agent_memory.domain.ids import CHAT_IDEMPOTENCY_PREFIX
 from agent_memory.http.requests import ChatRequest, ChatTurn, idempotency_key
 from agent_memory.http.routes import CHAT_ROUTE, current_caller, guarded_resolver
@@ -36,9 +38,26 @@ from agent_memory.wiring import build_chat_deps, build_members
 
 settings = get_settings()
 deps = build_chat_deps(settings)
+members = build_members(settings)
 # The turn reads the asker's membership in its own BatchGetItem (no GetItem by the guard); the
 # guard reads it only for a request it refuses before the turn runs (403 before 400 / 422).
-app = guarded_resolver(members=build_members(settings), idempotency=True, deferred=frozenset({CHAT_ROUTE}))
+app = guarded_resolver(members=members, idempotency=True, deferred=frozenset({CHAT_ROUTE}))
+
+#: What a replay answers in place of the stored reply when its caller is no longer a member.
+NOT_A_MEMBER = object()
+
+
+def replay_only_to_members(response: Any, idempotent_data: DataRecord) -> Any:
+    """Idempotency response hook: a stored reply is returned only while the caller is still a
+    member of the project (one GetItem, on replays only: the turn itself reads the membership in
+    its BatchGetItem, a replay runs no turn). An exception raised here would be reported by
+    Powertools as a persistence failure, so the refusal is a marker :func:`post_message` turns
+    into 403."""
+    project_id = str((app.current_event.path_parameters or {}).get("project_id"))
+    if members.get_member(project_id, current_caller(app).user_id) is None:
+        return NOT_A_MEMBER
+    return response
+
 
 # The key is the hash of (project, session, user, Idempotency-Key) and the records carry a fixed
 # prefix, so an erasure can find a turn's record from its message (domain.ids.chat_idempotency_record_id).
@@ -46,6 +65,7 @@ idempotency_config = IdempotencyConfig(
     event_key_jmespath="key_hash",
     payload_validation_jmespath="[content, patient_id]",
     expires_after_seconds=24 * 3600,
+    response_hook=replay_only_to_members,
 )
 persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table_name())
 
@@ -103,6 +123,8 @@ def post_message(project_id: str, session_id: str, body: ChatRequest) -> dict[st
         key=idempotency_key(app.current_event.headers), deadline=deadline(),
     )
     result = idempotent_turn(turn=turn) if turn.key else run_turn(turn)
+    if result is NOT_A_MEMBER:
+        raise Forbidden(f"you are not a member of project {project_id}")
     return result.model_dump(mode="json")
 
 

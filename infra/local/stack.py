@@ -537,14 +537,20 @@ class LocalStack:
                 self.functions[spec.logical_id] = self._import_function(spec)
             get_settings.cache_clear()  # do not leave our settings cached for others in this process
             self._bind_models()
-            if self._seed and not self.restarted:
+            if self._seed:
                 from agent_memory.adapters.dynamo.chat import DynamoRepository
                 from infra.local.demo.seed import seed_demo
 
-                seed_demo(
-                    DynamoRepository(), now=self._now or datetime.now(UTC), clinical_data=self._start_redcap(),
-                    members=self.members,
-                )
+                # The local REDCap and its token secret are not kept across restarts: started on
+                # every start, and demo-iit pointed at its new port.
+                clinical_data = self._start_redcap()
+                if not self.restarted:
+                    seed_demo(
+                        DynamoRepository(), now=self._now or datetime.now(UTC), clinical_data=clinical_data,
+                        members=self.members,
+                    )
+                else:
+                    self._repoint_demo_clinical_data(DynamoRepository(), clinical_data)
 
         for logical_id, function in self.functions.items():
             for route in function.spec.routes:
@@ -639,6 +645,21 @@ class LocalStack:
         self.redcap = demo_server(port=int(os.environ.get("REDCAP_PORT") or 0)).start()
         self._put_secret(DEMO_REDCAP_SECRET, DEMO_TOKEN)
         return ClinicalDataSource(source="redcap", api_url=self.redcap.api_url, token_secret=DEMO_REDCAP_SECRET)
+
+    @staticmethod
+    def _repoint_demo_clinical_data(repo: Any, clinical_data: Any) -> None:
+        """After a restart: demo-iit, while it still reads the demo REDCap secret, reads the local
+        REDCap at its new URL (a project an admin pointed elsewhere, or removed, is left alone)."""
+        from agent_memory.domain.errors import ProjectNotFound
+        from infra.local.demo.hot_memory import DEMO_IIT_PROJECT_ID
+
+        try:
+            project = repo.get_project(DEMO_IIT_PROJECT_ID)
+        except ProjectNotFound:
+            return
+        current = project.clinical_data
+        if current is not None and current.token_secret == clinical_data.token_secret and current != clinical_data:
+            repo.put_project(project.model_copy(update={"clinical_data": clinical_data}))
 
     @property
     def repo(self) -> Any:
@@ -756,6 +777,11 @@ class LocalStack:
 
     # -------------------------------------------------------------------------- helpers
     def _import_function(self, spec: FunctionSpec) -> LocalFunction:
+        from infra.local import powertools_patches
+
+        # Containers of all functions run in threads of this process: each request keeps its own
+        # Powertools "current event" (see the module; in Lambda one process serves one request).
+        powertools_patches.apply()
         first = self._import_container(spec, f"local_fn_{spec.logical_id}")
         maximum = int(os.environ.get("LOCAL_CONTAINERS_PER_FUNCTION") or DEFAULT_CONTAINERS_PER_FUNCTION)
         return LocalFunction(

@@ -94,7 +94,7 @@ def test_feedback_refusals(local_stack: LocalStack, project: str) -> None:
     assert long.status_code == 422, long.text
     # ... a member of another project is 403, and a member may not list the feedback
     other = requests.put(f"{base}/{turn['message_id']}/feedback", json={"rating": "up"},
-                         headers=_headers("demo-clinic", "crc-other-project"), timeout=30)
+                         headers=_headers("demo-clinic", "crc-elsewhere"), timeout=30)
     assert other.status_code == 403, other.text
     listing = requests.get(f"{local_stack.base_url}/v1/projects/{project}/feedback", headers=member, timeout=30)
     assert listing.status_code == 403

@@ -169,7 +169,7 @@ def test_erasure_answers_404_for_unknown_targets_and_403_to_members_and_other_pr
     assert member.call("DELETE", f"/sessions/{sid}").status_code == 403
     assert member.call("GET", "/export").status_code == 403
     # An admin of another project gets 403 for this project's patient, whether it exists or not
-    stranger = Client(local_stack, _uid("elsewhere"))
+    stranger = Client(local_stack, _uid("elsewhere"), user="gov-stranger")
     stranger.base = admin.base
     assert stranger.call("DELETE", f"/patients/{patient}").status_code == 403
     assert stranger.call("DELETE", f"/patients/{_uid('nobody')}").status_code == 403
@@ -310,3 +310,30 @@ def test_erasing_a_session_removes_its_diagnosis_references_from_the_patients_ot
     record = admin.call("GET", f"/sessions/{first}/erasure").json()
     assert record["counts"]["diagnosis_refs"] == 1 and record["counts"]["diagnosis"] == 1
     assert admin.call("GET", f"/patients/{patient}/sessions").status_code == 200  # the patient remains
+
+
+def test_erasing_a_session_removes_its_ratings_and_their_flow_log_events_also_replaced_ones(
+    local_stack: LocalStack, project: str,
+) -> None:
+    # Given an answer in a session rated down twice by one member (the second rating replaces the
+    # first), each reason in the rater's own words
+    admin = Client(local_stack, project)
+    rater = Client(local_stack, project, role="member", user="gov-rater")
+    tag = uuid.uuid4().hex[:10]
+    sid = _uid("s")
+    turn = admin.call("POST", f"/sessions/{sid}/messages", {"content": f"{tag} 今天入组几个？"})
+    assert turn.status_code == 200, turn.text
+    rated = f"/sessions/{sid}/messages/{turn.json()['message_id']}/feedback"
+    reasons = [f"{tag} 第一次理由 太长了", f"{tag} 第二次理由 只要结论"]
+    for reason in reasons:
+        r = rater.call("PUT", rated, {"rating": "down", "reason": reason})
+        assert r.status_code == 200, r.text
+    # (a replaced rating leaves no event behind: one rating, one event)
+    assert len(_holding(_scan_all(local_stack), [reasons[0]])) == 0
+    assert len(_holding(_scan_all(local_stack), [reasons[1]])) == 2  # the rating item and its event
+
+    # When the session is erased
+    assert admin.call("DELETE", f"/sessions/{sid}").status_code == 204
+
+    # Then no item holds the reasons or the question: rating items and flow-log events are gone
+    assert _holding(_scan_all(local_stack), [tag]) == []

@@ -28,8 +28,9 @@ _DESERIALIZE = TypeDeserializer().deserialize
 
 
 def _export(stack: LocalStack, project_id: str, role: str = "admin", **params: str) -> requests.Response:
+    user = "export-admin" if role == "admin" else f"export-{role}"
     return requests.get(f"{stack.base_url}/v1/projects/{project_id}/export", params=params or None,
-                        headers=bearer(f"{project_id}:{role}", "export-admin"), timeout=60)
+                        headers=bearer(f"{project_id}:{role}", user), timeout=60)
 
 
 def _project_items(client: Any, tables: dict[str, str], project_id: str) -> dict[str, dict[tuple[str, str], Any]]:

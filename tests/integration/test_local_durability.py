@@ -26,11 +26,14 @@ from botocore.exceptions import ClientError
 
 from infra.local.moto_persistence import LOG_NAME
 from infra.local.stack import REPO_ROOT, free_port
-from tests.support.auth import bearer
+from infra.local.token import mint_token
 
 pytestmark = pytest.mark.slow
 
 PROJECT = "demo-iit"
+#: The server runs in another process: its seeded demo team's PI (an admin of the demo projects)
+#: is the caller (the token is identity; the membership item decides access).
+HEADERS = {"Authorization": f"Bearer {mint_token('pi-zhang')}"}
 
 
 class Server:
@@ -78,7 +81,7 @@ def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
 def _turn(base_url: str, session: str, text: str) -> tuple[str, str] | None:
     """Post one chat turn; its (user message id, reply id) when acknowledged, else None."""
     response = requests.post(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
-                             json={"content": text}, headers=bearer(), timeout=60)
+                             json={"content": text}, headers=HEADERS, timeout=60)
     if response.status_code not in (200, 201):
         return None
     body = response.json()
@@ -88,7 +91,7 @@ def _turn(base_url: str, session: str, text: str) -> tuple[str, str] | None:
 def _stored_ids(base_url: str, sessions: list[str]) -> set[str]:
     ids: set[str] = set()
     for session in sessions:
-        response = requests.get(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}", headers=bearer(), timeout=30)
+        response = requests.get(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}", headers=HEADERS, timeout=30)
         assert response.status_code == 200, response.text
         ids |= {m["message_id"] for m in response.json()["window"]}
     return ids
@@ -127,6 +130,11 @@ def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restar
         # and the demo seed did not run again over the restored data (one set of demo reports)
         more = _concurrent_turns(second.base_url, sessions[:2], 2, "second")
         assert len(more) == 2 * 2 * 2
+        # and demo-iit still answers from the local REDCap (started again, on a new port)
+        answer = requests.post(f"{second.base_url}/v1/projects/{PROJECT}/sessions/durable-redcap/messages",
+                               json={"content": "P001 入组了吗？"}, headers=HEADERS, timeout=60)
+        assert answer.status_code == 200, answer.text
+        assert "2026-02-05" in answer.json()["reply"]
     # When it was stopped cleanly (SIGTERM) and starts again
     with local_server(data_dir, tmp_path) as third:
         # Then the turns of both runs are there

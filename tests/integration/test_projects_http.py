@@ -110,6 +110,10 @@ def test_patch_sets_a_clinical_data_source_by_secret_name_and_refuses_clear_text
     for bad in ({**good, "api_url": "http://redcap.example.org/api/"}, {**good, "api_url": "ftp://x/"},
                 {**good, "token_secret": "has spaces"}, {**good, "token_secret": "x" * 513},
                 {**good, "source": "openclinica"}, {**good, "token": "the-secret-itself"},
+                # a secret outside the prefix the functions may read (another secret of the account)
+                {**good, "token_secret": "agent-memory/anthropic-api-key"},
+                # credentials in the URL (they would be sent and logged as part of it)
+                {**good, "api_url": "https://user:pw@redcap.example.org/api/"},
                 {"time_zone": "Nowhere/Land"}):
         patch: dict[str, Any] = bad if "time_zone" in bad else {"clinical_data": bad}
         response = api_.call("PATCH", path, admin, patch)
@@ -197,8 +201,13 @@ def test_a_team_onboards_chats_as_itself_and_a_removed_crc_is_refused(
     assert "Asker: Prof. Braun (user u-pi), study role PI." in session_text
 
     # the CRC chats, then is removed: their next request, chat or read, is 403 and writes nothing
-    assert api_.call("POST", chat, who("u-crc"), {"content": "周末也可以给我发消息"}).status_code == 200
+    keyed = {**who("u-crc"), "Idempotency-Key": "crc-weekend-1"}
+    assert api_.call("POST", chat, keyed, {"content": "周末也可以给我发消息"}).status_code == 200
+    assert api_.call("POST", chat, keyed, {"content": "周末也可以给我发消息"}).status_code == 200  # a replay
     assert api_.call("DELETE", f"{members}/u-crc", admin).status_code == 204
+    # (a replay of their earlier turn with the same Idempotency-Key too)
+    replay = api_.call("POST", chat, keyed, {"content": "周末也可以给我发消息"})
+    assert (replay.status_code, replay.json()["error"]) == (403, "forbidden")
     refused = api_.call("POST", chat, who("u-crc"), {"content": "还在吗"})
     assert (refused.status_code, refused.json()["error"]) == (403, "forbidden")
     assert api_.call("GET", f"/v1/projects/{project['id']}/reports", who("u-crc")).status_code == 403
@@ -282,3 +291,27 @@ def test_an_imported_transcript_records_the_importing_members_study_role(
     spoken = sorted((i["content"]["S"], i.get("study_role", {}).get("S")) for i in flow
                     if i["project_id"]["S"] == project["id"] and i["session_id"]["S"] == "t-1")
     assert spoken == [("哪里不舒服？", "Sub-I"), ("头痛两天", None)]
+
+
+# ------------------------------------------------------------------ concurrent requests, one process
+def test_concurrent_member_writes_each_store_their_own_body(api_: Api, project: dict[str, str]) -> None:
+    # Given 12 different member bodies sent at once to one function (several containers of one
+    # process locally, as Lambda runs several execution environments)
+    from concurrent.futures import ThreadPoolExecutor
+
+    admin = who(project["admin"])
+    wanted = {
+        f"u-{i}": member_body("admin" if i % 2 else "member", "PI" if i % 2 else "CRC", f"name-{i}") for i in range(12)
+    }
+
+    def put(user: str) -> int:
+        return api_.call("PUT", f"/v1/projects/{project['id']}/members/{user}", admin, wanted[user]).status_code
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        statuses = list(pool.map(put, wanted))
+
+    # Then every write answered 201 and stored exactly the body it carried
+    assert statuses == [201] * 12
+    members = api_.call("GET", f"/v1/projects/{project['id']}/members", admin).json()["items"]
+    stored = {m["user_id"]: {k: m[k] for k in ("project_role", "study_role", "display_name")} for m in members}
+    assert {u: stored[u] for u in wanted} == wanted

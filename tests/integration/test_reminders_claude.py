@@ -16,7 +16,7 @@ from agent_memory.adapters.llm.anthropic import AnthropicClient
 from agent_memory.chat.turn import handle_message
 from tests.fakes import InMemoryStore
 from tests.support.messages_api import MessagesAPIServer, text_reply, tool_use_reply
-from tests.unit.chat_support import hot_line, make_deps, seed_project
+from tests.unit.chat_support import USER, hot_line, make_deps, seed_project
 from tests.unit.reminder_support import reminder_deps
 
 #: Wednesday 2026-12-02 17:05 in Shanghai (the project's zone).
@@ -32,7 +32,7 @@ def _turn(server: MessagesAPIServer, message: str, tool_input: dict[str, Any], *
     deps.reminders = rdeps
     deps.now = lambda: NOW
     server.script(tool_use_reply("schedule_reminder", tool_input), text_reply("好的 / Done."))
-    result = handle_message(deps, project_id="p1", session_id="s1", user_id="u-pi", content=message,
+    result = handle_message(deps, project_id="p1", session_id="s1", user_id=USER, content=message,
                             patient_id=None, deadline=None)
     second = server.requests[-1].body
     tool_result = next(b for b in second["messages"][-1]["content"] if b["type"] == "tool_result")

@@ -169,6 +169,29 @@ def test_b11_transcript_import_dates_onsets_in_the_projects_local_day(local_stac
     assert session["window"][0]["source"] == "transcript"
 
 
+def test_a_transcript_of_the_most_turns_allowed_is_written_in_transactions_dynamodb_accepts(
+    local_stack: LocalStack, clinic: str
+) -> None:
+    # Given a consultation and a transcript of 200 turns (the most one request may carry), spread
+    # over two local days
+    api = Api(local_stack, clinic)
+    sid = _sid()
+    api.post("/sessions", {"session_id": sid, "patient_id": "pt-long", "type": "consultation", "name": None})
+    turns = [
+        {"role": "patient" if i % 2 else "doctor", "content": f"第{i}句",
+         "at": f"2026-03-{9 + i // 100:02d}T{(i % 100) // 10:02d}:{i % 10:02d}:00Z"}
+        for i in range(200)
+    ]
+
+    # When it is imported
+    response = api.post(f"/sessions/{sid}/transcript", {"turns": turns})
+
+    # Then every turn is stored (in chunks, each within DynamoDB's 100 items per transaction)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"appended": 200}
+    assert api.get(f"/sessions/{sid}").json()["message_count"] == 200
+
+
 def test_transcript_import_resolves_short_answers_and_rejects_bad_input_writing_nothing(
     local_stack: LocalStack, clinic: str
 ) -> None:

@@ -63,6 +63,9 @@ from agent_memory.ports import SessionsStore
 
 #: DynamoDB's limit of items in one TransactWriteItems.
 MAX_TRANSACT_ITEMS = 100
+#: Items of every session append besides its messages and activity markers: the condition check
+#: that the session was not erased and the session item (``ports.ConversationStore.record_turn``).
+APPEND_FIXED_ITEMS = 2
 #: Turns accepted in one transcript request (422 above it).
 MAX_TRANSCRIPT_TURNS = 200
 #: Earliest ``at`` of a transcript turn; the latest is the import time + ``TRANSCRIPT_FUTURE_SLACK``.
@@ -326,14 +329,15 @@ def _local_date(m: MessageRecord, zone: ZoneInfo) -> str:
 def _chunks(
     messages: list[MessageRecord], updates: list[list[Any]], zone: ZoneInfo
 ) -> list[tuple[list[MessageRecord], list[list[Any]]]]:
-    """Consecutive chunks whose transaction fits: 1 session + 2 per message + 1 per local day."""
+    """Consecutive chunks whose transaction fits :data:`MAX_TRANSACT_ITEMS`: the not-erased check
+    and the session item, 2 per message (message + flow-log item), 1 activity marker per local day."""
     chunks: list[tuple[list[MessageRecord], list[list[Any]]]] = []
     current: list[MessageRecord] = []
     current_updates: list[list[Any]] = []
     days: set[str] = set()
     for m, u in zip(messages, updates, strict=True):
         day = _local_date(m, zone)
-        items = 1 + 2 * (len(current) + 1) + len(days | {day})
+        items = APPEND_FIXED_ITEMS + 2 * (len(current) + 1) + len(days | {day})
         if current and items > MAX_TRANSACT_ITEMS:
             chunks.append((current, current_updates))
             current, current_updates, days = [], [], set()

@@ -46,6 +46,8 @@ def _api_url(value: str) -> str:
     host = (parts.hostname or "").lower()
     if not host or parts.scheme not in ("https", "http") or (parts.scheme == "http" and host not in LOCAL_HOSTS):
         raise ValueError("must be an https URL (http only for localhost or 127.0.0.1)")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry credentials (the token is read from its secret)")
     return value
 
 

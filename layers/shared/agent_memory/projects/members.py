@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from agent_memory.domain.errors import NotFound
+from agent_memory.domain.errors import InvalidInput, NotFound
 from agent_memory.domain.models import ClinicalDataSource, Member, Project, StudyRole
 from agent_memory.ports import MemberStore
 
@@ -53,15 +53,22 @@ def get_project(store: MemberStore, project_id: str) -> Project:
 
 def update_project(
     store: MemberStore, project_id: str, *, name: str | None = None, time_zone: str | None = None,
-    clinical_data: ClinicalDataSource | None = None,
+    clinical_data: ClinicalDataSource | None = None, token_secret_prefix: str = "",
 ) -> Project:
     """Change the name, the time zone (activity markers and job periods follow it from the next
     request on: every turn and job reads the project record) or the clinical data source (its
     token secret by NAME only). Fields left None stay as they are.
 
+    ``token_secret_prefix``: the name prefix the functions may read token secrets under
+    (``CLINICAL_TOKEN_SECRET_PREFIX``; the chat role's IAM grant): a secret outside it is refused
+    here, so an admin cannot point the tools at another secret of the account.
+
     Raises:
         ProjectNotFound: unknown project (404).
+        InvalidInput: a token secret outside ``token_secret_prefix`` (422).
     """
+    if clinical_data is not None and not clinical_data.token_secret.startswith(token_secret_prefix):
+        raise InvalidInput(f"clinical_data.token_secret: must be a secret name starting with {token_secret_prefix!r}")
     project = store.get_project(project_id)
     changes = {k: v for k, v in {"name": name, "time_zone": time_zone, "clinical_data": clinical_data}.items()
                if v is not None}

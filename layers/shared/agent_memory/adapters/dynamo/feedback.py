@@ -28,10 +28,19 @@ def feedback_index_pk(project_id: str) -> str:
     return f"FEEDBACK#{project_id}"
 
 
+#: Sort-key prefix of the rating items in a session's partition (``FEEDBACK#{message_id}#{user_id}``).
+FEEDBACK_PREFIX = "FEEDBACK#"
+
+
+def feedback_event_id(message_id: str, user_id: str) -> str:
+    """The id part of a rating's flow-log event key (``{message_id}.fb.{user_id}``)."""
+    return f"{message_id}.fb.{user_id}"
+
+
 def _item(fb: Feedback) -> FeedbackItem:
     return FeedbackItem(
         keys.session_pk(fb.project_id, fb.session_id),
-        f"FEEDBACK#{fb.message_id}#{fb.user_id}",
+        f"{FEEDBACK_PREFIX}{fb.message_id}#{fb.user_id}",
         project_id=fb.project_id,
         session_id=fb.session_id,
         message_id=fb.message_id,
@@ -47,7 +56,7 @@ def _item(fb: Feedback) -> FeedbackItem:
 
 
 def _event(fb: Feedback, expires_at: datetime | None) -> FlowLogItem:
-    pk, sk = keys.flow_log_keys(fb.project_id, fb.at, f"{fb.message_id}.fb.{fb.user_id}")
+    pk, sk = keys.flow_log_keys(fb.project_id, fb.at, feedback_event_id(fb.message_id, fb.user_id))
     return FlowLogItem(
         pk, sk,
         project_id=fb.project_id,
@@ -94,9 +103,20 @@ class FeedbackRepository:
 
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
         """The rating (replacing the rater's earlier one) and its flow-log event, in ONE
-        TransactWriteItems."""
+        TransactWriteItems; a replaced rating's flow-log event is deleted in it (one GetItem reads
+        the earlier rating), so the flow log holds one event per rating and an erasure of the
+        session, which finds the event from the rating item, leaves none behind."""
+        item = _item(feedback)
+        try:
+            earlier: FeedbackItem | None = FeedbackItem.get(item.pk, item.sk, consistent_read=True)
+        except DoesNotExist:
+            earlier = None
         with transaction() as tx:
-            tx.save(_item(feedback))
+            tx.save(item)
+            if earlier is not None and earlier.at != feedback.at:
+                pk, sk = keys.flow_log_keys(feedback.project_id, earlier.at, feedback_event_id(earlier.message_id,
+                                                                                             earlier.user_id))
+                tx.delete(FlowLogItem(pk, sk))
             tx.save(_event(feedback, expires_at), condition=FlowLogItem.sk.does_not_exist())
 
     def list_feedback(self, project_id: str, start: datetime | None, end: datetime | None) -> list[Feedback]:
@@ -113,4 +133,4 @@ class FeedbackRepository:
         ]
 
 
-__all__ = ["FeedbackRepository", "feedback_index_pk"]
+__all__ = ["FEEDBACK_PREFIX", "FeedbackRepository", "feedback_event_id", "feedback_index_pk"]

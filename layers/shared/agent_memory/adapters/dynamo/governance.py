@@ -23,6 +23,7 @@ from pynamodb.exceptions import DoesNotExist, PutError
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_errors_as_domain
 from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
 from agent_memory.adapters.dynamo.mappers import review_to_item
 from agent_memory.adapters.dynamo.tables import (
     ErasureItem,
@@ -195,7 +196,7 @@ class GovernanceRepository(AdminRepository):
             "TableName": SessionItem.Meta.table_name,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}},
-            "ProjectionExpression": "pk, sk, message_id, #at, idempotency_hash",
+            "ProjectionExpression": "pk, sk, message_id, #at, idempotency_hash, user_id",
             "ExpressionAttributeNames": {"#at": "at"},
             "Limit": limit,
             "ConsistentRead": True,
@@ -209,8 +210,14 @@ class GovernanceRepository(AdminRepository):
             session_keys.append({"pk": raw["pk"], "sk": raw["sk"]})
             kind = ("message" if sk.startswith(keys.MESSAGE_PREFIX)
                     else "diagnosis" if sk.startswith(keys.DIAGNOSIS_PREFIX)
+                    else "feedback" if sk.startswith(FEEDBACK_PREFIX)
                     else "session" if sk == keys.SESSION_SK else "other")
             counts[kind] = counts.get(kind, 0) + 1
+            if kind == "feedback" and "at" in raw and "user_id" in raw:
+                # the rating's flow-log event (its reason is the rater's words about this session)
+                fpk, fsk = keys.flow_log_keys(project_id, _UTC.deserialize(raw["at"]["S"]),
+                                              feedback_event_id(raw["message_id"]["S"], raw["user_id"]["S"]))
+                flow_keys.append({"pk": {"S": fpk}, "sk": {"S": fsk}})
             if kind == "message" and "at" in raw:
                 fpk, fsk = keys.flow_log_keys(project_id, _UTC.deserialize(raw["at"]["S"]), raw["message_id"]["S"])
                 flow_keys.append({"pk": {"S": fpk}, "sk": {"S": fsk}})
