@@ -231,3 +231,39 @@ def test_the_weekly_report_has_a_feedback_section(aws: dict[str, str]) -> None:
     assert "[反馈] 回答评价 up 1 / down 2 [m-a1,m-a2,m-a3]" in lines
     assert any(ln.startswith("[反馈] 差评理由 down-vote reason: 太啰嗦了 ×2") for ln in lines)
     assert not any("太啰嗦" in ln for ln in lines if not ln.startswith("[反馈]"))
+
+
+def test_a_pis_down_vote_through_the_api_becomes_a_pi_preference_in_the_days_distillation(
+        local_stack: LocalStack) -> None:
+    # Given a project with a PI member who asked a question and got an answer (the local stack's clock)
+    from datetime import timedelta
+    from zoneinfo import ZoneInfo
+
+    from agent_memory.domain.jobs import JobRequest
+    from infra.local.sqs_events import sqs_event, sqs_record
+    from tests.support.auth import add_member
+
+    pid = f"fbd-{uuid.uuid4().hex[:8]}"
+    local_stack.repo.put_project(Project(project_id=pid, name=pid, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    add_member(local_stack.members, pid, "pi-e2e", "member", "PI")
+    pi = _headers(pid, "pi-e2e")
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    r = requests.post(f"{local_stack.base_url}/v1/projects/{pid}/sessions/{sid}/messages",
+                      json={"content": "这周的随访完成情况怎么样？"}, headers=pi, timeout=30)
+    assert r.status_code == 200, r.text
+    answer = r.json()["message_id"]
+
+    # When the PI down-votes the answer with a complaint about its form, through the API
+    url = f"{local_stack.base_url}/v1/projects/{pid}/sessions/{sid}/messages/{answer}/feedback"
+    rated = requests.put(url, json={"rating": "down", "reason": "绕来绕去太长了，直接列完成率"}, headers=pi, timeout=30)
+    assert rated.status_code == 200, rated.text
+    # ... and the job worker distils the day of the rating (the day before the run date, project time)
+    day = datetime.fromisoformat(rated.json()["at"].replace("Z", "+00:00")).astimezone(ZoneInfo("Asia/Shanghai")).date()
+    body = JobRequest(job="distill", project_id=pid, date=day + timedelta(days=1)).model_dump_json()
+    local_stack.invoke("JobWorkerFunction", sqs_event([sqs_record(body, queue_arn="arn:aws:sqs:local:0:JobQueue")]))
+
+    # Then hot memory holds the PI's preference, a clean statement with the rated answer as evidence
+    lines = local_stack.repo.load_hot_memory(pid).lines
+    assert [(ln.section, ln.role_tag, ln.text, ln.evidence) for ln in lines] == [
+        ("User Preferences", "PI", "回答直接列完成率，绕来绕去不要太长。", [answer])
+    ]

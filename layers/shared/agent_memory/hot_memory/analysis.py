@@ -20,6 +20,10 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+#: a study subject's id (P005, 01-003, AB-1234): a statement about one subject is not a standing
+#: preference
+SUBJECT_ID = re.compile(r"(?<![A-Za-z0-9-])(?:\d{2}-\d{3}|[A-Z]{1,3}-?\d{3,4})(?![0-9])")
+
 # ------------------------------------------------------------------ languages
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
@@ -209,6 +213,7 @@ def contradicts(candidate: Analysis, line: Analysis) -> bool:
 
 
 __all__ = [
+    "SUBJECT_ID",
     "Analysis",
     "analyse",
     "changes_value",

@@ -110,10 +110,12 @@ def concepts_of(text: str) -> set[str]:
     return {c.name for c in _CONCEPTS if _hits(c, norm)}
 
 
-def relaxed_concepts(statement: str, context: str = "") -> set[str]:
+def relaxed_concepts(statement: str, context: str = "", *, asks_output: bool = False) -> set[str]:
     """The concepts ``statement`` relaxes (see the module docstring). ``context`` is the whole
     message the statement came from: its action/object words complete a concept the statement
-    only half names ("以后这种小错你都直接改" in a message about EDC)."""
+    only half names ("以后这种小错你都直接改" in a message about EDC). ``asks_output``: the
+    statement says how answers must look (a down-vote's reason), so a forbidden concept it names
+    without negating is asked for even without an output verb."""
     norm = nfkc(statement)
     whole = nfkc(f"{context}\n{statement}") if context else norm
     permission = bool(_PERMISSION.search(norm))
@@ -122,7 +124,7 @@ def relaxed_concepts(statement: str, context: str = "") -> set[str]:
         not _WAIVE_BEFORE.search(norm[: m.start()]) and not _NEGATION_BEFORE.search(norm[: m.start()])
         for m in sign_off.all_of[0].finditer(norm)
     )
-    asks = bool(_OUTPUT_ASK.search(norm)) and not affirms_sign_off
+    asks = (asks_output or bool(_OUTPUT_ASK.search(norm))) and not affirms_sign_off
     out: set[str] = set()
     for concept in _CONCEPTS:
         if not all(p.search(whole) for p in concept.all_of):
@@ -140,17 +142,18 @@ def relaxed_concepts(statement: str, context: str = "") -> set[str]:
     return out
 
 
-def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str = "") -> list[HotMemoryLine]:
+def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str = "", *,
+                  asks_output: bool = False) -> list[HotMemoryLine]:
     """The System Rules ``statement`` would relax, best match first; [] when it relaxes none.
 
     A rule is relaxed when it holds a concept the statement relaxes (a waived requirement counts
     only together with a forbidden concept, or when no rule shares a forbidden one), or when the
     statement names the rules and asks to relax them (then the rules it shares words or concepts
-    with, else all rules: unsure -> queue).
+    with, else all rules: unsure -> queue). ``asks_output``: see :func:`relaxed_concepts`.
     """
     if not rules:
         return []
-    relaxed = relaxed_concepts(statement, context)
+    relaxed = relaxed_concepts(statement, context, asks_output=asks_output)
     scored: list[tuple[int, int, HotMemoryLine]] = []
     for i, rule in enumerate(rules):
         shared = relaxed & concepts_of(rule.text)

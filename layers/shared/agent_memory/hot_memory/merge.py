@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine
 from agent_memory.domain.text import estimate_tokens
@@ -30,8 +31,9 @@ from agent_memory.hot_memory.analysis import (
     supersedes,
 )
 from agent_memory.hot_memory.document import document_tokens, stable_id
+from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import relaxed_rules
-from agent_memory.hot_memory.statements import relaxes_system_rules
+from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
 PRUNER = "pruner"
@@ -67,11 +69,14 @@ class MergeResult:
     withdrawn: list[str] = field(default_factory=list)
     #: AI line ids dropped or folded to keep the document under the cap (set by the caller)
     compacted: list[str] = field(default_factory=list)
+    #: AI lines a down-vote's reason re-confirmed: line id -> the feedback evidence added to it
+    confirmed: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
-        """True when the document differs from the input (a line added, replaced or removed)."""
-        return bool(self.added or self.replaced or self.removed)
+        """True when the document differs from the input (a line added, replaced, removed or
+        re-confirmed by feedback)."""
+        return bool(self.added or self.replaced or self.removed or self.confirmed)
 
     @property
     def touched(self) -> set[str]:
@@ -87,6 +92,7 @@ def merge_candidates(
     day: str,
     now: datetime,
     max_line_tokens: int,
+    feedback_events: Sequence[FlowLogEntry] = (),
 ) -> MergeResult:
     """Merge candidates (oldest statement first) into a copy of ``hot.lines``: THE guards both
     extractors (rules and LLM) go through.
@@ -105,10 +111,13 @@ def merge_candidates(
        (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
        names the rule), one targeting an admin line or contradicting one -> review queue naming
        the rule, never applied (one item per message);
+       a candidate from down-vote reasons only (flow-log ``source == "feedback"``) whose reasons
+       state no preference (a bare judgement such as "wrong") -> ``not_a_preference``;
     6. a withdrawal removes the speaker's statement on that subject (made earlier the same day,
        or an AI line of the same scope);
     7. duplicate of any line (or of one added earlier in this merge) -> counted, the existing
-       line keeps its provenance;
+       line keeps its provenance; a duplicate from a down-vote's reason re-confirms an AI line:
+       the rated answer is added to its evidence (``confirmed``);
     8. same subject and scope as AI lines (:func:`same_subject`: same section, same role for
        preferences; a new value of the same kind, the same focus / risk, the same state, a
        contradiction, or the LLM's ``replace``) -> the first such line is replaced in place and
@@ -116,8 +125,12 @@ def merge_candidates(
        statements it supersedes are listed in ``superseded``);
     9. otherwise added at the end.
 
+    ``feedback_events``: the day's down-vote records; several raters may rate the same answer, so
+    a candidate citing it is grounded in the record of its own speaker (``Candidate.speaker``).
+
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
     """
+    by_rater: dict[tuple[str, str | None], FlowLogEntry] = {(m.message_id, m.user_id): m for m in feedback_events}
     lines = list(hot.lines)
     result = MergeResult(lines=lines)
     rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
@@ -125,7 +138,7 @@ def merge_candidates(
     for cand in sorted(candidates, key=lambda c: c.order):
         text = " ".join(cand.text.split())
         evidence = list(dict.fromkeys(cand.evidence))
-        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens)
+        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens, by_rater)
         if rejection == "proposes_system_rule":
             _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None)
             continue
@@ -133,14 +146,15 @@ def merge_candidates(
             result.rejected[rejection] += 1
             continue
         info = analyse(text)
-        said = [day_messages[e] for e in evidence]
+        said = [by_rater.get((e, cand.speaker), day_messages[e]) for e in evidence]
         context = "\n".join(m.content for m in said)
         speaker = said[-1]
         role = speaker.study_role if cand.section == "User Preferences" else None
         stated_at = max(m.at for m in said)
 
         target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
-        held = _held_for_admin(cand, text, info, lines, rules, target, context)
+        feedback = [m for m in said if m.source == FEEDBACK_SOURCE]
+        held = _held_for_admin(cand, text, info, lines, rules, target, context, asks_output=bool(feedback))
         if held is not None:
             _queue(result, queued, hot.project_id, cand, text, evidence, day, now, *held)
             continue
@@ -152,9 +166,15 @@ def merge_candidates(
             else:
                 _withdraw(result, lines, text, role, cand.section, evidence)
             continue
-        if any(is_duplicate(info, analyse(ln.text)) or _restates(text, role, cand.section, ln, speaker.user_id)
-               for ln in lines):
+        if feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
+            result.rejected["not_a_preference"] += 1
+            continue
+        dup = next((ln for ln in lines if is_duplicate(info, analyse(ln.text))
+                    or _restates(text, role, cand.section, ln, speaker.user_id)), None)
+        if dup is not None:
             result.duplicates += 1
+            if feedback:
+                _confirm(result, lines, dup, [m.message_id for m in feedback])
             continue
 
         section = cand.section
@@ -184,8 +204,25 @@ def merge_candidates(
     return result
 
 
+def _states_preference(reason: str) -> bool:
+    """A down-vote's reason states a preference: a directive in it, or a complaint about the
+    answer's form that :func:`feedback_preference` turns into one."""
+    return feedback_preference(reason) is not None or any(f.kind != "withdraw" for f in find_statements(reason))
+
+
+def _confirm(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLine, evidence: list[str]) -> None:
+    """A down-vote's reason says again what AI line ``line`` says: the rated answers join its
+    evidence (same id, text and place; admin lines are never touched)."""
+    new = [e for e in evidence if e not in line.evidence]
+    if line.source == "admin" or not new:
+        return
+    lines[lines.index(line)] = line.model_copy(update={"evidence": [*line.evidence, *new]})
+    result.confirmed.setdefault(line.line_id, []).extend(new)
+    result.evidence.extend(e for e in new if e not in result.evidence)
+
+
 def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Mapping[str, FlowLogEntry],
-               max_line_tokens: int) -> str | None:
+               max_line_tokens: int, by_rater: Mapping[tuple[str, str | None], FlowLogEntry]) -> str | None:
     """Why a candidate cannot be a line at all: ``ungrounded`` (evidence not a user message of the
     day), ``proposes_system_rule`` (admins own that section), ``invalid`` (section, empty, too
     long) or ``language`` (not a language its evidence is written in); None when it can."""
@@ -197,23 +234,25 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
         return "invalid"
     spoken: set[str] = set()
     for e in evidence:
-        spoken |= languages_present(day_messages[e].content)
+        spoken |= languages_present(by_rater.get((e, cand.speaker), day_messages[e]).content)
     language = analyse(text).language
     return "language" if language != "other" and spoken and language not in spoken else None
 
 
 def _held_for_admin(
     cand: Candidate, text: str, info: Analysis, lines: list[HotMemoryLine], rules: list[HotMemoryLine],
-    target: HotMemoryLine | None, context: str,
+    target: HotMemoryLine | None, context: str, *, asks_output: bool = False,
 ) -> tuple[str, str | None] | None:
     """The System Rules guard: ``(reason, line_id)`` when the candidate must wait for an admin.
 
     The LLM's ``relaxes_rule``, a statement naming the rules and asking to relax them, or one
     relaxing a rule by meaning -> ``relaxes_system_rules`` naming the rule when one is singled out;
     a candidate targeting an admin line -> ``targets_admin_line``; one contradicting an admin line
-    or changing its detail -> ``contradicts_admin_line``.
+    or changing its detail -> ``contradicts_admin_line``. ``asks_output``: the candidate comes
+    from a down-vote's reason, a request for how answers look (forbidden content named in it
+    without a negation is asked for).
     """
-    relaxed = relaxed_rules(text, rules, context=context)
+    relaxed = relaxed_rules(text, rules, context=context, asks_output=asks_output)
     if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
         specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
         return "relaxes_system_rules", relaxed[0].line_id if specific else (

@@ -34,8 +34,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
-from agent_memory.hot_memory.analysis import language_of, nfkc
+from agent_memory.hot_memory.analysis import SUBJECT_ID, language_of, nfkc
+from agent_memory.hot_memory.feedback_reasons import feedback_preference
+from agent_memory.hot_memory.guards import relaxed_concepts
 
 _I = re.IGNORECASE
 
@@ -161,7 +164,7 @@ _ONE_OFF = re.compile(
     r"\bnext (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
     _I,
 )
-_SUBJECT_ID = re.compile(r"(?<![A-Za-z0-9-])(?:\d{2}-\d{3}|[A-Z]{1,3}-?\d{3,4})(?![0-9])")
+_SUBJECT_ID = SUBJECT_ID
 _CLINICAL_ORDER = re.compile(
     r"医嘱|会诊|出院|每天测|监测|血糖|血压|服用|口服|继续吃|注射|剂量|用药|服药|吃药|复查|复诊|化验|抽血|肝功|肾功|"
     r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
@@ -493,12 +496,27 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
     preference, the speaker's study role from the flow-log record. A sentence naming the rules
     and asking to relax them (a question included) becomes a candidate too: the guards send it
     to the review queue.
+
+    A feedback event (``source == "feedback"``: a down-vote's reason, evidence = the rated
+    answer) is the rater's implicit "from now on, answer like this": a directive in it is found
+    as in any message, else the preference its complaint states
+    (:func:`~agent_memory.hot_memory.feedback_reasons.feedback_preference`) becomes a User
+    Preferences candidate; a bare judgement ("wrong") gives none, and a reason touching a
+    safeguard that states no preference is still proposed, so the guards queue it for review.
     """
     out: list[Candidate] = []
     for m in messages:
         if m.role != "user":
             continue
         found = find_statements(m.content)
+        if m.source == FEEDBACK_SOURCE:
+            found = [f for f in found if f.kind != "withdraw"]
+            preference = None if found else feedback_preference(m.content)
+            if preference is not None:
+                found = [_Found(preference, "durable", "User Preferences")]
+            elif not found and relaxed_concepts(m.content, asks_output=True):
+                # unsure whether it asks for what a rule forbids: the guards queue it for review
+                found = [_Found(_clean(m.content), "durable", "User Preferences")]
         named = [s for s, _ in split_statements(m.content) if relaxes_system_rules(s)
                  or (re.search(r"规则|\brule", s, _I) and re.search(r"松|放宽|\brelax|\bwaive|\bexception", s, _I))]
         for position, f in enumerate(found):

@@ -143,9 +143,12 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         details["reason"] = "period_not_over"
 
     messages = store.read_flow_log(pid, start, end)
-    # A feedback event is a statement of its rater only when it is a down-vote with a reason.
-    users = [m for m in messages if m.role == "user"
-             and (m.source != FEEDBACK_SOURCE or is_distillable_feedback(m.rating, m.content))]
+    # A feedback event is a statement of its rater only when it is a down-vote with a reason, and
+    # only the rater's last rating of an answer counts (a second rating replaces the first).
+    last = {(m.message_id, m.user_id): m for m in sorted(
+        (m for m in messages if m.source == FEEDBACK_SOURCE), key=lambda m: m.at)}
+    users = [m for m in messages if m.role == "user" and (m.source != FEEDBACK_SOURCE or (
+        last[(m.message_id, m.user_id)] is m and is_distillable_feedback(m.rating, m.content)))]
     counts.update(messages=len(messages), user_messages=len(users))
     if not users:
         return report(False)
@@ -180,6 +183,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             merged = merge_candidates(
                 hot, extraction.candidates, day_messages=day_messages, day=key, now=now,
                 max_line_tokens=caps.max_line_tokens,
+                feedback_events=[m for m in users if m.source == FEEDBACK_SOURCE],
             )
             tokens_before = document_tokens(hot.lines)
             tokens_after = document_tokens(merged.lines)
@@ -270,6 +274,7 @@ def _count(counts: dict[str, int], merged: MergeResult, before: int, after: int)
         added=len(merged.added),
         replaced=len(merged.replaced),
         removed=len(merged.removed),
+        confirmed=len(merged.confirmed),
         duplicates=merged.duplicates,
         review_queued=len(merged.reviews),
         rejected=rejected + len(merged.reviews),
@@ -296,6 +301,9 @@ def _reason(day: str, merged: MergeResult, max_bytes: int) -> str:
         parts.append("compacted to the cap " + ",".join(merged.compacted))
     if merged.withdrawn:
         parts.append("withdrawn by " + ",".join(merged.withdrawn))
+    if merged.confirmed:
+        parts.append("confirmed by feedback " + ",".join(
+            f"{line_id}<-{'+'.join(ev)}" for line_id, ev in merged.confirmed.items()))
     parts.append("evidence " + ",".join(merged.evidence))
     return truncate_utf8("; ".join(parts), max_bytes)
 
