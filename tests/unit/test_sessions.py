@@ -378,6 +378,27 @@ def test_follow_up_comparison_reports_new_resolved_persisting_and_trend(srepo: I
         sessions.compare_visits(sdeps, project_id=CLINIC, patient_id="pt-x", from_ref="dx-f1", to_ref="dx-f1")
 
 
+def test_a_symptom_stated_as_gone_at_the_follow_up_is_resolved_not_persisting(srepo: InMemoryStore) -> None:
+    # Given visit 1 with 咳嗽 and 发烧 present, and visit 2 where the patient says they are gone
+    # (had them, no longer) and one comes back later in the visit
+    sdeps = sessions_deps(srepo)
+    deps = chat_deps(srepo)
+    say(deps, "咳嗽，还有发烧，头痛", session_id="g1", patient_id="pt-9")
+    say(deps, "不咳了", session_id="g2", patient_id="pt-9")
+    say(deps, "烧退了", session_id="g2", patient_id="pt-9")
+    say(deps, "头不痛了", session_id="g2", patient_id="pt-9")
+    say(deps, "头痛又犯了", session_id="g2", patient_id="pt-9")
+
+    # When the visits are compared
+    result = sessions.compare_visits(sdeps, project_id=CLINIC, patient_id="pt-9", from_ref="current:g1",
+                                     to_ref="current:g2")
+
+    # Then cough and fever are resolved; the headache that came back persists
+    assert result.resolved == ["发烧", "咳嗽"]
+    assert result.persisting == ["头痛"]
+    assert result.new == [] and result.not_mentioned == []
+
+
 # --------------------------------------------------------------- rolling summary
 def test_turns_beyond_the_window_are_summarised_so_early_facts_stay_in_the_prompt(srepo: InMemoryStore) -> None:
     # Given a consultation that outgrows the 10-turn window

@@ -503,7 +503,9 @@ def compare_facts(
     a = {str(s.get("name")): s for s in after if isinstance(s, dict) and s.get("name")}
     b_present = {n for n, s in b.items() if s.get("status") == "present"}
     a_present = {n for n, s in a.items() if s.get("status") == "present"}
-    a_denied = {n for n, s in a.items() if s.get("status") == "denied"}
+    # gone at the later side: denied, or stated as gone ("不咳了": present with ``resolved``)
+    a_gone = {n for n, s in a.items() if s.get("status") == "denied" or s.get("resolved")}
+    a_present -= a_gone
     persisting = sorted(b_present & a_present)
 
     def brief(s: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -516,13 +518,13 @@ def compare_facts(
         from_=side_from,
         to=side_to,
         new=sorted(a_present - b_present),
-        resolved=sorted(b_present & a_denied),
+        resolved=sorted(b_present & a_gone),
         persisting=persisting,
         changed_trend=[
             TrendChange(name=n, from_trend=b[n].get("trend"), to_trend=a[n].get("trend"))
             for n in persisting if b[n].get("trend") != a[n].get("trend")
         ],
-        not_mentioned=sorted(b_present - a_present - a_denied),
+        not_mentioned=sorted(b_present - a_present - a_gone),
         symptoms={n: {"from": brief(b.get(n)), "to": brief(a.get(n))} for n in sorted(set(a) | set(b))},
     )
 

@@ -101,7 +101,9 @@ def _facts_from_mentions(mentions: Sequence[Mention], message_id: str) -> list[S
             trend = "improving"
         dated = [(m.onset, m.onset_phrase) for m in present if m.onset is not None]
         fields = onset_fields(*min(dated, key=lambda d: d[0].start)) if dated else {}
-        facts.append(SymptomFact(name=name, status="present", trend=trend, evidence=[message_id], **fields))
+        gone = later_denial or last_present.resolved
+        facts.append(SymptomFact(name=name, status="present", trend=trend, resolved=gone, evidence=[message_id],
+                                 **fields))
     return facts
 
 

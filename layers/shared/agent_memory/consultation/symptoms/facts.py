@@ -23,6 +23,10 @@ class SymptomFact(BaseModel):
     onset_range: tuple[str, str] | None = None
     onset_phrase: str | None = None
     trend: Trend | None = None
+    #: Had it and it has gone ("不咳了", "烧退了", "头不疼了"): still ``present`` (the patient had the
+    #: symptom), ``trend`` improving, and gone as of this statement; a later mention without the
+    #: resolution clears it. A follow-up comparison counts it as resolved.
+    resolved: bool = False
     evidence: list[str] = Field(default_factory=list)
 
 
@@ -72,6 +76,7 @@ def merge_fact(old: SymptomFact, new: SymptomFact) -> SymptomFact:
         onset_range=onset_src.onset_range,
         onset_phrase=onset_src.onset_phrase,
         trend=trend,
+        resolved=status == "present" and new.resolved,
         evidence=evidence,
     )
 
