@@ -97,7 +97,7 @@ class FeedbackRepository:
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
         """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item in the
         MemoryTable), or None when there is no such item or role (one GetItem)."""
-        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=f"MEMBER#{user_id}")
+        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
         value = (response.get("Item") or {}).get("study_role") or {}
         return value.get("S") if isinstance(value, dict) else None
 

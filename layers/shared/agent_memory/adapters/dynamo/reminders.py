@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pynamodb.exceptions import DoesNotExist
 
+from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain
 from agent_memory.adapters.dynamo.tables import ProjectItem, ReminderItem, WebhookItem
 from agent_memory.domain.reminders import Reminder
@@ -54,7 +55,7 @@ class ReminderRepository:
 
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
         """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item) or None."""
-        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=f"MEMBER#{user_id}")
+        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
         value = (response.get("Item") or {}).get("study_role") or {}
         return value.get("S") if isinstance(value, dict) else None
 
