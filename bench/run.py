@@ -232,7 +232,7 @@ def _first_patient_turn(deps: Any) -> dict[str, float]:
     from agent_memory.chat.turn import handle_message
 
     with CallCounter() as c:
-        handle_message(deps, project_id="demo-clinic", session_id="bench-new-visit", user_id="bench",
+        handle_message(deps, project_id="demo-clinic", session_id="bench-new-visit", user_id="crc-li",
                        content="孩子又咳嗽了，晚上更厉害，没有发烧。", patient_id="pt-001", deadline=None)
     print(f"  first turn of a patient's new session: {dict(c.calls)}")
     return {"ddb_round_trips_first_patient_turn": c.total}
