@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -19,8 +17,8 @@ from agent_memory.chat.context_view import turn_context
 from agent_memory.config import get_settings
 from agent_memory.history.reports import ISO_WEEK_PATTERN, MAX_REPORTS, project_reports
 from agent_memory.hot_memory.document import project_memory
-from agent_memory.hot_memory.editor import etag
-from agent_memory.http.responses import model_response
+from agent_memory.http.powertools import Query, Response, content_types
+from agent_memory.http.responses import etag, model_response
 from agent_memory.http.routes import guarded_resolver
 from agent_memory.observability import logger, metrics
 from agent_memory.wiring import build_api_deps, build_members

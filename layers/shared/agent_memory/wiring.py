@@ -19,17 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.adapters.dynamo.tables import bind_tables
 from agent_memory.config import Settings
-from agent_memory.ports import (
-    ActivityReader,
-    AdminStore,
-    ContextStore,
-    FeedbackStore,
-    JobSender,
-    LLMClient,
-    MemberStore,
-    Notifier,
-    ViewStore,
-)
 
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
@@ -38,7 +27,19 @@ if TYPE_CHECKING:
     from agent_memory.consultation.sessions import SessionsDeps
     from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
-    from agent_memory.ports import ReminderChannel, ReminderScheduler
+    from agent_memory.ports import (
+        ActivityReader,
+        AdminStore,
+        ContextStore,
+        FeedbackStore,
+        JobSender,
+        LLMClient,
+        MemberStore,
+        Notifier,
+        ReminderChannel,
+        ReminderScheduler,
+        ViewStore,
+    )
     from agent_memory.reminders.service import ReminderDeps
 
 

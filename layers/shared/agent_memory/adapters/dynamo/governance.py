@@ -24,7 +24,7 @@ from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_errors_as_domain
 from agent_memory.adapters.dynamo.admin import AdminRepository
 from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
-from agent_memory.adapters.dynamo.mappers import review_to_item
+from agent_memory.adapters.dynamo.job_mappers import review_to_item
 from agent_memory.adapters.dynamo.reminders import ReminderRepository
 from agent_memory.adapters.dynamo.tables import (
     ErasureItem,

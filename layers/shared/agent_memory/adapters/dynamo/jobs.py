@@ -28,14 +28,14 @@ from agent_memory.adapters.dynamo.access import (
     sdk_errors_as_domain,
     transaction,
 )
-from agent_memory.adapters.dynamo.mappers import (
+from agent_memory.adapters.dynamo.job_mappers import (
     alert_to_item,
     flow_log_entry_from_item,
     job_run_from_item,
     job_run_to_item,
-    report_to_item,
     review_to_item,
 )
+from agent_memory.adapters.dynamo.mappers import report_to_item
 from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.adapters.dynamo.tables import (
     AlertSentItem,

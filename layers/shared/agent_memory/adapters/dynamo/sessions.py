@@ -39,14 +39,12 @@ from agent_memory.adapters.dynamo.access import (
     transaction,
 )
 from agent_memory.adapters.dynamo.chat import DynamoRepository
-from agent_memory.adapters.dynamo.mappers import (
+from agent_memory.adapters.dynamo.mappers import SESSION_ITEM_BUDGET_BYTES, check_size, session_to_item
+from agent_memory.adapters.dynamo.session_mappers import (
     DIAGNOSIS_ITEM_BUDGET_BYTES,
-    SESSION_ITEM_BUDGET_BYTES,
-    check_size,
     diagnosis_from_item,
     diagnosis_to_item,
     session_list_item_from_item,
-    session_to_item,
 )
 from agent_memory.adapters.dynamo.tables import DiagnosisItem, ErasureItem, SessionItem
 from agent_memory.domain.errors import (
