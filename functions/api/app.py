@@ -14,16 +14,16 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.chat.context_view import turn_context
-from agent_memory.config import get_settings
 from agent_memory.history.reports import ISO_WEEK_PATTERN, MAX_REPORTS, project_reports
 from agent_memory.hot_memory.document import project_memory
 from agent_memory.http.powertools import Query, Response, content_types
 from agent_memory.http.responses import etag, model_response
 from agent_memory.http.routes import guarded_resolver
 from agent_memory.observability import logger, metrics
+from agent_memory.store_settings import get_store_settings
 from agent_memory.wiring import build_api_deps, build_members
 
-settings = get_settings()
+settings = get_store_settings()  # the stage and the tables: all this function reads
 deps = build_api_deps(settings)
 app = guarded_resolver(members=build_members(settings))
 

@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.adapters.dynamo.tables import bind_tables
-from agent_memory.config import Settings
 
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.turn import ChatDeps
+    from agent_memory.config import Settings
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
     from agent_memory.governance.erasure import GovernanceDeps
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         ViewStore,
     )
     from agent_memory.reminders.service import ReminderDeps
+    from agent_memory.store_settings import StoreSettings
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class DispatcherDeps:
     sender: JobSender
 
 
-def _bind_tables(settings: Settings) -> None:
+def _bind_tables(settings: StoreSettings) -> None:
     """Point the PynamoDB models at the tables named in the settings."""
     bind_tables(
         memory_table=settings.memory_table,
@@ -79,7 +80,7 @@ def _bind_tables(settings: Settings) -> None:
     )
 
 
-def build_members(settings: Settings) -> MemberStore:
+def build_members(settings: StoreSettings) -> MemberStore:
     """The projects and members store (``MemberRepository``): the route guard's membership lookup
     in every HTTP function, and the project and member routes of the admin function."""
     from agent_memory.adapters.dynamo.members import MemberRepository
@@ -282,7 +283,7 @@ def build_admin_deps(settings: Settings) -> AdminDeps:
     )
 
 
-def build_api_deps(settings: Settings) -> ApiDeps:
+def build_api_deps(settings: StoreSettings) -> ApiDeps:
     """The api function: read-only stores of the turn contexts and of the project views."""
     from agent_memory.adapters.dynamo.activity import ActivityRepository
     from agent_memory.adapters.dynamo.chat import DynamoRepository

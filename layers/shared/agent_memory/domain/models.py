@@ -71,6 +71,10 @@ class SessionState(BaseModel):
     ``version`` is the optimistic-lock version (0 = not yet stored).
     """
 
+    # Validators built on first use: the API function imports this module but never builds a
+    # session (only the chat and sessions functions do), so it skips the cost at cold start.
+    model_config = ConfigDict(defer_build=True)
+
     project_id: str
     session_id: str
     patient_id: str | None = None
@@ -206,6 +210,9 @@ class Member(BaseModel):
 
 class TurnContext(BaseModel):
     """What the chat read for one turn (one BatchGetItem)."""
+
+    # Built on first use, as SessionState: only the chat function reads a turn's context.
+    model_config = ConfigDict(defer_build=True)
 
     project: Project
     hot_memory: HotMemory
