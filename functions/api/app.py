@@ -46,7 +46,7 @@ def health_head() -> Response[str]:
 @app.get("/v1/projects/<project_id>/sessions/<session_id>/messages/<message_id>/context")
 def get_context(project_id: str, session_id: str, message_id: str) -> dict[str, Any]:
     """The blocks (name, tokens, text) that were sent to the LLM for that turn (admins)."""
-    return turn_context(deps.contexts, project_id, session_id, message_id)
+    return turn_context(deps.contexts(), project_id, session_id, message_id)
 
 
 @app.get("/v1/projects/<project_id>/memory")

@@ -862,9 +862,10 @@ class LocalStack:
 
         Isolated mode also creates every model's client now, inside the stack's environment:
         a botocore client reads ``AWS_ENDPOINT_URL`` when it is created, and code outside an
-        invocation (``stack.repo`` in a test) runs without that variable.
+        invocation (``stack.repo`` in a test) runs without that variable. So every module of
+        models is imported (registered) first, whether or not a handler imported it.
         """
-        from agent_memory.adapters.dynamo import tables
+        from agent_memory.adapters.dynamo import conversation_tables, record_tables, tables  # noqa: F401 - registered
 
         binding = tables.bind_tables(
             memory_table=self.table_names["MemoryTable"],

@@ -12,6 +12,7 @@ sessions function in a fresh interpreter to check).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,10 +58,16 @@ class AdminDeps:
 
 @dataclass(frozen=True)
 class ApiDeps:
-    """The api function's read-only stores: turn contexts and the project views."""
+    """The api function's read-only stores: the project views, and the turn contexts' store.
 
-    contexts: ContextStore
+    ``contexts()`` makes the turn-context store on its first call (the same one afterwards): its
+    adapter, the chat's repository with the session and message models, is imported by the
+    admins' context route only, outside the function's cold start (docs/architecture.md, "Cold
+    start").
+    """
+
     views: ViewStore
+    contexts: Callable[[], ContextStore]
 
 
 @dataclass(frozen=True)
@@ -284,12 +291,19 @@ def build_admin_deps(settings: Settings) -> AdminDeps:
 
 
 def build_api_deps(settings: StoreSettings) -> ApiDeps:
-    """The api function: read-only stores of the turn contexts and of the project views."""
+    """The api function: read-only stores of the project views and (made on first use) of the
+    turn contexts."""
     from agent_memory.adapters.dynamo.activity import ActivityRepository
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
 
     _bind_tables(settings)
-    return ApiDeps(contexts=DynamoRepository(), views=ActivityRepository())
+    return ApiDeps(views=ActivityRepository(), contexts=functools.cache(_context_store))
+
+
+def _context_store() -> ContextStore:
+    """The turn-context store of the api function (see :class:`ApiDeps`)."""
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
+
+    return DynamoRepository()
 
 
 def build_governance_deps(settings: Settings) -> GovernanceDeps:

@@ -1,10 +1,15 @@
 """Conversions of the items only the admin function's store reads or writes: hot-memory revision
-summaries, review-queue entries as the admin API shows them, audit records (see :mod:`.mappers`)."""
+summaries, report revisions, review-queue entries as the admin API shows them, audit records
+(see :mod:`.mappers`)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.tables import AuditItem, HotMemoryRevisionItem, ReviewQueueItem
+from agent_memory.adapters.dynamo.record_tables import AuditItem, ReportRevisionItem, ReviewQueueItem
+from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem
+from agent_memory.domain.models import WeeklyReport
 from agent_memory.domain.records import AuditRecord, ReviewEntry, RevisionSummary, review_item_id
 
 
@@ -68,9 +73,26 @@ def audit_from_item(item: AuditItem) -> AuditRecord:
     )
 
 
+def report_revision_to_item(previous: WeeklyReport, *, replaced_at: datetime, replaced_by: str) -> ReportRevisionItem:
+    """The ``REPORTREV#`` item keeping ``previous``'s text when a correction replaces it."""
+    return ReportRevisionItem(
+        previous.project_id,
+        keys.report_revision_sk(previous.iso_week, previous.revision),
+        iso_week=previous.iso_week,
+        revision=previous.revision,
+        summary=previous.summary,
+        created_at=previous.created_at,
+        created_by=previous.created_by,
+        evidence=list(previous.evidence),
+        replaced_at=replaced_at,
+        replaced_by=replaced_by,
+    )
+
+
 __all__ = [
     "audit_from_item",
     "audit_to_item",
+    "report_revision_to_item",
     "review_entry_from_item",
     "revision_summary_from_item",
 ]

@@ -23,20 +23,12 @@ from pynamodb.exceptions import DoesNotExist, PutError
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_errors_as_domain
 from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, SessionItem
 from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
 from agent_memory.adapters.dynamo.job_mappers import review_to_item
+from agent_memory.adapters.dynamo.record_tables import ErasureItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.reminders import ReminderRepository
-from agent_memory.adapters.dynamo.tables import (
-    ErasureItem,
-    FlowLogItem,
-    HotMemoryRevisionItem,
-    ProjectItem,
-    ReportRevisionItem,
-    ReviewQueueItem,
-    SessionItem,
-    WeeklyReportItem,
-    YearSummaryItem,
-)
+from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, ProjectItem, WeeklyReportItem, YearSummaryItem
 from agent_memory.domain.governance import (
     PLATFORM_PK,
     ErasureKind,

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.tables import AlertSentItem, FlowLogItem, JobRunItem, ReviewQueueItem
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem
+from agent_memory.adapters.dynamo.record_tables import AlertSentItem, JobRunItem, ReviewQueueItem
 from agent_memory.domain.jobs import FlowLogEntry, JobRun, ReviewItem
 
 

@@ -1,34 +1,29 @@
 """Conversions between the stored items and the domain models every store uses: projects,
-members, hot memory, weekly reports and yearly summaries, activity, sessions and messages.
+members, hot memory, weekly reports and yearly summaries, activity.
 
 ``<kind>_to_item(model)`` builds the item to write (keys from :mod:`.keys`);
 ``<kind>_from_item(item)`` reads one back. Items with a byte budget are checked with
 :func:`check_size` before they are written, so a write never meets DynamoDB's 400 KB item limit.
 The kinds only some functions store have their own modules, so that a function imports only the
-domain models it uses: :mod:`.admin_mappers` (revisions, review queue, audit),
-:mod:`.job_mappers` (job runs, flow log entries, alerts, review items) and
-:mod:`.session_mappers` (session listings, diagnoses).
+domain models it uses: :mod:`.admin_mappers` (revisions, report revisions, review queue, audit),
+:mod:`.job_mappers` (job runs, flow log entries, alerts, review items),
+:mod:`.message_mappers` (session items, messages, flow-log items) and :mod:`.session_mappers`
+(session listings, diagnoses).
 """
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Any
 
 from pynamodb.models import Model
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.tables import (
     ActivityItem,
-    FlowLogItem,
     HotMemoryItem,
     HotMemoryRevisionItem,
     MemberItem,
-    MessageItem,
     ProjectItem,
-    ReportRevisionItem,
-    SessionItem,
     WeeklyReportItem,
     YearSummaryItem,
 )
@@ -38,20 +33,12 @@ from agent_memory.domain.models import (
     HotMemory,
     HotMemoryLine,
     Member,
-    MessageRecord,
     Project,
-    SessionState,
-    ToolCall,
     WeeklyReport,
     YearlySummary,
 )
 from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 
-#: Byte budget of the session item (window + facts + summary + metadata), kept well under
-#: DynamoDB's 400 KB item limit so that a turn can never hit it.
-SESSION_ITEM_BUDGET_BYTES = 350_000
-#: Byte budget of one message item (content + context manifest + tool calls).
-MESSAGE_ITEM_BUDGET_BYTES = 380_000
 #: Byte budget of the hot-memory item and of each of its revision items.
 HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 
@@ -192,21 +179,6 @@ def report_from_item(item: WeeklyReportItem) -> WeeklyReport:
     )
 
 
-def report_revision_to_item(previous: WeeklyReport, *, replaced_at: datetime, replaced_by: str) -> ReportRevisionItem:
-    """The ``REPORTREV#`` item keeping ``previous``'s text when a correction replaces it."""
-    return ReportRevisionItem(
-        previous.project_id,
-        keys.report_revision_sk(previous.iso_week, previous.revision),
-        iso_week=previous.iso_week,
-        revision=previous.revision,
-        summary=previous.summary,
-        created_at=previous.created_at,
-        created_by=previous.created_by,
-        evidence=list(previous.evidence),
-        replaced_at=replaced_at,
-        replaced_by=replaced_by,
-    )
-
 
 def yearly_summary_to_item(summary: YearlySummary) -> YearSummaryItem:
     return YearSummaryItem(
@@ -237,135 +209,20 @@ def activity_to_item(project_id: str, local_date: str, *, at: datetime) -> Activ
     return ActivityItem(project_id, key, activity_pk=key, activity_sk=project_id, last_at=at)
 
 
-# ---------------------------------------------------------------------- sessions and messages
-def session_to_item(s: SessionState) -> SessionItem:
-    """The session item, in both indexes by ``updated_at`` (the PatientIndex only with a patient)."""
-    updated = keys.sort_time(s.updated_at)
-    return SessionItem(
-        keys.session_pk(s.project_id, s.session_id),
-        keys.SESSION_SK,
-        project_id=s.project_id,
-        session_id=s.session_id,
-        patient_id=s.patient_id,
-        type=s.type,
-        name=s.name,
-        created_by=s.created_by,
-        created_at=s.created_at,
-        updated_at=s.updated_at,
-        message_count=s.message_count,
-        diagnosis_count=s.diagnosis_count,
-        window=[json.loads(m.model_dump_json()) for m in s.window],
-        facts=s.facts,
-        summary=s.summary,
-        patient_pk=keys.patient_pk(s.project_id, s.patient_id) if s.patient_id else None,
-        patient_sk=f"{updated}#{s.session_id}" if s.patient_id else None,
-        project_pk=s.project_id,
-        project_sk=f"{updated}#{s.session_id}",
-    )
-
-
-def session_from_item(item: SessionItem) -> SessionState:
-    return SessionState(
-        project_id=item.project_id,
-        session_id=item.session_id,
-        patient_id=item.patient_id,
-        type=item.type,  # type: ignore[arg-type]
-        name=item.name,
-        created_by=item.created_by,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        version=int(item.version or 0),
-        message_count=int(item.message_count),
-        diagnosis_count=int(item.diagnosis_count),
-        window=[MessageRecord.model_validate(x) for x in item.window or []],
-        facts=item.facts or {},
-        summary=item.summary or "",
-    )
-
-
-
-def message_to_item(
-    project_id: str,
-    session_id: str,
-    m: MessageRecord,
-    *,
-    context: dict[str, Any] | None = None,
-    reply_to: str | None = None,
-) -> MessageItem:
-    return MessageItem(
-        keys.session_pk(project_id, session_id),
-        keys.message_sk(m.message_id),
-        message_id=m.message_id,
-        role=m.role,
-        content=m.content,
-        at=m.at,
-        user_id=m.user_id,
-        study_role=m.study_role,
-        status=m.status,
-        truncated=1 if m.truncated else 0,
-        tool_calls=[tc.model_dump(mode="json") for tc in m.tool_calls],
-        context=context,
-        reply_to=reply_to,
-        idempotency_hash=m.idempotency_hash,
-        source=m.source,
-    )
-
-
-def message_from_item(item: MessageItem) -> MessageRecord:
-    return MessageRecord(
-        message_id=item.message_id,
-        role=item.role,  # type: ignore[arg-type]
-        content=item.content,
-        at=item.at,
-        user_id=item.user_id,
-        study_role=item.study_role,  # type: ignore[arg-type]
-        status=item.status,  # type: ignore[arg-type]
-        truncated=bool(item.truncated),
-        tool_calls=[ToolCall.model_validate(x) for x in item.tool_calls or []],
-        idempotency_hash=item.idempotency_hash,
-        source=item.source,  # type: ignore[arg-type]
-    )
-
-
-def flow_log_to_item(project_id: str, session_id: str, m: MessageRecord, *, expires_at: datetime | None) -> FlowLogItem:
-    pk, sk = keys.flow_log_keys(project_id, m.at, m.message_id)
-    return FlowLogItem(
-        pk,
-        sk,
-        project_id=project_id,
-        session_id=session_id,
-        message_id=m.message_id,
-        role=m.role,
-        content=m.content,
-        user_id=m.user_id,
-        study_role=m.study_role,
-        at=m.at,
-        status=m.status,
-        expires_at=expires_at,
-    )
-
 
 __all__ = [
     "HOT_ITEM_MAX_BYTES",
-    "MESSAGE_ITEM_BUDGET_BYTES",
-    "SESSION_ITEM_BUDGET_BYTES",
     "activity_to_item",
     "check_size",
-    "flow_log_to_item",
     "hot_memory_from_item",
     "hot_memory_from_revision",
     "hot_memory_to_items",
     "member_from_item",
     "member_to_item",
-    "message_from_item",
-    "message_to_item",
     "project_from_item",
     "project_to_item",
     "report_from_item",
-    "report_revision_to_item",
     "report_to_item",
-    "session_from_item",
-    "session_to_item",
     "yearly_summary_from_item",
     "yearly_summary_to_item",
 ]

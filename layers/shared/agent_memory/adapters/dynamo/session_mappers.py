@@ -4,7 +4,7 @@ session listings and diagnoses (see :mod:`.mappers`)."""
 from __future__ import annotations
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.tables import DiagnosisItem, SessionItem
+from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, SessionItem
 from agent_memory.domain.session_models import Diagnosis, SessionListItem, report_problem
 from agent_memory.observability import logger
 
