@@ -5,8 +5,8 @@ Python runs a package's ``__init__`` before any of its submodules. The ``__init_
 imports asyncio; Bedrock agents; VPC Lattice; Lambda function URLs; the local HTTP resolver), and
 the one of ``aws_lambda_powertools.utilities.data_classes`` every event class of every AWS
 service; an HTTP function here uses the API Gateway resolver, its OpenAPI validation and one
-event class. Importing them the plain way is most of the gap between the API function's cold
-import and ``import boto3`` (``make bench``: import_ratio_no_llm_handler).
+event class. Imported the plain way they were a large part of the API function's cold import
+(``make bench``: import_ratio_no_llm_handler; docs/architecture.md, "Cold start").
 
 So this module registers both packages in ``sys.modules`` as *lazily initialised* modules:
 created from the package's own spec (``importlib.util.module_from_spec``, ``__path__`` set), its
@@ -31,8 +31,9 @@ Pinned facts this relies on (aws-lambda-powertools 3.37.0, ``requirements.txt``)
   provides (:data:`PROVIDED`: e.g. ``api_gateway`` takes ``content_types`` and seven event classes
   from the packages, ``openapi.params`` takes ``Response``, ``data_classes.sqs_event`` takes
   ``S3Event``). A submodule asking at import time for a name not provided would run the real
-  ``__init__`` while itself half-imported, an ImportError ("partially initialized module"); the
-  test imports every submodule of both packages after this module;
+  ``__init__`` while itself half-imported, and the ``__init__`` importing it again fails
+  ("partially initialized module"); the test imports every submodule of both packages after
+  this module and records any such request;
 - each provided name is the object the package's ``__init__`` binds (the test runs the
   ``__init__`` and compares).
 """
