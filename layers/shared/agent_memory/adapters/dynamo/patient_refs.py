@@ -172,10 +172,11 @@ def refs_from_diagnoses(project_id: str, patient_id: str, *, exclude_sessions: I
     ))
     kept: list[DiagnosisItem] = []
     while len(kept) < limit:
-        chunk = [i for i in islice(items, limit) if i.session_id not in excluded]
-        if not chunk:
+        page = list(islice(items, limit))
+        if not page:
             break
-        erased = erased_sessions(project_id, {i.session_id for i in chunk})
+        chunk = [i for i in page if i.session_id not in excluded]
+        erased = erased_sessions(project_id, {i.session_id for i in chunk}) if chunk else set()
         excluded |= erased
         kept.extend(i for i in chunk if i.session_id not in erased)
     kept = kept[:limit]
