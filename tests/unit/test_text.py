@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from agent_memory.domain import text as text_module
 from agent_memory.domain.text import (
     DYNAMODB_ITEM_LIMIT_BYTES,
+    TOKEN_CACHE_ENTRIES,
+    TOKEN_CACHE_MAX_CHARS,
     content_problem,
     dynamodb_item_size,
     estimate_tokens,
@@ -107,6 +110,26 @@ def test_estimate_tokens_on_mixed_text_adds_the_rules() -> None:
 def test_estimate_tokens_of_empty_text_is_zero() -> None:
     # Given empty text / When estimated / Then 0
     assert estimate_tokens("") == 0
+
+
+def test_estimate_tokens_remembers_short_texts_within_its_bound_and_gives_the_same_counts() -> None:
+    # Given texts below and above the size up to which estimates are remembered
+    short = "P001 入组了吗？" * 10
+    long = "P001 入组了吗？" * (TOKEN_CACHE_MAX_CHARS // 10 + 1)
+    text_module._estimate_tokens_cached.cache_clear()
+    # When each is estimated twice
+    first, again = estimate_tokens(short), estimate_tokens(short)
+    long_first, long_again = estimate_tokens(long), estimate_tokens(long)
+    # Then the counts follow the rules every time (6 tokens per repetition) ...
+    assert first == again == 60
+    assert long_first == long_again == 6 * (TOKEN_CACHE_MAX_CHARS // 10 + 1)
+    info = text_module._estimate_tokens_cached.cache_info()
+    # ... the short text was computed once and then remembered, the long one never stored
+    assert (info.hits, info.misses, info.currsize) == (1, 1, 1)
+    # and many distinct texts never grow the cache beyond its bound
+    for n in range(TOKEN_CACHE_ENTRIES * 3):
+        estimate_tokens(f"第 {n} 次访视")
+    assert text_module._estimate_tokens_cached.cache_info().currsize == TOKEN_CACHE_ENTRIES
 
 
 def test_dynamodb_item_size_counts_attribute_names_and_utf8_bytes() -> None:
