@@ -6,8 +6,9 @@ diagnoses with their snapshots); the FlowLogTable item of each message (keys fro
 time and id); the chat function's idempotency record of each message sent with an
 Idempotency-Key (it caches the reply); evidence references in the project's MemoryTable
 partition; the references to its diagnoses in the patient's diagnosis references item
-(:mod:`.patient_refs`; for a project, all of them, listed under ``PATIENTS#{project}``). Deletes go in ``BatchWriteItem`` calls of at most 25 keys (unprocessed keys sent
-again). docs/architecture.md, "Data governance".
+(:mod:`.patient_refs`; for a project, all of them, listed under ``PATIENTS#{project}``).
+Deletes go in ``BatchWriteItem`` calls of at most 25 keys (unprocessed keys sent again).
+docs/architecture.md, "Data governance".
 """
 
 from __future__ import annotations
