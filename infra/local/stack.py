@@ -551,6 +551,8 @@ class LocalStack:
                     )
                 else:
                     self._repoint_demo_clinical_data(DynamoRepository(), clinical_data)
+            if self.restarted:
+                self._backfill_patient_refs()
 
         for logical_id, function in self.functions.items():
             for route in function.spec.routes:
@@ -645,6 +647,29 @@ class LocalStack:
         self.redcap = demo_server(port=int(os.environ.get("REDCAP_PORT") or 0)).start()
         self._put_secret(DEMO_REDCAP_SECRET, DEMO_TOKEN)
         return ClinicalDataSource(source="redcap", api_url=self.redcap.api_url, token_secret=DEMO_REDCAP_SECRET)
+
+    def _backfill_patient_refs(self) -> None:
+        """After a restart: every project stored before the patients' diagnosis references items
+        existed gets them (``GovernanceRepository.backfill_patient_refs``), so its first patient
+        turns read them with the turn's one BatchGetItem instead of a Query. Projects already
+        marked are skipped (the scan's filter); a project that cannot be finished now (a session
+        being erased) keeps the Query until the next start."""
+        from agent_memory.adapters.dynamo.governance import GovernanceRepository
+        from agent_memory.domain.errors import VersionConflict
+
+        client = self.aws_client("dynamodb")
+        repo = GovernanceRepository()
+        paginator = client.get_paginator("scan")
+        for page in paginator.paginate(
+            TableName=self.table_names["MemoryTable"], ProjectionExpression="pk",
+            FilterExpression="sk = :p AND attribute_not_exists(patient_refs_since)",
+            ExpressionAttributeValues={":p": {"S": "PROJECT"}},
+        ):
+            for raw in page["Items"]:
+                try:
+                    repo.backfill_patient_refs(raw["pk"]["S"], now=self._now or datetime.now(UTC))
+                except VersionConflict:
+                    logging.getLogger(__name__).warning("patient references of %s not backfilled", raw["pk"]["S"])
 
     @staticmethod
     def _repoint_demo_clinical_data(repo: Any, clinical_data: Any) -> None:

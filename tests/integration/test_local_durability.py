@@ -181,6 +181,34 @@ def test_a_cancelled_transaction_leaves_no_trace_after_a_restart(tmp_path: Path)
         assert [i["sk"]["S"] for i in items] == ["C"]
 
 
+def test_a_project_stored_before_the_patient_references_gets_them_at_the_next_start(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    refs_key = {"pk": {"S": "demo-clinic#PATIENT#pt-001"}, "sk": {"S": "DIAGREFS"}}
+    project_key = {"pk": {"S": "demo-clinic"}, "sk": {"S": "PROJECT"}}
+
+    def client(server: Server) -> Any:
+        return boto3.client("dynamodb", endpoint_url=server.stack["moto_url"], region_name="eu-west-1",
+                            aws_access_key_id="local", aws_secret_access_key="local")
+
+    # Given demo-clinic stored as before the patients' references items: no mark, no item for
+    # pt-001, whose seeded diagnosis exists
+    with local_server(data_dir, tmp_path) as first:
+        tables = first.stack["table_names"]
+        dynamodb = client(first)
+        assert "Item" in dynamodb.get_item(TableName=tables["SessionsTable"], Key=refs_key)
+        dynamodb.update_item(TableName=tables["MemoryTable"], Key=project_key,
+                             UpdateExpression="REMOVE patient_refs_since")
+        dynamodb.delete_item(TableName=tables["SessionsTable"], Key=refs_key)
+    # When the server starts again on that data
+    with local_server(data_dir, tmp_path) as second:
+        dynamodb = client(second)
+        # Then the project was backfilled: pt-001's item names the diagnosis, the project is marked
+        item = dynamodb.get_item(TableName=tables["SessionsTable"], Key=refs_key, ConsistentRead=True)["Item"]
+        assert [r["diagnosis_id"] for r in json.loads(item["refs"]["S"])] == ["dx-pt001-1"]
+        project = dynamodb.get_item(TableName=tables["MemoryTable"], Key=project_key, ConsistentRead=True)["Item"]
+        assert "patient_refs_since" in project
+
+
 def test_a_second_server_on_the_same_data_directory_refuses_to_start(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with local_server(data_dir, tmp_path):

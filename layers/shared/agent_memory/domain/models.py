@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_memory.domain.session_models import DiagnosisRef
+
 #: A project member's role in the study team (the ``[PI]`` / ``[CRC]`` tags of hot memory).
 StudyRole = Literal["PI", "Sub-I", "CRC", "DM", "CRA", "Statistician", "Other"]
 
@@ -215,6 +217,11 @@ class TurnContext(BaseModel):
     yearly_summaries: list[YearlySummary] | None = None
     #: The asker's membership, read in the same BatchGetItem (None: not a member).
     asker: Member | None = None
+    #: The earlier diagnoses of the patient the read named (``patient_id``), oldest first, read in
+    #: the same BatchGetItem; None when no patient was named, or when the project still has
+    #: diagnoses written before the per-patient references were kept and this patient has no
+    #: references item yet (the caller then queries the diagnoses).
+    patient_diagnoses: list[DiagnosisRef] | None = None
 
 
 def iso_week_label(day: date) -> str:

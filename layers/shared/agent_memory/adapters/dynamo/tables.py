@@ -67,6 +67,11 @@ class ProjectItem(_Base):
     created_at = UTCDateTimeAttribute()
     #: ``ClinicalDataSource`` as JSON (source, api_url, token_secret name); absent = none.
     clinical_data = Utf8JSONAttribute(null=True)
+    #: Since when every diagnosis of the project is referenced by its patient's
+    #: :class:`PatientRefsItem` (set at creation, or by the backfill of a project that had
+    #: diagnoses before those items existed). Absent: a patient without the item may still have
+    #: diagnoses (the reader queries them). Kept by every write of the project record.
+    patient_refs_since = UTCDateTimeAttribute(null=True)
 
 
 class MemberItem(_Base):
@@ -429,6 +434,41 @@ class DiagnosisItem(_Base):
     patient_index = DiagnosisPatientIndex()
 
 
+class PatientRefsProjectIndex(GlobalSecondaryIndex["PatientRefsItem"]):
+    """A project's diagnosis-references items, in the ProjectSessionsIndex under their own
+    partition ``PATIENTS#{project}`` / ``{patient_id}`` (never mixed with sessions)."""
+
+    class Meta:
+        index_name = "ProjectSessionsIndex"
+        projection = AllProjection()
+
+    project_pk = UnicodeAttribute(hash_key=True)
+    project_sk = UnicodeAttribute(range_key=True)
+
+
+class PatientRefsItem(_Base):
+    """pk ``{project}#PATIENT#{patient}``, sk ``DIAGREFS``: the references (ids, sessions, times,
+    key symptoms) of the patient's newest diagnoses, oldest first (``PatientRefs``).
+
+    Written in the transaction that stores a diagnosis, under ``version``; the chat turn reads
+    it with its BatchGetItem on a patient's first turn. ``expires_at`` is no earlier than that of
+    any diagnosis it references.
+    """
+
+    class Meta(_Base.Meta):
+        table_name = "unbound-sessions"
+
+    project_id = UnicodeAttribute()
+    patient_id = UnicodeAttribute()
+    refs = Utf8JSONAttribute(default=list)
+    version = VersionAttribute()
+    updated_at = UTCDateTimeAttribute()
+    project_pk = UnicodeAttribute()
+    project_sk = UnicodeAttribute()
+    expires_at = TTLAttribute(null=True)
+    project_index = PatientRefsProjectIndex()
+
+
 # --------------------------------------------------------------- FlowLogTable
 class FlowLogItem(_Base):
     """The raw stream: every message verbatim. The chat role may only PUT these."""
@@ -471,7 +511,7 @@ TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
         ReminderItem,
         WebhookItem,
     ),
-    "sessions": (SessionItem, MessageItem, DiagnosisItem, FeedbackItem),
+    "sessions": (SessionItem, MessageItem, DiagnosisItem, FeedbackItem, PatientRefsItem),
     "flow_log": (FlowLogItem,),
 }
 
@@ -538,6 +578,7 @@ __all__ = [
     "JobRunItem",
     "MemberItem",
     "MessageItem",
+    "PatientRefsItem",
     "ProjectItem",
     "ReportRevisionItem",
     "ReviewQueueItem",
