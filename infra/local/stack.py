@@ -40,8 +40,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_for_futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,6 +73,9 @@ LAYER_PATH = REPO_ROOT / "layers" / "shared"
 LOCAL_REGION = "eu-west-1"
 #: API Gateway HTTP API integration timeout (AWS quota): past it the client gets 503.
 GATEWAY_TIMEOUT_S = 30.0
+#: API Gateway HTTP API payload quota (10 MB): a longer request body is refused with 413 before
+#: it is read (also when its Content-Length only claims to be longer).
+MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 
 log = logging.getLogger("infra.local")
 
@@ -441,6 +445,10 @@ class LocalStack:
         self._http: BaseWSGIServer | None = None
         self._http_thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
+        #: Guards ``_executor`` and ``_inflight``: a request is either handed to a container before
+        #: :meth:`stop` starts draining (and is waited for) or answered 503 (never half-handled).
+        self._submit_lock = threading.Lock()
+        self._inflight: set[Future[Any]] = set()
         self._bound_marker: Any = None
         #: ``True`` when ``data_dir`` already held data at start (restored, not seeded).
         self.restarted = False
@@ -570,17 +578,30 @@ class LocalStack:
         self._http_thread.start()
 
     def stop(self) -> None:
-        """Stop the HTTP server and moto, unload the handlers, restore the environment."""
+        """Stop taking requests, let the ones in flight finish (each answered only after its writes
+        are stored), then stop moto, unload the handlers and restore the environment.
+
+        A request that arrives while the stack stops is answered 503 with ``Retry-After`` (nothing
+        of it runs). The in-flight ones get up to the gateway timeout plus 5 s; one still running
+        after that is abandoned (its client gets no answer, as when API Gateway times out).
+        """
+        with self._submit_lock:
+            executor, self._executor = self._executor, None
+            inflight = set(self._inflight)
         if self._http is not None:
-            self._http.shutdown()
+            self._http.shutdown()  # no new connections; handler threads of accepted ones go on
+        if inflight:
+            done, pending = wait_for_futures(inflight, timeout=self._gateway_timeout_s + 5)
+            if pending:
+                log.warning("stopping with %d request(s) still running", len(pending))
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        if self._http is not None:
             self._http.server_close()
             self._http = None
         if self._http_thread is not None:
             self._http_thread.join(timeout=10)
             self._http_thread = None
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
         for function in self.functions.values():
             for container in function.containers:
                 sys.modules.pop(container.module.__name__, None)
@@ -772,6 +793,8 @@ class LocalStack:
             except Unauthorized:
                 headers = {**gateway_headers, "www-authenticate": 'Bearer error="invalid_token"'}
                 return _json_response(401, {"message": "Unauthorized"}, headers), function.name
+        if (request.content_length or 0) > MAX_REQUEST_BODY_BYTES:
+            return _json_response(413, {"message": "Request Entity Too Large"}, gateway_headers), function.name
         route_key = "$default" if route.path == "$default" else f"{route.method} {route.path}"
         event = build_http_api_event(
             method=request.method,
@@ -785,8 +808,13 @@ class LocalStack:
             request_id=request_id,
             source_ip=request.remote_addr or "127.0.0.1",
         )
-        assert self._executor is not None
-        future = self._executor.submit(self.invoke, function.name, event, request_id=str(uuid.uuid4()))
+        with self._submit_lock:
+            if self._executor is None:  # the stack is stopping: nothing of this request runs
+                headers = {**gateway_headers, "Retry-After": "5"}
+                return _json_response(503, {"message": "Service Unavailable"}, headers), function.name
+            future = self._executor.submit(self.invoke, function.name, event, request_id=str(uuid.uuid4()))
+            self._inflight.add(future)
+        future.add_done_callback(self._request_done)
         try:
             result = future.result(timeout=self._gateway_timeout_s)
         except FutureTimeout:
@@ -799,6 +827,10 @@ class LocalStack:
         for name, value in gateway_headers.items():
             response.headers.setdefault(name, value)
         return response, function.name
+
+    def _request_done(self, future: Future[Any]) -> None:
+        with self._submit_lock:
+            self._inflight.discard(future)
 
     # -------------------------------------------------------------------------- helpers
     def _import_function(self, spec: FunctionSpec) -> LocalFunction:

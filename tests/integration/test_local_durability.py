@@ -141,6 +141,46 @@ def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restar
         assert acked | more <= _stored_ids(third.base_url, sessions)
 
 
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_graceful_stop_under_load_keeps_every_acknowledged_turn(tmp_path: Path, stop_signal: int) -> None:
+    data_dir = tmp_path / "data"
+    sessions = [f"stop-{i}" for i in range(6)]
+    acked: set[str] = set()
+    statuses: list[int] = []
+    started = threading.Event()
+    guard = threading.Lock()
+
+    def keep_chatting(base_url: str, session: str) -> None:
+        for i in range(200):
+            try:
+                response = requests.post(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
+                                         json={"content": f"停止前第 {i} 条：今天的随访安排好了吗？"},
+                                         headers=HEADERS, timeout=60)
+            except requests.ConnectionError:
+                return  # the server stopped listening
+            with guard:
+                statuses.append(response.status_code)
+                if response.status_code == 200:
+                    acked.update((response.json()["user_message_id"], response.json()["message_id"]))
+                    if len(acked) >= 12:
+                        started.set()
+
+    # Given a server answering turns in six sessions at once
+    with local_server(data_dir, tmp_path) as first:
+        with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+            for session in sessions:
+                pool.submit(keep_chatting, first.base_url, session)
+            assert started.wait(timeout=120)
+            # When it is stopped gracefully while turns are in flight
+            first.process.send_signal(stop_signal)
+            first.process.wait(timeout=90)
+    # Then no request got a server error while it stopped (a late one may get 503), and after a
+    # restart every acknowledged message is there
+    assert set(statuses) <= {200, 409, 503}, sorted(set(statuses))
+    with local_server(data_dir, tmp_path) as second:
+        assert acked <= _stored_ids(second.base_url, sessions)
+
+
 def test_a_write_cut_short_by_a_crash_is_dropped_and_the_rest_restored(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     # Given a server that acknowledged turns and was killed while writing a line (a torn last line)
