@@ -166,14 +166,13 @@ def test_a_graceful_stop_under_load_keeps_every_acknowledged_turn(tmp_path: Path
                         started.set()
 
     # Given a server answering turns in six sessions at once
-    with local_server(data_dir, tmp_path) as first:
-        with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
-            for session in sessions:
-                pool.submit(keep_chatting, first.base_url, session)
-            assert started.wait(timeout=120)
-            # When it is stopped gracefully while turns are in flight
-            first.process.send_signal(stop_signal)
-            first.process.wait(timeout=90)
+    with local_server(data_dir, tmp_path) as first, ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+        for session in sessions:
+            pool.submit(keep_chatting, first.base_url, session)
+        assert started.wait(timeout=120)
+        # When it is stopped gracefully while turns are in flight
+        first.process.send_signal(stop_signal)
+        first.process.wait(timeout=90)
     # Then no request got a server error while it stopped (a late one may get 503), and after a
     # restart every acknowledged message is there
     assert set(statuses) <= {200, 409, 503}, sorted(set(statuses))
