@@ -212,6 +212,8 @@ class ChatStore(ConversationStore, Protocol):
         ``PatientDiagnoses.patient_diagnosis_refs``).
 
         Raises:
+            Forbidden: ``user_id`` given and not a member, checked before the project exists (a
+                non-member cannot tell an unknown project from one they may not use).
             ProjectNotFound: no project record.
         """
         ...
