@@ -60,10 +60,10 @@ checkov: checkov-venv
 run: venv
 	PORT=$(PORT) $(PY) -m infra.local.server
 
-## reset: delete the local stack's stored data (.local/data: every table of `make run`); stop the server first
+## reset: delete the local stack's stored data (.local/data: every table of `make run`); refused while the server runs
 .PHONY: reset
-reset:
-	rm -rf $(or $(LOCAL_DATA_DIR),.local/data)
+reset: venv
+	$(PY) -m infra.local.moto_persistence reset "$(or $(LOCAL_DATA_DIR),.local/data)"
 
 ## token: print a dev JWT the local API accepts (the token alone on the last line), e.g.
 ##   TOKEN=$$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)

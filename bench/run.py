@@ -26,10 +26,11 @@ Figures (and their targets):
   written at run time); paired and interleaved: each pair is two fresh interpreters, boto3 and
   handler in alternating order, the figure is the median of the pairs' ratios (target <= 1.7);
 - warm_turn_ratio: median warm turn (offline LLM) / median GetItem round trip to the same
-  moto server (target <= 4), measured with moto's whole-table copy in TransactWriteItems
-  removed (an emulator cost DynamoDB does not have; bench/jobs.py); the plain-moto ratio is
-  printed and recorded as warm_turn_ratio_plain_moto, the same ratio on this process's CPU time
-  (client and moto) as warm_turn_ratio_cpu (wall-clock figures swell on a busy machine);
+  moto server (target <= 4), the server patched as the local runtime runs it
+  (infra/local/moto_patches: item-level transaction rollback, item responses as JSON: emulator
+  costs DynamoDB does not have); the plain-moto ratio is printed and recorded as
+  warm_turn_ratio_plain_moto, the same ratio on this process's CPU time (client and moto) as
+  warm_turn_ratio_cpu (wall-clock figures swell on a busy machine);
 - symptom_recall_present / symptom_recall_denied / symptom_flip_rate / symptom_precision:
   the offline symptom extractor on ../shared/data/dxy_train.jsonl (bench/symptoms.py;
   targets >= 0.97, >= 0.98, <= 0.005; precision reported only);
@@ -178,11 +179,10 @@ def chat_figures() -> dict[str, float]:
         out["token_ratio_non_history"] = round(prompt_tokens / naive, 5)
         print(f"  non-history prompt {prompt_tokens} tokens; naive 3-year prompt {naive} tokens")
 
-        # warm turn vs one GetItem round trip, first on plain moto, then with moto's
-        # table-size-proportional costs removed (see bench/jobs.py: its TransactWriteItems
-        # deep-copies every table it touches, which DynamoDB does not do)
-        from bench.jobs import _moto_with_per_partition_costs
-
+        # warm turn vs one GetItem round trip: first on plain moto, then on moto as the local
+        # runtime runs it (infra/local/moto_patches: item-level transaction rollback instead of a
+        # copy of every touched table, item responses as JSON instead of moto's per-value
+        # serializer; both emulator costs that DynamoDB does not have)
         cpu_ratios: list[float] = []
 
         def ratio(session: str) -> tuple[float, float, float]:
@@ -206,11 +206,12 @@ def chat_figures() -> dict[str, float]:
 
         g, tt, raw = ratio("bench-warm-raw")
         print(f"  plain moto: GetItem median {g * 1000:.2f} ms; warm turn median {tt * 1000:.2f} ms; ratio {raw:.2f}")
-        with _moto_with_per_partition_costs() as failures:
-            g, tt, fair = ratio("bench-warm")
-            assert not failures, failures
-        print(f"  moto without whole-table transaction copies: GetItem {g * 1000:.2f} ms; "
-              f"warm turn {tt * 1000:.2f} ms; ratio {fair:.2f}")
+        from infra.local import moto_patches
+
+        moto_patches.apply()  # for the rest of this process, as in `make run`
+        g, tt, fair = ratio("bench-warm")
+        print(f"  moto as the local runtime runs it: GetItem {g * 1000:.2f} ms; warm turn {tt * 1000:.2f} ms; "
+              f"ratio {fair:.2f}")
         out["warm_turn_ratio"] = round(fair, 3)
         out["warm_turn_ratio_plain_moto"] = round(raw, 3)
         out["warm_turn_ratio_cpu"] = round(cpu_ratios[-1], 3)

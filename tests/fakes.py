@@ -13,7 +13,12 @@ contracts the ports and the DynamoDB adapters document:
 - one call = one transaction: a ``TurnWrite`` (session, messages, flow log, answered messages,
   activity markers), a hot-memory commit (HOT, its revision, the job marker or the audit record and
   the review decision), a diagnosis with its session, a weekly report with its marker, a report
-  correction with its previous text and audit record are applied whole or not at all;
+  correction with its previous text and audit record are applied whole or not at all; a diagnosis
+  given the patient's references (``patient_refs``) writes them in the same call, under their
+  version (0: none stored yet), like the adapter's references item;
+- a turn's read naming a patient returns that patient's stored references; without them, ``[]``
+  for a patient without diagnoses and None for one whose diagnoses were written around the
+  references (rows put straight into the table, like diagnoses from before the references items);
 - markers, review items, yearly summaries, alert claims and new weekly reports are written only
   when absent (the put says whether it wrote);
 - listings come newest (or oldest) first like the adapters' queries and page with opaque cursors;
@@ -43,6 +48,7 @@ from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
     EnqueueFailed,
+    Forbidden,
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
@@ -63,7 +69,14 @@ from agent_memory.domain.records import (
     review_item_id,
     split_review_item_id,
 )
-from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionListItem, SessionPage
+from agent_memory.domain.session_models import (
+    MAX_DIAGNOSIS_REFS,
+    Diagnosis,
+    DiagnosisRef,
+    PatientRefs,
+    SessionListItem,
+    SessionPage,
+)
 from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
@@ -129,6 +142,7 @@ class Tables:
     sessions: dict[tuple[str, str], str] = field(default_factory=dict)
     messages: dict[tuple[str, str, str], str] = field(default_factory=dict)
     diagnoses: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    patient_refs: dict[tuple[str, str], str] = field(default_factory=dict)
     flow_log: dict[tuple[str, str, str], str] = field(default_factory=dict)
 
     def snapshot(self, project_id: str | None = None) -> dict[str, dict[tuple[Any, ...], str]]:
@@ -474,19 +488,32 @@ class InMemoryStore:
         return _load(SessionState, raw) if raw is not None else None
 
     def load_turn_context(
-        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None,
+        patient_id: str | None = None,
     ) -> TurnContext:
-        """Project, hot memory, session (a new unsaved one, ``version == 0``, when absent) and the
-        asker's membership (``user_id`` given; None when not a member).
+        """Project, hot memory, session (a new unsaved one, ``version == 0``, when absent), the
+        asker's membership (``user_id`` given; None when not a member) and the patient's
+        references (``patient_id`` given; module docstring).
 
         Raises:
+            Forbidden: ``user_id`` given and not a member (checked before the project exists).
             ProjectNotFound: no project record.
         """
+        if user_id is not None and self.get_member(project_id, user_id) is None:
+            raise Forbidden(f"you are not a member of project {project_id}")
         project = self._project(project_id)
         session = self._session(project_id, session_id) or SessionState(
             project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0)
         asker = self.get_member(project_id, user_id) if user_id is not None else None
-        return TurnContext(project=project, hot_memory=self._hot(project_id), session=session, asker=asker)
+        known: list[DiagnosisRef] | None = None
+        if patient_id is not None:
+            raw = self.tables.patient_refs.get((project_id, patient_id))
+            if raw is not None:
+                known = _load(PatientRefs, raw).refs
+            elif not self.patient_diagnoses(project_id, patient_id, limit=1):
+                known = []
+        return TurnContext(project=project, hot_memory=self._hot(project_id), session=session, asker=asker,
+                           patient_diagnoses=known)
 
     def _session_version_holds(self, project_id: str, session_id: str, expected_version: int) -> bool:
         """The version condition: 0 = the session must not exist; else its version must match."""
@@ -611,12 +638,14 @@ class InMemoryStore:
                 for m in reversed(ids[:limit])]
 
     # ----------------------------------------------------------------- diagnoses
-    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None:
-        """The diagnosis and the updated session together.
+    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int,
+                      patient_refs: PatientRefs | None = None) -> None:
+        """The diagnosis, the updated session and (``patient_refs`` given) the patient's
+        references with this diagnosis's merged in, together.
 
         Raises:
             AlreadyExists: the session already has a diagnosis with that id (checked first).
-            VersionConflict: the session changed since it was read.
+            VersionConflict: the session, or the patient's references, changed since they were read.
             ItemTooLarge: the diagnosis or the session is over 400 KB.
         """
         raw = _json(diagnosis)
@@ -627,8 +656,26 @@ class InMemoryStore:
             raise AlreadyExists(f"diagnosis {diagnosis.diagnosis_id} already exists")
         if not self._session_version_holds(session.project_id, session.session_id, expected_version):
             raise VersionConflict("session changed concurrently", current_version=None)
+        refs_row = None
+        if patient_refs is not None:
+            refs_key = (patient_refs.project_id, patient_refs.patient_id)
+            stored = self.tables.patient_refs.get(refs_key)
+            if (_load(PatientRefs, stored).version if stored is not None else 0) != patient_refs.version:
+                raise VersionConflict("the patient's references changed", current_version=None)
+            updated = patient_refs.plus(diagnosis.ref())
+            refs_row = (refs_key, _json(updated.model_copy(update={"version": patient_refs.version + 1})))
         self.tables.diagnoses[key] = raw
         self.tables.sessions[(session.project_id, session.session_id)] = session_row
+        if refs_row is not None:
+            self.tables.patient_refs[refs_row[0]] = refs_row[1]
+
+    def patient_refs(self, project_id: str, patient_id: str) -> PatientRefs:
+        """The patient's stored references, or an unsaved one (``version == 0``) built from the diagnoses."""
+        raw = self.tables.patient_refs.get((project_id, patient_id))
+        if raw is not None:
+            return _load(PatientRefs, raw)
+        refs = self.patient_diagnosis_refs(project_id, patient_id, limit=MAX_DIAGNOSIS_REFS)
+        return PatientRefs(project_id=project_id, patient_id=patient_id, refs=list(reversed(refs)))
 
     def list_diagnoses(self, project_id: str, session_id: str) -> list[Diagnosis]:
         """A session's diagnoses in time order."""

@@ -25,14 +25,25 @@ class-level list that only moto's ``/moto-api/data.json`` introspection reads, s
 server's memory grows with every request. Upstream-style, this would be an opt-out of the
 tracking; here ``BaseModel.__new__`` simply no longer records instances.
 
+``apply()`` also answers DynamoDB's item operations without moto's generic response serializer
+(:func:`serve_item_responses_as_json`). moto 5.2 walks every result through a botocore-model-driven
+serializer that costs about 0.1 ms per attribute value (measured: 7.6 ms for the chat turn's
+BatchGetItem of four items, 1.4 ms for one GetItem); DynamoDB's JSON protocol body IS the result
+document, so for these operations ``json.dumps`` of moto's own result gives the same response.
+Upstream-style, this would be a fast path in ``DynamoResult``; here the patch falls back to moto's
+serializer for anything that is not plain JSON (timestamps) and for errors, and a test compares the
+parsed responses of both paths operation by operation.
+
 ``python -m infra.local.moto_patches -H HOST -p PORT`` runs moto's server with the patch applied
 (what ``LocalStack`` uses for ``moto_mode="process"``).
 """
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
+import json
 import os
 import sys
 import threading
@@ -41,6 +52,7 @@ from typing import Any
 
 from moto.core.common_models import BaseModel
 from moto.core.model_instances import model_data
+from moto.core.responses import ActionContext
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
@@ -52,6 +64,7 @@ from moto.dynamodb.exceptions import (
 )
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.dynamodb.responses import DynamoResult
 
 #: Serialises DynamoDB writes (and reads) of every patched backend in this process.
 DYNAMODB_LOCK = threading.RLock()
@@ -95,9 +108,13 @@ def _restore(saved: list[_Saved]) -> None:
 
 
 def _apply_op(backend: DynamoDBBackend, op_type: str, op: dict[str, Any], key: dict[str, Any]) -> None:
+    """Apply one operation of a transaction whose condition :func:`transact_write_items` has
+    already evaluated under ``DYNAMODB_LOCK``: the condition is not passed on (moto would parse and
+    evaluate it a second time against the same, locked, item); the names and values are, for an
+    update expression."""
     table_name = op["TableName"]
     condition_kwargs: dict[str, Any] = {
-        "condition_expression": op.get("ConditionExpression"),
+        "condition_expression": None,
         "expression_attribute_names": op.get("ExpressionAttributeNames"),
         "expression_attribute_values": op.get("ExpressionAttributeValues"),
     }
@@ -185,13 +202,52 @@ def stop_instance_tracking() -> None:
             model.instances_tracked = []  # type: ignore[attr-defined]
 
 
+#: DynamoDB operations whose responses are item documents (the JSON protocol body is the result
+#: itself): answered by :func:`_item_response_as_json`.
+JSON_ITEM_OPERATIONS = frozenset({
+    "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "PutItem", "UpdateItem", "DeleteItem",
+    "BatchWriteItem", "TransactWriteItems", "ExecuteStatement", "BatchExecuteStatement",
+})
+
+
+def _json_value(value: Any) -> Any:
+    """``json.dumps`` default: binary attribute values (``B``, ``BS``) go out base64-encoded, as
+    DynamoDB sends them; anything else is not plain JSON (TypeError: moto's serializer answers)."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(type(value).__name__)
+
+
+_moto_execute_result = DynamoResult.execute_result
+
+
+def _item_response_as_json(self: DynamoResult, context: ActionContext) -> Any:
+    """``DynamoResult.execute_result`` for :data:`JSON_ITEM_OPERATIONS`: (200, headers, the result
+    as compact JSON); moto's own serializer for other operations, errors and non-JSON values."""
+    result = self.result
+    if context.operation_model.name not in JSON_ITEM_OPERATIONS or not isinstance(result, dict):
+        return _moto_execute_result(self, context)
+    try:
+        body = json.dumps(result, default=_json_value, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _moto_execute_result(self, context)
+    return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+
+
+def serve_item_responses_as_json() -> None:
+    """DynamoDB item operations answer with their result document as JSON (module docstring)."""
+    DynamoResult.execute_result = _item_response_as_json  # type: ignore[method-assign,assignment]
+
+
 def apply() -> None:
-    """Patch ``DynamoDBBackend`` in this process (idempotent; affects existing backends too) and
-    stop moto's instance tracking (:func:`stop_instance_tracking`)."""
+    """Patch ``DynamoDBBackend`` in this process (idempotent; affects existing backends too), stop
+    moto's instance tracking (:func:`stop_instance_tracking`) and answer item operations as JSON
+    (:func:`serve_item_responses_as_json`)."""
     with DYNAMODB_LOCK:
         if getattr(DynamoDBBackend, _PATCHED_ATTR, False):
             return
         stop_instance_tracking()
+        serve_item_responses_as_json()
         for name in _LOCKED_METHODS:
             setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
         DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]

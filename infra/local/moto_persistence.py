@@ -388,3 +388,55 @@ def disable() -> None:
         if _lock_fd is not None:
             os.close(_lock_fd)  # releases the flock
             _lock_fd = None
+
+
+def reset(data_dir: Path) -> bool:
+    """Delete ``data_dir`` (every table of the local stack), refusing while a server uses it.
+
+    The directory's ``flock`` is taken first (without waiting), so a running server, which holds it
+    for its whole life, makes this fail instead of losing its data under it.
+
+    Returns:
+        True when a directory was deleted, False when there was none.
+
+    Raises:
+        DataDirInUse: a local server holds ``data_dir`` (stop it first).
+    """
+    import shutil
+
+    data_dir = Path(data_dir)
+    if not data_dir.exists():
+        return False
+    fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise DataDirInUse(f"{data_dir} is in use by a running local server: stop it, then reset") from None
+        shutil.rmtree(data_dir)
+    finally:
+        os.close(fd)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m infra.local.moto_persistence reset DIR`` (``make reset``): exit 0 when deleted or
+    absent, 2 (with the reason on stderr) while a server uses ``DIR``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m infra.local.moto_persistence")
+    parser.add_argument("command", choices=["reset"])
+    parser.add_argument("data_dir", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        deleted = reset(args.data_dir)
+    except DataDirInUse as exc:
+        print(f"make reset: {exc}", file=sys.stderr)
+        return 2
+    print(f"deleted {args.data_dir}" if deleted else f"nothing to delete: {args.data_dir} does not exist")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

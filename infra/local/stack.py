@@ -40,8 +40,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_for_futures
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,6 +73,9 @@ LAYER_PATH = REPO_ROOT / "layers" / "shared"
 LOCAL_REGION = "eu-west-1"
 #: API Gateway HTTP API integration timeout (AWS quota): past it the client gets 503.
 GATEWAY_TIMEOUT_S = 30.0
+#: API Gateway HTTP API payload quota (10 MB): a longer request body is refused with 413 before
+#: it is read (also when its Content-Length only claims to be longer).
+MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 
 log = logging.getLogger("infra.local")
 
@@ -451,6 +455,10 @@ class LocalStack:
         self._http: BaseWSGIServer | None = None
         self._http_thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
+        #: Guards ``_executor`` and ``_inflight``: a request is either handed to a container before
+        #: :meth:`stop` starts draining (and is waited for) or answered 503 (never half-handled).
+        self._submit_lock = threading.Lock()
+        self._inflight: set[Future[Any]] = set()
         self._bound_marker: Any = None
         #: ``True`` when ``data_dir`` already held data at start (restored, not seeded).
         self.restarted = False
@@ -559,6 +567,8 @@ class LocalStack:
                     )
                 else:
                     self._repoint_demo_clinical_data(DynamoRepository(), clinical_data)
+            if self.restarted:
+                self._backfill_patient_refs()
 
         for logical_id, function in self.functions.items():
             for route in function.spec.routes:
@@ -576,17 +586,30 @@ class LocalStack:
         self._http_thread.start()
 
     def stop(self) -> None:
-        """Stop the HTTP server and moto, unload the handlers, restore the environment."""
+        """Stop taking requests, let the ones in flight finish (each answered only after its writes
+        are stored), then stop moto, unload the handlers and restore the environment.
+
+        A request that arrives while the stack stops is answered 503 with ``Retry-After`` (nothing
+        of it runs). The in-flight ones get up to the gateway timeout plus 5 s; one still running
+        after that is abandoned (its client gets no answer, as when API Gateway times out).
+        """
+        with self._submit_lock:
+            executor, self._executor = self._executor, None
+            inflight = set(self._inflight)
         if self._http is not None:
-            self._http.shutdown()
+            self._http.shutdown()  # no new connections; handler threads of accepted ones go on
+        if inflight:
+            done, pending = wait_for_futures(inflight, timeout=self._gateway_timeout_s + 5)
+            if pending:
+                log.warning("stopping with %d request(s) still running", len(pending))
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+        if self._http is not None:
             self._http.server_close()
             self._http = None
         if self._http_thread is not None:
             self._http_thread.join(timeout=10)
             self._http_thread = None
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
         for function in self.functions.values():
             for container in function.containers:
                 sys.modules.pop(container.module.__name__, None)
@@ -653,6 +676,29 @@ class LocalStack:
         self.redcap = demo_server(port=int(os.environ.get("REDCAP_PORT") or 0)).start()
         self._put_secret(DEMO_REDCAP_SECRET, DEMO_TOKEN)
         return ClinicalDataSource(source="redcap", api_url=self.redcap.api_url, token_secret=DEMO_REDCAP_SECRET)
+
+    def _backfill_patient_refs(self) -> None:
+        """After a restart: every project stored before the patients' diagnosis references items
+        existed gets them (``GovernanceRepository.backfill_patient_refs``), so its first patient
+        turns read them with the turn's one BatchGetItem instead of a Query. Projects already
+        marked are skipped (the scan's filter); a project that cannot be finished now (a session
+        being erased) keeps the Query until the next start."""
+        from agent_memory.adapters.dynamo.governance import GovernanceRepository
+        from agent_memory.domain.errors import VersionConflict
+
+        client = self.aws_client("dynamodb")
+        repo = GovernanceRepository()
+        paginator = client.get_paginator("scan")
+        for page in paginator.paginate(
+            TableName=self.table_names["MemoryTable"], ProjectionExpression="pk",
+            FilterExpression="sk = :p AND attribute_not_exists(patient_refs_since)",
+            ExpressionAttributeValues={":p": {"S": "PROJECT"}},
+        ):
+            for raw in page["Items"]:
+                try:
+                    repo.backfill_patient_refs(raw["pk"]["S"], now=self._now or datetime.now(UTC))
+                except VersionConflict:
+                    logging.getLogger(__name__).warning("patient references of %s not backfilled", raw["pk"]["S"])
 
     @staticmethod
     def _repoint_demo_clinical_data(repo: Any, clinical_data: Any) -> None:
@@ -755,6 +801,8 @@ class LocalStack:
             except Unauthorized:
                 headers = {**gateway_headers, "www-authenticate": 'Bearer error="invalid_token"'}
                 return _json_response(401, {"message": "Unauthorized"}, headers), function.name
+        if (request.content_length or 0) > MAX_REQUEST_BODY_BYTES:
+            return _json_response(413, {"message": "Request Entity Too Large"}, gateway_headers), function.name
         route_key = "$default" if route.path == "$default" else f"{route.method} {route.path}"
         event = build_http_api_event(
             method=request.method,
@@ -768,8 +816,13 @@ class LocalStack:
             request_id=request_id,
             source_ip=request.remote_addr or "127.0.0.1",
         )
-        assert self._executor is not None
-        future = self._executor.submit(self.invoke, function.name, event, request_id=str(uuid.uuid4()))
+        with self._submit_lock:
+            if self._executor is None:  # the stack is stopping: nothing of this request runs
+                headers = {**gateway_headers, "Retry-After": "5"}
+                return _json_response(503, {"message": "Service Unavailable"}, headers), function.name
+            future = self._executor.submit(self.invoke, function.name, event, request_id=str(uuid.uuid4()))
+            self._inflight.add(future)
+        future.add_done_callback(self._request_done)
         try:
             result = future.result(timeout=self._gateway_timeout_s)
         except FutureTimeout:
@@ -782,6 +835,10 @@ class LocalStack:
         for name, value in gateway_headers.items():
             response.headers.setdefault(name, value)
         return response, function.name
+
+    def _request_done(self, future: Future[Any]) -> None:
+        with self._submit_lock:
+            self._inflight.discard(future)
 
     # -------------------------------------------------------------------------- helpers
     def _import_function(self, spec: FunctionSpec) -> LocalFunction:

@@ -141,6 +141,45 @@ def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restar
         assert acked | more <= _stored_ids(third.base_url, sessions)
 
 
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_a_graceful_stop_under_load_keeps_every_acknowledged_turn(tmp_path: Path, stop_signal: int) -> None:
+    data_dir = tmp_path / "data"
+    sessions = [f"stop-{i}" for i in range(6)]
+    acked: set[str] = set()
+    statuses: list[int] = []
+    started = threading.Event()
+    guard = threading.Lock()
+
+    def keep_chatting(base_url: str, session: str) -> None:
+        for i in range(200):
+            try:
+                response = requests.post(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
+                                         json={"content": f"停止前第 {i} 条：今天的随访安排好了吗？"},
+                                         headers=HEADERS, timeout=60)
+            except requests.ConnectionError:
+                return  # the server stopped listening
+            with guard:
+                statuses.append(response.status_code)
+                if response.status_code == 200:
+                    acked.update((response.json()["user_message_id"], response.json()["message_id"]))
+                    if len(acked) >= 12:
+                        started.set()
+
+    # Given a server answering turns in six sessions at once
+    with local_server(data_dir, tmp_path) as first, ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+        for session in sessions:
+            pool.submit(keep_chatting, first.base_url, session)
+        assert started.wait(timeout=120)
+        # When it is stopped gracefully while turns are in flight
+        first.process.send_signal(stop_signal)
+        first.process.wait(timeout=90)
+    # Then no request got a server error while it stopped (a late one may get 503), and after a
+    # restart every acknowledged message is there
+    assert set(statuses) <= {200, 409, 503}, sorted(set(statuses))
+    with local_server(data_dir, tmp_path) as second:
+        assert acked <= _stored_ids(second.base_url, sessions)
+
+
 def test_a_write_cut_short_by_a_crash_is_dropped_and_the_rest_restored(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     # Given a server that acknowledged turns and was killed while writing a line (a torn last line)
@@ -179,6 +218,34 @@ def test_a_cancelled_transaction_leaves_no_trace_after_a_restart(tmp_path: Path)
         items = client.query(TableName=table, KeyConditionExpression="pk = :p",
                              ExpressionAttributeValues={":p": {"S": "tx-probe"}})["Items"]
         assert [i["sk"]["S"] for i in items] == ["C"]
+
+
+def test_a_project_stored_before_the_patient_references_gets_them_at_the_next_start(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    refs_key = {"pk": {"S": "demo-clinic#PATIENT#pt-001"}, "sk": {"S": "DIAGREFS"}}
+    project_key = {"pk": {"S": "demo-clinic"}, "sk": {"S": "PROJECT"}}
+
+    def client(server: Server) -> Any:
+        return boto3.client("dynamodb", endpoint_url=server.stack["moto_url"], region_name="eu-west-1",
+                            aws_access_key_id="local", aws_secret_access_key="local")
+
+    # Given demo-clinic stored as before the patients' references items: no mark, no item for
+    # pt-001, whose seeded diagnosis exists
+    with local_server(data_dir, tmp_path) as first:
+        tables = first.stack["table_names"]
+        dynamodb = client(first)
+        assert "Item" in dynamodb.get_item(TableName=tables["SessionsTable"], Key=refs_key)
+        dynamodb.update_item(TableName=tables["MemoryTable"], Key=project_key,
+                             UpdateExpression="REMOVE patient_refs_since")
+        dynamodb.delete_item(TableName=tables["SessionsTable"], Key=refs_key)
+    # When the server starts again on that data
+    with local_server(data_dir, tmp_path) as second:
+        dynamodb = client(second)
+        # Then the project was backfilled: pt-001's item names the diagnosis, the project is marked
+        item = dynamodb.get_item(TableName=tables["SessionsTable"], Key=refs_key, ConsistentRead=True)["Item"]
+        assert [r["diagnosis_id"] for r in json.loads(item["refs"]["S"])] == ["dx-pt001-1"]
+        project = dynamodb.get_item(TableName=tables["MemoryTable"], Key=project_key, ConsistentRead=True)["Item"]
+        assert "patient_refs_since" in project
 
 
 def test_a_second_server_on_the_same_data_directory_refuses_to_start(tmp_path: Path) -> None:

@@ -240,6 +240,18 @@ def test_transcript_turn_with_a_bad_time_or_an_unknown_field_is_422_writing_noth
     assert api.get(f"/sessions/{sid}").status_code == 404
 
 
+@pytest.mark.parametrize("name", ["a\u0000b", "line\u0007bell", "  \u200b "], ids=["nul", "bel", "blank"])
+def test_a_session_name_with_control_characters_or_nothing_visible_is_422_writing_nothing(
+    local_stack: LocalStack, clinic: str, name: str
+) -> None:
+    api = Api(local_stack, clinic)
+    sid = _sid()
+    response = api.post("/sessions", {"session_id": sid, "name": name})
+    assert response.status_code == 422, response.text
+    assert "name" in response.json()["reason"]
+    assert api.get(f"/sessions/{sid}").status_code == 404
+
+
 def test_transcript_with_times_out_of_order_is_422_naming_the_turn(local_stack: LocalStack, clinic: str) -> None:
     api = Api(local_stack, clinic)
     sid = _sid()

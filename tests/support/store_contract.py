@@ -18,6 +18,7 @@ from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
     DiagnosisNotFound,
+    Forbidden,
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
@@ -169,12 +170,19 @@ class StoreContract:
         # Given a project with a CRC member
         project(stores)
         stores.members.put_member(member("u-crc"))
-        # When the turn context is read for the CRC and for a stranger
+        # When the turn context is read for the CRC, for a stranger and for nobody in particular
         ctx = stores.chat.load_turn_context("p1", "s1", now=T0, user_id="u-crc")
-        stranger = stores.chat.load_turn_context("p1", "s1", now=T0, user_id="u-other")
-        # Then the CRC's membership is there, the stranger has none
+        anonymous = stores.chat.load_turn_context("p1", "s1", now=T0)
+        # Then the CRC's membership is there; without a user there is no asker
         assert ctx.asker == member("u-crc")
-        assert stranger.asker is None
+        assert anonymous.asker is None
+        # And a stranger is refused alike for this project and for one that does not exist (a
+        # non-member cannot learn which project ids exist)
+        for project_id in ("p1", "no-such-project"):
+            with pytest.raises(Forbidden):
+                stores.chat.load_turn_context(project_id, "s1", now=T0, user_id="u-other")
+        with pytest.raises(ProjectNotFound):
+            stores.chat.load_turn_context("no-such-project", "s1", now=T0)
 
     def test_the_speakers_study_role_is_kept_with_the_message_and_in_the_flow_log(self, stores: Stores) -> None:
         # Given a project
@@ -397,6 +405,37 @@ class StoreContract:
         assert [d.diagnosis_id for d in stores.sessions.patient_diagnoses("p1", "pt-1")] == ["d2", "d1"]
         assert [d.diagnosis_id for d in stores.sessions.patient_diagnoses("p1", "pt-1", diagnosis_id="d1")] == ["d1"]
         assert [r.diagnosis_id for r in stores.sessions.patient_diagnosis_refs("p1", "pt-1", limit=1)] == ["d2"]
+
+    def test_a_patients_references_come_with_the_turn_read_and_follow_every_diagnosis(self, stores: Stores) -> None:
+        # Given pt-1 without diagnoses: the turn's read names none, and the references are unsaved
+        project(stores)
+        session = stores.sessions.create_session(new_session("s1", patient_id="pt-1"))
+        assert stores.chat.load_turn_context("p1", "s2", now=T0, patient_id="pt-1").patient_diagnoses == []
+        assert stores.chat.load_turn_context("p1", "s2", now=T0).patient_diagnoses is None
+        empty = stores.sessions.patient_refs("p1", "pt-1")
+        assert (empty.refs, empty.version) == ([], 0)
+
+        # When a diagnosis is added with those references
+        d1 = Diagnosis(project_id="p1", session_id="s1", diagnosis_id="d1", patient_id="pt-1", created_at=T0)
+        stores.sessions.add_diagnosis(d1, session.model_copy(update={"diagnosis_count": 1}), expected_version=1,
+                                      patient_refs=empty)
+
+        # Then the turn's read names it; a second diagnosis based on the old references is refused whole
+        ctx = stores.chat.load_turn_context("p1", "s2", now=T0, patient_id="pt-1")
+        assert [r.diagnosis_id for r in ctx.patient_diagnoses or []] == ["d1"]
+        d2 = d1.model_copy(update={"diagnosis_id": "d2", "created_at": T0 + timedelta(hours=1)})
+        with pytest.raises(VersionConflict):
+            stores.sessions.add_diagnosis(d2, session.model_copy(update={"diagnosis_count": 2}), expected_version=2,
+                                          patient_refs=empty)
+        with pytest.raises(DiagnosisNotFound):
+            stores.sessions.get_diagnosis("p1", "s1", "d2")
+        # and one based on the references as they are now is added to them, in time order
+        current = stores.sessions.patient_refs("p1", "pt-1")
+        stores.sessions.add_diagnosis(d2, session.model_copy(update={"diagnosis_count": 2}), expected_version=2,
+                                      patient_refs=current)
+        ctx = stores.chat.load_turn_context("p1", "s2", now=T0, patient_id="pt-1")
+        assert [r.diagnosis_id for r in ctx.patient_diagnoses or []] == ["d1", "d2"]
+        assert stores.sessions.patient_refs("p1", "pt-1").version == current.version + 1
 
     # ---------------------------------------------------------------- hot memory
     def test_a_hot_memory_commit_based_on_an_old_version_names_the_current_one(self, stores: Stores) -> None:

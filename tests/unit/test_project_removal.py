@@ -20,15 +20,16 @@ NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
 
 class Store:
-    """Just what the removal calls; a project of ``memory`` partition items and sessions of
-    ``per_session`` items each."""
+    """Just what the removal calls; a project of ``memory`` partition items, sessions of
+    ``per_session`` items each and ``patients`` patient references items."""
 
-    def __init__(self, memory: int = 5, sessions: int = 2, per_session: int = 3) -> None:
+    def __init__(self, memory: int = 5, sessions: int = 2, per_session: int = 3, patients: int = 3) -> None:
         self.project: Project | None = Project(project_id="p1", name="p1", created_at=NOW - timedelta(days=3))
         self.memory = memory
         self.sessions = {f"s{i}": per_session for i in range(sessions)}
         self.removal: RemovalRecord | None = None
         self.erasures: list[ErasureRecord] = []
+        self.patient_refs = patients
 
     def get_project(self, project_id: str) -> Project:
         if self.project is None:
@@ -45,7 +46,7 @@ class Store:
         return [e for e in self.erasures if e.status == "running"]
 
     def project_size(self, project_id: str, *, stop_after: int) -> int:
-        return self.memory + (1 if self.project else 0) + sum(self.sessions.values())
+        return self.memory + (1 if self.project else 0) + sum(self.sessions.values()) + self.patient_refs
 
     def delete_project_item(self, project_id: str) -> int:
         existed, self.project = self.project is not None, None
@@ -63,6 +64,11 @@ class Store:
     def delete_session_batch(self, project_id: str, session_id: str, *, limit: int) -> dict[str, int]:
         left = self.sessions.pop(session_id, 0) - 1
         return {"message": left} if left > 0 else {}
+
+    def delete_patient_refs_items(self, project_id: str, *, limit: int) -> int:
+        n = min(limit, self.patient_refs)
+        self.patient_refs -= n
+        return n
 
     def delete_flow_log_day(self, project_id: str, day: Any) -> int:
         return 0
@@ -89,8 +95,8 @@ def test_a_small_project_is_removed_inline_with_counts_and_a_second_call_answers
     store = Store()
     record = request_removal(_deps(store), project_id="p1", confirm="p1", actor="ops")
     assert record.status == "done" and record.mode == "inline" and record.actor == "ops"
-    assert record.counts == {"memory": 6, "session": 2, "message": 4}
-    assert store.memory == 0 and store.sessions == {}
+    assert record.counts == {"memory": 6, "session": 2, "message": 4, "patient_refs": 3}
+    assert store.memory == 0 and store.sessions == {} and store.patient_refs == 0
     assert request_removal(_deps(store), project_id="p1", confirm="p1", actor="ops") == record
 
 

@@ -333,17 +333,60 @@ def test_patients_new_session_gets_earlier_diagnoses_in_the_session_block(srepo:
     # When pt-5 starts a new session through the chat (a fresh container)
     llm = chat_llm()
     deps = chat_deps(srepo, llm=llm)
-    recorder = Recorder(srepo)
-    deps.memory.patients = recorder  # type: ignore[union-attr]
+    reads, lookups = Recorder(srepo), Recorder(srepo)
+    deps.store, deps.memory.patients = reads, lookups  # type: ignore[union-attr]
     say(deps, "还是头痛", session_id="visit-2", patient_id="pt-5")
     say(deps, "好些了", session_id="visit-2", patient_id="pt-5")
 
     # Then the first prompt lists the earlier diagnosis (id, time, key symptoms, no report) ...
     block = session_block(llm.requests[0])
     assert dx.diagnosis_id in block and "头痛" in block and "风寒" not in block
-    # ... the lookup ran once (first turn only), and the reference stays on the session
-    assert [c.name for c in recorder.calls] == ["patient_diagnosis_refs"]
+    # ... read with the turn's one read (the patient named on the first turn only; no lookup of
+    # its own), and the reference stays on the session
+    assert [c.kwargs.get("patient_id") for c in reads.calls if c.name == "load_turn_context"] == ["pt-5", None]
+    assert lookups.calls == []
     assert dx.diagnosis_id in session_block(llm.requests[1])
+
+
+def test_a_patient_whose_diagnoses_predate_the_references_gets_them_through_one_lookup(
+    srepo: InMemoryStore,
+) -> None:
+    # Given pt-6's diagnosis whose references row is missing (written before the references existed)
+    sdeps = sessions_deps(srepo)
+    say(chat_deps(srepo), "头痛、怕冷", session_id="old-visit", patient_id="pt-6")
+    dx = sessions.add_diagnosis(sdeps, project_id=CLINIC, session_id="old-visit", user_id="doc",
+                                report={"证型": "风寒"}, diagnosis_id="dx-old")
+    del srepo.tables.patient_refs[(CLINIC, "pt-6")]
+
+    # When pt-6 starts a new session through the chat
+    llm = chat_llm()
+    deps = chat_deps(srepo, llm=llm)
+    lookups = Recorder(srepo)
+    deps.memory.patients = lookups  # type: ignore[union-attr]
+    say(deps, "还是头痛", session_id="new-visit", patient_id="pt-6")
+
+    # Then the turn looked the diagnoses up once, and the prompt lists the earlier diagnosis
+    assert [c.name for c in lookups.calls] == ["patient_diagnosis_refs"]
+    assert dx.diagnosis_id in session_block(llm.requests[0])
+
+
+def test_the_references_hold_the_newest_diagnoses_of_every_session_of_the_patient(srepo: InMemoryStore) -> None:
+    # Given 22 diagnoses of pt-7 over two sessions (more than the 20 references kept)
+    sdeps = sessions_deps(srepo)
+    for sid in ("a", "b"):
+        say(chat_deps(srepo), "头痛", session_id=sid, patient_id="pt-7")
+    for i in range(22):
+        sessions.add_diagnosis(sdeps, project_id=CLINIC, session_id="ab"[i % 2], user_id="doc", report={},
+                               diagnosis_id=f"dx-{i:02d}")
+
+    # When pt-7's new session starts
+    llm = chat_llm()
+    say(chat_deps(srepo, llm=llm), "还是头痛", session_id="c", patient_id="pt-7")
+
+    # Then its session block names exactly the 20 newest diagnoses
+    block = session_block(llm.requests[0])
+    assert [f"dx-{i:02d}" in block for i in range(22)] == [False, False] + [True] * 20
+    assert [r.diagnosis_id for r in srepo.patient_refs(CLINIC, "pt-7").refs] == [f"dx-{i:02d}" for i in range(2, 22)]
 
 
 # ------------------------------------------------------------------- comparison

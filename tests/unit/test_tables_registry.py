@@ -24,7 +24,7 @@ EXPECTED = {
         "ActivityItem", "ReportRevisionItem", "ReviewQueueItem", "JobRunItem", "AlertSentItem", "AuditItem",
         "ErasureItem", "ReminderItem", "WebhookItem",
     },
-    "sessions": {"SessionItem", "MessageItem", "DiagnosisItem", "FeedbackItem"},
+    "sessions": {"SessionItem", "MessageItem", "DiagnosisItem", "FeedbackItem", "PatientRefsItem"},
     "flow_log": {"FlowLogItem"},
 }
 

@@ -8,8 +8,11 @@ import re
 
 import pytest
 
+from agent_memory.domain import text as text_module
 from agent_memory.domain.text import (
     DYNAMODB_ITEM_LIMIT_BYTES,
+    TOKEN_CACHE_ENTRIES,
+    TOKEN_CACHE_MAX_CHARS,
     content_problem,
     dynamodb_item_size,
     estimate_tokens,
@@ -112,8 +115,6 @@ def test_estimate_tokens_of_empty_text_is_zero() -> None:
     assert estimate_tokens("") == 0
 
 
-
-
 #: The CJK ranges of the estimate's rules, inclusive (ideographs, kana, hangul, CJK symbols and
 #: punctuation, full-width forms).
 CJK_RANGES = (
@@ -146,6 +147,27 @@ def test_estimate_tokens_follows_the_rules_for_every_code_point() -> None:
     assert [ch for ch in singles[::7] if estimate_tokens(f"abcd{ch}efgh") != _rules_estimate(f"abcd{ch}efgh")] == []
     assert [estimate_tokens(t) for t in mixed] == [_rules_estimate(t) for t in mixed]
     assert estimate_tokens("\u3000 \u3000") == 2  # the ideographic space is a CJK symbol, not free
+
+
+def test_estimate_tokens_remembers_short_texts_within_its_bound_and_gives_the_same_counts() -> None:
+    # Given texts below and above the size up to which estimates are remembered
+    short = "P001 入组了吗？" * 10
+    long = "P001 入组了吗？" * (TOKEN_CACHE_MAX_CHARS // 10 + 1)
+    text_module._estimate_tokens_cached.cache_clear()
+    # When each is estimated twice
+    first, again = estimate_tokens(short), estimate_tokens(short)
+    long_first, long_again = estimate_tokens(long), estimate_tokens(long)
+    # Then the counts follow the rules every time (6 tokens per repetition) ...
+    assert first == again == 60
+    assert long_first == long_again == 6 * (TOKEN_CACHE_MAX_CHARS // 10 + 1)
+    info = text_module._estimate_tokens_cached.cache_info()
+    # ... the short text was computed once and then remembered, the long one never stored
+    assert (info.hits, info.misses, info.currsize) == (1, 1, 1)
+    # and many distinct texts never grow the cache beyond its bound
+    for n in range(TOKEN_CACHE_ENTRIES * 3):
+        estimate_tokens(f"第 {n} 次访视")
+    assert text_module._estimate_tokens_cached.cache_info().currsize == TOKEN_CACHE_ENTRIES
+
 
 def test_dynamodb_item_size_counts_attribute_names_and_utf8_bytes() -> None:
     # Given a raw item with an ASCII name and value

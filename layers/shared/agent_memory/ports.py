@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.models import ClinicalDataSource, HotMemory, Member, Project, WeeklyReport, YearlySummary
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
-    from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
+    from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
@@ -188,11 +188,22 @@ class ChatStore(ConversationStore, Protocol):
     """What the chat turn needs from storage (implemented by ``DynamoRepository``)."""
 
     def load_turn_context(
-        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None,
+        patient_id: str | None = None,
     ) -> TurnContext:
-        """Project, hot memory, session and (``user_id`` given) the asker's membership, in ONE read.
+        """Project, hot memory, session, (``user_id`` given) the asker's membership and
+        (``patient_id`` given) the patient's earlier-diagnosis references, in ONE read.
+
+        ``TurnContext.patient_diagnoses``: the references of the patient's newest
+        ``MAX_DIAGNOSIS_REFS`` diagnoses, oldest first, exactly those the diagnoses as stored
+        give (the references item is written with each diagnosis); ``[]`` for a patient without
+        diagnoses; None when ``patient_id`` is None, or when the store cannot tell from this read
+        (a project with diagnoses written before the references items: the caller queries
+        ``PatientDiagnoses.patient_diagnosis_refs``).
 
         Raises:
+            Forbidden: ``user_id`` given and not a member, checked before the project exists (a
+                non-member cannot tell an unknown project from one they may not use).
             ProjectNotFound: no project record.
         """
         ...
@@ -210,7 +221,8 @@ class SessionsStore(ConversationStore, Protocol):
     def get_project(self, project_id: str) -> Project: ...
 
     def load_turn_context(
-        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None,
+        patient_id: str | None = None,
     ) -> TurnContext: ...
 
     def create_session(self, session: SessionState) -> SessionState: ...
@@ -223,7 +235,26 @@ class SessionsStore(ConversationStore, Protocol):
     def list_project_sessions(self, project_id: str, *, limit: int, next_token: str | None = None,
                               page_size: int | None = None) -> SessionPage: ...
 
-    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None: ...
+    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int,
+                      patient_refs: PatientRefs | None = None) -> None:
+        """Store ``diagnosis`` and ``session`` (its new state) and, with ``patient_refs`` (the
+        patient's references as :meth:`patient_refs` returned them), the references with
+        ``diagnosis.ref()`` merged in (the newest ``MAX_DIAGNOSIS_REFS``), in ONE transaction.
+
+        Raises:
+            AlreadyExists: the session already has a diagnosis with that id (nothing written).
+            SessionErased: the session was erased (nothing written).
+            VersionConflict: the session's version is not ``expected_version``, or the patient's
+                references changed since they were read (nothing written: read both again).
+            ItemTooLarge: an item would pass its byte budget.
+        """
+        ...
+
+    def patient_refs(self, project_id: str, patient_id: str) -> PatientRefs:
+        """The patient's references item as stored now (strongly consistent); without one, an
+        unsaved one (``version == 0``) holding the patient's newest diagnoses (none for a patient
+        without diagnoses), leaving out erased sessions."""
+        ...
 
     def list_diagnoses(self, project_id: str, session_id: str) -> list[Diagnosis]: ...
 
@@ -232,7 +263,9 @@ class SessionsStore(ConversationStore, Protocol):
     def patient_diagnoses(self, project_id: str, patient_id: str, *, diagnosis_id: str | None = None,
                           limit: int | None = None) -> list[Diagnosis]: ...
 
-    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
+    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]:
+        """References of the patient's newest ``limit`` diagnoses, newest first (a Query)."""
+        ...
 
 
 class MemberReader(Protocol):
@@ -286,9 +319,12 @@ class MemberStore(MemberReader, Protocol):
 
 
 class PatientDiagnoses(Protocol):
-    """The patient's earlier diagnoses (``SessionsRepository``)."""
+    """The patient's earlier diagnoses when the turn's read could not tell them
+    (``TurnContext.patient_diagnoses`` is None; ``SessionsRepository``)."""
 
-    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]: ...
+    def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]:
+        """References of the patient's newest ``limit`` diagnoses, newest first (ONE Query)."""
+        ...
 
 
 class MessageReader(Protocol):
@@ -391,6 +427,22 @@ class GovernanceStore(AdminStore, Protocol):
     def session_message_refs(self, project_id: str, session_id: str) -> list[MessageRef]: ...
 
     def drop_diagnosis_refs(self, project_id: str, session_id: str) -> int: ...
+
+    def drop_patient_refs(self, project_id: str, session_ids: list[str], *, now: datetime,
+                          patient_id: str | None = None) -> int:
+        """Remove the references to the diagnoses of ``session_ids`` from the patient's references
+        item (``patient_id`` None: the first session's patient); an item that was full is refilled
+        with the newest diagnoses left; an item left empty is deleted. Returns how many
+        references were removed.
+
+        Raises:
+            VersionConflict: the item changed since it was read (run it again).
+        """
+        ...
+
+    def delete_patient_refs_items(self, project_id: str, *, limit: int) -> int:
+        """Delete up to ``limit`` of the project's patient references items; how many (0: none left)."""
+        ...
 
     def delete_session_item(self, project_id: str, session_id: str) -> int: ...
 

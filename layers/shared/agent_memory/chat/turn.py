@@ -2,7 +2,9 @@
 
 One turn, in round trips (docs/architecture.md, "Request path"):
 1. ONE BatchGetItem: project + hot memory + the asker's membership + session item (window, facts,
-   summary); a user who is not a member of the project is refused here (403), before any write;
+   summary), and, when the message names a patient and this container holds no messages of the
+   session (a new session), the patient's earlier-diagnosis references; a user who is not a
+   member of the project is refused here (403), before any write;
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
    item (version condition), the project's activity marker for the local day.
@@ -221,7 +223,10 @@ def handle_message(
     cfg = deps.config
     validate_message(content, cfg.max_message_bytes)
     now = deps.now()
-    ctx = deps.store.load_turn_context(project_id, session_id, now=now, user_id=user_id)
+    # A session this container already wrote has messages: its first turn (the only one that
+    # needs the patient's earlier diagnoses) is over, so their item is not read again.
+    refs_of = patient_id if patient_id and not deps.cache.holds(project_id, session_id) else None
+    ctx = deps.store.load_turn_context(project_id, session_id, now=now, user_id=user_id, patient_id=refs_of)
     if ctx.asker is None:
         raise Forbidden(f"you are not a member of project {project_id}")
     session = ctx.session
@@ -241,7 +246,7 @@ def handle_message(
     if deps.memory is not None:
         memory_session, turn_memory = deps.memory.before_turn(
             session, user_msg, patient_id=patient_id, time_zone=ctx.project.time_zone,
-            deadline=pre_chat_deadline(deadline),
+            deadline=pre_chat_deadline(deadline), known_refs=ctx.patient_diagnoses,
         )
 
     classification = deps.classifier.classify(content, deadline=pre_chat_deadline(deadline))

@@ -6,7 +6,9 @@ the session exactly as a chat turn does:
 1. :meth:`SessionMemory.before_turn` / :meth:`SessionMemory.extract` (before any LLM call):
    symptom facts of each user message, the question it answers being the assistant message
    before it (so ``是的`` / ``没有`` resolve against it); on the first turn of a session with
-   a patient, ONE Query for the patient's earlier diagnoses (ids, times, key symptoms).
+   a patient, the patient's earlier diagnoses (ids, times, key symptoms): those the turn's
+   BatchGetItem read (``TurnContext.patient_diagnoses``), else ONE Query (a patient whose
+   diagnoses predate the per-patient references, docs/architecture.md, "Request path").
 2. :meth:`SessionMemory.apply` (inside the write's optimistic-lock retry loop, on the session
    as just read): folds those facts into the CURRENT facts (another container may have added
    some), keeps them under their byte budget, and rolls the turns that left the prompt's
@@ -35,6 +37,7 @@ from agent_memory.consultation.symptoms import (
     merge_facts,
 )
 from agent_memory.conversation.cache import SessionCache
+from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS, DiagnosisRef, merge_diagnosis_refs
 from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState
 from agent_memory.ports import MessageReader, PatientDiagnoses
@@ -45,8 +48,6 @@ FACTS_BUDGET_BYTES = 60_000
 MAX_SYMPTOMS = 150
 #: Evidence message ids kept per symptom: the first two and the newest ones.
 MAX_EVIDENCE = 12
-#: Diagnosis references kept in the session (newest).
-MAX_DIAGNOSIS_REFS = 20
 #: Messages read back at most to fill a summary gap (the cache's size).
 GAP_READ_LIMIT = 50
 _PHRASE_BYTES = 120
@@ -134,16 +135,6 @@ def cap_facts(
     return [f for i, f in enumerate(capped) if i in keep]
 
 
-def merge_diagnosis_refs(current: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Union by ``diagnosis_id`` (the newer entry wins), time order, the newest ``MAX_DIAGNOSIS_REFS``."""
-    by_id: dict[str, dict[str, Any]] = {}
-    for ref in [*current, *new]:
-        if isinstance(ref, dict) and ref.get("diagnosis_id"):
-            by_id[str(ref["diagnosis_id"])] = ref
-    ordered = sorted(by_id.values(), key=lambda r: (str(r.get("at", "")), str(r["diagnosis_id"])))
-    return ordered[-MAX_DIAGNOSIS_REFS:]
-
-
 def _questions_before(messages: Sequence[MessageRecord]) -> list[str | None]:
     """For each message, the content of the latest assistant message before it (or None)."""
     out: list[str | None] = []
@@ -221,9 +212,13 @@ class SessionMemory:
         patient_id: str | None,
         time_zone: str,
         deadline: float | None = None,
+        known_refs: Sequence[DiagnosisRef] | None = None,
     ) -> tuple[SessionState, TurnMemory]:
         """Facts of the user's message (and, on a patient's first turn, the earlier diagnoses)
-        merged into a copy of ``session`` for the prompt, plus what to apply at write time."""
+        merged into a copy of ``session`` for the prompt, plus what to apply at write time.
+
+        ``known_refs``: the patient's earlier diagnoses as the turn's read returned them
+        (``TurnContext.patient_diagnoses``); None = not read (queried when needed)."""
         prior = list(session.window)
         ids = [m.message_id for m in prior]
         if user_msg.message_id in ids:  # a retried failed message: its question came before it
@@ -232,16 +227,25 @@ class SessionMemory:
             project_id=session.project_id, session_id=session.session_id, time_zone=time_zone, deadline=deadline,
             fact_updates=self.extract([user_msg], prior=prior, time_zone=time_zone, deadline=deadline),
         )
-        turn.diagnosis_refs = self.load_diagnosis_refs(session, patient_id)
+        turn.diagnosis_refs = self.load_diagnosis_refs(session, patient_id, known_refs=known_refs)
         return self.preview(session, turn), turn
 
-    def load_diagnosis_refs(self, session: SessionState, patient_id: str | None) -> list[dict[str, Any]] | None:
+    def load_diagnosis_refs(
+        self, session: SessionState, patient_id: str | None, *, known_refs: Sequence[DiagnosisRef] | None = None,
+    ) -> list[dict[str, Any]] | None:
         """On the first turn of a patient's session (no messages, references never loaded):
-        ONE Query of the patient's newest diagnoses. Otherwise None (nothing to add)."""
+        the patient's newest diagnoses as JSON references, ``known_refs`` when the caller read
+        them, else ONE lookup (``PatientDiagnoses.patient_diagnosis_refs``). Otherwise None
+        (nothing to add)."""
         patient = session.patient_id or patient_id
-        if not patient or self.patients is None or session.message_count or "diagnoses" in (session.facts or {}):
+        if not patient or session.message_count or "diagnoses" in (session.facts or {}):
             return None
-        refs = self.patients.patient_diagnosis_refs(session.project_id, patient, limit=MAX_DIAGNOSIS_REFS)
+        if known_refs is not None:
+            refs = list(known_refs)
+        elif self.patients is not None:
+            refs = self.patients.patient_diagnosis_refs(session.project_id, patient, limit=MAX_DIAGNOSIS_REFS)
+        else:
+            return None
         return [r.model_dump(mode="json") for r in refs]
 
     def preview(self, session: SessionState, turn: TurnMemory) -> SessionState:

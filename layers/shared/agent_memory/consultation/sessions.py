@@ -33,7 +33,6 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel
 
 from agent_memory.consultation.session_memory import (
-    MAX_DIAGNOSIS_REFS,
     SessionMemory,
     TurnMemory,
     merge_diagnosis_refs,
@@ -170,7 +169,8 @@ def create_session(
     name: str | None,
 ) -> SessionView:
     """Create a session (an id is generated when none is given). A patient's new session
-    carries the references of the patient's earlier diagnoses (one Query).
+    carries the references of the patient's earlier diagnoses (their references item,
+    ``SessionsStore.patient_refs``).
 
     Raises:
         ProjectNotFound (404), AlreadyExists (409).
@@ -180,7 +180,7 @@ def create_session(
     sid = session_id or f"s{int(now.timestamp() * 1000):013d}{secrets.token_hex(4)}"
     facts: dict[str, Any] = {"symptoms": []}
     if patient_id:
-        refs = deps.store.patient_diagnosis_refs(project_id, patient_id, limit=MAX_DIAGNOSIS_REFS)
+        refs = deps.store.patient_refs(project_id, patient_id).refs
         facts["diagnoses"] = merge_diagnosis_refs([], [r.model_dump(mode="json") for r in refs])
     session = SessionState(
         project_id=project_id, session_id=sid, patient_id=patient_id, type=session_type, name=name,
@@ -390,7 +390,10 @@ def add_diagnosis(
     diagnosis_id: str | None,
 ) -> Diagnosis:
     """Store a diagnosis with a snapshot of the session's symptoms at this moment (a deep copy
-    of the facts as read in the same optimistic-lock cycle that writes it).
+    of the facts as read in the same optimistic-lock cycle that writes it). With a patient, the
+    patient's references item gets its reference in the same transaction (so the first turn of
+    the patient's next session reads it in its one BatchGetItem); two diagnoses of one patient
+    written at once both end up in it (the loser of the race is re-read and retried).
 
     Raises:
         InvalidInput (422): the report is not storable JSON (nested more than
@@ -428,14 +431,14 @@ def _add_diagnosis_once(
     )
     facts = dict(session.facts or {})
     prior: list[dict[str, Any]] = list(facts.get("diagnoses") or [])
-    if "diagnoses" not in facts and session.patient_id:  # references never loaded yet
-        prior = [r.model_dump(mode="json") for r in deps.store.patient_diagnosis_refs(
-            project_id, session.patient_id, limit=MAX_DIAGNOSIS_REFS)]
+    patient_refs = deps.store.patient_refs(project_id, session.patient_id) if session.patient_id else None
+    if "diagnoses" not in facts and patient_refs is not None:  # references never loaded yet
+        prior = [r.model_dump(mode="json") for r in patient_refs.refs]
     facts["diagnoses"] = merge_diagnosis_refs(prior, [diagnosis.ref().model_dump(mode="json")])
     updated = session.model_copy(update={
         "diagnosis_count": session.diagnosis_count + 1, "updated_at": now, "facts": facts,
     })
-    deps.store.add_diagnosis(diagnosis, updated, expected_version=session.version)
+    deps.store.add_diagnosis(diagnosis, updated, expected_version=session.version, patient_refs=patient_refs)
     return diagnosis
 
 

@@ -66,6 +66,12 @@ class SessionCache:
         current = self.get(project_id, session_id, base_version)
         self.put(project_id, session_id, new_version, (current + list(messages)) if current is not None else fallback)
 
+    def holds(self, project_id: str, session_id: str) -> bool:
+        """True when an entry of the session is held (at any version): the session exists and
+        this container wrote or read messages of it. A hint only (never a source of truth)."""
+        self._evict_idle()
+        return (project_id, session_id) in self._entries
+
     def size(self, project_id: str, session_id: str) -> int:
         """Messages held for a session (0 if absent)."""
         entry = self._entries.get((project_id, session_id))

@@ -6,11 +6,17 @@ The session item's ``facts`` dict (``SessionState.facts``) holds, all bounded in
 - ``diagnoses``: references to diagnosis records of this session and of the patient's earlier
   sessions (:class:`DiagnosisRef` as JSON; ids, times and key symptoms only, never reports);
 - ``summary_through``: id of the last message the rolling summary covers.
+
+A patient's newest diagnosis references are also kept in one item per patient
+(:class:`PatientRefs`), written in the transaction that stores each diagnosis, so the first turn
+of a patient's new session reads them with its one BatchGetItem (docs/architecture.md,
+"Request path").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -79,6 +85,55 @@ class Diagnosis(BaseModel):
             diagnosis_id=self.diagnosis_id, session_id=self.session_id, at=self.created_at,
             symptoms=present[:max_symptoms],
         )
+
+
+#: Diagnosis references kept in a session's facts and in a patient's :class:`PatientRefs` (the newest).
+MAX_DIAGNOSIS_REFS = 20
+
+
+def merge_diagnosis_refs(current: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Union by ``diagnosis_id`` (the newer entry wins), time order, the newest ``MAX_DIAGNOSIS_REFS``.
+
+    Args:
+        current / new: references as JSON (:class:`DiagnosisRef` dumped in ``json`` mode);
+            entries without a ``diagnosis_id`` are skipped.
+    """
+    by_id: dict[str, dict[str, Any]] = {}
+    for ref in [*current, *new]:
+        if isinstance(ref, dict) and ref.get("diagnosis_id"):
+            by_id[str(ref["diagnosis_id"])] = ref
+    ordered = sorted(by_id.values(), key=lambda r: (str(r.get("at", "")), str(r["diagnosis_id"])))
+    return ordered[-MAX_DIAGNOSIS_REFS:]
+
+
+class PatientRefs(BaseModel):
+    """The references of a patient's newest :data:`MAX_DIAGNOSIS_REFS` diagnoses (oldest first),
+    kept in one item per patient and project.
+
+    Every diagnosis write updates it in the same transaction (under ``version``), so it always
+    equals the newest diagnoses as stored; an erasure removes the erased sessions' references.
+    It is derived data: the diagnoses themselves are the record (and are what an export holds).
+
+    - ``version``: the stored item's version; 0 = no item is stored yet (``refs`` then come
+      from the diagnoses themselves, or are empty when the project has none unreferenced);
+    - ``expires_at``: when the item expires (the sessions table's TTL): no earlier than any
+      diagnosis it references; None = kept until erased.
+    """
+
+    project_id: str
+    patient_id: str
+    refs: list[DiagnosisRef] = Field(default_factory=list)
+    version: int = 0
+    expires_at: datetime | None = None
+
+    def plus(self, ref: DiagnosisRef) -> PatientRefs:
+        """A copy with ``ref`` merged in (:func:`merge_diagnosis_refs`: the newest kept)."""
+        merged = merge_diagnosis_refs([r.model_dump(mode="json") for r in self.refs], [ref.model_dump(mode="json")])
+        return self.model_copy(update={"refs": [DiagnosisRef.model_validate(r) for r in merged]})
+
+    def newest_first(self, limit: int) -> list[DiagnosisRef]:
+        """The newest ``limit`` references, newest first (the order of a PatientIndex Query)."""
+        return list(reversed(self.refs))[:limit]
 
 
 class SessionListItem(BaseModel):

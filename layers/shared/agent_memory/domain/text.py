@@ -6,6 +6,7 @@ Every byte-capped field (log previews, size guards, alert excerpts) goes through
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -58,9 +59,25 @@ def estimate_tokens(text: str) -> int:
 
     Returns:
         The estimate in tokens (int, >= 0).
+
+    The same texts come back every turn (system instructions, hot memory, tool definitions, the
+    recent turns), so texts up to :data:`TOKEN_CACHE_MAX_CHARS` characters are remembered, the
+    newest :data:`TOKEN_CACHE_ENTRIES` of them (at most ~16 MB of text per process).
     """
     if not text:
         return 0
+    if len(text) <= TOKEN_CACHE_MAX_CHARS:
+        return _estimate_tokens_cached(text)
+    return _estimate_tokens(text)
+
+
+#: Texts up to this many characters have their estimate remembered (:func:`estimate_tokens`).
+TOKEN_CACHE_MAX_CHARS = 16_384
+#: How many estimates are remembered (least recently used go first).
+TOKEN_CACHE_ENTRIES = 256
+
+
+def _estimate_tokens(text: str) -> int:
     tokens = text.count(_IDEOGRAPHIC_SPACE)
     for word in _WORD_RE.findall(text):
         tokens += math.ceil(len(word) / 4)
@@ -68,6 +85,9 @@ def estimate_tokens(text: str) -> int:
     # Non-space characters left (``\s`` matches exactly what ``str.isspace`` does); one
     # regex pass instead of a Python loop per character (this runs on every prompt block).
     return tokens + len(_SPACE_RE.sub("", rest))
+
+
+_estimate_tokens_cached = functools.lru_cache(maxsize=TOKEN_CACHE_ENTRIES)(_estimate_tokens)
 
 
 def normalise_for_compare(text: str) -> str:

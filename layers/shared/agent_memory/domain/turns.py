@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_memory.domain.models import HotMemory, Member, Project, StudyRole, YearlySummary
+from agent_memory.domain.session_models import DiagnosisRef
 
 
 class ToolCall(BaseModel):
@@ -83,6 +84,11 @@ class TurnContext(BaseModel):
     yearly_summaries: list[YearlySummary] | None = None
     #: The asker's membership, read in the same BatchGetItem (None: not a member).
     asker: Member | None = None
+    #: The earlier diagnoses of the patient the read named (``patient_id``), oldest first, read in
+    #: the same BatchGetItem; None when no patient was named, or when the project still has
+    #: diagnoses written before the per-patient references were kept and this patient has no
+    #: references item yet (the caller then queries the diagnoses).
+    patient_diagnoses: list[DiagnosisRef] | None = None
 
 
 @dataclass

@@ -10,11 +10,15 @@ leaves an item behind:
 2. the erased messages' ids are collected (keys and times only) and removed from the evidence of
    the hot memory (a new revision; lines naming the patient move to the review queue with the
    id replaced), of stored revisions, weekly reports and review items;
-3. each session (for a session alone: first its diagnosis references leave the facts of the
+3. the erased sessions' diagnosis references leave the patient's references item (the item the
+   first turn of a patient's new session reads; deleted when none is left, as after a patient's
+   erasure); no diagnosis can be added to those sessions any more (its transaction checks the
+   erasure record), so none comes back;
+4. each session (for a session alone: first its diagnosis references leave the facts of the
    patient's other sessions): the session item first, then its other items in bounded batches, each
    message's flow-log item and cached reply (idempotency record) with it; the record keeps the
    counts and the sessions left after each session;
-4. the record is marked done.
+5. the record is marked done.
 
 A target with at most ``inline_items`` items is erased inside the request (204); a larger one
 by the job worker (``JobRequest(job="erase")``, 202 with the status URL). Running it again
@@ -27,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from agent_memory.conversation.append import version_conflict_retrying
 from agent_memory.domain.errors import PatientNotFound, SessionNotFound, VersionConflict
 from agent_memory.domain.governance import (
     ERASURE_BATCH_ITEMS,
@@ -136,6 +141,9 @@ def run_erasure(deps: GovernanceDeps, *, project_id: str, kind: ErasureKind, tar
     counts = add_counts(counts, store.scrub_memory_references(
         project_id, message_ids, patient_id=patient_id, now=deps.clock(), actor=record.actor,
     ))
+    # (a session alone: its patient is read from its session item, which is still there)
+    counts = add_counts(counts, {"patient_refs": drop_patient_refs(deps, project_id, record.sessions,
+                                                                   patient_id=patient_id)})
     for session_id in list(record.sessions):
         session_counts: dict[str, int] = {}
         if kind == "session":  # (a patient's erasure takes all their sessions: no reference stays)
@@ -179,6 +187,19 @@ def _target_sizes(store: GovernanceStore, project_id: str, kind: ErasureKind, ta
         # A session whose item went first (an erasure stopped midway) may still hold items.
         size = 1 if store.session_message_refs(project_id, target_id) else 0
     return {target_id: size} if size else {}
+
+
+def drop_patient_refs(deps: GovernanceDeps, project_id: str, session_ids: list[str], *,
+                      patient_id: str | None) -> int:
+    """The references to the diagnoses of ``session_ids`` leave the patient's references item
+    (``GovernanceStore.drop_patient_refs``; ``patient_id`` None: the first session's patient),
+    re-read and retried when a diagnosis is written meanwhile (``version_conflict_retrying``).
+    Returns how many references were removed."""
+    for attempt in version_conflict_retrying():
+        with attempt:
+            return deps.store.drop_patient_refs(project_id, list(session_ids), now=deps.clock(),
+                                                patient_id=patient_id)
+    return 0  # pragma: no cover - the policy returns or re-raises
 
 
 def erase_session_items(deps: GovernanceDeps, project_id: str, session_id: str) -> dict[str, int]:
@@ -244,4 +265,6 @@ def _scrub_hot_memory(
     return {}  # pragma: no cover - the loop returns or raises
 
 
-__all__ = ["GovernanceDeps", "erase_session_items", "get_erasure", "request_erasure", "run_erasure"]
+__all__ = [
+    "GovernanceDeps", "drop_patient_refs", "erase_session_items", "get_erasure", "request_erasure", "run_erasure",
+]

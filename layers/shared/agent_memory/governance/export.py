@@ -9,7 +9,10 @@ included, so ``python -m infra.data_import`` can load the file into an empty sta
   ``review_item``, ``audit``, ``erasure``, ``member`` (when the member store holds any);
   operational markers (activity, job runs, alerts sent) are left out;
 - SessionsTable: ``session`` (window, facts, summary), ``message`` (with its context manifest),
-  ``diagnosis`` (report and snapshot);
+  ``diagnosis`` (report and snapshot); the patients' diagnosis references items are derived from
+  the diagnoses and left out, and so is the project record's mark that they are complete
+  (``patient_refs_since``): a project loaded from an export reads a patient's earlier diagnoses
+  with a Query until ``backfill_patient_refs`` has rebuilt them (docs/architecture.md, "Request path");
 - FlowLogTable: ``flow_log``, only with ``include=flow_log``.
 
 docs/architecture.md, "Data governance".
@@ -47,6 +50,10 @@ _MEMORY_KINDS: tuple[tuple[str, str | None], ...] = (
 )
 
 
+#: Attributes of exported items that describe derived data left out of the export, by kind.
+_DERIVED_ATTRIBUTES: dict[str, frozenset[str]] = {"project": frozenset({"patient_refs_since"})}
+
+
 def memory_kind(sort_key: str) -> str | None:
     """The export kind of a MemoryTable item (None: an operational marker, not exported)."""
     for prefix, kind in _MEMORY_KINDS:
@@ -73,7 +80,8 @@ def export_lines(deps: GovernanceDeps, *, project_id: str, include_flow_log: boo
     for item in store.memory_items(project_id):
         kind = memory_kind(str(item.get("sk", "")))
         if kind is not None:
-            yield {"kind": kind, "table": "memory", "item": item}
+            derived = _DERIVED_ATTRIBUTES.get(kind, frozenset())
+            yield {"kind": kind, "table": "memory", "item": {k: v for k, v in item.items() if k not in derived}}
     utc_days: set[str] = set()
     for session_id in store.project_session_ids(project_id):
         for item in store.session_items(project_id, session_id):

@@ -10,7 +10,8 @@ leaves an item behind and nothing is written to the project meanwhile:
    on the project is unknown to every route (404) and to the jobs (dropped);
 2. the reminder schedules (EventBridge Scheduler), read from the project's reminder items;
 3. every session of the project (ProjectSessionsIndex): its partition in bounded batches, each
-   message's flow-log item and cached reply with it (the erasure's own code path);
+   message's flow-log item and cached reply with it (the erasure's own code path); then the
+   patients' diagnosis references items (their own ProjectSessionsIndex partition);
 4. the flow log's day partitions from the project's creation to today (feedback events and items
    whose message was gone);
 5. the project's MemoryTable partition in bounded batches (hot memory, revisions, reports,
@@ -122,6 +123,8 @@ def run_removal(deps: GovernanceDeps, *, project_id: str) -> RemovalRecord:
         counts = add_counts(counts, erase_session_items(deps, project_id, session_id))
         record = record.model_copy(update={"counts": counts})
         store.save_removal(record)
+    while deleted := store.delete_patient_refs_items(project_id, limit=deps.batch_items):
+        counts = add_counts(counts, {"patient_refs": deleted})
     for day in _days(record.since, deps.clock()):
         counts = add_counts(counts, {"flow_log": store.delete_flow_log_day(project_id, day)})
     while deleted := store.delete_memory_batch(project_id, limit=deps.batch_items):

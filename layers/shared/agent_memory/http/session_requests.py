@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory.consultation.sessions import MAX_TRANSCRIPT_TURNS
 from agent_memory.domain.session_models import TranscriptTurn, report_problem
+from agent_memory.domain.text import content_problem
 from agent_memory.http.powertools import Query
 from agent_memory.http.requests import ID_PATTERN
 
@@ -24,6 +25,15 @@ class CreateSessionRequest(BaseModel):
     patient_id: str | None = Field(default=None, pattern=ID_PATTERN)
     type: Literal["consultation", "research"] = "consultation"
     name: str | None = Field(default=None, max_length=200)
+
+    @field_validator("name")
+    @classmethod
+    def _storable_name(cls, value: str | None) -> str | None:
+        """A name is shown in listings: no control characters, not blank (as message content)."""
+        problem = content_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(f"name {problem}")
+        return value
 
 
 class TranscriptRequest(BaseModel):

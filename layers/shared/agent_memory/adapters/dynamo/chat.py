@@ -4,7 +4,8 @@ item and its messages (reads of messages by id, by range; the turn write).
 Round trips of one turn (``docs/architecture.md``, "Request path"):
 - :meth:`DynamoRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
   MemoryTable and the SessionsTable (project, hot memory, the recent years' summaries, the asker's
-  membership, session item);
+  membership, session item and, on a patient's first turn, the patient's diagnosis references,
+  :mod:`.patient_refs`);
 - :meth:`DynamoRepository.record_turn`: ONE TransactWriteItems (session item under its version
   condition, message items, flow-log items, activity markers);
 - the history book only for history intents (:meth:`ProjectRepository.load_history`).
@@ -36,6 +37,7 @@ from agent_memory.adapters.dynamo.message_mappers import (
     session_from_item,
     session_to_item,
 )
+from agent_memory.adapters.dynamo.patient_refs import patient_refs_among, patient_refs_keys
 from agent_memory.adapters.dynamo.projects import (
     ProjectRepository,
     project_and_hot_memory,
@@ -45,7 +47,7 @@ from agent_memory.adapters.dynamo.projects import (
 )
 from agent_memory.adapters.dynamo.record_tables import ErasureItem
 from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
-from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
+from agent_memory.domain.errors import Forbidden, MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
@@ -68,31 +70,39 @@ class DynamoRepository(ProjectRepository):
 
     # --------------------------------------------------------------------------- reads
     def load_turn_context(
-        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None
+        self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None,
+        patient_id: str | None = None,
     ) -> TurnContext:
-        """Project, hot memory, session and (``user_id`` given) the asker's ``MEMBER#`` item in
-        ONE strongly consistent BatchGetItem.
+        """Project, hot memory, session, (``user_id`` given) the asker's ``MEMBER#`` item and
+        (``patient_id`` given) the patient's diagnosis references in ONE strongly consistent
+        BatchGetItem.
 
-        Returns a new, unsaved session (``version == 0``) when the session does not exist, and
-        ``asker = None`` when ``user_id`` is not a member.
+        Returns a new, unsaved session (``version == 0``) when the session does not exist,
+        ``asker = None`` when ``user_id`` is not a member, and ``patient_diagnoses`` as
+        :func:`.patient_refs.patient_refs_among` finds them (None: not asked, or unknown for a
+        patient of a project not yet backfilled; the caller queries them).
 
         Raises:
+            Forbidden: ``user_id`` given and not a member, checked before the project exists: a
+                non-member cannot tell an unknown project from one they may not use.
             ProjectNotFound: no ``PROJECT`` item for ``project_id``.
         """
         memory_keys = project_keys(project_id)
         memory_keys["Keys"] += yearly_summary_keys(project_id, now)
         if user_id is not None:
             memory_keys["Keys"].append({"pk": {"S": project_id}, "sk": {"S": keys.member_sk(user_id)}})
+        session_keys = [{"pk": {"S": keys.session_pk(project_id, session_id)}, "sk": {"S": keys.SESSION_SK}}]
+        if patient_id is not None:
+            session_keys += patient_refs_keys(project_id, patient_id)
         raw_items = batch_get({
             ProjectItem.Meta.table_name: memory_keys,
-            SessionItem.Meta.table_name: {
-                "Keys": [{"pk": {"S": keys.session_pk(project_id, session_id)}, "sk": {"S": keys.SESSION_SK}}],
-                "ConsistentRead": True,
-            },
+            SessionItem.Meta.table_name: {"Keys": session_keys, "ConsistentRead": True},
         })
         session_raw = next((raw for raw in raw_items if raw["sk"]["S"] == keys.SESSION_SK), None)
         member_raw = next((raw for raw in raw_items if raw["sk"]["S"].startswith(keys.MEMBER_PREFIX)), None)
         asker = member_from_item(MemberItem.from_raw_data(member_raw)) if member_raw is not None else None
+        if user_id is not None and asker is None:
+            raise Forbidden(f"you are not a member of project {project_id}")
         project, hot = project_and_hot_memory(project_id, raw_items)
         if session_raw is not None:
             session = session_from_item(SessionItem.from_raw_data(session_raw))
@@ -100,9 +110,11 @@ class DynamoRepository(ProjectRepository):
             session = SessionState(
                 project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0
             )
+        patient_refs = patient_refs_among(project_id, patient_id, raw_items) if patient_id is not None else None
         return TurnContext(
             project=project, hot_memory=hot, session=session, asker=asker,
             yearly_summaries=yearly_summaries_among(project_id, now, raw_items),
+            patient_diagnoses=patient_refs.refs if patient_refs is not None else None,
         )
 
     def get_session(self, project_id: str, session_id: str) -> SessionState | None:

@@ -187,7 +187,42 @@ class FlowLogItem(BaseItem):
     rating = UnicodeAttribute(null=True)
 
 
-register("sessions", SessionItem, MessageItem, DiagnosisItem, FeedbackItem)
+class PatientRefsProjectIndex(GlobalSecondaryIndex["PatientRefsItem"]):
+    """A project's diagnosis-references items, in the ProjectSessionsIndex under their own
+    partition ``PATIENTS#{project}`` / ``{patient_id}`` (never mixed with sessions)."""
+
+    class Meta:
+        index_name = "ProjectSessionsIndex"
+        projection = AllProjection()
+
+    project_pk = UnicodeAttribute(hash_key=True)
+    project_sk = UnicodeAttribute(range_key=True)
+
+
+class PatientRefsItem(BaseItem):
+    """pk ``{project}#PATIENT#{patient}``, sk ``DIAGREFS``: the references (ids, sessions, times,
+    key symptoms) of the patient's newest diagnoses, oldest first (``PatientRefs``).
+
+    Written in the transaction that stores a diagnosis, under ``version``; the chat turn reads
+    it with its BatchGetItem on a patient's first turn. ``expires_at`` is no earlier than that of
+    any diagnosis it references.
+    """
+
+    class Meta(BaseItem.Meta):
+        table_name = "unbound-sessions"
+
+    project_id = UnicodeAttribute()
+    patient_id = UnicodeAttribute()
+    refs = Utf8JSONAttribute(default=list)
+    version = VersionAttribute()
+    updated_at = UTCDateTimeAttribute()
+    project_pk = UnicodeAttribute()
+    project_sk = UnicodeAttribute()
+    expires_at = TTLAttribute(null=True)
+    project_index = PatientRefsProjectIndex()
+
+
+register("sessions", SessionItem, MessageItem, DiagnosisItem, FeedbackItem, PatientRefsItem)
 register("flow_log", FlowLogItem)
 
-__all__ = ["DiagnosisItem", "FeedbackItem", "FlowLogItem", "MessageItem", "SessionItem"]
+__all__ = ["DiagnosisItem", "FeedbackItem", "FlowLogItem", "MessageItem", "PatientRefsItem", "SessionItem"]

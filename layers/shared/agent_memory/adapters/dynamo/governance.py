@@ -5,8 +5,10 @@ Where a session's content lives (``keys``): the SessionsTable partition ``{proje
 diagnoses with their snapshots); the FlowLogTable item of each message (keys from the message's
 time and id); the chat function's idempotency record of each message sent with an
 Idempotency-Key (it caches the reply); evidence references in the project's MemoryTable
-partition. Deletes go in ``BatchWriteItem`` calls of at most 25 keys (unprocessed keys sent
-again). docs/architecture.md, "Data governance".
+partition; the references to its diagnoses in the patient's diagnosis references item
+(:mod:`.patient_refs`; for a project, all of them, listed under ``PATIENTS#{project}``).
+Deletes go in ``BatchWriteItem`` calls of at most 25 keys (unprocessed keys sent again).
+docs/architecture.md, "Data governance".
 """
 
 from __future__ import annotations
@@ -18,17 +20,33 @@ from typing import Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer
 from pynamodb.attributes import UTCDateTimeAttribute
-from pynamodb.exceptions import DoesNotExist, PutError
+from pynamodb.exceptions import DeleteError, DoesNotExist, PutError, TransactWriteError, UpdateError
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import connection, put_if_absent, sdk_errors_as_domain
+from agent_memory.adapters.dynamo.access import (
+    cancellation_codes,
+    connection,
+    is_conflict,
+    put_if_absent,
+    sdk_errors_as_domain,
+    transaction,
+)
 from agent_memory.adapters.dynamo.admin import AdminRepository
-from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, SessionItem
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, PatientRefsItem, SessionItem
 from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
 from agent_memory.adapters.dynamo.job_mappers import review_to_item
+from agent_memory.adapters.dynamo.patient_refs import (
+    add_patient_refs,
+    later_expiry,
+    patient_refs_from_item,
+    patient_refs_to_item,
+    read_patient_refs,
+    refs_from_diagnoses,
+)
 from agent_memory.adapters.dynamo.record_tables import ErasureItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.reminders import ReminderRepository
 from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, ProjectItem, WeeklyReportItem, YearSummaryItem
+from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.governance import (
     PLATFORM_PK,
     ErasureKind,
@@ -41,6 +59,7 @@ from agent_memory.domain.governance import (
 from agent_memory.domain.ids import chat_idempotency_record_id
 from agent_memory.domain.jobs import ReviewItem
 from agent_memory.domain.reminders import Reminder
+from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS
 
 _BATCH_WRITE_MAX = 25
 #: Sort-key prefix of a removal record in the platform partition: ``REMOVED#{project}#{time}``.
@@ -180,6 +199,121 @@ class GovernanceRepository(AdminRepository):
                 removed += len(refs) - len(kept)
                 break
         return removed
+
+    def drop_patient_refs(self, project_id: str, session_ids: list[str], *, now: datetime,
+                          patient_id: str | None = None) -> int:
+        """Remove the references to the diagnoses of ``session_ids`` from the patient's references
+        item (:mod:`.patient_refs`), under the version read. ``patient_id`` None: the patient of
+        the first session (from its session item; 0 when it has none or is gone).
+
+        An item that held the newest ``MAX_DIAGNOSIS_REFS`` is refilled from the patient's other
+        diagnoses (PatientIndex, without erased sessions), so it still holds the newest ones left.
+        An item left without references is deleted (its key names the patient). Returns how many
+        references were removed.
+
+        Raises:
+            VersionConflict: the item changed since it was read (a diagnosis written meanwhile):
+                run it again.
+        """
+        if not session_ids:
+            return 0
+        if patient_id is None:
+            try:
+                session = SessionItem.get(keys.session_pk(project_id, session_ids[0]), keys.SESSION_SK,
+                                          consistent_read=True, attributes_to_get=["pk", "sk", "patient_id"])
+            except DoesNotExist:
+                return 0
+            if not session.patient_id:
+                return 0
+            patient_id = session.patient_id
+        try:
+            stored = patient_refs_from_item(PatientRefsItem.get(
+                keys.patient_refs_pk(project_id, patient_id), keys.PATIENT_REFS_SK, consistent_read=True))
+        except DoesNotExist:
+            return 0
+        erased = set(session_ids)
+        kept = [r for r in stored.refs if r.session_id not in erased]
+        removed = len(stored.refs) - len(kept)
+        if not removed:
+            return 0
+        updated = stored.model_copy(update={"refs": kept})
+        if len(stored.refs) >= MAX_DIAGNOSIS_REFS:  # older diagnoses may now be among the newest
+            older = refs_from_diagnoses(project_id, patient_id, exclude_sessions=erased)
+            for ref in older.refs:
+                updated = updated.plus(ref)
+            if older.refs:
+                updated = updated.model_copy(update={"expires_at": later_expiry(stored, older.expires_at)})
+        item = patient_refs_to_item(updated, updated_at=now)
+        try:  # the VersionAttribute makes either conditional on the version read
+            if updated.refs:
+                item.save()
+            else:
+                item.delete()
+        except (PutError, DeleteError) as exc:
+            if exc.cause_response_code == "ConditionalCheckFailedException":
+                raise VersionConflict("the patient's references changed", current_version=None) from None
+            raise
+        return removed
+
+    def delete_patient_refs_items(self, project_id: str, *, limit: int) -> int:
+        """Delete up to ``limit`` of the project's patient references items (ProjectSessionsIndex
+        partition ``PATIENTS#{project}``); how many (0: none left). A project removal's step."""
+        page = connection().dispatch("Query", {
+            "TableName": SessionItem.Meta.table_name, "IndexName": "ProjectSessionsIndex",
+            "KeyConditionExpression": "project_pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": keys.patient_refs_listing(project_id)}},
+            "ProjectionExpression": "pk, sk", "Limit": limit,
+        })
+        item_keys = [{"pk": raw["pk"], "sk": raw["sk"]} for raw in page.get("Items", [])]
+        return _delete_keys(SessionItem.Meta.table_name, item_keys) if item_keys else 0
+
+    def backfill_patient_refs(self, project_id: str, *, now: datetime) -> int:
+        """Give every patient of the project who has diagnoses but no references item one (built
+        from their diagnoses, :func:`.patient_refs.refs_from_diagnoses`), then mark the project
+        record (``patient_refs_since = now``): from then on a patient without the item has no
+        diagnoses, and a first patient turn reads no Query. Idempotent; a project already marked
+        is left as it is. Returns how many items were written.
+
+        A patient whose item is created meanwhile by a diagnosis write keeps that item (written
+        only if absent). Raises VersionConflict (nothing marked) when a session the new item
+        would name is being erased: run it again.
+        """
+        try:
+            marked = ProjectItem.get(project_id, keys.PROJECT_SK, consistent_read=True,
+                                     attributes_to_get=["pk", "sk", "patient_refs_since"])
+        except DoesNotExist:
+            return 0
+        if marked.patient_refs_since is not None:
+            return 0
+        patients = sorted({raw["patient_id"]["S"] for raw in _query_all(SessionItem.Meta.table_name, {
+            "IndexName": "ProjectSessionsIndex", "KeyConditionExpression": "project_pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": project_id}}, "ProjectionExpression": "patient_id",
+        }) if raw.get("patient_id", {}).get("S")})
+        written = 0
+        for patient_id in patients:
+            if read_patient_refs(project_id, patient_id) is not None:
+                continue
+            refs = refs_from_diagnoses(project_id, patient_id)
+            if not refs.refs:
+                continue
+            try:
+                with transaction() as tx:
+                    add_patient_refs(tx, refs, updated_at=now)
+            except TransactWriteError as exc:
+                codes = cancellation_codes(exc)
+                if codes and codes[-1] == "ConditionalCheckFailed":  # the item (the one put, sent last)
+                    continue  # a diagnosis write created it meanwhile (complete by construction)
+                if is_conflict(exc):
+                    raise VersionConflict("a session of the patient is being erased", current_version=None) from None
+                raise
+            written += 1
+        try:
+            ProjectItem(project_id, keys.PROJECT_SK).update(
+                actions=[ProjectItem.patient_refs_since.set(now)], condition=ProjectItem.sk.exists())
+        except UpdateError as exc:
+            if exc.cause_response_code != "ConditionalCheckFailedException":
+                raise
+        return written
 
     # ------------------------------------------------------------------ deletes
     def delete_session_item(self, project_id: str, session_id: str) -> int:
@@ -356,6 +490,11 @@ class GovernanceRepository(AdminRepository):
             "Select": "COUNT",
         }):
             total += int(page.get("Count", 0))
+        for page in _pages(SessionItem.Meta.table_name, {
+            "IndexName": "ProjectSessionsIndex", "KeyConditionExpression": "project_pk = :p",
+            "ExpressionAttributeValues": {":p": {"S": keys.patient_refs_listing(project_id)}}, "Select": "COUNT",
+        }):
+            total += int(page.get("Count", 0))  # the patients' diagnosis references items
         for session_id in self.project_session_ids(project_id):
             if total > stop_after:
                 break

@@ -9,7 +9,8 @@ without naming it (``docs/architecture.md``, "Request path").
   ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}`` /
   ``MEMBER#{user_id}``;
 - SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
-  ``DIAG#{diagnosis_id}``;
+  ``DIAG#{diagnosis_id}``; a patient's diagnosis references: pk ``{project}#PATIENT#{patient}``,
+  sk ``DIAGREFS`` (ids hold no ``#``, so no session partition is ever named so);
 - FlowLogTable: pk ``{project}#{UTC date}``; sk ``{UTC time}#{message_id}``.
 
 Times in keys are :func:`sort_time` (fixed width, UTC), so string order is time order.
@@ -30,6 +31,7 @@ AUDIT_PREFIX = "AUDIT#"
 MESSAGE_PREFIX = "MSG#"
 MEMBER_PREFIX = "MEMBER#"
 DIAGNOSIS_PREFIX = "DIAG#"
+PATIENT_REFS_SK = "DIAGREFS"
 #: Bounds of ``REPORT#{YYYY-Www}`` sort keys when a range end is open.
 FIRST_WEEK = "0000-W00"
 LAST_WEEK = "9999-W99"
@@ -108,6 +110,17 @@ def patient_pk(project_id: str, patient_id: str) -> str:
     return f"{project_id}#{patient_id}"
 
 
+def patient_refs_pk(project_id: str, patient_id: str) -> str:
+    """Partition of a patient's diagnosis references: ``{project_id}#PATIENT#{patient_id}``."""
+    return f"{project_id}#PATIENT#{patient_id}"
+
+
+def patient_refs_listing(project_id: str) -> str:
+    """ProjectSessionsIndex partition listing a project's diagnosis-references items:
+    ``PATIENTS#{project_id}`` (never a project id, which holds no ``#``)."""
+    return f"PATIENTS#{project_id}"
+
+
 def message_sk(message_id: str) -> str:
     """``MSG#{message_id}`` (message ids sort by time)."""
     return f"{MESSAGE_PREFIX}{message_id}"
@@ -154,6 +167,7 @@ __all__ = [
     "LAST_WEEK",
     "MEMBER_PREFIX",
     "MESSAGE_PREFIX",
+    "PATIENT_REFS_SK",
     "PROJECT_SK",
     "REPORT_PREFIX",
     "REVIEW_PREFIX",
@@ -171,6 +185,8 @@ __all__ = [
     "member_sk",
     "message_sk",
     "patient_pk",
+    "patient_refs_listing",
+    "patient_refs_pk",
     "report_revision_sk",
     "report_sk",
     "review_sk",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 
 from agent_memory.adapters.dynamo import keys
@@ -61,6 +62,27 @@ def project_to_item(project: Project) -> ProjectItem:
         clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
         created_at=project.created_at,
     )
+
+
+def project_update_actions(project: Project) -> list[Action]:
+    """The UpdateItem actions that make the ``PROJECT`` item hold ``project``: every field the
+    domain model has, so that an update keeps what only the store keeps (``patient_refs_since``)."""
+    clinical = project.clinical_data.model_dump(mode="json") if project.clinical_data else None
+    return [
+        ProjectItem.name.set(project.name),
+        ProjectItem.time_zone.set(project.time_zone),
+        ProjectItem.kind.set(project.kind),
+        ProjectItem.created_at.set(project.created_at),
+        ProjectItem.clinical_data.set(clinical) if clinical is not None else ProjectItem.clinical_data.remove(),
+    ]
+
+
+def new_project_item(project: Project) -> ProjectItem:
+    """The ``PROJECT`` item of a project created now: no diagnosis exists yet, so every future one
+    is referenced by its patient's item (``patient_refs_since`` = its creation time)."""
+    item = project_to_item(project)
+    item.patient_refs_since = project.created_at
+    return item
 
 
 def project_from_item(item: ProjectItem) -> Project:

@@ -15,12 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pynamodb.exceptions import DeleteError, DoesNotExist, PutError, TransactWriteError
+from pynamodb.exceptions import DeleteError, DoesNotExist, PutError, TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import is_conflict, put_if_absent, sdk_errors_as_domain, transaction
-from agent_memory.adapters.dynamo.mappers import member_from_item, member_to_item, project_from_item, project_to_item
+from agent_memory.adapters.dynamo.mappers import (
+    member_from_item,
+    member_to_item,
+    new_project_item,
+    project_from_item,
+    project_update_actions,
+)
 from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
 from agent_memory.domain.errors import AlreadyExists, LastAdmin, ProjectNotFound, VersionConflict
 from agent_memory.domain.models import Member, Project
@@ -41,15 +47,18 @@ class MemberRepository:
             raise ProjectNotFound(f"unknown project {project_id}") from None
 
     def create_project(self, project: Project) -> None:
-        """A conditional PutItem. Raises AlreadyExists when the id is taken."""
-        if not put_if_absent(project_to_item(project)):
+        """A conditional PutItem (the record of a new project, :func:`new_project_item`).
+        Raises AlreadyExists when the id is taken."""
+        if not put_if_absent(new_project_item(project)):
             raise AlreadyExists(f"project {project.project_id} already exists")
 
     def update_project(self, project: Project) -> None:
-        """A PutItem on condition that the project exists. Raises ProjectNotFound."""
+        """An UpdateItem of the record's fields on condition that the project exists (what only
+        the store keeps, ``patient_refs_since``, stays). Raises ProjectNotFound."""
         try:
-            project_to_item(project).save(condition=ProjectItem.sk.exists())
-        except PutError as exc:
+            ProjectItem(project.project_id, keys.PROJECT_SK).update(
+                actions=project_update_actions(project), condition=ProjectItem.sk.exists())
+        except UpdateError as exc:
             if exc.cause_response_code == _CONDITION_FAILED:
                 raise ProjectNotFound(f"unknown project {project.project_id}") from None
             raise

@@ -35,8 +35,9 @@ from agent_memory.adapters.dynamo.mappers import (
     hot_memory_from_item,
     hot_memory_from_revision,
     hot_memory_to_items,
+    new_project_item,
     project_from_item,
-    project_to_item,
+    project_update_actions,
     report_from_item,
     report_to_item,
     yearly_summary_from_item,
@@ -134,8 +135,11 @@ class ProjectRepository:
             raise ProjectNotFound(f"unknown project {project_id}") from None
 
     def put_project(self, project: Project) -> None:
-        """Create or replace the project record."""
-        project_to_item(project).save()
+        """Create the project record (:func:`new_project_item`: a conditional PutItem) or, when it
+        exists, update its fields (UpdateItem; what only the store keeps, ``patient_refs_since``,
+        stays)."""
+        if not put_if_absent(new_project_item(project)):
+            ProjectItem(project.project_id, keys.PROJECT_SK).update(actions=project_update_actions(project))
 
     def project_hot_memory(self, project_id: str) -> tuple[Project, HotMemory]:
         """The project and its current hot memory in ONE BatchGetItem (``version == 0`` when

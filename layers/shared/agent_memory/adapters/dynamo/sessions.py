@@ -8,7 +8,10 @@ SessionsTable items and indexes (keys in :mod:`agent_memory.adapters.dynamo.keys
   ``{project}`` / ``{updated_at}#{session}``;
 - message: pk ``{project}#{session}``, sk ``MSG#{message_id}``; in no index;
 - diagnosis: pk ``{project}#{session}``, sk ``DIAG#{diagnosis_id}``; PatientIndex
-  ``{project}#{patient}`` / ``DIAG#{created_at}#{diagnosis_id}``; not in ProjectSessionsIndex.
+  ``{project}#{patient}`` / ``DIAG#{created_at}#{diagnosis_id}``; not in ProjectSessionsIndex;
+- a patient's diagnosis references (:mod:`.patient_refs`): pk ``{project}#PATIENT#{patient}``,
+  sk ``DIAGREFS``; ProjectSessionsIndex ``PATIENTS#{project}`` / ``{patient}`` (so a project's
+  removal finds them); not in PatientIndex.
 
 A session's ``patient_sk`` starts with a digit (an ISO time), a diagnosis's with ``DIAG#``, so
 one index serves both "a patient's sessions" (``patient_sk < "DIAG#"``) and "a patient's
@@ -42,6 +45,12 @@ from agent_memory.adapters.dynamo.chat import DynamoRepository
 from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, SessionItem
 from agent_memory.adapters.dynamo.mappers import check_size
 from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES, session_to_item
+from agent_memory.adapters.dynamo.patient_refs import (
+    add_patient_refs,
+    later_expiry,
+    read_patient_refs,
+    refs_from_diagnoses,
+)
 from agent_memory.adapters.dynamo.record_tables import ErasureItem
 from agent_memory.adapters.dynamo.session_mappers import (
     DIAGNOSIS_ITEM_BUDGET_BYTES,
@@ -56,7 +65,7 @@ from agent_memory.domain.errors import (
     SessionErased,
     VersionConflict,
 )
-from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, SessionPage
+from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
 from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import SessionState
 
@@ -133,33 +142,65 @@ class SessionsRepository(DynamoRepository):
         return True
 
     # ---------------------------------------------------------------------- diagnoses
-    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int) -> None:
-        """Store the diagnosis and the updated session item (``diagnosis_count`` + 1, the new
-        reference in its facts) in ONE TransactWriteItems.
+    def add_diagnosis(self, diagnosis: Diagnosis, session: SessionState, *, expected_version: int,
+                      patient_refs: PatientRefs | None = None) -> None:
+        """Store the diagnosis, the updated session item (``diagnosis_count`` + 1, the new
+        reference in its facts) and, with ``patient_refs`` (the patient's references as read by
+        :meth:`patient_refs`), the patient's references item with this diagnosis's reference
+        merged in, in ONE TransactWriteItems. The transaction also checks that the session was
+        not erased, so no reference to a diagnosis of an erased session is ever written.
+
+        The references item is written under the version read (``patient_refs.version``; 0 =
+        must not exist); its ``expires_at`` is no earlier than that of any diagnosis it references
+        (:func:`.patient_refs.later_expiry`).
 
         Raises:
             AlreadyExists: this session already has a diagnosis with that id (409).
-            VersionConflict: the session changed since it was read (re-read and retry).
+            SessionErased: the session was erased (404; nothing written).
+            VersionConflict: the session or the patient's references changed since they were
+                read, or a session a new references item names was erased since (re-read and retry).
             ItemTooLarge: the diagnosis or the session item is over its byte budget.
         """
         item = diagnosis_to_item(diagnosis)
-        item.expires_at = self._session_expiry(diagnosis.created_at)
+        expires_at = self._session_expiry(diagnosis.created_at)
+        item.expires_at = expires_at
         check_size(item, DIAGNOSIS_ITEM_BUDGET_BYTES, "diagnosis")
         session_item = session_to_item(session)
-        session_item.expires_at = self._session_expiry(diagnosis.created_at)
+        session_item.expires_at = expires_at
         session_item.version = expected_version
         check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
+        checks = 1  # PynamoDB sends the condition checks first, then the puts, in the order added
         try:
             with transaction() as tx:
-                tx.save(item, condition=DiagnosisItem.sk.does_not_exist())
+                # The session was not erased (code 0): docs/architecture.md, "Data governance".
+                tx.condition_check(
+                    ErasureItem, session.project_id, keys.erasure_sk("session", session.session_id),
+                    condition=ErasureItem.sk.does_not_exist(),
+                )
+                tx.save(item, condition=DiagnosisItem.sk.does_not_exist())  # (code ``checks``)
                 tx.save(session_item)
+                if patient_refs is not None:
+                    updated = patient_refs.plus(diagnosis.ref()).model_copy(
+                        update={"expires_at": later_expiry(patient_refs, expires_at)})
+                    checks += add_patient_refs(tx, updated, updated_at=diagnosis.created_at,
+                                               checked_sessions=[session.session_id])
         except TransactWriteError as exc:
             codes = cancellation_codes(exc)
             if codes and codes[0] == "ConditionalCheckFailed":
+                raise SessionErased(f"session {session.session_id} was erased") from None
+            if len(codes) > checks and codes[checks] == "ConditionalCheckFailed":
                 raise AlreadyExists(f"diagnosis {diagnosis.diagnosis_id} already exists") from None
             if is_conflict(exc):
                 raise VersionConflict("session changed concurrently", current_version=None) from None
             raise
+
+    def patient_refs(self, project_id: str, patient_id: str) -> PatientRefs:
+        """The patient's references item (strongly consistent, with the project record in ONE
+        BatchGetItem). Without an item: an empty one when the project's diagnoses are all
+        referenced, else (a project with diagnoses from before these items) one built from the
+        diagnoses (a Query on PatientIndex, without erased sessions); both unsaved (``version == 0``)."""
+        found = read_patient_refs(project_id, patient_id)
+        return found if found is not None else refs_from_diagnoses(project_id, patient_id)
 
     def list_diagnoses(self, project_id: str, session_id: str) -> list[Diagnosis]:
         """Every diagnosis of a session in time order (Query paginated to the end)."""
@@ -190,7 +231,9 @@ class SessionsRepository(DynamoRepository):
         return [diagnosis_from_item(i) for i in items]
 
     def patient_diagnosis_refs(self, project_id: str, patient_id: str, *, limit: int) -> list[DiagnosisRef]:
-        """References (ids, times, key symptoms) of the patient's newest ``limit`` diagnoses."""
+        """References (ids, times, key symptoms) of the patient's newest ``limit`` diagnoses,
+        newest first: ONE Query on PatientIndex (the fallback of a patient without a references
+        item in a project not yet backfilled; :meth:`patient_refs` reads the item)."""
         return [d.ref() for d in self.patient_diagnoses(project_id, patient_id, limit=limit)]
 
 
