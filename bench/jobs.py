@@ -145,8 +145,9 @@ def _env() -> None:
 
 def _seed(n_projects: int) -> list[str]:
     """Projects, activity markers and flow logs (see the module docstring); returns the active ids."""
+    from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem
     from agent_memory.adapters.dynamo.keys import flow_log_keys
-    from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem, ProjectItem
+    from agent_memory.adapters.dynamo.tables import ActivityItem, ProjectItem
 
     created = datetime(2025, 1, 1, tzinfo=UTC)
     old_day = (RUN_DATE - timedelta(days=60)).isoformat()

@@ -146,7 +146,7 @@ def _seed(month: dict[str, Any], chat: Any, deps: Any) -> None:
 
 def _write_messages(month: dict[str, Any], chat: Any, tz: ZoneInfo) -> None:
     """One ``record_turn`` per user message and the assistant messages after it in its session."""
-    from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
+    from agent_memory.domain.turns import MessageRecord, SessionState, TurnWrite
 
     pid, users = month["project_id"], month["users"]
     turns: list[list[dict[str, Any]]] = []

@@ -59,17 +59,7 @@ from agent_memory.domain.errors import (
 )
 from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider, Usage
-from agent_memory.domain.models import (
-    HotMemory,
-    Member,
-    MessageRecord,
-    Project,
-    SessionState,
-    TurnContext,
-    TurnWrite,
-    WeeklyReport,
-    YearlySummary,
-)
+from agent_memory.domain.models import HotMemory, Member, Project, WeeklyReport, YearlySummary
 from agent_memory.domain.records import (
     AuditRecord,
     Page,
@@ -88,6 +78,7 @@ from agent_memory.domain.session_models import (
     SessionPage,
 )
 from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, utf8_len
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 if TYPE_CHECKING:
     from agent_memory.ports import LLMClient

@@ -15,13 +15,12 @@ and members: operators, admins and members as the table says).
 from pathlib import Path
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.config import get_settings
 from agent_memory.domain.records import Page, ReviewEntry
-from agent_memory.history import reports
+from agent_memory.history import corrections
 from agent_memory.hot_memory import editor, review, revisions
 from agent_memory.http.admin_requests import (
     ApproveRequest,
@@ -35,9 +34,10 @@ from agent_memory.http.admin_requests import (
     optional_if_match,
     reason_from_body,
 )
+from agent_memory.http.powertools import Response
 from agent_memory.http.project_requests import CreateProjectRequest, PutMemberRequest, UpdateProjectRequest
 from agent_memory.http.requests import Limit
-from agent_memory.http.responses import created, model_response
+from agent_memory.http.responses import created, etag, model_response
 from agent_memory.http.routes import current_caller, guarded_resolver
 from agent_memory.observability import logger, metrics
 from agent_memory.projects import members
@@ -114,7 +114,7 @@ def list_revisions(project_id: str, limit: Limit = 20, cursor: Cursor = None) ->
 def get_revision(project_id: str, version: int) -> Response[str]:
     """One version: its Markdown, lines and diff against the version before it (admins)."""
     view = revisions.get_revision(deps.store, project_id, version)
-    return model_response(view, etag=editor.etag(view.version))
+    return model_response(view, etag=etag(view.version))
 
 
 @app.post(f"{_P}/memory/revisions/<version>/restore")
@@ -177,13 +177,13 @@ def list_audit(project_id: str, limit: Limit = 50, cursor: Cursor = None) -> Res
 @app.put(f"{_P}/reports/<iso_week>")
 def correct_report(project_id: str, iso_week: str, body: ReportCorrectionRequest) -> Response[str]:
     """Correct a weekly report (admins; ``If-Match``: its revision); the previous text is kept."""
-    view = reports.correct_report(
+    view = corrections.correct_report(
         deps.store, project_id, iso_week, summary=body.summary, reason=body.reason, if_match=if_match(app),
         actor=current_caller(app).user_id, now=deps.clock(),
     )
     if view.changed:
         metrics.add_metric(name="ReportsCorrected", unit="Count", value=1)
-    return model_response(view, etag=editor.etag(view.revision))
+    return model_response(view, etag=etag(view.revision))
 
 
 # ------------------------------------------------------------------------ projects and members

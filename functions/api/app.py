@@ -10,22 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.chat.context_view import turn_context
-from agent_memory.config import get_settings
 from agent_memory.history.reports import ISO_WEEK_PATTERN, MAX_REPORTS, project_reports
 from agent_memory.hot_memory.document import project_memory
-from agent_memory.hot_memory.editor import etag
-from agent_memory.http.responses import model_response
+from agent_memory.http.powertools import Query, Response, content_types
+from agent_memory.http.responses import etag, model_response
 from agent_memory.http.routes import guarded_resolver
 from agent_memory.observability import logger, metrics
+from agent_memory.store_settings import get_store_settings
 from agent_memory.wiring import build_api_deps, build_members
 
-settings = get_settings()
+settings = get_store_settings()  # the stage and the tables: all this function reads
 deps = build_api_deps(settings)
 app = guarded_resolver(members=build_members(settings))
 
@@ -48,7 +46,7 @@ def health_head() -> Response[str]:
 @app.get("/v1/projects/<project_id>/sessions/<session_id>/messages/<message_id>/context")
 def get_context(project_id: str, session_id: str, message_id: str) -> dict[str, Any]:
     """The blocks (name, tokens, text) that were sent to the LLM for that turn (admins)."""
-    return turn_context(deps.contexts, project_id, session_id, message_id)
+    return turn_context(deps.contexts(), project_id, session_id, message_id)
 
 
 @app.get("/v1/projects/<project_id>/memory")

@@ -11,8 +11,6 @@ one call into ``agent_memory.governance``. docs/architecture.md, "Data governanc
 # these annotations at runtime.
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -20,6 +18,7 @@ from agent_memory.config import get_settings
 from agent_memory.domain.errors import ProjectNotFound
 from agent_memory.domain.governance import ErasureKind, ErasureRecord
 from agent_memory.governance import erasure, export, removal
+from agent_memory.http.powertools import Query, Response, content_types
 from agent_memory.http.responses import model_response
 from agent_memory.http.routes import PATH_PARAMETER_RE, current_caller, guarded_resolver
 from agent_memory.observability import logger, metrics

@@ -11,8 +11,6 @@ No LLM here (rule-based symptom extraction, extractive summary): this module nev
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -20,6 +18,7 @@ from agent_memory.config import get_settings
 from agent_memory.consultation import sessions
 from agent_memory.feedback import service as feedback
 from agent_memory.http.feedback_requests import FeedbackRequest, FromQuery, RatingQuery, ToQuery, as_utc
+from agent_memory.http.powertools import Query, Response
 from agent_memory.http.requests import Limit
 from agent_memory.http.responses import created
 from agent_memory.http.routes import current_caller, guarded_resolver

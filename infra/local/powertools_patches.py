@@ -47,9 +47,10 @@ def apply() -> None:
     global _applied
     if _applied:
         return
-    from aws_lambda_powertools.event_handler import api_gateway
+    # through agent_memory.http.powertools: the event-handler package stays lazy, as in Lambda
+    from agent_memory.http.powertools import BaseRouter
 
-    router = api_gateway.BaseRouter
+    router = BaseRouter
     base_meta = type(router)
 
     class ThreadLocalRouterMeta(base_meta):  # type: ignore[misc, valid-type]

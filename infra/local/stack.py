@@ -374,6 +374,16 @@ class _QuietRequestHandler(WSGIRequestHandler):
         return None
 
 
+def _clear_settings_caches() -> None:
+    """Forget the settings the handlers read at import (``get_settings``; the API function's
+    ``get_store_settings``), so that the next import reads the current environment."""
+    from agent_memory.config import get_settings
+    from agent_memory.store_settings import get_store_settings
+
+    get_settings.cache_clear()
+    get_store_settings.cache_clear()
+
+
 # ------------------------------------------------------------------------------------ the stack
 class LocalStack:
     """Start moto, tables, environment, handlers, demo data and the HTTP endpoint; stop them all.
@@ -538,12 +548,10 @@ class LocalStack:
             self._saved_env = dict(os.environ)
             self._apply_env()
         with self._env_scope():
-            from agent_memory.config import get_settings
-
-            get_settings.cache_clear()  # handlers read the settings at import: make them read ours
+            _clear_settings_caches()  # handlers read the settings at import: make them read ours
             for spec in specs:
                 self.functions[spec.logical_id] = self._import_function(spec)
-            get_settings.cache_clear()  # do not leave our settings cached for others in this process
+            _clear_settings_caches()  # do not leave our settings cached for others in this process
             self._bind_models()
             if self._seed:
                 from agent_memory.adapters.dynamo.chat import DynamoRepository
@@ -848,14 +856,12 @@ class LocalStack:
 
     def _start_container(self, spec: FunctionSpec, name: str) -> Container:
         """A cold start while serving: the handler imported again, with the stack's settings."""
-        from agent_memory.config import get_settings
-
         with self._env_scope():
             if self._isolated:
-                get_settings.cache_clear()
+                _clear_settings_caches()
             container = self._import_container(spec, name)
             if self._isolated:
-                get_settings.cache_clear()
+                _clear_settings_caches()
         log.info("%s: new container %s (cold start)", spec.logical_id, name)
         return container
 
@@ -913,9 +919,10 @@ class LocalStack:
 
         Isolated mode also creates every model's client now, inside the stack's environment:
         a botocore client reads ``AWS_ENDPOINT_URL`` when it is created, and code outside an
-        invocation (``stack.repo`` in a test) runs without that variable.
+        invocation (``stack.repo`` in a test) runs without that variable. So every module of
+        models is imported (registered) first, whether or not a handler imported it.
         """
-        from agent_memory.adapters.dynamo import tables
+        from agent_memory.adapters.dynamo import conversation_tables, record_tables, tables  # noqa: F401 - registered
 
         binding = tables.bind_tables(
             memory_table=self.table_names["MemoryTable"],

@@ -639,6 +639,17 @@ def test_globals_environment_satisfies_the_settings_model(
     assert settings.project_time_zone == "Asia/Shanghai"
 
 
+
+def test_api_function_environment_satisfies_the_store_settings(functions: dict[str, FunctionSpec]) -> None:
+    # Given the environment the API function gets (it reads only the stage and the tables)
+    from agent_memory.store_settings import StoreSettings
+
+    # When the store settings validate it, Then the tables are the template's
+    settings = StoreSettings.model_validate(functions["ApiFunction"].environment)
+    assert (settings.flow_log_table, settings.memory_table, settings.sessions_table) == (
+        "test-FlowLogTable", "test-MemoryTable", "test-SessionsTable",
+    )
+
 def test_outputs_name_the_api_tables_and_chat_alias(template: dict[str, Any]) -> None:
     outputs = template["Outputs"]
     assert {"ApiUrl", "ChatFunctionAliasArn"} <= set(outputs)

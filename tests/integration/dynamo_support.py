@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem
 from agent_memory.adapters.dynamo.keys import flow_log_keys
-from agent_memory.adapters.dynamo.tables import ActivityItem, FlowLogItem
+from agent_memory.adapters.dynamo.tables import ActivityItem
 
 
 def mark_active(project_id: str, local_day: str) -> None:

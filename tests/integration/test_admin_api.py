@@ -20,7 +20,7 @@ from typing import Any
 
 import requests
 
-from agent_memory.adapters.dynamo.tables import ReviewQueueItem
+from agent_memory.adapters.dynamo.record_tables import ReviewQueueItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.observability import logger

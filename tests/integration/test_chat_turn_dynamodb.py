@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from agent_memory.adapters.dynamo.mappers import SESSION_ITEM_BUDGET_BYTES
+from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatConfig
 from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size

@@ -14,9 +14,10 @@ import requests
 
 from agent_memory.adapters.dynamo.feedback import FeedbackRepository
 from agent_memory.adapters.dynamo.jobs import JobsRepository
-from agent_memory.adapters.dynamo.mappers import message_to_item
+from agent_memory.adapters.dynamo.message_mappers import message_to_item
 from agent_memory.domain.errors import InvalidInput, MessageNotFound
-from agent_memory.domain.models import MessageRecord, Project
+from agent_memory.domain.models import Project
+from agent_memory.domain.turns import MessageRecord
 from agent_memory.feedback.service import rate_message
 from agent_memory.jobs.calendar import local_day_window
 from infra.local.stack import LocalStack

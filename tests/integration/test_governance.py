@@ -240,7 +240,7 @@ def test_a_turn_that_read_the_session_before_the_erasure_fails_with_404_and_writ
 ) -> None:
     from agent_memory.conversation.append import Append, append_messages
     from agent_memory.domain.errors import SessionErased
-    from agent_memory.domain.models import MessageRecord
+    from agent_memory.domain.turns import MessageRecord
 
     admin = Client(local_stack, project)
     sid = _uid("s")

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 import requests
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
+from agent_memory.http.powertools import APIGatewayProxyEventV2
 from infra.local.events import LocalLambdaContext, build_http_api_event, stringify_claim
 from infra.local.stack import (
     LocalStack,

@@ -12,8 +12,9 @@ import pytest
 
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.conversation.append import Append, append_messages
-from agent_memory.domain.models import MessageRecord, Project, SessionState
+from agent_memory.domain.models import Project
 from agent_memory.domain.session_models import Diagnosis
+from agent_memory.domain.turns import MessageRecord, SessionState
 
 NOW = datetime(2026, 3, 10, 8, 0, tzinfo=UTC)
 

@@ -14,7 +14,8 @@ from typing import Any
 import boto3
 import pytest
 
-from agent_memory.adapters.dynamo.mappers import SESSION_ITEM_BUDGET_BYTES, UNREADABLE_REPORT_KEY
+from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES
+from agent_memory.adapters.dynamo.session_mappers import UNREADABLE_REPORT_KEY
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.consultation import sessions
 from agent_memory.domain.errors import InvalidContinuationToken

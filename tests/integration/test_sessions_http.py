@@ -16,7 +16,8 @@ import pytest
 import requests
 
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
-from agent_memory.domain.models import Project, SessionState
+from agent_memory.domain.models import Project
+from agent_memory.domain.turns import SessionState
 from infra.local.events import build_http_api_event
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer

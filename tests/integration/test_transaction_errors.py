@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from agent_memory.adapters.dynamo.access import connection
 from agent_memory.domain.errors import ExternalServiceError, VersionConflict
 from agent_memory.http.errors import register_error_handlers
+from agent_memory.http.powertools import APIGatewayHttpResolver
 from infra.local.events import build_http_api_event
 from tests.unit.chat_support import deps_with, seed_project, send
 

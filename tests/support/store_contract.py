@@ -28,19 +28,10 @@ from agent_memory.domain.errors import (
     VersionConflict,
 )
 from agent_memory.domain.jobs import JobRun, ReviewItem
-from agent_memory.domain.models import (
-    HotMemory,
-    HotMemoryLine,
-    Member,
-    MessageRecord,
-    Project,
-    SessionState,
-    TurnWrite,
-    WeeklyReport,
-    YearlySummary,
-)
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Member, Project, WeeklyReport, YearlySummary
 from agent_memory.domain.records import AuditRecord, review_item_id
 from agent_memory.domain.session_models import Diagnosis
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnWrite
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 

@@ -13,7 +13,8 @@ from agent_memory.consultation.session_memory import SessionMemory
 from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 from agent_memory.consultation.summary import ExtractiveSummariser, Summariser
 from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
-from agent_memory.domain.models import Project, SessionState
+from agent_memory.domain.models import Project
+from agent_memory.domain.turns import SessionState
 from tests.fakes import FakeClock
 from tests.support.auth import add_member
 from tests.unit.chat_support import T0, make_deps, ticking_clock

@@ -34,7 +34,7 @@ from agent_memory.domain.errors import (
 )
 from agent_memory.domain.jobs import FlowLogEntry
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Usage
-from agent_memory.domain.models import SessionState
+from agent_memory.domain.turns import SessionState
 from tests.fakes import (
     InMemoryStore,
     Recorder,

@@ -9,7 +9,7 @@ import pytest
 
 from agent_memory.conversation.append import WRITE_ATTEMPTS, Append, append_messages
 from agent_memory.domain.errors import VersionConflict
-from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnWrite
 from tests.fakes import InMemoryStore
 
 T0 = datetime(2026, 3, 2, 15, 59, 30, tzinfo=UTC)  # 23:59:30 in Asia/Shanghai

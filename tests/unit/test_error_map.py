@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyInconsistentStateError,
@@ -29,6 +28,7 @@ from agent_memory.domain.errors import (
     VersionConflict,
 )
 from agent_memory.http.errors import register_error_handlers
+from agent_memory.http.powertools import APIGatewayHttpResolver
 from agent_memory.observability import metrics
 from infra.local.events import build_http_api_event
 

@@ -8,8 +8,7 @@ import threading
 import time
 from typing import Any, cast
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
-
+from agent_memory.http.powertools import APIGatewayHttpResolver
 from infra.local import powertools_patches
 
 

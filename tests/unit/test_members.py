@@ -12,8 +12,9 @@ from agent_memory.chat.prompt import render_session_block
 from agent_memory.chat.turn import handle_message
 from agent_memory.consultation import sessions
 from agent_memory.domain.errors import AlreadyExists, Forbidden, LastAdmin, NotFound, ProjectNotFound
-from agent_memory.domain.models import Intent, Member, SessionState
+from agent_memory.domain.models import Intent, Member
 from agent_memory.domain.session_models import TranscriptTurn
+from agent_memory.domain.turns import SessionState
 from agent_memory.projects import members
 from tests.fakes import FakeClock, InMemoryStore, stored_messages
 from tests.support.auth import add_member

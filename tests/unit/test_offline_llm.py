@@ -11,8 +11,9 @@ import pytest
 from agent_memory.adapters.llm.offline import OFFLINE_LABEL, OfflineLLM
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
 from agent_memory.domain.llm import LLMRequest
-from agent_memory.domain.models import HotMemory, HotMemoryLine, Intent, SessionState, WeeklyReport
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Intent, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
+from agent_memory.domain.turns import SessionState
 
 T0 = datetime(2026, 3, 20, 2, 0, tzinfo=UTC)
 

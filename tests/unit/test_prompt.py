@@ -19,15 +19,9 @@ from agent_memory.chat.prompt import (
     select_history,
     tool_tokens,
 )
-from agent_memory.domain.models import (
-    HotMemory,
-    HotMemoryLine,
-    Intent,
-    MessageRecord,
-    SessionState,
-    WeeklyReport,
-)
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Intent, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
+from agent_memory.domain.turns import MessageRecord, SessionState
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 ADMIN_RULE = "禁止输出患者身份证号"

@@ -63,7 +63,7 @@ def test_a_valid_request_passes_the_gate() -> None:
 
 @pytest.mark.parametrize("sub", ["u" * 129, "u\u202e1", "u\x001", "a b", "用户"])
 def test_a_subject_that_is_not_a_printable_id_is_401(sub: str) -> None:
-    from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+    from agent_memory.http.powertools import APIGatewayProxyEventV2
 
     event = _event(b"{}")
     event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = sub

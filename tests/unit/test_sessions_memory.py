@@ -20,9 +20,9 @@ from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import Usage
-from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
 from agent_memory.domain.session_models import CompareSide
 from agent_memory.domain.text import utf8_len
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnWrite
 from tests.fakes import InMemoryStore, Recorder, ScriptedLLM, text_reply
 from tests.unit.chat_support import T0
 from tests.unit.structured_support import fallbacks, usage_metrics

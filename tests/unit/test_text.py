@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import pytest
 
 from agent_memory.domain import text as text_module
@@ -110,6 +113,40 @@ def test_estimate_tokens_on_mixed_text_adds_the_rules() -> None:
 def test_estimate_tokens_of_empty_text_is_zero() -> None:
     # Given empty text / When estimated / Then 0
     assert estimate_tokens("") == 0
+
+
+#: The CJK ranges of the estimate's rules, inclusive (ideographs, kana, hangul, CJK symbols and
+#: punctuation, full-width forms).
+CJK_RANGES = (
+    (0x2E80, 0x2FDF), (0x3000, 0x303F), (0x3040, 0x30FF), (0x3100, 0x31FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF), (0x20000, 0x3134F),
+)
+
+
+_CJK = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_RANGES) + "]")
+_RUN = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _rules_estimate(text: str) -> int:
+    """The documented rules written out: each CJK character 1, each Latin run ceil(len / 4), each
+    other non-space character 1, whitespace 0."""
+    rest, tokens = _CJK.subn(" ", text)
+    tokens += sum(math.ceil(len(run) / 4) for run in _RUN.findall(rest))
+    return tokens + sum(1 for ch in _RUN.sub(" ", rest) if not ch.isspace())
+
+
+def test_estimate_tokens_follows_the_rules_for_every_code_point() -> None:
+    # Given every code point up to past the last CJK range (and every 97th one above) alone, and
+    # between Latin letters (where it may split a run or not)
+    points = [*range(0x32000), *range(0x32000, 0x110000, 97)]
+    singles = "".join(chr(c) for c in points if not 0xD800 <= c <= 0xDFFF)
+    mixed = ["患者P001于第12周出现发热，体温38.5°C。\u3000The patient reported ｈｅａｄａｃｈｅ\t🙂", "abc\u3000def",
+             "\u3000\u3000", "ab\u2e7fcd\u2e80ef", "x_y-z 𠀀𠀁 ﾟ"]
+    # Then the estimate is what the rules give: per character, and for mixed texts
+    assert [ch for ch in singles if estimate_tokens(ch) != _rules_estimate(ch)] == []
+    assert [ch for ch in singles[::7] if estimate_tokens(f"abcd{ch}efgh") != _rules_estimate(f"abcd{ch}efgh")] == []
+    assert [estimate_tokens(t) for t in mixed] == [_rules_estimate(t) for t in mixed]
+    assert estimate_tokens("\u3000 \u3000") == 2  # the ideographic space is a CJK symbol, not free
 
 
 def test_estimate_tokens_remembers_short_texts_within_its_bound_and_gives_the_same_counts() -> None:

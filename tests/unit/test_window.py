@@ -21,8 +21,9 @@ from agent_memory.chat.turn import ChatDeps, handle_message
 from agent_memory.conversation.window import WINDOW_BUDGET_BYTES, trim_window
 from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import LLMRequest
-from agent_memory.domain.models import HotMemory, Intent, MessageRecord, SessionState, ToolCall
+from agent_memory.domain.models import HotMemory, Intent
 from agent_memory.domain.text import utf8_len
+from agent_memory.domain.turns import MessageRecord, SessionState, ToolCall
 from tests.fakes import InMemoryStore, ScriptedLLM, stored_messages
 from tests.unit.chat_support import (
     chat_llm,

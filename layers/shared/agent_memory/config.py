@@ -4,7 +4,9 @@ Plain pydantic validation of ``os.environ`` (by alias): pydantic-settings would 
 0.4 s of import time to every cold start for no feature used here.
 
 Logic never reads ``os.environ``; handlers build a :class:`Settings` and pass the values
-they need. A missing or invalid variable fails the cold start with a message naming it.
+they need. A missing or invalid variable fails the cold start with a message naming it. The
+stage and the table names are :class:`~agent_memory.store_settings.StoreSettings`, which
+:class:`Settings` extends (the API function reads only those).
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import re
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from agent_memory.store_settings import StoreSettings
 
 #: ``output_config.effort`` values (the Messages API's; mirrors ``agent_memory.domain.llm.Effort``,
 #: which config may not import: docs/architecture.md, "Layout: a one-way house").
@@ -85,19 +89,14 @@ class MissingSetting(ValueError):
     """A variable a function needs is not set (the message names it and says why)."""
 
 
-class Settings(BaseModel):
-    """Validated environment of every function.
+class Settings(StoreSettings):
+    """Validated environment of every function: the stage and tables (:class:`StoreSettings`,
+    whose model configuration it keeps) and everything else.
 
     Units: token caps are in estimated tokens (see ``agent_memory.domain.text.estimate_tokens``),
     byte limits in UTF-8 bytes, durations in seconds. Time zone names are IANA names.
     """
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
-
-    stage: str = Field(default="dev", alias="STAGE")
-    flow_log_table: str = Field(alias="FLOW_LOG_TABLE")
-    memory_table: str = Field(alias="MEMORY_TABLE")
-    sessions_table: str = Field(alias="SESSIONS_TABLE")
     # Powertools idempotency (the chat function's Idempotency-Key): the table, and Powertools' own
     # switch, read here so that a missing table is reported at cold start (see idempotency_table_name).
     idempotency_table: str = Field(default="", alias="IDEMPOTENCY_TABLE")

@@ -4,8 +4,8 @@ Never log message content, prompts, replies or secrets: log ids, counts and size
 
 The tracer lives in :mod:`agent_memory.tracing` because ``aws_xray_sdk`` costs about a
 second of import time here: the no-LLM API function (health, context inspection) does not
-import it and relies on the function's Active tracing segment instead, which keeps its cold
-import within 1.5x of ``import boto3`` (see ``make bench``).
+import it and relies on the function's Active tracing segment instead (its cold import:
+docs/architecture.md, "Cold start").
 """
 
 from aws_lambda_powertools import Logger, Metrics

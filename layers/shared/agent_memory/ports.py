@@ -20,21 +20,11 @@ if TYPE_CHECKING:
     from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, RemovalRecord
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
     from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
-    from agent_memory.domain.models import (
-        ClinicalDataSource,
-        HotMemory,
-        Member,
-        MessageRecord,
-        Project,
-        SessionState,
-        TurnContext,
-        TurnWrite,
-        WeeklyReport,
-        YearlySummary,
-    )
+    from agent_memory.domain.models import ClinicalDataSource, HotMemory, Member, Project, WeeklyReport, YearlySummary
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
+    from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
 class LLMClient(Protocol):

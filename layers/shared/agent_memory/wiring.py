@@ -12,34 +12,37 @@ sessions function in a fresh interpreter to check).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.adapters.dynamo.tables import bind_tables
-from agent_memory.config import Settings
-from agent_memory.ports import (
-    ActivityReader,
-    AdminStore,
-    ContextStore,
-    FeedbackStore,
-    JobSender,
-    LLMClient,
-    MemberStore,
-    Notifier,
-    ViewStore,
-)
 
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.turn import ChatDeps
+    from agent_memory.config import Settings
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
     from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
-    from agent_memory.ports import ReminderChannel, ReminderScheduler
+    from agent_memory.ports import (
+        ActivityReader,
+        AdminStore,
+        ContextStore,
+        FeedbackStore,
+        JobSender,
+        LLMClient,
+        MemberStore,
+        Notifier,
+        ReminderChannel,
+        ReminderScheduler,
+        ViewStore,
+    )
     from agent_memory.reminders.service import ReminderDeps
+    from agent_memory.store_settings import StoreSettings
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,16 @@ class AdminDeps:
 
 @dataclass(frozen=True)
 class ApiDeps:
-    """The api function's read-only stores: turn contexts and the project views."""
+    """The api function's read-only stores: the project views, and the turn contexts' store.
 
-    contexts: ContextStore
+    ``contexts()`` makes the turn-context store on its first call (the same one afterwards): its
+    adapter, the chat's repository with the session and message models, is imported by the
+    admins' context route only, outside the function's cold start (docs/architecture.md, "Cold
+    start").
+    """
+
     views: ViewStore
+    contexts: Callable[[], ContextStore]
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,7 @@ class DispatcherDeps:
     sender: JobSender
 
 
-def _bind_tables(settings: Settings) -> None:
+def _bind_tables(settings: StoreSettings) -> None:
     """Point the PynamoDB models at the tables named in the settings."""
     bind_tables(
         memory_table=settings.memory_table,
@@ -78,7 +87,7 @@ def _bind_tables(settings: Settings) -> None:
     )
 
 
-def build_members(settings: Settings) -> MemberStore:
+def build_members(settings: StoreSettings) -> MemberStore:
     """The projects and members store (``MemberRepository``): the route guard's membership lookup
     in every HTTP function, and the project and member routes of the admin function."""
     from agent_memory.adapters.dynamo.members import MemberRepository
@@ -281,13 +290,20 @@ def build_admin_deps(settings: Settings) -> AdminDeps:
     )
 
 
-def build_api_deps(settings: Settings) -> ApiDeps:
-    """The api function: read-only stores of the turn contexts and of the project views."""
+def build_api_deps(settings: StoreSettings) -> ApiDeps:
+    """The api function: read-only stores of the project views and (made on first use) of the
+    turn contexts."""
     from agent_memory.adapters.dynamo.activity import ActivityRepository
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
 
     _bind_tables(settings)
-    return ApiDeps(contexts=DynamoRepository(), views=ActivityRepository())
+    return ApiDeps(views=ActivityRepository(), contexts=functools.cache(_context_store))
+
+
+def _context_store() -> ContextStore:
+    """The turn-context store of the api function (see :class:`ApiDeps`)."""
+    from agent_memory.adapters.dynamo.chat import DynamoRepository
+
+    return DynamoRepository()
 
 
 def build_governance_deps(settings: Settings) -> GovernanceDeps:

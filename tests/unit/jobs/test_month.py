@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 
 import time_machine
 
-from agent_memory.domain.models import HotMemory, MessageRecord, Project, SessionState, TurnWrite
+from agent_memory.domain.models import HotMemory, Project
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnWrite
 from infra.local.demo.hot_memory import demo_iit_hot_memory_lines
 from tests.fakes import InMemoryNotifier, InMemoryStore
 from tests.unit.jobs.support import make_deps, run

@@ -27,8 +27,8 @@ from typing import Any
 from agent_memory.chat.toolsets import ToolSet, compact_result
 from agent_memory.domain.errors import LLMEmptyReply
 from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
-from agent_memory.domain.models import ToolCall
 from agent_memory.domain.text import truncate_utf8
+from agent_memory.domain.turns import ToolCall
 from agent_memory.ports import ClinicalDataPort, LLMClient
 
 #: Tool results are capped (UTF-8 bytes) so a message item stays far under 400 KB.

@@ -9,11 +9,13 @@ context shows what its model calls cost (docs/architecture.md, "Prompt caching")
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.domain.errors import MessageNotFound
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.ports import ContextStore
+
+if TYPE_CHECKING:
+    from agent_memory.ports import ContextStore
 
 
 def turn_context(store: ContextStore, project_id: str, session_id: str, message_id: str) -> dict[str, Any]:

@@ -31,12 +31,11 @@ from agent_memory.domain.models import (
     HotMemoryLine,
     Intent,
     Member,
-    MessageRecord,
-    SessionState,
     WeeklyReport,
     YearlySummary,
 )
 from agent_memory.domain.text import estimate_tokens
+from agent_memory.domain.turns import MessageRecord, SessionState
 
 #: The layers in the order they are sent.
 LAYER_NAMES: tuple[str, ...] = ("system", "hot_memory", "history", "recent_turns", "session", "user_message")

@@ -41,17 +41,9 @@ from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import Forbidden, InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.llm import Effort, LLMRequest, Usage
-from agent_memory.domain.models import (
-    HotMemory,
-    Intent,
-    Member,
-    MessageRecord,
-    Project,
-    SessionState,
-    WeeklyReport,
-    YearlySummary,
-)
+from agent_memory.domain.models import HotMemory, Intent, Member, Project, WeeklyReport, YearlySummary
 from agent_memory.domain.text import content_problem, utf8_len
+from agent_memory.domain.turns import MessageRecord, SessionState
 from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
 from agent_memory.reminders.service import ReminderDeps
 from agent_memory.reminders.tools import ReminderTools

@@ -37,9 +37,9 @@ from agent_memory.consultation.symptoms import (
     merge_facts,
 )
 from agent_memory.conversation.cache import SessionCache
-from agent_memory.domain.models import MessageRecord, SessionState
 from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS, DiagnosisRef, merge_diagnosis_refs
 from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.domain.turns import MessageRecord, SessionState
 from agent_memory.ports import MessageReader, PatientDiagnoses
 
 #: Byte budget of ``facts`` (symptoms + diagnosis references) in the session item.

@@ -47,7 +47,7 @@ from agent_memory.domain.errors import (
     VersionConflict,
 )
 from agent_memory.domain.ids import epoch_ms
-from agent_memory.domain.models import MessageRecord, SessionState, StudyRole, TurnContext
+from agent_memory.domain.models import StudyRole
 from agent_memory.domain.session_models import (
     CompareSide,
     Comparison,
@@ -58,6 +58,7 @@ from agent_memory.domain.session_models import (
     report_problem,
 )
 from agent_memory.domain.text import content_problem, utf8_len
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext
 from agent_memory.ports import SessionsStore
 
 #: DynamoDB's limit of items in one TransactWriteItems.

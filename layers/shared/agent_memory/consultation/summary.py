@@ -24,8 +24,8 @@ from zoneinfo import ZoneInfo
 
 from agent_memory.domain.errors import LLMError
 from agent_memory.domain.llm import Effort, LLMRequest, SystemBlock, Usage
-from agent_memory.domain.models import MessageRecord
 from agent_memory.domain.text import truncate_utf8, utf8_len
+from agent_memory.domain.turns import MessageRecord
 from agent_memory.ports import LLMClient
 from agent_memory.structured import TRUNCATED_STOP_REASONS, failure_reason, record_fallback, record_usage
 

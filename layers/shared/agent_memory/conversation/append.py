@@ -20,7 +20,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from agent_memory.conversation.window import WINDOW_BUDGET_BYTES, trim_window
 from agent_memory.domain.errors import VersionConflict
-from agent_memory.domain.models import MessageRecord, SessionState, TurnWrite
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnWrite
 from agent_memory.ports import ConversationStore
 
 #: Write attempts on a version conflict (the first write included). Under N writers racing on one

@@ -13,7 +13,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agent_memory.domain.models import MessageRecord
+from agent_memory.domain.turns import MessageRecord
 
 
 @dataclass

@@ -6,8 +6,8 @@ window"): a count of user turns, a byte budget, and never a reply without its qu
 
 from __future__ import annotations
 
-from agent_memory.domain.models import MessageRecord
 from agent_memory.domain.text import utf8_len
+from agent_memory.domain.turns import MessageRecord
 
 #: JSON (UTF-8) bytes of the window kept on the session item; with the facts and the rolling
 #: summary the item stays under DynamoDB's 400 KB item limit.

@@ -19,13 +19,16 @@ import secrets
 import unicodedata
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from agent_memory.domain.errors import OverTokenCap
 from agent_memory.domain.models import HotMemory, HotMemoryLine
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.ports import ViewStore
+
+if TYPE_CHECKING:
+    from agent_memory.ports import ViewStore
 
 
 # ------------------------------------------------------------------------ token measure

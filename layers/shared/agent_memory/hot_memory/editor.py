@@ -1,6 +1,6 @@
 """The hot-memory editor: read and replace the document, the kill switch (delete one line), the
-``If-Match`` / ``ETag`` of admin writes, and the one commit every editor write goes through
-(revisions and the review queue use it too).
+``If-Match`` of admin writes (the ``ETag`` it names: :func:`agent_memory.http.responses.etag`),
+and the one commit every editor write goes through (revisions and the review queue use it too).
 
 No AWS, no HTTP: every use case takes its store (:class:`AdminStore`), the acting user, the clock
 value and the token cap as arguments.
@@ -85,11 +85,6 @@ class EditPlan(BaseModel):
 
 
 # ------------------------------------------------------------------- If-Match, reasons, audit
-def etag(version: int) -> str:
-    """The ETag of a version: ``"7"`` (quoted, strong)."""
-    return f'"{version}"'
-
-
 _VERSION = re.compile(r"[0-9]{1,12}")
 
 
@@ -358,7 +353,6 @@ __all__ = [
     "check_reason",
     "commit_change",
     "delete_line",
-    "etag",
     "get_memory",
     "list_audit",
     "memory_view",

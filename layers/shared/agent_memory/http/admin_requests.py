@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_memory.domain.errors import InvalidInput
-from agent_memory.hot_memory.editor import ChangeResult, etag, parse_if_match
-from agent_memory.http.responses import model_response
+from agent_memory.hot_memory.editor import ChangeResult, parse_if_match
+from agent_memory.http.powertools import ApiGatewayResolver, Query, Response
+from agent_memory.http.responses import etag, model_response
 from agent_memory.observability import logger, metrics
 
 Cursor = Annotated[str | None, Query(max_length=512)]

@@ -21,9 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
-
 from agent_memory.domain.errors import Forbidden, Unauthorized
+from agent_memory.http.powertools import APIGatewayProxyEventV2
 
 if TYPE_CHECKING:
     from agent_memory.domain.models import Member

@@ -16,11 +16,8 @@ from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-
 from agent_memory.domain import errors as e
+from agent_memory.http.powertools import ApiGatewayResolver, RequestValidationError, Response, content_types
 from agent_memory.observability import logger, metrics
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_memory.domain.feedback import FEEDBACK_MAX_TAGS, FEEDBACK_REASON_MAX_CHARS, FEEDBACK_TAG_MAX_CHARS
+from agent_memory.http.powertools import Query
 
 
 class FeedbackRequest(BaseModel):

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_memory.domain.ids import idempotency_hash
 from agent_memory.http.errors import RequestRejected
+from agent_memory.http.powertools import Query
 
 #: Path ids: letters, digits, ``-``, ``_``, ``.``, 1..128 characters.
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response, content_types
 from pydantic import BaseModel
+
+from agent_memory.http.powertools import Response, content_types
 
 
 def created(body: dict[str, Any]) -> Response[dict[str, Any]]:
     """201 with ``body`` as JSON."""
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def etag(version: int) -> str:
+    """The ``ETag`` of a version (of the hot memory, of a weekly report): ``"7"`` (quoted, strong);
+    a write names it back in ``If-Match`` (:func:`agent_memory.hot_memory.editor.parse_if_match`)."""
+    return f'"{version}"'
 
 
 def model_response(model: BaseModel, *, etag: str | None = None) -> Response[str]:

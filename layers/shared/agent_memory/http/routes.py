@@ -31,21 +31,23 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from http import HTTPStatus
-from typing import Any, Literal
-
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver
-from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
-    OpenAPIRequestValidationMiddleware,
-)
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_memory.domain.errors import Forbidden, Unauthorized
 from agent_memory.http.auth import USER_ID_RE, Caller, authorize, caller_from_event
 from agent_memory.http.errors import RequestRejected, register_error_handlers
-from agent_memory.ports import MemberReader
+from agent_memory.http.powertools import (
+    APIGatewayHttpResolver,
+    APIGatewayProxyEventV2,
+    ApiGatewayResolver,
+    NextMiddleware,
+    OpenAPIRequestValidationMiddleware,
+    RequestValidationError,
+    Response,
+)
+
+if TYPE_CHECKING:
+    from agent_memory.ports import MemberReader
 
 Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_memory.consultation.sessions import MAX_TRANSCRIPT_TURNS
 from agent_memory.domain.session_models import TranscriptTurn, report_problem
 from agent_memory.domain.text import content_problem
+from agent_memory.http.powertools import Query
 from agent_memory.http.requests import ID_PATTERN
 
 #: A listing's continuation token (query parameter ``next_token``).

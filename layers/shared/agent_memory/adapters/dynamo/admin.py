@@ -27,22 +27,17 @@ from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import is_conflict, sdk_errors_as_domain, transaction
-from agent_memory.adapters.dynamo.mappers import (
+from agent_memory.adapters.dynamo.admin_mappers import (
     audit_from_item,
     audit_to_item,
-    hot_memory_from_revision,
     report_revision_to_item,
     review_entry_from_item,
     revision_summary_from_item,
 )
+from agent_memory.adapters.dynamo.mappers import hot_memory_from_revision
 from agent_memory.adapters.dynamo.projects import ProjectRepository
-from agent_memory.adapters.dynamo.tables import (
-    AuditItem,
-    HotMemoryRevisionItem,
-    ReportRevisionItem,
-    ReviewQueueItem,
-    WeeklyReportItem,
-)
+from agent_memory.adapters.dynamo.record_tables import AuditItem, ReportRevisionItem, ReviewQueueItem
+from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.errors import AlreadyDecided, InvalidInput, VersionConflict
 from agent_memory.domain.models import HotMemory, WeeklyReport
 from agent_memory.domain.records import (

@@ -26,13 +26,12 @@ from agent_memory.adapters.dynamo.access import (
     sdk_errors_as_domain,
     transaction,
 )
-from agent_memory.adapters.dynamo.mappers import (
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, MessageItem, SessionItem
+from agent_memory.adapters.dynamo.mappers import activity_to_item, check_size, member_from_item
+from agent_memory.adapters.dynamo.message_mappers import (
     MESSAGE_ITEM_BUDGET_BYTES,
     SESSION_ITEM_BUDGET_BYTES,
-    activity_to_item,
-    check_size,
     flow_log_to_item,
-    member_from_item,
     message_from_item,
     message_to_item,
     session_from_item,
@@ -46,16 +45,10 @@ from agent_memory.adapters.dynamo.projects import (
     yearly_summaries_among,
     yearly_summary_keys,
 )
-from agent_memory.adapters.dynamo.tables import (
-    ErasureItem,
-    FlowLogItem,
-    MemberItem,
-    MessageItem,
-    ProjectItem,
-    SessionItem,
-)
+from agent_memory.adapters.dynamo.record_tables import ErasureItem
+from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
 from agent_memory.domain.errors import Forbidden, MessageNotFound, SessionErased, VersionConflict
-from agent_memory.domain.models import MessageRecord, SessionState, TurnContext, TurnWrite
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
 @sdk_errors_as_domain

@@ -16,11 +16,12 @@ from pynamodb.exceptions import DoesNotExist
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain, transaction
-from agent_memory.adapters.dynamo.mappers import message_from_item
-from agent_memory.adapters.dynamo.tables import FeedbackItem, FlowLogItem, MessageItem, ProjectItem
+from agent_memory.adapters.dynamo.conversation_tables import FeedbackItem, FlowLogItem, MessageItem
+from agent_memory.adapters.dynamo.message_mappers import message_from_item
+from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.errors import MessageNotFound
 from agent_memory.domain.feedback import FEEDBACK_SOURCE, Feedback
-from agent_memory.domain.models import MessageRecord
+from agent_memory.domain.turns import MessageRecord
 
 
 def feedback_index_pk(project_id: str) -> str:

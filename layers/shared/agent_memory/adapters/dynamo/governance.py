@@ -32,8 +32,9 @@ from agent_memory.adapters.dynamo.access import (
     transaction,
 )
 from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, PatientRefsItem, SessionItem
 from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
-from agent_memory.adapters.dynamo.mappers import review_to_item
+from agent_memory.adapters.dynamo.job_mappers import review_to_item
 from agent_memory.adapters.dynamo.patient_refs import (
     add_patient_refs,
     later_expiry,
@@ -42,19 +43,9 @@ from agent_memory.adapters.dynamo.patient_refs import (
     read_patient_refs,
     refs_from_diagnoses,
 )
+from agent_memory.adapters.dynamo.record_tables import ErasureItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.reminders import ReminderRepository
-from agent_memory.adapters.dynamo.tables import (
-    ErasureItem,
-    FlowLogItem,
-    HotMemoryRevisionItem,
-    PatientRefsItem,
-    ProjectItem,
-    ReportRevisionItem,
-    ReviewQueueItem,
-    SessionItem,
-    WeeklyReportItem,
-    YearSummaryItem,
-)
+from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, ProjectItem, WeeklyReportItem, YearSummaryItem
 from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.governance import (
     PLATFORM_PK,

@@ -28,21 +28,18 @@ from agent_memory.adapters.dynamo.access import (
     sdk_errors_as_domain,
     transaction,
 )
-from agent_memory.adapters.dynamo.mappers import (
+from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem
+from agent_memory.adapters.dynamo.job_mappers import (
     alert_to_item,
     flow_log_entry_from_item,
     job_run_from_item,
     job_run_to_item,
-    report_to_item,
     review_to_item,
 )
+from agent_memory.adapters.dynamo.mappers import report_to_item
 from agent_memory.adapters.dynamo.projects import ProjectRepository
-from agent_memory.adapters.dynamo.tables import (
-    AlertSentItem,
-    FlowLogItem,
-    JobRunItem,
-    WeeklyReportItem,
-)
+from agent_memory.adapters.dynamo.record_tables import AlertSentItem, JobRunItem
+from agent_memory.adapters.dynamo.tables import WeeklyReportItem
 from agent_memory.domain.jobs import FlowLogEntry, JobRun, ReviewItem
 from agent_memory.domain.models import HotMemory, WeeklyReport
 

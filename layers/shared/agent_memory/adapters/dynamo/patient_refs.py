@@ -33,8 +33,10 @@ from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import batch_get
-from agent_memory.adapters.dynamo.mappers import diagnosis_from_item
-from agent_memory.adapters.dynamo.tables import DiagnosisItem, ErasureItem, PatientRefsItem, ProjectItem
+from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, PatientRefsItem
+from agent_memory.adapters.dynamo.record_tables import ErasureItem
+from agent_memory.adapters.dynamo.session_mappers import diagnosis_from_item
+from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS, DiagnosisRef, PatientRefs
 
 #: Attribute of the raw ``PROJECT`` item that marks every diagnosis of the project as referenced.

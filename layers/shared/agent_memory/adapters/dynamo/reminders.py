@@ -8,7 +8,8 @@ from pynamodb.exceptions import DoesNotExist
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain
-from agent_memory.adapters.dynamo.tables import ProjectItem, ReminderItem, WebhookItem
+from agent_memory.adapters.dynamo.record_tables import ReminderItem, WebhookItem
+from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.reminders import Reminder
 
 REMINDER_PREFIX = "REMINDER#"

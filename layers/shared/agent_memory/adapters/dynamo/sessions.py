@@ -42,22 +42,22 @@ from agent_memory.adapters.dynamo.access import (
     transaction,
 )
 from agent_memory.adapters.dynamo.chat import DynamoRepository
-from agent_memory.adapters.dynamo.mappers import (
-    DIAGNOSIS_ITEM_BUDGET_BYTES,
-    SESSION_ITEM_BUDGET_BYTES,
-    check_size,
-    diagnosis_from_item,
-    diagnosis_to_item,
-    session_list_item_from_item,
-    session_to_item,
-)
+from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, SessionItem
+from agent_memory.adapters.dynamo.mappers import check_size
+from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES, session_to_item
 from agent_memory.adapters.dynamo.patient_refs import (
     add_patient_refs,
     later_expiry,
     read_patient_refs,
     refs_from_diagnoses,
 )
-from agent_memory.adapters.dynamo.tables import DiagnosisItem, ErasureItem, SessionItem
+from agent_memory.adapters.dynamo.record_tables import ErasureItem
+from agent_memory.adapters.dynamo.session_mappers import (
+    DIAGNOSIS_ITEM_BUDGET_BYTES,
+    diagnosis_from_item,
+    diagnosis_to_item,
+    session_list_item_from_item,
+)
 from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
@@ -65,9 +65,9 @@ from agent_memory.domain.errors import (
     SessionErased,
     VersionConflict,
 )
-from agent_memory.domain.models import SessionState
 from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
 from agent_memory.domain.text import utf8_len
+from agent_memory.domain.turns import SessionState
 
 #: Sort keys of sessions in both indexes: ``{ISO time}#{session_id}``.
 _SESSION_SORT_KEY = re.compile(r"^\d{4}-\d{2}-\d{2}T[0-9:.]+Z#[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -1,9 +1,16 @@
 """PynamoDB models of the three tables declared in ``template.yaml``, and their binding.
 
-The key layout is in :mod:`agent_memory.adapters.dynamo.keys`. Every model is listed once in
-:data:`TABLE_MODELS` under the table it lives on; :func:`bind_tables` points all of them at the
-table names of the environment (``!Ref`` in the template) at cold start. There is no other way a
-model gets a table.
+The key layout is in :mod:`agent_memory.adapters.dynamo.keys`. This module holds the project's
+partition every store reads (project, members, hot memory and its revisions, weekly reports,
+yearly summaries, activity markers); :mod:`.conversation_tables` (SessionsTable, FlowLogTable)
+and :mod:`.record_tables` (the MemoryTable's records of the admin, jobs, governance and
+reminders) hold the rest, so that a function imports only the models it uses (the API
+function's cold start: docs/architecture.md, "Cold start").
+
+Every model is registered once (:func:`register`) under the table it lives on, in
+:data:`TABLE_MODELS`; :func:`bind_tables` points every registered model at the table names of
+the environment (``!Ref`` in the template) at cold start, and a model registered after that (its
+module imported later) is bound as it registers. There is no other way a model gets a table.
 """
 
 from __future__ import annotations
@@ -17,12 +24,11 @@ from pynamodb.attributes import (
     JSONAttribute,
     ListAttribute,
     NumberAttribute,
-    TTLAttribute,
     UnicodeAttribute,
     UTCDateTimeAttribute,
     VersionAttribute,
 )
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 
@@ -45,7 +51,10 @@ def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
-class _Base(Model):
+class BaseItem(Model):
+    """Every item: ``pk`` / ``sk``; each model has its own ``Meta`` (its table is bound by
+    :func:`bind_tables`)."""
+
     class Meta:
         table_name = "unbound"
         region = _region()
@@ -55,10 +64,10 @@ class _Base(Model):
 
 
 # ---------------------------------------------------------------- MemoryTable
-class ProjectItem(_Base):
+class ProjectItem(BaseItem):
     """``sk = PROJECT``: the tenant record (its absence means 404 unknown project)."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     name = UnicodeAttribute()
@@ -74,10 +83,10 @@ class ProjectItem(_Base):
     patient_refs_since = UTCDateTimeAttribute(null=True)
 
 
-class MemberItem(_Base):
+class MemberItem(BaseItem):
     """``sk = MEMBER#{user_id}``: one member of the project (access role, study role, name)."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     user_id = UnicodeAttribute()
@@ -88,10 +97,10 @@ class MemberItem(_Base):
     added_by = UnicodeAttribute()
 
 
-class HotMemoryItem(_Base):
+class HotMemoryItem(BaseItem):
     """``sk = HOT``: the current hot memory (structured lines, rendered to Markdown on read)."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     version = VersionAttribute()
@@ -100,10 +109,10 @@ class HotMemoryItem(_Base):
     updated_by = UnicodeAttribute(null=True)
 
 
-class HotMemoryRevisionItem(_Base):
+class HotMemoryRevisionItem(BaseItem):
     """``sk = HOTREV#{version:010d}``: every stored hot-memory version (restorable)."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     revision = NumberAttribute()
@@ -114,10 +123,10 @@ class HotMemoryRevisionItem(_Base):
     tokens = NumberAttribute(default=0)
 
 
-class WeeklyReportItem(_Base):
+class WeeklyReportItem(BaseItem):
     """``sk = REPORT#{YYYY-Www}``: one history-book entry."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     iso_week = UnicodeAttribute()
@@ -126,28 +135,6 @@ class WeeklyReportItem(_Base):
     created_at = UTCDateTimeAttribute()
     created_by = UnicodeAttribute(default="archiver")
     evidence = ListAttribute(of=UnicodeAttribute, default=list)
-
-
-class ReminderItem(_Base):
-    """``sk = REMINDER#{reminder_id}``: one reminder (owner, text, schedule, next firing, status)."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    reminder = Utf8JSONAttribute()
-    owner = UnicodeAttribute()
-    status = UnicodeAttribute()
-
-
-class WebhookItem(_Base):
-    """``sk = WEBHOOK``: the project's reminder webhook (URL and the Secrets Manager secret holding
-    its HMAC key); absent = no webhook."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    url = UnicodeAttribute()
-    secret_name = UnicodeAttribute()
 
 
 class ActivityIndex(GlobalSecondaryIndex["ActivityItem"]):
@@ -161,10 +148,10 @@ class ActivityIndex(GlobalSecondaryIndex["ActivityItem"]):
     activity_sk = UnicodeAttribute(range_key=True)
 
 
-class ActivityItem(_Base):
+class ActivityItem(BaseItem):
     """``sk = ACTIVE#{local date}``: the project's activity marker for one local day."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     activity_pk = UnicodeAttribute()
@@ -173,26 +160,10 @@ class ActivityItem(_Base):
     activity_index = ActivityIndex()
 
 
-class ReportRevisionItem(_Base):
-    """``sk = REPORTREV#{iso_week}#{revision:06d}``: the text an admin correction replaced."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    iso_week = UnicodeAttribute()
-    revision = NumberAttribute()
-    summary = UnicodeAttribute()
-    created_at = UTCDateTimeAttribute()
-    created_by = UnicodeAttribute()
-    evidence = ListAttribute(of=UnicodeAttribute, default=list)
-    replaced_at = UTCDateTimeAttribute()
-    replaced_by = UnicodeAttribute()
-
-
-class YearSummaryItem(_Base):
+class YearSummaryItem(BaseItem):
     """``sk = YEAR#{yyyy}``: yearly summary built from that year's weekly reports."""
 
-    class Meta(_Base.Meta):
+    class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
 
     year = NumberAttribute()
@@ -202,318 +173,10 @@ class YearSummaryItem(_Base):
     created_by = UnicodeAttribute(default="pruner")
 
 
-class ReviewQueueItem(_Base):
-    """``sk = REVIEW#{local day}#{review_id}``: a distilled candidate held for admin review, with
-    its evidence ids and the reason it was held; the ``decided_*`` fields are set by the admin's
-    decision (the jobs create the item, only the admin API updates it)."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    review_id = UnicodeAttribute()
-    day = UnicodeAttribute()
-    text = UnicodeAttribute()
-    section = UnicodeAttribute()
-    role_tag = UnicodeAttribute(null=True)
-    evidence = ListAttribute(of=UnicodeAttribute, default=list)
-    reason = UnicodeAttribute()
-    detail = UnicodeAttribute(null=True)
-    origin = UnicodeAttribute(default="rules")
-    status = UnicodeAttribute(default="pending")
-    created_at = UTCDateTimeAttribute()
-    created_by = UnicodeAttribute(default="distiller")
-    decided_by = UnicodeAttribute(null=True)
-    decided_at = UTCDateTimeAttribute(null=True)
-    decision_reason = UnicodeAttribute(null=True)
-
-
-class JobRunItem(_Base):
-    """``sk = JOBRUN#{job}#{key}``: a job finished for that period (checked first by every job)."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    job = UnicodeAttribute()
-    key = UnicodeAttribute()
-    status = UnicodeAttribute(default="done")
-    completed_at = UTCDateTimeAttribute()
-    counts = JSONAttribute(default=dict)
-    hot_version = NumberAttribute(null=True)
-
-
-class AlertSentItem(_Base):
-    """``sk = ALERT#{dedupe key}``: this alert was sent (so a re-run never sends it twice)."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    kind = UnicodeAttribute()
-    created_at = UTCDateTimeAttribute()
-
-
-class AuditItem(_Base):
-    """``sk = AUDIT#{at}#{audit_id}``: immutable record of one admin change."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    audit_id = UnicodeAttribute()
-    at = UTCDateTimeAttribute()
-    actor = UnicodeAttribute()
-    action = UnicodeAttribute()
-    target = UnicodeAttribute()
-    reason = UnicodeAttribute(null=True)
-    details = Utf8JSONAttribute(default=dict)
-
-
-# -------------------------------------------------------------- SessionsTable
-class ErasureItem(_Base):
-    """``sk = ERASURE#{kind}#{target_id}``: the audit record of an erasure (who, when, what kind,
-    how many items; no content). Never erased; a session's record also refuses later writes to
-    that session (the turn's transaction checks it does not exist)."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-memory"
-
-    kind = UnicodeAttribute()
-    target_id = UnicodeAttribute()
-    actor = UnicodeAttribute()
-    requested_at = UTCDateTimeAttribute()
-    status = UnicodeAttribute(default="running")
-    finished_at = UTCDateTimeAttribute(null=True)
-    mode = UnicodeAttribute(default="inline")
-    sessions = ListAttribute(of=UnicodeAttribute, default=list)
-    counts = JSONAttribute(default=dict)
-
-
-class PatientIndex(GlobalSecondaryIndex["SessionItem"]):
-    """A patient's sessions, newest first: ``{project}#{patient}`` / ``{updated_at}#{session}``."""
-
-    class Meta:
-        index_name = "PatientIndex"
-        projection = AllProjection()
-
-    patient_pk = UnicodeAttribute(hash_key=True)
-    patient_sk = UnicodeAttribute(range_key=True)
-
-
-class ProjectSessionsIndex(GlobalSecondaryIndex["SessionItem"]):
-    """A project's sessions, newest first: ``{project}`` / ``{updated_at}#{session}``."""
-
-    class Meta:
-        index_name = "ProjectSessionsIndex"
-        projection = AllProjection()
-
-    project_pk = UnicodeAttribute(hash_key=True)
-    project_sk = UnicodeAttribute(range_key=True)
-
-
-class SessionItem(_Base):
-    """``sk = SESSION``: metadata, the bounded window of recent messages, facts, summary."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-sessions"
-
-    project_id = UnicodeAttribute()
-    session_id = UnicodeAttribute()
-    patient_id = UnicodeAttribute(null=True)
-    type = UnicodeAttribute(default="research")
-    name = UnicodeAttribute(null=True)
-    created_by = UnicodeAttribute(null=True)
-    created_at = UTCDateTimeAttribute()
-    updated_at = UTCDateTimeAttribute()
-    version = VersionAttribute()
-    message_count = NumberAttribute(default=0)
-    diagnosis_count = NumberAttribute(default=0)
-    window = Utf8JSONAttribute(default=list)
-    facts = Utf8JSONAttribute(default=dict)
-    summary = UnicodeAttribute(default="")
-    patient_pk = UnicodeAttribute(null=True)
-    patient_sk = UnicodeAttribute(null=True)
-    project_pk = UnicodeAttribute()
-    project_sk = UnicodeAttribute()
-    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after the last write (0: none)
-    patient_index = PatientIndex()
-    project_index = ProjectSessionsIndex()
-
-
-class MessageItem(_Base):
-    """``sk = MSG#{message_id}``: every message of the session, kept forever.
-
-    ``context`` (assistant messages) is the manifest of what the LLM was given for that
-    turn: block names, token counts and references (hot-memory version, report weeks,
-    message ids) from which the context endpoint rebuilds the text.
-    """
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-sessions"
-
-    message_id = UnicodeAttribute()
-    role = UnicodeAttribute()
-    content = UnicodeAttribute()
-    at = UTCDateTimeAttribute()
-    user_id = UnicodeAttribute(null=True)
-    study_role = UnicodeAttribute(null=True)
-    status = UnicodeAttribute(default="ok")
-    truncated = NumberAttribute(default=0)
-    tool_calls = Utf8JSONAttribute(default=list)
-    context = Utf8JSONAttribute(null=True)
-    reply_to = UnicodeAttribute(null=True)
-    idempotency_hash = UnicodeAttribute(null=True)
-    source = UnicodeAttribute(default="chat")
-    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
-
-
-class FeedbackProjectIndex(GlobalSecondaryIndex["FeedbackItem"]):
-    """A project's feedback in time order, in the ProjectSessionsIndex under its own partition
-    ``FEEDBACK#{project}`` / ``{UTC time}#{message_id}#{user_id}`` (never mixed with sessions)."""
-
-    class Meta:
-        index_name = "ProjectSessionsIndex"
-        projection = AllProjection()
-
-    project_pk = UnicodeAttribute(hash_key=True)
-    project_sk = UnicodeAttribute(range_key=True)
-
-
-class FeedbackItem(_Base):
-    """``sk = FEEDBACK#{message_id}#{user_id}``: one user's rating of one assistant message, in the
-    message's session partition (a second rating by the same user replaces it)."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-sessions"
-
-    project_id = UnicodeAttribute()
-    session_id = UnicodeAttribute()
-    message_id = UnicodeAttribute()
-    user_id = UnicodeAttribute()
-    rating = UnicodeAttribute()
-    reason = UnicodeAttribute(null=True)
-    tags = ListAttribute(of=UnicodeAttribute, default=list)
-    study_role = UnicodeAttribute(null=True)
-    at = UTCDateTimeAttribute()
-    project_pk = UnicodeAttribute()
-    project_sk = UnicodeAttribute()
-    project_index = FeedbackProjectIndex()
-
-
-class DiagnosisPatientIndex(GlobalSecondaryIndex["DiagnosisItem"]):
-    """The PatientIndex read as diagnosis items (``patient_sk`` begins with ``DIAG#``)."""
-
-    class Meta:
-        index_name = "PatientIndex"
-        projection = AllProjection()
-
-    patient_pk = UnicodeAttribute(hash_key=True)
-    patient_sk = UnicodeAttribute(range_key=True)
-
-
-class DiagnosisItem(_Base):
-    """``sk = DIAG#{diagnosis_id}``: a diagnosis report with the symptoms as they were when it
-    was taken (``symptoms_snapshot``: a copy, later turns never change it).
-
-    With a patient, ``patient_pk = {project}#{patient}`` and ``patient_sk =
-    DIAG#{created_at}#{diagnosis_id}`` put it in the PatientIndex beside the patient's
-    sessions (whose ``patient_sk`` starts with a digit, so the two never mix in a range).
-    """
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-sessions"
-
-    project_id = UnicodeAttribute()
-    session_id = UnicodeAttribute()
-    diagnosis_id = UnicodeAttribute()
-    patient_id = UnicodeAttribute(null=True)
-    created_at = UTCDateTimeAttribute()
-    created_by = UnicodeAttribute(null=True)
-    report = Utf8JSONAttribute(default=dict)
-    symptoms_snapshot = Utf8JSONAttribute(default=list)
-    patient_pk = UnicodeAttribute(null=True)
-    patient_sk = UnicodeAttribute(null=True)
-    expires_at = TTLAttribute(null=True)  # SessionRetentionDays after it was written (0: none)
-    patient_index = DiagnosisPatientIndex()
-
-
-class PatientRefsProjectIndex(GlobalSecondaryIndex["PatientRefsItem"]):
-    """A project's diagnosis-references items, in the ProjectSessionsIndex under their own
-    partition ``PATIENTS#{project}`` / ``{patient_id}`` (never mixed with sessions)."""
-
-    class Meta:
-        index_name = "ProjectSessionsIndex"
-        projection = AllProjection()
-
-    project_pk = UnicodeAttribute(hash_key=True)
-    project_sk = UnicodeAttribute(range_key=True)
-
-
-class PatientRefsItem(_Base):
-    """pk ``{project}#PATIENT#{patient}``, sk ``DIAGREFS``: the references (ids, sessions, times,
-    key symptoms) of the patient's newest diagnoses, oldest first (``PatientRefs``).
-
-    Written in the transaction that stores a diagnosis, under ``version``; the chat turn reads
-    it with its BatchGetItem on a patient's first turn. ``expires_at`` is no earlier than that of
-    any diagnosis it references.
-    """
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-sessions"
-
-    project_id = UnicodeAttribute()
-    patient_id = UnicodeAttribute()
-    refs = Utf8JSONAttribute(default=list)
-    version = VersionAttribute()
-    updated_at = UTCDateTimeAttribute()
-    project_pk = UnicodeAttribute()
-    project_sk = UnicodeAttribute()
-    expires_at = TTLAttribute(null=True)
-    project_index = PatientRefsProjectIndex()
-
-
-# --------------------------------------------------------------- FlowLogTable
-class FlowLogItem(_Base):
-    """The raw stream: every message verbatim. The chat role may only PUT these."""
-
-    class Meta(_Base.Meta):
-        table_name = "unbound-flowlog"
-
-    project_id = UnicodeAttribute()
-    session_id = UnicodeAttribute()
-    message_id = UnicodeAttribute()
-    role = UnicodeAttribute()
-    content = UnicodeAttribute()
-    user_id = UnicodeAttribute(null=True)
-    study_role = UnicodeAttribute(null=True)
-    at = UTCDateTimeAttribute()
-    status = UnicodeAttribute(default="ok")
-    expires_at = TTLAttribute(null=True)
-    # Feedback events (source "feedback"): the rating (the rater's study role is ``study_role``).
-    source = UnicodeAttribute(null=True)
-    rating = UnicodeAttribute(null=True)
-
-
 # --------------------------------------------------------------------- binding
-#: Every model, once, under the table it lives on (the keyword names of :func:`bind_tables`).
-TABLE_MODELS: dict[str, tuple[type[Model], ...]] = {
-    "memory": (
-        ProjectItem,
-        MemberItem,
-        HotMemoryItem,
-        HotMemoryRevisionItem,
-        WeeklyReportItem,
-        ReportRevisionItem,
-        YearSummaryItem,
-        ActivityItem,
-        ReviewQueueItem,
-        JobRunItem,
-        AlertSentItem,
-        AuditItem,
-        ErasureItem,
-        ReminderItem,
-        WebhookItem,
-    ),
-    "sessions": (SessionItem, MessageItem, DiagnosisItem, FeedbackItem, PatientRefsItem),
-    "flow_log": (FlowLogItem,),
-}
+#: Every registered model, once, under the table it lives on (the keyword names of
+#: :func:`bind_tables`): this module's from the start, the other modules' once imported.
+TABLE_MODELS: dict[str, list[type[Model]]] = {"memory": [], "sessions": [], "flow_log": []}
 
 
 @dataclass(frozen=True, eq=False)
@@ -529,17 +192,45 @@ class TableBinding:
     flow_log: str
     region: str
 
+    def table_name(self, table: str) -> str:
+        """The name bound to ``table`` (a key of :data:`TABLE_MODELS`)."""
+        return {"memory": self.memory, "sessions": self.sessions, "flow_log": self.flow_log}[table]
+
     def models(self) -> list[tuple[type[Model], str]]:
-        """Every model with the table name it is bound to."""
-        names = {"memory": self.memory, "sessions": self.sessions, "flow_log": self.flow_log}
-        return [(model, names[table]) for table, models in TABLE_MODELS.items() for model in models]
+        """Every model registered so far with the table name it is bound to."""
+        return [(model, self.table_name(table)) for table, models in TABLE_MODELS.items() for model in models]
 
 
 _current: list[TableBinding | None] = [None]
 
 
+def _bind(model: type[Model], table_name: str, region: str) -> None:
+    model.Meta.table_name = table_name
+    model.Meta.region = region
+    model._connection = None
+
+
+def register(table: str, *models: type[Model]) -> None:
+    """List ``models`` under ``table`` (a key of :data:`TABLE_MODELS`); when :func:`bind_tables`
+    was called already, bind them to that binding now.
+
+    Raises:
+        ValueError: an unknown table, or a model registered already.
+    """
+    if table not in TABLE_MODELS:
+        raise ValueError(f"unknown table {table!r}")
+    for model in models:
+        if any(model in listed for listed in TABLE_MODELS.values()):
+            raise ValueError(f"{model.__name__} is registered already")
+        TABLE_MODELS[table].append(model)
+        binding = _current[0]
+        if binding is not None:
+            _bind(model, binding.table_name(table), binding.region)
+
+
 def bind_tables(*, memory_table: str, sessions_table: str, flow_log_table: str) -> TableBinding:
-    """Point every model of :data:`TABLE_MODELS` at its table and reset its connection.
+    """Point every registered model at its table and reset its connection; models registered
+    later are bound to the same tables as they register.
 
     Called once at cold start (and by tests and the local runtime when they switch tables or
     endpoints). The region comes from ``AWS_REGION``; the endpoint from botocore's
@@ -550,9 +241,7 @@ def bind_tables(*, memory_table: str, sessions_table: str, flow_log_table: str) 
     """
     binding = TableBinding(memory=memory_table, sessions=sessions_table, flow_log=flow_log_table, region=_region())
     for model, table_name in binding.models():
-        model.Meta.table_name = table_name
-        model.Meta.region = binding.region
-        model._connection = None
+        _bind(model, table_name, binding.region)
     _current[0] = binding
     return binding
 
@@ -562,31 +251,30 @@ def current_binding() -> TableBinding | None:
     return _current[0]
 
 
+register(
+    "memory",
+    ProjectItem,
+    MemberItem,
+    HotMemoryItem,
+    HotMemoryRevisionItem,
+    WeeklyReportItem,
+    YearSummaryItem,
+    ActivityItem,
+)
+
 __all__ = [
     "TABLE_MODELS",
     "ActivityItem",
-    "AlertSentItem",
-    "AuditItem",
-    "DiagnosisItem",
-    "ErasureItem",
-    "FeedbackItem",
-    "ReminderItem",
-    "WebhookItem",
-    "FlowLogItem",
+    "BaseItem",
     "HotMemoryItem",
     "HotMemoryRevisionItem",
-    "JobRunItem",
     "MemberItem",
-    "MessageItem",
-    "PatientRefsItem",
     "ProjectItem",
-    "ReportRevisionItem",
-    "ReviewQueueItem",
-    "SessionItem",
     "TableBinding",
     "Utf8JSONAttribute",
     "WeeklyReportItem",
     "YearSummaryItem",
     "bind_tables",
     "current_binding",
+    "register",
 ]
