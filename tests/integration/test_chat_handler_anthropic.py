@@ -1040,13 +1040,15 @@ def test_b14c_420kb_message_is_413_and_nothing_is_written(chat: ChatEnv) -> None
     _assert_nothing_written(chat, before)
 
 
-def test_unknown_project_is_404_and_nothing_is_written(chat: ChatEnv) -> None:
+def test_unknown_project_is_403_as_for_any_non_member_and_nothing_is_written(chat: ChatEnv) -> None:
+    # the caller is a member of the demo project only: an unknown project id is refused like any
+    # project they may not use (which ids exist is not told to non-members)
     before = chat.snapshot()
 
     response = chat.post(SECRET_TEXT, project="no-such-project")
 
-    body = _assert_error_body(response, 404, secret=SECRET_TEXT)
-    assert body["error"] == "not_found"
+    body = _assert_error_body(response, 403, secret=SECRET_TEXT)
+    assert body["error"] == "forbidden"
     _assert_nothing_written(chat, before)
 
 
