@@ -323,16 +323,23 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
 
 def _deployed_copy(tmp: Path) -> dict[str, str]:
     """The API function and the layer as `make build` ships them: sources plus bytecode compiled
-    ahead (``compileall``, unchecked-hash), in ``tmp``; the environment that imports them there
-    without writing bytecode (Lambda's file system is read-only)."""
+    ahead (``compileall``, unchecked-hash), in ``tmp``; the environment that imports them there:
+    the API function's variables from template.yaml (Globals merged), no bytecode written at run
+    time (Lambda's file system is read-only)."""
     function, layer = tmp / "function", tmp / "layer"
     shutil.copytree(ROOT / "functions" / "api", function, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "layers" / "shared", layer, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash", str(tmp)],
                    check=True)
+    from infra.template_model import function_specs, load_template
+
+    template = load_template()
+    tables = {logical_id: logical_id.lower() for logical_id in ("FlowLogTable", "MemoryTable", "SessionsTable",
+                                                                 "IdempotencyTable")}
+    api = next(spec for spec in function_specs(template, tables) if spec.logical_id == "ApiFunction")
     env = dict(os.environ)
-    env.update({"FLOW_LOG_TABLE": "f", "MEMORY_TABLE": "m", "SESSIONS_TABLE": "s", "PYTHONDONTWRITEBYTECODE": "1",
-                "PYTHONPATH": f"{layer}:{function}"})
+    env.update(api.environment)  # the function's environment as the template deploys it
+    env.update({"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": f"{layer}:{function}"})
     return env
 
 
