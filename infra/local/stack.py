@@ -599,7 +599,7 @@ class LocalStack:
         if self._http is not None:
             self._http.shutdown()  # no new connections; handler threads of accepted ones go on
         if inflight:
-            done, pending = wait_for_futures(inflight, timeout=self._gateway_timeout_s + 5)
+            _, pending = wait_for_futures(inflight, timeout=self._gateway_timeout_s + 5)
             if pending:
                 log.warning("stopping with %d request(s) still running", len(pending))
         if executor is not None:
