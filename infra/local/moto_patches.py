@@ -254,10 +254,38 @@ def apply() -> None:
         setattr(DynamoDBBackend, _PATCHED_ATTR, True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    """moto's server (same arguments as ``python -m moto.server``) with the patch applied; with
-    ``MOTO_DATA_DIR`` set, DynamoDB is restored from and logged to that directory
-    (:mod:`infra.local.moto_persistence`) before the server listens."""
+#: ``main`` exits with this code when ``MOTO_DATA_DIR`` cannot be used (in use by another server,
+#: or a log it cannot read); the reason is the last line on stderr.
+EXIT_DATA_DIR_UNUSABLE = 3
+#: With this variable set to ``1``, ``main`` exits as soon as its standard input reaches end of file:
+#: the parent holds the write end of a pipe, and the operating system closes it when the parent
+#: ends, however it ends (``kill -9`` included), so the server never outlives its parent.
+EXIT_WITH_STDIN_ENV = "MOTO_EXIT_WITH_STDIN"
+
+
+def _exit_when_stdin_closes() -> None:
+    """Block until standard input is closed, then end the process under :data:`DYNAMODB_LOCK`, so
+    no write is half-applied or half-logged (what it acknowledged is already in the log)."""
+    try:
+        while sys.stdin.buffer.read(65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    with DYNAMODB_LOCK:
+        os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """moto's server (same arguments as ``python -m moto.server``) with the patch applied.
+
+    With ``MOTO_DATA_DIR`` set, DynamoDB is restored from and logged to that directory
+    (:mod:`infra.local.moto_persistence`) before the server listens; when the directory cannot be
+    used the process prints why on stderr and returns :data:`EXIT_DATA_DIR_UNUSABLE`. With
+    :data:`EXIT_WITH_STDIN_ENV` set it ends when its standard input closes. werkzeug's per-request
+    access log is off (warnings and errors still go to stderr).
+    """
+    import logging
+
     apply()
     data_dir = os.environ.get("MOTO_DATA_DIR")
     if data_dir:
@@ -265,11 +293,19 @@ def main(argv: list[str] | None = None) -> None:
 
         from infra.local import moto_persistence
 
-        moto_persistence.enable(Path(data_dir))
+        try:
+            moto_persistence.enable(Path(data_dir))
+        except (moto_persistence.DataDirInUse, ValueError) as exc:
+            print(str(exc).replace("\n", " "), file=sys.stderr, flush=True)
+            return EXIT_DATA_DIR_UNUSABLE
+    if os.environ.get(EXIT_WITH_STDIN_ENV) == "1":
+        threading.Thread(target=_exit_when_stdin_closes, name="exit-with-parent", daemon=True).start()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     from moto.server import main as moto_main
 
     moto_main(argv)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -1,6 +1,8 @@
 """``python -m infra.local.server`` (``make run``): the whole service on this machine.
 
-No AWS account, no Docker, no network: moto serves DynamoDB and Secrets Manager, the tables come
+No AWS account, no Docker, no network: moto serves DynamoDB and Secrets Manager (in a child
+process, so the emulator does not compete with the handlers for this interpreter; it ends with
+this process however this one ends), the tables come
 from ``template.yaml``, the real handlers answer API Gateway v2 events, the LLM is the offline
 provider unless ``ANTHROPIC_API_KEY`` is set (then the key is stored in moto Secrets Manager and
 removed from the environment, so the handler reads it the way it does in AWS).
@@ -134,7 +136,7 @@ def main() -> int:
     install_stop_handlers()
 
     try:
-        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="thread", data_dir=DATA_DIR).start()
+        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="process", data_dir=DATA_DIR).start()
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
         return 1

@@ -36,6 +36,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -43,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures import wait as wait_for_futures
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,10 +188,16 @@ class _Moto:
         self.restored: Any = None
         self._thread_server: Any = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        """The process moto runs in: the child's in ``process`` mode, else this process's."""
+        return self._process.pid if self._process is not None else os.getpid()
 
     def start(self) -> None:
         if self.mode == "thread":
@@ -213,31 +220,41 @@ class _Moto:
         if self.port == 0:
             self.port = free_port(self.host)
         # moto's server with infra.local.moto_patches applied; the repository root must be importable.
+        from infra.local import moto_patches
+
         python_path = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
-        child_env = {**os.environ, "PYTHONPATH": python_path}
+        child_env = {**os.environ, "PYTHONPATH": python_path, moto_patches.EXIT_WITH_STDIN_ENV: "1"}
         child_env.pop("MOTO_DATA_DIR", None)
         if self.data_dir is not None:
             child_env["MOTO_DATA_DIR"] = str(self.data_dir)
+        # stderr holds warnings and errors only (the access log is off): a file, read if the child fails
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        # stdin: a pipe whose write end only this process holds; the child ends when it closes
         self._process = subprocess.Popen(
             [sys.executable, "-m", "infra.local.moto_patches", "-H", self.host, "-p", str(self.port)],
             env=child_env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=self._stderr,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise LocalStackError(
-                    f"moto server exited with code {self._process.returncode} (port {self.port} taken?)"
-                )
+            code = self._process.poll()
+            if code is not None:
+                self._stderr.seek(0)
+                lines = self._stderr.read().decode("utf-8", "replace").strip().splitlines()
+                reason = lines[-1] if lines else f"port {self.port} taken?"
+                self._process = None
+                if code == moto_patches.EXIT_DATA_DIR_UNUSABLE:
+                    raise LocalStackError(reason)
+                raise LocalStackError(f"moto server exited with code {code} ({reason})")
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.2):
                     return
             except OSError:
                 time.sleep(0.05)
         self.stop()
-        raise LocalStackError(f"moto server did not listen on {self.url} within 30 s")
+        raise LocalStackError(f"moto server did not listen on {self.url} within 60 s")
 
     def stop(self) -> None:
         if self._thread_server is not None:
@@ -248,13 +265,18 @@ class _Moto:
 
                 moto_persistence.disable()
         if self._process is not None:
-            self._process.terminate()
+            assert self._process.stdin is not None
+            with suppress(OSError):
+                self._process.stdin.close()  # the child ends under its write lock (moto_patches.main)
             try:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
             self._process = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
 
 
 # ------------------------------------------------------------------------------------ functions
@@ -656,6 +678,8 @@ class LocalStack:
             "env": {k: v for k, v in self.env.items() if k not in _REMOVED_FROM_ENV},
             "llm_provider": self.llm_provider,
             "pid": os.getpid(),
+            # moto's own process when it runs as a child (it ends with this one), else this one
+            "moto_pid": self._moto.pid,
             # The local REDCap server and demo-iit's token (a fictional demo project, local only).
             **({"redcap": self.redcap_info()} if self.redcap is not None else {}),
         }

@@ -78,6 +78,20 @@ def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
                 process.wait()
 
 
+def _ends_within(pid: int, seconds: float) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie nobody reaped yet) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _turn(base_url: str, session: str, text: str) -> tuple[str, str] | None:
     """Post one chat turn; its (user message id, reply id) when acknowledged, else None."""
     response = requests.post(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
@@ -120,8 +134,12 @@ def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restar
         assert any(f"data:       {data_dir} (new;" in line for line in first.banner)
         acked = _concurrent_turns(first.base_url, sessions, 4, "first")
         assert len(acked) == 4 * 4 * 2
+        moto_pid = first.stack["moto_pid"]
+        assert moto_pid != first.process.pid  # DynamoDB runs in a process of its own, as a service would
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(timeout=30)
+    # Then moto's process ends with it (it does not keep the data directory locked)
+    assert _ends_within(moto_pid, 10)
     # When it starts again on the same data directory
     with local_server(data_dir, tmp_path) as second:
         # Then it says it restored the data, and every acknowledged message is there
