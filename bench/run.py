@@ -186,22 +186,25 @@ def chat_figures() -> dict[str, float]:
         cpu_ratios: list[float] = []
 
         def ratio(session: str) -> tuple[float, float, float]:
-            get_times, get_cpu = [], []
-            for _ in range(30):
-                t, c = time.perf_counter(), time.process_time()
-                client.get_item(TableName=names["MemoryTable"], Key={"pk": {"S": "demo-iit"}, "sk": {"S": "HOT"}})
-                get_times.append(time.perf_counter() - t)
-                get_cpu.append(time.process_time() - c)
-            turn_times, turn_cpu = [], []
-            for _ in range(15):
+            """Paired and interleaved: each round is two GetItems then one turn, so a drift of the
+            machine's speed moves both sides alike; medians over the rounds after the warm-up."""
+            for _ in range(3):  # the session's first turns (not yet warm)
+                turn(non_history, session)
+            get_times, get_cpu, turn_times, turn_cpu = [], [], [], []
+            for _ in range(20):
+                for _ in range(2):
+                    t, c = time.perf_counter(), time.process_time()
+                    client.get_item(TableName=names["MemoryTable"], Key={"pk": {"S": "demo-iit"}, "sk": {"S": "HOT"}})
+                    get_times.append(time.perf_counter() - t)
+                    get_cpu.append(time.process_time() - c)
                 t, c = time.perf_counter(), time.process_time()
                 turn(non_history, session)
                 turn_times.append(time.perf_counter() - t)
                 turn_cpu.append(time.process_time() - c)
-            g, tt = statistics.median(get_times), statistics.median(turn_times[3:])
+            g, tt = statistics.median(get_times), statistics.median(turn_times)
             # the same ratio on CPU time (client and moto server share this process): insensitive to
             # how busy the machine is, unlike the wall-clock figure
-            cpu_ratios.append(statistics.median(turn_cpu[3:]) / statistics.median(get_cpu))
+            cpu_ratios.append(statistics.median(turn_cpu) / statistics.median(get_cpu))
             return g, tt, tt / g
 
         g, tt, raw = ratio("bench-warm-raw")

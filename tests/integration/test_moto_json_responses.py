@@ -1,10 +1,12 @@
-"""moto's item operations answered as plain JSON (``infra.local.moto_patches``) parse to exactly what
-moto's own serializer gives.
+"""moto's fast paths in ``infra.local.moto_patches`` answer exactly what moto itself answers.
 
-The same sequence of DynamoDB calls (every attribute type, Chinese text, binary values, missing
-items, pagination, return values, a cancelled transaction, a failed condition) runs twice, each
-time on fresh moto backends: once with moto's serializer, once with the JSON fast path. The
-responses botocore parsed must be equal call by call (apart from request ids).
+The fast paths: item operations' requests read and responses written as plain JSON (instead of
+moto's botocore-model-driven parser and serializer), condition expressions parsed once per distinct
+(expression, names, values), items built with one size check. The same sequence of DynamoDB calls
+(every attribute type, Chinese text, binary values, missing items, pagination, return values, a
+cancelled transaction, failed and passed conditions, invalid expressions, an unused name, an item
+over the size limit) runs twice, each time on fresh moto backends: once as moto does it, once with
+the fast paths. The responses botocore parsed must be equal call by call (apart from request ids).
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from moto.dynamodb.responses import DynamoResult
+from moto.dynamodb import comparisons, models
+from moto.dynamodb import responses as dynamodb_responses
+from moto.dynamodb.models import table as dynamodb_table
+from moto.dynamodb.models.dynamo_type import Item
+from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 from infra.local import moto_patches
 
@@ -86,11 +92,62 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
             TableName=TABLE, Key={"pk": {"S": "p1"}, "sk": {"S": "SESSION"}}, ReturnValues="ALL_OLD")),
         ("execute_statement", lambda: client.execute_statement(
             Statement=f'SELECT * FROM "{TABLE}" WHERE pk = ?', Parameters=[{"S": "p1"}], Limit=3)),
+        # the same condition with other values (a parse kept for one must not answer the other)
+        *[(f"versioned_put_{n}", (lambda n=n, v=v: client.put_item(
+            TableName=TABLE, Item={"pk": {"S": "p2"}, "sk": {"S": "SESSION"}, "version": {"N": str(n + 1)}},
+            ConditionExpression="attribute_not_exists(#v) OR #v = :v",
+            ExpressionAttributeNames={"#v": "version"}, ExpressionAttributeValues={":v": {"N": str(v)}})))
+          for n, v in ((0, 0), (1, 1), (2, 1), (3, 2), (4, 7))],
+        ("versioned_transaction", lambda: client.transact_write_items(TransactItems=[
+            {"ConditionCheck": {"TableName": TABLE, "Key": {"pk": {"S": "p2"}, "sk": {"S": "NONE"}},
+                                "ConditionExpression": "attribute_not_exists(sk)"}},
+            {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "p2"}, "sk": {"S": "SESSION"}, "version": {"N": "5"}},
+                     "ConditionExpression": "#v = :v", "ExpressionAttributeNames": {"#v": "version"},
+                     "ExpressionAttributeValues": {":v": {"N": "4"}}}}])),
+        ("query_filter_projection_twice", lambda: [client.query(
+            TableName=TABLE, KeyConditionExpression="pk = :p", FilterExpression="#n > :five",
+            ProjectionExpression="#n, sk", ExpressionAttributeNames={"#n": "n"},
+            ExpressionAttributeValues={":p": {"S": "p1"}, ":five": {"N": "5"}}) for _ in range(2)]),
+        ("unused_name", lambda: client.put_item(
+            TableName=TABLE, Item={"pk": {"S": "p3"}, "sk": {"S": "x"}}, ConditionExpression="attribute_not_exists(sk)",
+            ExpressionAttributeNames={"#unused": "x"})),
+        ("invalid_condition", lambda: client.put_item(
+            TableName=TABLE, Item={"pk": {"S": "p3"}, "sk": {"S": "x"}}, ConditionExpression="attribute_not_exists(")),
+        ("binary_condition", lambda: client.put_item(
+            TableName=TABLE, Item={"pk": {"S": "p3"}, "sk": {"S": "b"}, "blob": {"B": b"\x00"}},
+            ConditionExpression="attribute_not_exists(sk) OR blob = :b",
+            ExpressionAttributeValues={":b": {"B": b"\x00"}})),
+        ("item_just_under_the_limit", lambda: client.put_item(
+            TableName=TABLE, Item={"pk": {"S": "p4"}, "sk": {"S": "big"}, "text": {"S": "x" * 404_000}})),
+        ("item_over_the_limit", lambda: client.put_item(
+            TableName=TABLE, Item={"pk": {"S": "p4"}, "sk": {"S": "big2"}, "a": {"S": "x" * 300_000},
+                                   "b": {"S": "中" * 40_000}})),
+        ("transaction_with_an_item_over_the_limit", lambda: client.transact_write_items(TransactItems=[
+            {"Put": {"TableName": TABLE,
+                     "Item": {"pk": {"S": "p4"}, "sk": {"S": "big3"}, "a": {"S": "x" * 406_000}}}}])),
     ]
 
 
-def _run(execute_result: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
-    monkeypatch.setattr(DynamoResult, "execute_result", execute_result)
+def _set_fast_paths(on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every fast path of ``moto_patches`` on, or moto's own code in their places."""
+    def pick(moto: Any, fast: Any) -> Any:
+        return fast if on else moto
+
+    monkeypatch.setattr(DynamoResult, "execute_result",
+                        pick(moto_patches._moto_execute_result, moto_patches._item_response_as_json))
+    monkeypatch.setattr(DynamoHandler, "parse_parameters",
+                        pick(moto_patches._moto_parse_parameters, moto_patches._parse_item_request_as_json))
+    monkeypatch.setattr(Item, "__init__", pick(moto_patches._moto_item_init, moto_patches._item_init_checked_once))
+    for module in (comparisons, models, dynamodb_responses):
+        monkeypatch.setattr(module, "create_condition_expression_parser",
+                            pick(moto_patches._moto_condition_parser, moto_patches._cached_condition_parser))
+    for module in (comparisons, models, dynamodb_table):
+        monkeypatch.setattr(module, "get_filter_expression",
+                            pick(moto_patches._moto_filter_expression, moto_patches.cached_filter_expression))
+
+
+def _run(fast_paths: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
+    _set_fast_paths(fast_paths, monkeypatch)
     out: list[tuple[str, Any]] = []
     with mock_aws():
         client = boto3.client("dynamodb", region_name="eu-west-1")
@@ -104,23 +161,27 @@ def _run(execute_result: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str
         for name, call in _calls(client):
             try:
                 response = call()
-                response.pop("ResponseMetadata", None)
+                for one in response if isinstance(response, list) else [response]:
+                    one.pop("ResponseMetadata", None)
                 out.append((name, response))
             except ClientError as exc:
                 error = dict(exc.response)
                 error.pop("ResponseMetadata", None)
                 out.append((name, ("error", error)))
+            except ValueError as exc:  # moto raises some parse errors instead of answering them
+                out.append((name, ("raised", type(exc).__name__, str(exc))))
     return out
 
 
-def test_item_operations_parse_the_same_with_the_json_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    with_moto = _run(moto_patches._moto_execute_result, monkeypatch)
-    with_json = _run(moto_patches._item_response_as_json, monkeypatch)
+def test_moto_answers_the_same_with_the_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    with_moto = _run(False, monkeypatch)
+    moto_patches._parsed_condition.cache_clear()
+    with_fast_paths = _run(True, monkeypatch)
 
-    assert [name for name, _ in with_json] == [name for name, _ in with_moto]
-    for (name, expected), (_, actual) in zip(with_moto, with_json, strict=True):
+    assert [name for name, _ in with_fast_paths] == [name for name, _ in with_moto]
+    for (name, expected), (_, actual) in zip(with_moto, with_fast_paths, strict=True):
         assert actual == expected, name
-    responses = dict(with_json)
+    responses = dict(with_fast_paths)
     # the sequence exercised what it claims: binary and Chinese values, a page, errors
     assert responses["get"]["Item"]["blob"] == {"B": b"\x00\x01\xffbinary"}
     assert responses["get"]["Item"]["text"]["S"].startswith("患者 P001")
@@ -128,6 +189,16 @@ def test_item_operations_parse_the_same_with_the_json_fast_path(monkeypatch: pyt
     assert responses["update_failed_condition"][0] == "error"
     assert responses["transact_cancelled"][1]["Error"]["Code"] == "TransactionCanceledException"
     assert "Item" not in responses["get_missing"]
+    # the same condition passed and failed with other values: 0 then 1 pass, 1 again fails (now 2)
+    assert [responses[f"versioned_put_{n}"] == {} for n in range(5)] == [True, True, False, True, False]
+    assert not isinstance(responses["versioned_transaction"], tuple)  # not an error
+    assert responses["unused_name"][1]["Error"]["Code"] == "ValidationException"
+    assert responses["invalid_condition"][0] in ("error", "raised")
+    assert responses["item_just_under_the_limit"] == {}
+    assert "Item size has exceeded" in responses["item_over_the_limit"][1]["Error"]["Message"]
+    assert responses["transaction_with_an_item_over_the_limit"][0] == "error"
+    # the parses were kept: the versioned expression was parsed once per distinct set of values
+    assert moto_patches._parsed_condition.cache_info().hits > 0
 
 
 def test_apply_installs_the_json_fast_path() -> None:
