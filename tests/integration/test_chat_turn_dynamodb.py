@@ -74,6 +74,27 @@ def test_one_turn_writes_exactly_these_items_with_these_keys(repo: Any, aws: dic
     assert {i["pk"]["S"] for i in flow} == {"p1#2026-03-10"}
 
 
+def test_a_later_turn_of_the_same_local_day_rewrites_only_the_session_and_its_messages(
+        repo: Any, aws: dict[str, str]) -> None:
+    # Given a session whose first turn marked 2026-03-10 (local) and stored that on the session item
+    seed_project(repo, "p1")
+    deps = deps_with(repo)
+    send(deps, "P001 入组了吗？")
+    assert session_item(aws, "p1", "s1")["activity_date"] == {"S": "2026-03-10"}
+    before = snapshot(aws)
+
+    # When a second turn of that day runs
+    result = send(deps, "P002 呢？")
+
+    # Then the activity marker was not written again: only the session and the new messages changed
+    after = snapshot(aws)
+    changed = {t: {k for k in after[t] if before[t].get(k) != after[t][k]} for t in TABLES}
+    assert changed["MemoryTable"] == set()
+    assert changed["SessionsTable"] == {("p1#s1", "SESSION"), ("p1#s1", f"MSG#{result.user_message_id}"),
+                                        ("p1#s1", f"MSG#{result.message_id}")}
+    assert len(changed["FlowLogTable"]) == 2
+
+
 # ------------------------------------------- the session item stays under its byte budget
 def test_b14a_long_session_stays_under_item_limit(repo: Any, aws: dict[str, str]) -> None:
     # Given a session that receives 100 messages of 3,000 Chinese characters (200 messages)

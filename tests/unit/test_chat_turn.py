@@ -219,6 +219,35 @@ def test_activity_markers_cover_the_local_day_of_every_message_written(store: In
     assert activity_dates(store) == ["2026-03-10", "2026-03-11"]
 
 
+def test_a_session_marks_each_local_day_once(store: InMemoryStore) -> None:
+    # Given a session whose first turn of 2026-03-10 (local) marked the project active that day
+    seed_project(store, "p1")
+    deps = deps_with(store)
+    deps.now = ticking_clock(datetime(2026, 3, 10, 2, 0, tzinfo=UTC))
+    send(deps, "P001 入组了吗？")
+    assert activity_dates(store) == ["2026-03-10"]
+    assert stored_session(store).activity_date == "2026-03-10"
+    # and the marker was since removed behind the session's back (to see whether a turn writes it)
+    store.tables.activity.clear()
+
+    # When a second turn of the same local day runs
+    send(deps, "P002 呢？")
+
+    # Then it writes no marker (one per session and day is enough)
+    assert activity_dates(store) == []
+    # When the session goes on the next local day (2026-03-11 08:00 in Asia/Shanghai)
+    deps.now = ticking_clock(datetime(2026, 3, 11, 0, 0, tzinfo=UTC))
+    send(deps, "P003 呢？")
+
+    # Then that day is marked, and the session remembers it
+    assert activity_dates(store) == ["2026-03-11"]
+    assert stored_session(store).activity_date == "2026-03-11"
+    # and another session of the project marks the same day for itself
+    store.tables.activity.clear()
+    send(deps, "P004 呢？", session_id="s2")
+    assert activity_dates(store) == ["2026-03-11"]
+
+
 # --------------------------------------------------------------------------- LLM failure
 def test_llm_failure_records_the_user_message_once_as_failed(store: InMemoryStore) -> None:
     # Given an LLM that is overloaded for the next call

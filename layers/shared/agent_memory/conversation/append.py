@@ -100,7 +100,9 @@ def append_messages(
     Args:
         session: the session as read by the caller (``version`` 0: not stored yet).
         time_zone: the project's IANA zone; each message's local date gets an activity marker
-            (a turn straddling local midnight marks both days, the daily jobs look days up).
+            (a turn straddling local midnight marks both days, the daily jobs look days up),
+            once per session and day: the session state keeps the last day its turns marked
+            (``SessionState.activity_date``, written in the same transaction as the marker).
         now: the clock (UTC-aware datetimes).
         keep_user_turns: user turns kept in the window (the prompt's recent turns + 2).
         flow_log_retention_days: TTL of the flow-log items (0 = kept).
@@ -125,10 +127,15 @@ def append_messages(
             at = now()
             full_window = _insert(list(current.window), append)
             window = trim_window(full_window, keep_user_turns=keep_user_turns, budget_bytes=WINDOW_BUDGET_BYTES)
+            local_dates = sorted(
+                {m.at.astimezone(zone).date().isoformat() for m in append.flow}
+                or {at.astimezone(zone).date().isoformat()}
+            )
             fields: dict[str, Any] = {
                 "window": window,
                 "updated_at": at,
                 "message_count": current.message_count + len(append.new),
+                "activity_date": local_dates[-1],
             }
             for name, value in append.fill.items():
                 if name == "type":
@@ -147,10 +154,8 @@ def append_messages(
                 mark_ok=list(append.mark_ok),
                 contexts=dict(append.contexts),
                 reply_to=dict(append.reply_to),
-                activity_local_dates=sorted(
-                    {m.at.astimezone(zone).date().isoformat() for m in append.flow}
-                    or {at.astimezone(zone).date().isoformat()}
-                ),
+                # a day this session's stored state says a turn already marked is not marked again
+                activity_local_dates=[day for day in local_dates if day != current.activity_date],
                 now=at,
                 flow_log_retention_days=flow_log_retention_days,
             ))

@@ -71,6 +71,10 @@ class SessionState(BaseModel):
     window: list[MessageRecord] = Field(default_factory=list)
     facts: dict[str, Any] = Field(default_factory=dict)
     summary: str = ""
+    #: The project-local date (ISO ``YYYY-MM-DD``) of the last activity marker a turn of this
+    #: session wrote, in the same transaction as this state: a later turn of the same local day
+    #: need not write that marker again. None: no turn has marked a day yet.
+    activity_date: str | None = None
 
 
 class TurnContext(BaseModel):
@@ -101,8 +105,10 @@ class TurnWrite:
     - ``flow_log``: messages to append to the flow log (condition: not existing).
     - ``mark_ok``: ids of previously failed user messages this turn answers (a retry).
     - ``contexts``: message_id -> context manifest stored on that message item.
-    - ``activity_local_dates``: the project's local dates of the messages written (one
-      activity marker each; two when a turn straddles local midnight).
+    - ``activity_local_dates``: the project's local dates of the messages written that this
+      session has not marked yet (one activity marker each; two when a turn straddles local
+      midnight; none for a later turn of a day the session already marked, see
+      ``SessionState.activity_date``).
     - ``client_request_token``: DynamoDB idempotency token of the transaction (10 min).
     """
 

@@ -60,6 +60,7 @@ class SessionItem(BaseItem):
     window = Utf8JSONAttribute(default=list)
     facts = Utf8JSONAttribute(default=dict)
     summary = UnicodeAttribute(default="")
+    activity_date = UnicodeAttribute(null=True)  # SessionState.activity_date
     patient_pk = UnicodeAttribute(null=True)
     patient_sk = UnicodeAttribute(null=True)
     project_pk = UnicodeAttribute()

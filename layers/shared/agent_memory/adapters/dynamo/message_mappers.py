@@ -39,6 +39,7 @@ def session_to_item(s: SessionState) -> SessionItem:
         window=[json.loads(m.model_dump_json()) for m in s.window],
         facts=s.facts,
         summary=s.summary,
+        activity_date=s.activity_date,
         patient_pk=keys.patient_pk(s.project_id, s.patient_id) if s.patient_id else None,
         patient_sk=f"{updated}#{s.session_id}" if s.patient_id else None,
         project_pk=s.project_id,
@@ -62,6 +63,7 @@ def session_from_item(item: SessionItem) -> SessionState:
         window=[MessageRecord.model_validate(x) for x in item.window or []],
         facts=item.facts or {},
         summary=item.summary or "",
+        activity_date=item.activity_date,
     )
 
 

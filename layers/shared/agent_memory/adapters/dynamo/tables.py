@@ -156,6 +156,7 @@ class ActivityItem(BaseItem):
 
     activity_pk = UnicodeAttribute()
     activity_sk = UnicodeAttribute()
+    #: When a session's first turn of that day last marked it (a session marks a day once).
     last_at = UTCDateTimeAttribute()
     activity_index = ActivityIndex()
 
