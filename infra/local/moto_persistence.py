@@ -390,38 +390,70 @@ def disable() -> None:
             _lock_fd = None
 
 
+class NotADataDir(ValueError):
+    """The path given to :func:`reset` is not a directory the local server wrote: not a directory,
+    or it holds anything besides the server's own files (:data:`DATA_DIR_FILES`)."""
+
+
+#: Everything the local server keeps in its data directory: the log, its compaction's temporary
+#: file and the lock. :func:`reset` deletes a directory only when it holds nothing else.
+DATA_DIR_FILES = frozenset({LOG_NAME, LOG_NAME + ".tmp", LOCK_NAME})
+
+
+def _foreign_entries(directory: Path) -> list[str]:
+    return sorted(entry.name for entry in directory.iterdir() if entry.name not in DATA_DIR_FILES or not entry.is_file())
+
+
 def reset(data_dir: Path) -> bool:
-    """Delete ``data_dir`` (every table of the local stack), refusing while a server uses it.
+    """Delete ``data_dir`` (every table of the local stack), refusing while a server uses it and
+    refusing a directory that is not a local server's data directory.
 
     The directory's ``flock`` is taken first (without waiting), so a running server, which holds it
-    for its whole life, makes this fail instead of losing its data under it.
+    for its whole life, makes this fail instead of losing its data under it. Only the server's own
+    files are deleted, then the empty directory (a symbolic link to it is removed too): a mistyped
+    ``LOCAL_DATA_DIR`` naming a home or project folder is refused, never emptied.
 
     Returns:
         True when a directory was deleted, False when there was none.
 
     Raises:
         DataDirInUse: a local server holds ``data_dir`` (stop it first).
+        NotADataDir: ``data_dir`` is not a directory, or it holds other files or folders.
     """
-    import shutil
-
     data_dir = Path(data_dir)
-    if not data_dir.exists():
+    if not data_dir.exists() and not data_dir.is_symlink():
         return False
-    fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    directory = data_dir.resolve()
+    if not directory.is_dir():
+        raise NotADataDir(f"{data_dir} is not a directory: nothing deleted")
+    foreign = _foreign_entries(directory)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise NotADataDir(
+            f"{data_dir} holds files the local server did not write ({shown}): nothing deleted; "
+            "point LOCAL_DATA_DIR at the server's data directory"
+        )
+    fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise DataDirInUse(f"{data_dir} is in use by a running local server: stop it, then reset") from None
-        shutil.rmtree(data_dir)
+        for name in sorted(DATA_DIR_FILES - {LOCK_NAME}):
+            (directory / name).unlink(missing_ok=True)
+        (directory / LOCK_NAME).unlink(missing_ok=True)  # still held by fd: nobody can take it meanwhile
     finally:
         os.close(fd)
+    directory.rmdir()  # fails (OSError) if a file appeared meanwhile: nothing of it is deleted
+    if data_dir.is_symlink():
+        data_dir.unlink()
     return True
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m infra.local.moto_persistence reset DIR`` (``make reset``): exit 0 when deleted or
-    absent, 2 (with the reason on stderr) while a server uses ``DIR``."""
+    absent, 2 (with the reason on stderr) while a server uses ``DIR`` or when ``DIR`` is not a
+    local server's data directory (:class:`NotADataDir`)."""
     import argparse
     import sys
 
@@ -431,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         deleted = reset(args.data_dir)
-    except DataDirInUse as exc:
+    except (DataDirInUse, NotADataDir, OSError) as exc:
         print(f"make reset: {exc}", file=sys.stderr)
         return 2
     print(f"deleted {args.data_dir}" if deleted else f"nothing to delete: {args.data_dir} does not exist")

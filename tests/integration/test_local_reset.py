@@ -45,3 +45,44 @@ def test_reset_refuses_while_a_server_holds_the_directory_and_deletes_once_it_st
     cli = subprocess.run([sys.executable, "-m", "infra.local.moto_persistence", "reset", str(data_dir)],
                          cwd=ROOT, capture_output=True, text=True, check=False)
     assert cli.returncode == 0 and "nothing to delete" in cli.stdout
+
+
+@pytest.mark.parametrize("stray", ["thesis.txt", "notes/"], ids=["a-file", "a-folder"])
+def test_reset_refuses_a_directory_holding_anything_the_server_did_not_write(tmp_path: Path, stray: str) -> None:
+    # Given a mistyped LOCAL_DATA_DIR: a folder with the server's files and someone's work in it
+    data_dir = tmp_path / "home"
+    log = _stored(data_dir)
+    if stray.endswith("/"):
+        (data_dir / stray).mkdir()
+        (data_dir / stray / "draft.md").write_text("keep", encoding="utf-8")
+    else:
+        (data_dir / stray).write_text("keep", encoding="utf-8")
+
+    # When reset is asked for (the command `make reset` runs)
+    cli = subprocess.run([sys.executable, "-m", "infra.local.moto_persistence", "reset", str(data_dir)],
+                         cwd=ROOT, capture_output=True, text=True, check=False)
+
+    # Then it is refused with the reason, and nothing at all is deleted
+    assert cli.returncode == 2
+    assert "did not write" in cli.stderr and stray.rstrip("/") in cli.stderr
+    assert log.exists() and (data_dir / stray.rstrip("/")).exists()
+    with pytest.raises(moto_persistence.NotADataDir):
+        moto_persistence.reset(data_dir)
+
+
+def test_reset_refuses_a_file_and_follows_a_link_to_a_data_directory(tmp_path: Path) -> None:
+    # Given a path to a file, and a symbolic link to a real data directory
+    a_file = tmp_path / "dynamodb.jsonl"
+    a_file.write_text("{}", encoding="utf-8")
+    real = tmp_path / "real"
+    _stored(real)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+
+    # When reset is asked for on each, Then the file is refused and kept
+    with pytest.raises(moto_persistence.NotADataDir, match="not a directory"):
+        moto_persistence.reset(a_file)
+    assert a_file.exists()
+    # and through the link, the data directory and the link are gone
+    assert moto_persistence.reset(link) is True
+    assert not real.exists() and not link.is_symlink()
