@@ -401,7 +401,8 @@ DATA_DIR_FILES = frozenset({LOG_NAME, LOG_NAME + ".tmp", LOCK_NAME})
 
 
 def _foreign_entries(directory: Path) -> list[str]:
-    return sorted(entry.name for entry in directory.iterdir() if entry.name not in DATA_DIR_FILES or not entry.is_file())
+    """Names of the entries of ``directory`` that are not the server's own files."""
+    return sorted(e.name for e in directory.iterdir() if e.name not in DATA_DIR_FILES or not e.is_file())
 
 
 def reset(data_dir: Path) -> bool:
