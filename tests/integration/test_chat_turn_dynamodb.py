@@ -95,6 +95,18 @@ def test_a_later_turn_of_the_same_local_day_rewrites_only_the_session_and_its_me
     assert len(changed["FlowLogTable"]) == 2
 
 
+def test_a_retry_of_an_answered_turn_is_answered_from_the_stored_turn(repo: Any, aws: dict[str, str]) -> None:
+    # Given a turn answered under an Idempotency-Key whose HTTP idempotency record never completed
+    seed_project(repo, "p1")
+    deps = deps_with(repo)
+    first = send(deps, "我们为什么暂停了筛选？", idempotency_hash="k-1")
+    before = snapshot(aws)
+
+    # When the retry reaches the turn, Then the first answer comes back and no item changes
+    assert send(deps, "我们为什么暂停了筛选？", idempotency_hash="k-1") == first
+    assert snapshot(aws) == before
+
+
 # ------------------------------------------- the session item stays under its byte budget
 def test_b14a_long_session_stays_under_item_limit(repo: Any, aws: dict[str, str]) -> None:
     # Given a session that receives 100 messages of 3,000 Chinese characters (200 messages)

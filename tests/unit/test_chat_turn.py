@@ -293,6 +293,32 @@ def test_retry_with_the_same_idempotency_key_reuses_the_failed_user_message(stor
     assert stored_session(store).message_count == 2
 
 
+def test_a_retry_of_an_answered_turn_gets_the_first_answer_and_writes_nothing(store: InMemoryStore) -> None:
+    # Given a turn answered under Idempotency-Key hash h-2 whose idempotency record never completed
+    # (the process died after the turn's transaction), so the retry reaches the turn again
+    seed_project(store, "p1")
+    llm = chat_llm()
+    deps = deps_with(store, llm)
+    first = send(deps, "我们为什么暂停了筛选？", idempotency_hash="h-2")
+    before = store.snapshot()
+    requests_before = len(llm.requests)
+
+    # When the client retries with the same key and the same message
+    again = send(deps, "我们为什么暂停了筛选？", idempotency_hash="h-2")
+
+    # Then it gets the first answer, field by field, and nothing is written or asked of the model
+    assert again == first
+    assert again.calls and again.calls[0].history_weeks == first.calls[0].history_weeks > 0
+    assert store.snapshot() == before
+    assert len(llm.requests) == requests_before
+    # and the same key with another message is refused (as the HTTP layer refuses a changed body)
+    with pytest.raises(InvalidInput, match="another message"):
+        send(deps, "P001 入组了吗？", idempotency_hash="h-2")
+    assert store.snapshot() == before
+    # while another key is a new turn
+    assert send(deps, "我们为什么暂停了筛选？", idempotency_hash="h-3").message_id != first.message_id
+
+
 # ------------------------------------------------------------------------- input limits
 def test_b14c_oversize_message_rejected_and_nothing_written(store: InMemoryStore) -> None:
     # Given a message of 140,000 Chinese characters (420,000 UTF-8 bytes)

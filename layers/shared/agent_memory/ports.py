@@ -214,6 +214,13 @@ class ChatStore(ConversationStore, Protocol):
 
     def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
+    def get_message(
+        self, project_id: str, session_id: str, message_id: str
+    ) -> tuple[MessageRecord, dict[str, Any] | None]:
+        """A message and its context manifest (the replay of an answered retry reads it).
+        Raises MessageNotFound."""
+        ...
+
 
 class SessionsStore(ConversationStore, Protocol):
     """What these routes need from storage (``SessionsRepository``)."""

@@ -233,6 +233,9 @@ def handle_message(
     if patient_id and session.patient_id and session.patient_id != patient_id:
         raise InvalidInput("this session belongs to another patient")
 
+    answered = _answered_retry(session.window, idempotency_hash)
+    if answered is not None:
+        return _replay(deps, project_id, session_id, content, *answered)
     reused = _failed_retry(session.window, idempotency_hash)
     user_msg = reused or MessageRecord(
         message_id=new_message_id(now), role="user", content=content, at=now, user_id=user_id,
@@ -295,16 +298,7 @@ def handle_message(
         truncated=any(o.result.truncated for o in outcomes),
     )
     manifest = _manifest(outcomes, classification.intents, user_msg.message_id, ctx.asker)
-    if reused is None:
-        new, flow, mark_ok = [user_msg, assistant], [user_msg, assistant], []
-    else:
-        new, flow, mark_ok = [assistant], [assistant], [reused.message_id]
-    _append(deps, ctx.project.time_zone, session, Append(
-        new=new, flow=flow, mark_ok=mark_ok,
-        contexts={assistant.message_id: manifest}, reply_to={assistant.message_id: user_msg.message_id},
-        fill=_fill(patient_id, user_id),
-    ), turn_memory)
-    return ChatResult(
+    result = ChatResult(
         message_id=assistant.message_id,
         user_message_id=user_msg.message_id,
         reply=assistant.content,
@@ -327,6 +321,62 @@ def handle_message(
             )
             for o in outcomes
         ],
+    )
+    # the answer's fields the messages do not hold, for the replay of a retry (_replay)
+    manifest["answer"] = result.model_dump(mode="json", include={"provider", "refused", "calls"})
+    if reused is None:
+        new, flow, mark_ok = [user_msg, assistant], [user_msg, assistant], []
+    else:
+        new, flow, mark_ok = [assistant], [assistant], [reused.message_id]
+    _append(deps, ctx.project.time_zone, session, Append(
+        new=new, flow=flow, mark_ok=mark_ok,
+        contexts={assistant.message_id: manifest}, reply_to={assistant.message_id: user_msg.message_id},
+        fill=_fill(patient_id, user_id),
+    ), turn_memory)
+    return result
+
+
+def _answered_retry(
+    window: Sequence[MessageRecord], idempotency_hash: str | None
+) -> tuple[MessageRecord, MessageRecord] | None:
+    """The user message of this Idempotency-Key that was answered (status ``ok``) and its reply
+    (the assistant message after it in the window), or None.
+
+    The HTTP layer's idempotency record normally answers such a retry; this covers the record that
+    never completed (the process died after the turn's transaction and before the record was
+    updated, so the record expired and the retry reached the turn): the turn is not run again.
+    """
+    if not idempotency_hash:
+        return None
+    for i, m in enumerate(window):
+        if m.role == "user" and m.idempotency_hash == idempotency_hash and m.status == "ok":
+            reply = next((r for r in window[i + 1:] if r.role == "assistant"), None)
+            return (m, reply) if reply is not None else None
+    return None
+
+
+def _replay(
+    deps: ChatDeps, project_id: str, session_id: str, content: str, user_msg: MessageRecord, reply: MessageRecord
+) -> ChatResult:
+    """The answer of an answered turn, as first given, from its stored messages and manifest.
+
+    Raises:
+        InvalidInput: the retry's message is not the one the key was first used with (as the
+            HTTP layer's idempotency record answers a changed body: 422).
+    """
+    if user_msg.content != content:
+        raise InvalidInput("this Idempotency-Key was used with another message")
+    _, manifest = deps.store.get_message(project_id, session_id, reply.message_id)
+    answer = (manifest or {}).get("answer") or {}
+    return ChatResult(
+        message_id=reply.message_id,
+        user_message_id=user_msg.message_id,
+        reply=reply.content,
+        truncated=reply.truncated,
+        refused=bool(answer.get("refused", False)),
+        intents=list((manifest or {}).get("intents", [])),
+        provider=str(answer.get("provider", deps.llm.provider)),
+        calls=[CallReport.model_validate(c) for c in answer.get("calls", [])],
     )
 
 
