@@ -407,14 +407,22 @@ EXIT_DATA_DIR_UNUSABLE = 3
 EXIT_WITH_STDIN_ENV = "MOTO_EXIT_WITH_STDIN"
 
 
+#: Set once the data is restored and the server is about to take requests.
+_serving = threading.Event()
+
+
 def _exit_when_stdin_closes() -> None:
-    """Block until standard input is closed, then end the process under :data:`DYNAMODB_LOCK`, so
-    no write is half-applied or half-logged (what it acknowledged is already in the log)."""
+    """Block until standard input is closed, then end the process: at once while the data is still
+    being restored (the restore's compaction replaces the log atomically, so nothing is lost), else
+    under :data:`DYNAMODB_LOCK`, so no write is half-applied or half-logged (what it acknowledged
+    is already in the log)."""
     try:
         while sys.stdin.buffer.read(65536):
             pass
     except (OSError, ValueError):
         pass
+    if not _serving.is_set():
+        os._exit(0)
     with DYNAMODB_LOCK:
         os._exit(0)
 
@@ -430,6 +438,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     import logging
 
+    if os.environ.get(EXIT_WITH_STDIN_ENV) == "1":  # from the start: a parent killed while this restores
+        threading.Thread(target=_exit_when_stdin_closes, name="exit-with-parent", daemon=True).start()
     apply()
     data_dir = os.environ.get("MOTO_DATA_DIR")
     if data_dir:
@@ -442,9 +452,8 @@ def main(argv: list[str] | None = None) -> int:
         except (moto_persistence.DataDirInUse, ValueError) as exc:
             print(str(exc).replace("\n", " "), file=sys.stderr, flush=True)
             return EXIT_DATA_DIR_UNUSABLE
-    if os.environ.get(EXIT_WITH_STDIN_ENV) == "1":
-        threading.Thread(target=_exit_when_stdin_closes, name="exit-with-parent", daemon=True).start()
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    _serving.set()
     from moto.server import main as moto_main
 
     moto_main(argv)

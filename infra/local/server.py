@@ -149,6 +149,12 @@ def main() -> int:
         clock = start_for_server(stack, out=lambda line: print(line, flush=True))
         while not _stop_requested:
             time.sleep(POLL_S)
+            if not stack.moto_running():
+                # the data lives in moto's process: without it every request would fail, and its
+                # data directory is no longer locked (another server may take it); stop, loudly
+                print("moto (the local DynamoDB) ended unexpectedly: stopping the local server; "
+                      "`make run` again restores the data", file=sys.stderr, flush=True)
+                return 1
         print("\nstopping ...", file=sys.stderr, flush=True)
     finally:
         if clock is not None:

@@ -194,6 +194,13 @@ class _Moto:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
+    def running(self) -> bool:
+        """Whether moto still serves: its child process has not ended (``process`` mode), or its
+        thread server was started and not stopped (``thread`` mode)."""
+        if self._process is not None:
+            return self._process.poll() is None
+        return self._thread_server is not None
+
     @property
     def pid(self) -> int:
         """The process moto runs in: the child's in ``process`` mode, else this process's."""
@@ -661,6 +668,10 @@ class LocalStack:
     def moto_url(self) -> str:
         """Endpoint of the embedded AWS (``AWS_ENDPOINT_URL`` of the functions)."""
         return self._moto.url
+
+    def moto_running(self) -> bool:
+        """Whether the stack's moto still serves (``python -m infra.local.server`` stops when not)."""
+        return self._moto.running()
 
     def describe(self) -> dict[str, Any]:
         """What another process needs to use this stack (``.local/stack.json``, written by

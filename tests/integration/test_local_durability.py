@@ -276,3 +276,16 @@ def test_a_second_server_on_the_same_data_directory_refuses_to_start(tmp_path: P
                                capture_output=True, text=True, timeout=120)
         assert other.returncode == 1
         assert "in use by another local server" in other.stderr
+
+
+def test_the_server_stops_when_its_moto_process_dies(tmp_path: Path) -> None:
+    # Given a running server
+    data_dir = tmp_path / "data"
+    with local_server(data_dir, tmp_path) as server:
+        # When its moto process is killed (say, by the out-of-memory killer)
+        os.kill(server.stack["moto_pid"], signal.SIGKILL)
+        # Then the server stops on its own with exit code 1 instead of answering 503 forever
+        assert server.process.wait(timeout=30) == 1
+    # and the next start restores every acknowledged turn from the data directory
+    with local_server(data_dir, tmp_path) as again:
+        assert any(f"data:       {data_dir} (restored in" in line for line in again.banner)
