@@ -51,7 +51,7 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any, Literal
 
-from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.exceptions import BadRequest, MethodNotAllowed, NotFound, RequestEntityTooLarge
 from werkzeug.routing import Map, RequestRedirect, Rule
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
@@ -839,12 +839,24 @@ class LocalStack:
         if (request.content_length or 0) > MAX_REQUEST_BODY_BYTES:
             return _json_response(413, {"message": "Request Entity Too Large"}, gateway_headers), function.name
         route_key = "$default" if route.path == "$default" else f"{route.method} {route.path}"
+        # A chunked body has no Content-Length: it is read up to one byte past the quota (werkzeug
+        # stops a stream at max_content_length without saying whether more was sent).
+        request.max_content_length = MAX_REQUEST_BODY_BYTES + 1
+        body: bytes | None
+        try:
+            body = request.get_data(cache=False)
+        except RequestEntityTooLarge:
+            body = None
+        except (BadRequest, OSError, ValueError):  # a malformed chunk, a client gone before its body ended
+            return _json_response(400, {"message": "Bad Request"}, gateway_headers), function.name
+        if body is None or len(body) > MAX_REQUEST_BODY_BYTES:
+            return _json_response(413, {"message": "Request Entity Too Large"}, gateway_headers), function.name
         event = build_http_api_event(
             method=request.method,
             path=raw_path,
             headers=list(request.headers.items()),
             query_string=request.environ.get("QUERY_STRING", ""),
-            body=request.get_data(cache=False),
+            body=body,
             route_key=route_key,
             path_parameters={str(k): str(v) for k, v in params.items()} or None,
             claims=claims,

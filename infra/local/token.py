@@ -216,10 +216,18 @@ def _decode_at(token: str, now: float) -> dict[str, Any]:
         options={"require": ["exp", "iss"], "verify_aud": False, "verify_exp": False, "verify_nbf": False,
                  "verify_iat": False},
     )
-    if int(claims["exp"]) <= now:
+    times: dict[str, float] = {}
+    for name in ("exp", "nbf", "iat"):
+        if name in claims:
+            value = claims[name]
+            # a NumericDate is a JSON number (RFC 7519 section 2); "soon" or true is not
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise jwt.DecodeError(f"{name} must be a number (a NumericDate)")
+            times[name] = float(value)
+    if times["exp"] <= now:
         raise jwt.ExpiredSignatureError("Signature has expired")
     for name in ("nbf", "iat"):
-        if name in claims and float(claims[name]) > now:
+        if name in times and times[name] > now:
             raise jwt.ImmatureSignatureError(f"The token is not yet valid ({name})")
     return dict(claims)
 

@@ -65,9 +65,12 @@ def test_a_minted_token_verifies_and_carries_identity_only() -> None:
         (_claims(iss=None), "iss"),
         (_claims(aud="another-client"), "audience"),
         (_claims(aud=None), "client_id"),
+        (_claims(exp="soon"), "exp must be a number"),
+        (_claims(exp=True), "exp must be a number"),
+        (_claims(nbf="2026-01-01"), "nbf must be a number"),
     ],
     ids=["expired", "no-exp", "iat-in-future", "nbf-in-future", "wrong-issuer", "no-issuer", "wrong-audience",
-         "no-audience"],
+         "no-audience", "exp-text", "exp-boolean", "nbf-text"],
 )
 def test_a_token_the_authorizer_would_refuse_is_invalid(claims: dict[str, object], fragment: str) -> None:
     with pytest.raises(InvalidToken, match=fragment):
