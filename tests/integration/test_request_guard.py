@@ -56,6 +56,15 @@ def test_a_body_without_json_content_type_is_415_and_not_echoed(local_stack: Any
     assert SECRET not in response.text and "110101" not in response.text
 
 
+def test_json_media_types_in_any_case_or_with_a_suffix_are_json(local_stack: Any) -> None:
+    # Media types are case-insensitive, and "+json" is JSON (RFC 6838): each posts a message
+    for n, content_type in enumerate(("APPLICATION/JSON", "Application/Json; charset=UTF-8",
+                                      "application/vnd.api+json")):
+        response = _post(local_stack, f"/v1/projects/demo-iit/sessions/guard-media-{n}/messages",
+                         data='{"content": "你好"}'.encode(), content_type=content_type)
+        assert response.status_code == 200, (content_type, response.text)
+
+
 def test_validation_errors_never_quote_request_content(local_stack: Any) -> None:
     # Given a JSON body whose unknown field NAME carries patient text
     body = ('{"content": "hi", "%s": 1}' % SECRET).encode("utf-8")  # noqa: UP031

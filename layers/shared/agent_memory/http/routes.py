@@ -28,7 +28,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import replace
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Literal
@@ -233,13 +233,20 @@ def check_request(event: Mapping[str, Any]) -> None:
     method = str(((event.get("requestContext") or {}).get("http") or {}).get("method") or "").upper()
     if method in _BODY_METHODS:
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-        media = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        media, _, params = headers.get("content-type", "").partition(";")
+        media = media.strip().lower()
         if media != "application/json" and not media.endswith("+json"):
             raise RequestRejected(
                 HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type",
                 "send the body as JSON with Content-Type: application/json",
             )
         _check_json_object(text)
+        # Media types are case-insensitive and "+json" is JSON (RFC 6838 section 4.2.8), but the
+        # request validation after this reads only a literal "application/json": say it so.
+        raw_headers = event.get("headers")
+        if isinstance(raw_headers, MutableMapping):
+            for name in [k for k in raw_headers if str(k).lower() == "content-type"]:
+                raw_headers[name] = "application/json" + (f";{params}" if params else "")
 
 
 def _check_path(event: Mapping[str, Any]) -> None:
