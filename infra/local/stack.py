@@ -523,6 +523,11 @@ class LocalStack:
     def _start(self) -> None:
         if str(LAYER_PATH) not in sys.path:  # the layer is /opt/python in Lambda; it stays importable
             sys.path.insert(0, str(LAYER_PATH))
+        # the API's port first: one already taken fails the start before anything is written
+        self._http = make_server(
+            self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietRequestHandler
+        )
+        self._port = int(self._http.server_address[1])
         started = time.perf_counter()
         self._moto.start()
         self.moto_start_seconds = time.perf_counter() - started
@@ -607,10 +612,6 @@ class LocalStack:
                 path = "/<path:proxy>" if route.path == "$default" else _route_rule_path(route.path)
                 self._url_map.add(Rule(path, methods=methods, endpoint=key))
         self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="lambda")
-        self._http = make_server(
-            self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietRequestHandler
-        )
-        self._port = int(self._http.server_address[1])
         self._http_thread = threading.Thread(target=self._http.serve_forever, name="local-http-api", daemon=True)
         self._http_thread.start()
 
@@ -625,7 +626,7 @@ class LocalStack:
         with self._submit_lock:
             executor, self._executor = self._executor, None
             inflight = set(self._inflight)
-        if self._http is not None:
+        if self._http is not None and self._http_thread is not None:
             self._http.shutdown()  # no new connections; handler threads of accepted ones go on
         if inflight:
             _, pending = wait_for_futures(inflight, timeout=self._gateway_timeout_s + 5)

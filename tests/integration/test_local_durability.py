@@ -289,3 +289,25 @@ def test_the_server_stops_when_its_moto_process_dies(tmp_path: Path) -> None:
     # and the next start restores every acknowledged turn from the data directory
     with local_server(data_dir, tmp_path) as again:
         assert any(f"data:       {data_dir} (restored in" in line for line in again.banner)
+
+
+def test_a_server_on_a_taken_port_fails_before_writing_anything(tmp_path: Path) -> None:
+    # Given a port another program listens on
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data_dir = tmp_path / "data"
+        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
+        env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(tmp_path / "s.json")})
+        # When the server is started on it
+        started = time.monotonic()
+        run = subprocess.run([sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,
+                             capture_output=True, text=True, timeout=120)
+    # Then it fails saying so, before moto started or the demo data was seeded into the directory
+    assert run.returncode == 1
+    assert "in use" in run.stderr.lower() or "address already" in run.stderr.lower()
+    assert not (data_dir / LOG_NAME).exists()
+    assert time.monotonic() - started < 30
