@@ -57,13 +57,32 @@ def curl_example(base_url: str, content: str, session: str = "demo-1") -> str:
     )
 
 
+def _demo_projects(stack: LocalStack) -> str:
+    """The banner's demo line: the demo projects still stored (an admin may have removed them)."""
+    from agent_memory.domain.errors import ProjectNotFound
+
+    repo = stack.repo
+    shown = []
+    for project_id in ("demo-iit", "demo-clinic"):
+        try:
+            repo.get_project(project_id)
+        except ProjectNotFound:
+            continue
+        if project_id == "demo-iit":
+            reports = len(repo.load_history(project_id, limit_weeks=520))
+            shown.append(f"project demo-iit (hot memory, {reports} weekly reports)")
+        else:
+            shown.append(f"project {project_id}")
+    return ", ".join(shown) or "none (the demo projects were removed; `make reset` seeds them again)"
+
+
 def banner(stack: LocalStack) -> str:
     """What the server prints once it is ready."""
     if stack.llm_provider == "anthropic":
         llm = "anthropic (Claude; API key read from moto Secrets Manager)"
     else:
         llm = "offline (deterministic, no network; set ANTHROPIC_API_KEY to use Claude)"
-    reports = len(stack.repo.load_history("demo-iit", limit_weeks=520))
+    demo = _demo_projects(stack)
     if stack.data_dir is None:
         data = "in memory only (lost when the server stops)"
     elif stack.restarted:
@@ -78,7 +97,7 @@ def banner(stack: LocalStack) -> str:
             f"  LLM:        {llm}",
             f"  AWS (moto): {stack.moto_url}  tables: {', '.join(sorted(stack.table_names.values()))}",
             f"  auth:       Bearer JWT, verified locally (issuer {LOCAL_ISSUER}, audience {LOCAL_AUDIENCE})",
-            f"  demo data:  project demo-iit (hot memory, {reports} weekly reports), project demo-clinic",
+            f"  demo data:  {demo}",
             *([f"  REDCap:     {stack.redcap.api_url}  (demo-iit's clinical data; token in .local/stack.json)"]
               if stack.redcap is not None else []),
             f"  editor:     {stack.base_url}/admin  (paste a token of a project admin)",
