@@ -416,10 +416,14 @@ def _exit_when_stdin_closes() -> None:
     being restored (the restore's compaction replaces the log atomically, so nothing is lost), else
     under :data:`DYNAMODB_LOCK`, so no write is half-applied or half-logged (what it acknowledged
     is already in the log)."""
+    # os.read on the descriptor, not sys.stdin.buffer: a daemon thread blocked in a buffered read
+    # holds the BufferedReader's lock, and an interpreter shutdown (say, main returning
+    # EXIT_DATA_DIR_UNUSABLE) that then flushes stdin aborts with "Fatal Python error:
+    # _enter_buffered_busy" (SIGABRT, exit -6) instead of the exit code and reason.
     try:
-        while sys.stdin.buffer.read(65536):
+        while os.read(0, 65536):
             pass
-    except (OSError, ValueError):
+    except OSError:
         pass
     if not _serving.is_set():
         os._exit(0)

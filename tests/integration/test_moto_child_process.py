@@ -77,3 +77,31 @@ def test_moto_ends_with_its_parent_even_while_it_restores_a_large_log(tmp_path: 
     assert not dropped
     restored = {tuple(k["pk"].values()) for r in records if r["t"] == "w" for _, k, _ in r["w"]}
     assert len(restored) == 200_000, size
+
+
+def test_moto_refuses_a_data_directory_in_use_with_its_exit_code_and_reason(tmp_path: Path) -> None:
+    # Given a data directory whose lock another process holds (a running server's moto)
+    import fcntl
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    holder = os.open(data_dir / moto_persistence.LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    try:
+        # When a moto child is started on it, its parent holding its standard input open
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MOTO_DATA_DIR": str(data_dir),
+               moto_patches.EXIT_WITH_STDIN_ENV: "1"}
+        env.pop("AWS_ENDPOINT_URL", None)
+        child = subprocess.Popen([sys.executable, "-m", "infra.local.moto_patches", "-H", "127.0.0.1",
+                                  "-p", str(free_port())], env=env, stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert child.stderr is not None
+        err = child.stderr.read()  # to its end: the child has exited (stdin is still open)
+        code = child.wait(timeout=60)
+    finally:
+        os.close(holder)
+    # Then it exits with EXIT_DATA_DIR_UNUSABLE and says why on its last stderr line (the thread
+    # watching stdin must not abort the interpreter's shutdown: it once ended with SIGABRT, -6)
+    assert code == moto_patches.EXIT_DATA_DIR_UNUSABLE
+    last = err.decode("utf-8").strip().splitlines()[-1]
+    assert "is in use by another local server" in last
