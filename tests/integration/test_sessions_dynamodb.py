@@ -227,3 +227,62 @@ def test_a_too_deep_report_stored_earlier_reads_as_a_placeholder_instead_of_fail
     assert [d["diagnosis_id"] for d in listed] == ["d-old"]
     assert one.model_dump(mode="json")["report"] == {
         UNREADABLE_REPORT_KEY: "the report is nested more than 32 levels deep"}
+
+
+# ------------------------------------------------------- the window as stored
+def _window_messages() -> list[Any]:
+    from datetime import UTC, datetime
+
+    from agent_memory.domain.turns import MessageRecord, ToolCall
+
+    at = datetime(2026, 12, 5, 8, 30, tzinfo=UTC)
+    return [
+        MessageRecord(message_id="m1", role="user", content="孩子咳嗽三天了", at=at, user_id="crc-li",
+                      study_role="CRC"),
+        MessageRecord(message_id="m2", role="assistant", content="请问有发烧吗？", at=at,
+                      tool_calls=[ToolCall(id="t1", name="read_clinical_data", input={"record": "P001"},
+                                           result="{}", is_error=True)], truncated=True),
+        MessageRecord(message_id="m3", role="user", content="没有", at=at, status="failed",
+                      idempotency_hash="h-3", source="transcript"),
+    ]
+
+
+def test_the_session_window_is_stored_without_default_fields_and_reads_back_whole(aws: dict[str, str]) -> None:
+    from datetime import UTC, datetime
+
+    from agent_memory.adapters.dynamo.message_mappers import session_from_item, session_to_item
+    from agent_memory.domain.turns import SessionState
+
+    # Given a session whose window holds messages with default and non-default fields
+    now = datetime(2026, 12, 5, 8, 31, tzinfo=UTC)
+    session = SessionState(project_id=CLINIC, session_id="w1", created_at=now, updated_at=now,
+                           window=_window_messages(), message_count=3)
+    # When it is stored and read back
+    session_to_item(session).save()
+    raw = json.loads(raw_session_item(aws, "w1")["window"]["S"])
+    again = session_from_item(type(session_to_item(session)).get(f"{CLINIC}#w1", "SESSION"))
+    # Then the stored window leaves out what equals the default (status ok, no tool calls, ...)
+    assert raw[0] == {"message_id": "m1", "role": "user", "content": "孩子咳嗽三天了",
+                      "at": "2026-12-05T08:30:00Z", "user_id": "crc-li", "study_role": "CRC"}
+    assert set(raw[2]) == {"message_id", "role", "content", "at", "status", "idempotency_hash", "source"}
+    # and every message reads back equal, non-default fields included
+    assert again.window == session.window
+
+
+def test_a_window_stored_with_every_field_still_reads(aws: dict[str, str]) -> None:
+    from agent_memory.adapters.dynamo.conversation_tables import SessionItem
+    from agent_memory.adapters.dynamo.message_mappers import session_from_item
+
+    # Given a session item written before the window left out default fields
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_REGION"])
+    full = [json.loads(m.model_dump_json()) for m in _window_messages()]
+    assert "truncated" in full[0] and full[0]["tool_calls"] == []
+    client.put_item(TableName=aws["SessionsTable"], Item={
+        "pk": {"S": f"{CLINIC}#old"}, "sk": {"S": "SESSION"}, "project_id": {"S": CLINIC},
+        "session_id": {"S": "old"}, "created_at": {"S": "2026-12-05T08:31:00.000000+0000"},
+        "updated_at": {"S": "2026-12-05T08:31:00.000000+0000"}, "message_count": {"N": "3"},
+        "diagnosis_count": {"N": "0"}, "type": {"S": "research"},
+        "window": {"S": json.dumps(full, ensure_ascii=False)},
+    })
+    # When it is read, Then its messages are the same
+    assert session_from_item(SessionItem.get(f"{CLINIC}#old", "SESSION")).window == _window_messages()

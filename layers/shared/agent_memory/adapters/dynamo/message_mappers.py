@@ -5,7 +5,6 @@ import them; the API function imports them only for its context route, on first 
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -36,7 +35,7 @@ def session_to_item(s: SessionState) -> SessionItem:
         updated_at=s.updated_at,
         message_count=s.message_count,
         diagnosis_count=s.diagnosis_count,
-        window=[json.loads(m.model_dump_json()) for m in s.window],
+        window=[m.model_dump(mode="json", exclude_defaults=True) for m in s.window],
         facts=s.facts,
         summary=s.summary,
         activity_date=s.activity_date,
