@@ -10,6 +10,7 @@ tools the request offers (``read_clinical_data``, ``list_subjects``, ``qc_check`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -48,6 +49,13 @@ def _terms(text: str) -> set[str]:
     return terms - _STOP_BIGRAMS
 
 
+@functools.lru_cache(maxsize=4096)
+def _line_terms(line: str) -> frozenset[str]:
+    """:func:`_terms` of a memory line, remembered for the last 4,096 lines: the hot memory's
+    lines recur on every turn of a project (the question's terms are not kept)."""
+    return frozenset(_terms(line))
+
+
 def rank_lines(question: str, lines: Sequence[str], top: int = 3) -> list[str]:
     """The ``top`` lines most relevant to ``question`` (ties: earlier first).
 
@@ -57,7 +65,7 @@ def rank_lines(question: str, lines: Sequence[str], top: int = 3) -> list[str]:
     and the lines that share the question's rarer words rank first. Deterministic.
     """
     q = _terms(question)
-    line_terms = [_terms(line) & q for line in lines]
+    line_terms = [_line_terms(line) & q for line in lines]
     df: dict[str, int] = {}
     for shared in line_terms:
         for t in shared:
