@@ -174,8 +174,12 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-class _Moto:
-    """moto's server, in a thread of this process (``thread``) or as a child process (``process``)."""
+class MotoServer:
+    """moto's server with :mod:`infra.local.moto_patches`, in a thread of this process (``thread``)
+    or as a child process (``process``: ``python -m infra.local.moto_patches``, which ends when this
+    process does); with ``data_dir`` its DynamoDB is durable (:mod:`infra.local.moto_persistence`).
+    ``start()`` returns once it listens (raises :class:`LocalStackError` otherwise); ``url`` and
+    ``pid`` say where it is."""
 
     def __init__(
         self, mode: Literal["thread", "process"], host: str, port: int, data_dir: Path | None = None
@@ -463,7 +467,7 @@ class LocalStack:
         """
         self._host = host
         self._port = port
-        self._moto = _Moto(moto_mode, host, moto_port, data_dir)
+        self._moto = MotoServer(moto_mode, host, moto_port, data_dir)
         self.data_dir = data_dir
         self._isolated = isolated
         self._seed = seed
