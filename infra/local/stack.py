@@ -34,6 +34,7 @@ import logging
 import os
 import re
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,10 @@ from infra.template_model import (
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAYER_PATH = REPO_ROOT / "layers" / "shared"
 LOCAL_REGION = "eu-west-1"
+#: While stopping, the local HTTP API closes its listener once no request has come for this many
+#: seconds, answering 503 + ``Retry-After`` meanwhile, or after STOP_503_MAX_S seconds of arrivals.
+STOP_QUIET_S = 0.25
+STOP_503_MAX_S = 3.0
 #: API Gateway HTTP API integration timeout (AWS quota): past it the client gets 503.
 GATEWAY_TIMEOUT_S = 30.0
 #: API Gateway HTTP API payload quota (10 MB): a longer request body is refused with 413 before
@@ -240,13 +245,16 @@ class MotoServer:
             child_env["MOTO_DATA_DIR"] = str(self.data_dir)
         # stderr holds warnings and errors only (the access log is off): a file, read if the child fails
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
-        # stdin: a pipe whose write end only this process holds; the child ends when it closes
+        # stdin: a pipe whose write end only this process holds; the child ends when it closes.
+        # A session of its own: Ctrl-C in a terminal signals the whole foreground process group,
+        # and moto must outlive the server's drain of the requests in flight (the server stops it).
         self._process = subprocess.Popen(
             [sys.executable, "-m", "infra.local.moto_patches", "-H", self.host, "-p", str(self.port)],
             env=child_env,
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=self._stderr,
+            start_new_session=True,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -492,6 +500,8 @@ class LocalStack:
         #: :meth:`stop` starts draining (and is waited for) or answered 503 (never half-handled).
         self._submit_lock = threading.Lock()
         self._inflight: set[Future[Any]] = set()
+        #: ``time.monotonic()`` of the newest request (:meth:`stop` waits for a quiet listener).
+        self._last_arrival = 0.0
         self._bound_marker: Any = None
         #: ``True`` when ``data_dir`` already held data at start (restored, not seeded).
         self.restarted = False
@@ -616,7 +626,10 @@ class LocalStack:
                 path = "/<path:proxy>" if route.path == "$default" else _route_rule_path(route.path)
                 self._url_map.add(Rule(path, methods=methods, endpoint=key))
         self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="lambda")
-        self._http_thread = threading.Thread(target=self._http.serve_forever, name="local-http-api", daemon=True)
+        # socketserver's loop, not werkzeug's serve_forever (which closes the listening socket as it
+        # returns): stop() answers the connections still queued on it first, then closes it
+        self._http_thread = threading.Thread(target=socketserver.BaseServer.serve_forever, args=(self._http,),
+                                             name="local-http-api", daemon=True)
         self._http_thread.start()
 
     def stop(self) -> None:
@@ -624,18 +637,30 @@ class LocalStack:
         are stored), then stop moto, unload the handlers and restore the environment.
 
         A request that arrives while the stack stops is answered 503 with ``Retry-After`` (nothing
-        of it runs). The in-flight ones get up to the gateway timeout plus 5 s; one still running
-        after that is abandoned (its client gets no answer, as when API Gateway times out).
+        of it runs), including one still queued on the listening socket when it closes; after that
+        a client's connection is refused. The in-flight ones get up to the gateway timeout plus
+        5 s; one still running after that is abandoned (its client gets no answer, as when API
+        Gateway times out).
         """
         with self._submit_lock:
             executor, self._executor = self._executor, None
             inflight = set(self._inflight)
-        if self._http is not None and self._http_thread is not None:
-            self._http.shutdown()  # no new connections; handler threads of accepted ones go on
+        # The listener keeps accepting while the requests in flight finish, so that an arrival gets
+        # its 503: a connection left waiting in the listen backlog is reset when the socket closes.
         if inflight:
             _, pending = wait_for_futures(inflight, timeout=self._gateway_timeout_s + 5)
             if pending:
                 log.warning("stopping with %d request(s) still running", len(pending))
+        # Then it closes once no request has come for STOP_QUIET_S (a client that got its 503 waits
+        # out Retry-After), or after STOP_503_MAX_S of arrivals (a client that ignores Retry-After
+        # may then find the socket closing under its connection: reset, not refused).
+        quiet_from = time.monotonic()
+        while (time.monotonic() - self._last_arrival < STOP_QUIET_S
+               and time.monotonic() - quiet_from < STOP_503_MAX_S):
+            time.sleep(0.02)
+        if self._http is not None and self._http_thread is not None:
+            self._http.shutdown()  # serve_forever returns; handler threads of accepted ones go on
+            self._answer_listen_backlog(self._http)
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)
         if self._http is not None:
@@ -658,6 +683,41 @@ class LocalStack:
             self._saved_env = None
         if LocalStack._active is self:
             LocalStack._active = None
+
+    @staticmethod
+    def _answer_listen_backlog(server: BaseWSGIServer, timeout_s: float = 5.0) -> None:
+        """Accept the connections still queued on ``server``'s listening socket and answer each
+        (503 with ``Retry-After``: the stack is stopping) before the socket closes.
+
+        Args:
+            server: the local HTTP API's server, its ``serve_forever`` loop already ended.
+            timeout_s: seconds to wait, in all, for those answers (a client that never sends its
+                request is then dropped).
+        """
+        def answer(connection: socket.socket, address: Any) -> None:  # socketserver's per-request thread
+            try:
+                server.finish_request(connection, address)
+            except Exception:
+                server.handle_error(connection, address)
+            finally:
+                server.shutdown_request(connection)
+
+        listener = server.socket
+        listener.setblocking(False)
+        answering: list[threading.Thread] = []
+        while True:
+            try:
+                connection, address = listener.accept()
+            except OSError:  # BlockingIOError: the backlog is empty
+                break
+            connection.setblocking(True)
+            thread = threading.Thread(target=answer, args=(connection, address),
+                                      name="local-http-api-stopping", daemon=True)
+            thread.start()
+            answering.append(thread)
+        deadline = time.monotonic() + timeout_s
+        for thread in answering:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
     # ------------------------------------------------------------------------ properties
     @property
@@ -800,6 +860,7 @@ class LocalStack:
 
     def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         started = time.monotonic()
+        self._last_arrival = started
         request = Request(environ)
         raw_path = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or request.path).split("?", 1)[0]
         label = "-"
