@@ -124,7 +124,8 @@ def banner(stack: LocalStack) -> str:
 
 #: How often the main thread looks at the stop flag (seconds).
 POLL_S = 0.2
-#: Set by the SIGINT / SIGTERM handler, read by the main loop. A plain boolean on purpose: a
+#: Set by the SIGINT / SIGTERM handler, read by the main loop and by the local gateway on every
+#: request (from then on it answers 503: ``LocalStack(stop_requested=...)``). A plain boolean on purpose: a
 #: signal handler runs between bytecodes of the main thread, so it must not take a lock (e.g.
 #: ``threading.Event.set()`` while the main thread is inside ``Event.wait()`` can deadlock).
 _stop_requested = False
@@ -155,7 +156,8 @@ def main() -> int:
     install_stop_handlers()
 
     try:
-        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="process", data_dir=DATA_DIR).start()
+        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="process", data_dir=DATA_DIR,
+                           stop_requested=lambda: _stop_requested).start()
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
         return 1

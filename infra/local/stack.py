@@ -458,6 +458,7 @@ class LocalStack:
         template_path: Path | None = None,
         gateway_timeout_s: float = GATEWAY_TIMEOUT_S,
         data_dir: Path | None = None,
+        stop_requested: Callable[[], bool] | None = None,
     ) -> None:
         """
         Args:
@@ -472,7 +473,12 @@ class LocalStack:
             data_dir: keep the DynamoDB tables there across restarts
                 (:mod:`infra.local.moto_persistence`); ``None`` = in memory only. A directory
                 that already holds data is restored and not seeded again.
+            stop_requested: read on every request; once it returns ``True`` a new request is
+                answered 503 with ``Retry-After`` even before :meth:`stop` is called (the
+                server's signal handler sets the flag it reads, and the main thread calls
+                :meth:`stop` on its next look).
         """
+        self._stop_requested = stop_requested
         self._host = host
         self._port = port
         self._moto = MotoServer(moto_mode, host, moto_port, data_dir)
@@ -930,7 +936,8 @@ class LocalStack:
             source_ip=request.remote_addr or "127.0.0.1",
         )
         with self._submit_lock:
-            if self._executor is None:  # the stack is stopping: nothing of this request runs
+            if self._executor is None or (self._stop_requested is not None and self._stop_requested()):
+                # the stack is stopping: nothing of this request runs
                 headers = {**gateway_headers, "Retry-After": "5"}
                 return _json_response(503, {"message": "Service Unavailable"}, headers), function.name
             future = self._executor.submit(self.invoke, function.name, event, request_id=str(uuid.uuid4()))

@@ -499,3 +499,25 @@ def test_server_stops_cleanly_when_sigterm_and_sigint_arrive_several_times_in_a_
     # Then it stopped by itself with exit code 0 and removed its stack file
     assert code == 0
     assert not stack_file.exists()
+
+
+def test_once_a_stop_is_requested_a_new_request_gets_503_before_the_stack_stops(
+    local_stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    headers = bearer()
+    session = _session()
+    url = f"{local_stack.base_url}/v1/projects/demo-iit/sessions/{session}"
+    # Given a stack whose server was just asked to stop (its signal handler set the flag the
+    # gateway reads), before its main thread has called stop()
+    monkeypatch.setattr(local_stack, "_stop_requested", lambda: True)
+    # When a chat turn arrives
+    response = requests.post(f"{url}/messages", json={"content": "停止时到达的消息"}, headers=headers, timeout=30)
+    monkeypatch.undo()
+    # Then the gateway answers 503 with Retry-After, and nothing of the turn ran
+    assert response.status_code == 503
+    assert response.json() == {"message": "Service Unavailable"}
+    assert int(response.headers["Retry-After"]) > 0
+    assert requests.get(url, headers=headers, timeout=30).status_code == 404
+    # and without the flag the same turn is answered
+    again = requests.post(f"{url}/messages", json={"content": "再发一次"}, headers=headers, timeout=30)
+    assert again.status_code == 200
