@@ -700,14 +700,7 @@ class LocalStack:
             timeout_s: seconds to wait, in all, for those answers (a client that never sends its
                 request is then dropped).
         """
-        def answer(connection: socket.socket, address: Any) -> None:  # socketserver's per-request thread
-            try:
-                server.finish_request(connection, address)
-            except Exception:
-                server.handle_error(connection, address)
-            finally:
-                server.shutdown_request(connection)
-
+        assert isinstance(server, socketserver.ThreadingMixIn)  # make_server(threaded=True)
         listener = server.socket
         listener.setblocking(False)
         answering: list[threading.Thread] = []
@@ -717,7 +710,7 @@ class LocalStack:
             except OSError:  # BlockingIOError: the backlog is empty
                 break
             connection.setblocking(True)
-            thread = threading.Thread(target=answer, args=(connection, address),
+            thread = threading.Thread(target=server.process_request_thread, args=(connection, address),
                                       name="local-http-api-stopping", daemon=True)
             thread.start()
             answering.append(thread)
