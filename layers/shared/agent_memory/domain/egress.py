@@ -94,7 +94,6 @@ _DESCRIBED = {
 }
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
-_CANONICAL_IPV4 = re.compile(r"^(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}$")
 MAX_URL_CHARS = 2048
 
 
@@ -291,7 +290,7 @@ def _host(netloc: str, hostname: str, refuse: Callable[[str, str], EgressRefused
         raise refuse("must name its host in ASCII (an internationalised name in its xn-- form)", "host")
     labels = host.split(".")
     if _NUMERIC_LABEL.match(labels[-1]):  # the WHATWG URL standard reads such a host as IPv4
-        if not _CANONICAL_IPV4.match(host):
+        if not isinstance(_literal(host), ipaddress.IPv4Address):  # ipaddress takes a.b.c.d only
             raise refuse("writes an IPv4 address in a decimal, octal or hexadecimal form; use a.b.c.d", "ipv4_spelling")
         return host
     if len(host) > 253 or not all(_LABEL.match(label) for label in labels):
