@@ -22,10 +22,13 @@ from agent_memory.adapters.dynamo.tables import bind_tables
 
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
+    from agent_memory.adapters.secrets import SecretsManagerProjectSecrets
     from agent_memory.chat.turn import ChatDeps
     from agent_memory.config import Settings
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
+    from agent_memory.domain.egress import EgressPolicy
+    from agent_memory.domain.secrets import SecretNaming
     from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.jobs.deps import JobDeps
     from agent_memory.ports import (
@@ -277,6 +280,42 @@ def build_reminder_channel(settings: Settings, *, sns_client: Any | None = None)
 
     return SnsWebhookChannel(settings.reminder_topic_arn, webhook_of=ReminderRepository().webhook,
                              secret_of=secret_of, sns_client=sns_client)
+
+
+def egress_policy(settings: Settings) -> EgressPolicy:
+    """The operator's egress policy (``EGRESS_ALLOW_PRIVATE``, ``EGRESS_LOCAL_RUNTIME``).
+
+    Raises:
+        ValueError: a malformed allow-list entry (at cold start, naming it).
+    """
+    from agent_memory.domain.egress import EgressPolicy
+
+    return EgressPolicy.parse(settings.egress_allow_private, local_runtime=settings.egress_local_runtime)
+
+
+def secret_naming(settings: Settings) -> SecretNaming:
+    """The project secrets' name prefixes; the Anthropic key's secret is reserved (no prefix may cover it).
+
+    Raises:
+        ValueError: a prefix covering another one or the Anthropic key's secret (at cold start).
+    """
+    from agent_memory.domain.secrets import SecretNaming
+
+    reserved = (settings.anthropic_secret_name,) if settings.anthropic_secret_name else ()
+    return SecretNaming(
+        redcap_token_prefix=settings.clinical_token_secret_prefix,
+        reminder_webhook_prefix=settings.reminder_webhook_secret_prefix,
+        channel_prefix=settings.channel_secret_prefix, reserved_names=reserved,
+    )
+
+
+def build_project_secrets(settings: Settings, *, client: Any | None = None) -> SecretsManagerProjectSecrets:
+    """The Secrets Manager store of the project secrets (``PROJECT_SECRETS_KMS_KEY_ARN``,
+    ``SECRET_RECOVERY_WINDOW_DAYS``)."""
+    from agent_memory.adapters.secrets import SecretsManagerProjectSecrets
+
+    return SecretsManagerProjectSecrets(client, kms_key_id=settings.project_secrets_kms_key_arn,
+                                        recovery_window_days=settings.secret_recovery_window_days)
 
 
 def build_admin_deps(settings: Settings) -> AdminDeps:
