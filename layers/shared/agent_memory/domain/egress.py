@@ -216,7 +216,10 @@ class EgressPolicy:
 
         if len(url) > MAX_URL_CHARS or any(c.isspace() or ord(c) < 0x20 or c in "\\\x7f" for c in url):
             raise refuse("must be a URL without spaces, control characters or backslashes", "form")
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+        except ValueError:  # e.g. a bracketed host that is no IPv6 address
+            raise refuse("has an invalid host", "host") from None
         scheme = parts.scheme.lower()
         if scheme not in ("https", "http"):
             raise refuse("must be an https URL", "scheme")
