@@ -85,7 +85,8 @@ def test_every_metadata_address_is_its_own_class(address: str) -> None:
     assert address_class(ipaddress.ip_address(address)) == "metadata"
 
 
-@pytest.mark.parametrize("address", [PUBLIC, "8.8.8.8", "2606:4700::1111", "64:ff9b::5db8:d822", "::ffff:93.184.216.34"])
+@pytest.mark.parametrize("address", [PUBLIC, "8.8.8.8", "2606:4700::1111", "64:ff9b::5db8:d822",
+                                     "::ffff:93.184.216.34"])
 def test_public_addresses_have_no_class(address: str) -> None:
     assert address_class(ipaddress.ip_address(address)) is None
 
