@@ -113,7 +113,7 @@ def test_read_errors_are_typed_and_never_quote_the_sdk(
             SecretsManagerProjectSecrets(client).read(NAMING.redcap_token("p1"))
     assert "secret text" not in str(caught.value)
     if retryable is not None:
-        assert getattr(caught.value, "retryable") is retryable
+        assert isinstance(caught.value, ExternalServiceError) and caught.value.retryable is retryable
 
 
 def test_a_put_failure_is_an_external_service_error(sm: Any) -> None:
