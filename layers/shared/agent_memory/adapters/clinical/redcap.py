@@ -344,7 +344,7 @@ class RedcapSources:
         self._cache = _DictionaryCache()
         self._egress = egress
         self._secrets = secrets
-        self._naming = naming or SecretNaming(redcap_token_prefix=token_secret_prefix or "agent-memory/redcap/")
+        self._naming = naming
         self._project_cls: Any = redcap.Project
         if egress is not None:
             from agent_memory.adapters.egress import SystemResolver, guarded_session
@@ -411,7 +411,8 @@ class RedcapSources:
         """The service-owned token, only if it was given for ``api_url`` (re-read once past the cache
         when the cached one names another URL: the token may just have been set again)."""
         assert self._secrets is not None
-        ref = self._naming.redcap_token(project_id)
+        ref = (self._naming or SecretNaming(redcap_token_prefix=self._prefix or "agent-memory/redcap/")
+               ).redcap_token(project_id)
         for fresh in (False, True):
             try:
                 stored = RedcapTokenSecret.from_secret(self._secrets.read(ref, fresh=fresh))
