@@ -201,3 +201,12 @@ def test_the_reminder_webhook_posts_through_the_guarded_transport(listener: _Lis
         channel(EgressPolicy()).deliver(delivery)
     assert (refused.value.code, refused.value.retryable) == ("EgressRefused", False)
     assert len(listener.seen) == 1
+
+
+
+def test_the_system_resolver_answers_loopback_for_localhost() -> None:
+    from agent_memory.adapters.resolver import SystemResolver
+
+    answers = SystemResolver().resolve("localhost", 443)  # /etc/hosts: no DNS query leaves the machine
+    assert answers and {"127.0.0.1", "::1"} & set(answers)
+    assert len(answers) == len(set(answers))  # distinct addresses, one per family at most

@@ -555,7 +555,7 @@ class ReminderChannel(Protocol):
 
 
 class HostResolver(Protocol):
-    """DNS for the egress policy (``agent_memory.adapters.egress.SystemResolver``; tests pass a fake)."""
+    """DNS for the egress policy (``agent_memory.adapters.resolver.SystemResolver``; tests pass a fake)."""
 
     def resolve(self, host: str, port: int) -> list[str]:
         """The addresses ``host`` resolves to (IP strings); ``[]`` when it does not resolve."""

@@ -43,18 +43,6 @@ if TYPE_CHECKING:
 # webhook): requests and urllib3 stay out of the other functions' cold start.
 
 
-class SystemResolver:
-    """:class:`~agent_memory.ports.HostResolver` on the operating system's resolver."""
-
-    def resolve(self, host: str, port: int) -> list[str]:
-        """The distinct addresses of ``getaddrinfo(host, port, SOCK_STREAM)``; ``[]`` when it fails."""
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError):
-            return []
-        return list(dict.fromkeys(str(info[4][0]).split("%")[0] for info in infos))
-
-
 def guarded_session(policy: EgressPolicy, resolver: HostResolver) -> requests.Session:
     """A ``requests`` session whose every connection obeys ``policy`` (see module docstring).
 
@@ -157,4 +145,4 @@ def _is_address(host: str) -> bool:
     return True
 
 
-__all__ = ["GuardedHTTPAdapter", "SystemResolver", "guarded_session"]
+__all__ = ["GuardedHTTPAdapter", "guarded_session"]

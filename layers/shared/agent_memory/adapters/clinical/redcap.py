@@ -347,7 +347,8 @@ class RedcapSources:
         self._naming = naming
         self._project_cls: Any = redcap.Project
         if egress is not None:
-            from agent_memory.adapters.egress import SystemResolver, guarded_session
+            from agent_memory.adapters.egress import guarded_session
+            from agent_memory.adapters.resolver import SystemResolver
 
             self._project_cls = _project_on(guarded_session(egress, resolver or SystemResolver()))
 
