@@ -60,13 +60,13 @@ class ApiCalls:
             counter.calls[(client.meta.service_model.service_name, operation)] += 1
             return counter._original(client, operation, params)
 
-        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        BaseClient._make_api_call = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._original  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._original
 
     def total(self, service: str) -> int:
         return sum(n for (svc, _), n in self.calls.items() if svc == service)
@@ -129,7 +129,7 @@ def _moto_with_per_partition_costs() -> Iterator[list[str]]:
     try:
         yield failures
     finally:
-        models.copy = copy  # type: ignore[assignment]
+        models.copy = copy
         models.DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
         models.Table.query = original_query  # type: ignore[method-assign]
 
@@ -218,7 +218,7 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
             # The jobs' business metrics are emitted as in Lambda (Powertools flushes a metric once it
             # holds 100 values), into a sink: the bench prints its own table, not the EMF documents.
             with ApiCalls() as calls, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-                report = dispatch(ScheduleInput(job=job, date=RUN_DATE, time_zone=TZ),  # type: ignore[arg-type]
+                report = dispatch(ScheduleInput(job=job, date=RUN_DATE, time_zone=TZ),
                                   activity=activity, sender=queue, clock=lambda: NOW)
                 dispatch_ddb = calls.total("dynamodb")
                 processed = 0

@@ -176,13 +176,13 @@ class CallCounter:
                 counter.calls[operation_name] += 1
             return counter._orig(client, operation_name, api_params)
 
-        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        BaseClient._make_api_call = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._orig  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._orig
 
     @property
     def total(self) -> int:

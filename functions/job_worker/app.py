@@ -33,7 +33,7 @@ from agent_memory.wiring import build_governance_deps, build_job_deps
 class JobRecord(SqsRecordModel):
     """An SQS record whose body is a JSON :class:`JobRequest`."""
 
-    body: Json[JobRequest]  # type: ignore[assignment]
+    body: Json[JobRequest]
 
 
 settings = get_settings()

@@ -211,7 +211,7 @@ def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
 
 def stop_instance_tracking() -> None:
     """moto no longer keeps a reference to every model object it creates; the lists kept so far are emptied."""
-    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[assignment]
+    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]
     for models in model_data.values():
         for model in models.values():
             model.instances_tracked = []  # type: ignore[attr-defined]

@@ -70,7 +70,7 @@ def apply() -> None:
     for name in _NAMES:
         # instances (every resolver and router) read and write the same per-thread value
         type.__setattr__(router, name, _per_thread_property(name))
-    router.__class__ = ThreadLocalRouterMeta  # type: ignore[assignment]
+    router.__class__ = ThreadLocalRouterMeta  # type: ignore[method-assign]
     _applied = True
 
 

@@ -16,7 +16,7 @@ from infra.template_model import load_template
 
 @pytest.fixture(scope="module")
 def resources() -> dict[str, Any]:
-    return load_template()["Resources"]  # type: ignore[no-any-return]
+    return load_template()["Resources"]
 
 
 def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:

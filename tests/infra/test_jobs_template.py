@@ -123,7 +123,7 @@ def test_schedule_input_is_parsed_by_the_dispatcher_model(template: dict[str, An
     (spec,) = [s for s in schedule_specs(template) if s.event == SCHEDULES[job][0]]
     # Then it is exactly a ScheduleInput for that job in the schedule's own time zone.
     parsed = ScheduleInput.model_validate_json(spec.input)
-    assert parsed == ScheduleInput(job=job, time_zone=spec.time_zone)  # type: ignore[arg-type]
+    assert parsed == ScheduleInput(job=job, time_zone=spec.time_zone)
     assert spec.time_zone == "Asia/Shanghai"
 
 

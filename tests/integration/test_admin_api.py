@@ -35,7 +35,7 @@ WRONG_RULE = "不需要查年龄"
 def _line(line_id: str, section: str, text: str, source: str, *, tag: str | None = None,
           evidence: tuple[str, ...] = (), by: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0, created_by=by or ("distiller" if source == "distilled" else "u-dm-li"),
         evidence=list(evidence),
     )
@@ -69,17 +69,17 @@ class Api:
     def memory(self) -> dict[str, Any]:
         response = self.call("GET", "/memory")
         assert response.status_code == 200, response.text
-        return response.json()  # type: ignore[no-any-return]
+        return response.json()
 
     def revisions(self, **params: Any) -> dict[str, Any]:
         response = self.call("GET", "/memory/revisions", params=params)
         assert response.status_code == 200, response.text
-        return response.json()  # type: ignore[no-any-return]
+        return response.json()
 
     def audit(self) -> list[dict[str, Any]]:
         response = self.call("GET", "/memory/audit")
         assert response.status_code == 200, response.text
-        return response.json()["items"]  # type: ignore[no-any-return]
+        return response.json()["items"]
 
 
 def new_project(stack: LocalStack, lines: list[HotMemoryLine] | None = None, versions: int = 1) -> Api:
@@ -95,14 +95,14 @@ def new_project(stack: LocalStack, lines: list[HotMemoryLine] | None = None, ver
 
 def save(stack: LocalStack, project_id: str, lines: list[HotMemoryLine], *, expected: int, actor: str) -> HotMemory:
     hot = HotMemory(project_id=project_id, lines=lines)
-    return stack.repo.save_hot_memory(  # type: ignore[no-any-return]
+    return stack.repo.save_hot_memory(
         hot, expected_version=expected, actor=actor, reason="test", now=T0, tokens=estimate_tokens(hot.render())
     )
 
 
 def raw_items(stack: LocalStack, project_id: str, prefix: str) -> list[dict[str, Any]]:
     client = stack.aws_client("dynamodb")
-    return client.query(  # type: ignore[no-any-return]
+    return client.query(
         TableName=stack.table_names["MemoryTable"],
         KeyConditionExpression="pk = :pk AND begins_with(sk, :p)",
         ExpressionAttributeValues={":pk": {"S": project_id}, ":p": {"S": prefix}},

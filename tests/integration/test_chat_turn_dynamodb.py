@@ -308,13 +308,13 @@ class _Calls:
             counter.calls[operation_name] = counter.calls.get(operation_name, 0) + 1
             return counter._orig(client, operation_name, api_params)
 
-        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        BaseClient._make_api_call = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._orig  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._orig
 
 
 def test_a_members_non_history_turn_is_one_batch_read_and_one_transaction(repo: Any, aws: dict[str, str]) -> None:

@@ -41,7 +41,7 @@ def _turn(stack: LocalStack, pid: str, sid: str) -> dict[str, Any]:
     r = requests.post(f"{stack.base_url}/v1/projects/{pid}/sessions/{sid}/messages", json={"content": "你好"},
                       headers=_headers(pid, "crc-1"), timeout=30)
     assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return r.json()
 
 
 def test_a_member_rates_an_answer_once_and_a_second_rating_replaces_it(local_stack: LocalStack, project: str) -> None:
@@ -103,7 +103,7 @@ def test_feedback_refusals(local_stack: LocalStack, project: str) -> None:
 
 # --------------------------------------------------------------------- the flow log the jobs read
 def _answer(pid: str, sid: str, message_id: str, at: datetime, role: str = "assistant") -> None:
-    message_to_item(pid, sid, MessageRecord(message_id=message_id, role=role,  # type: ignore[arg-type]
+    message_to_item(pid, sid, MessageRecord(message_id=message_id, role=role,
                                              content="很长的回答……", at=at)).save()
 
 

@@ -122,7 +122,7 @@ def record(body: str, queue_arn: str = "arn:aws:sqs:eu-west-1:123456789012:JobQu
 
 
 def request_body(job: str, project_id: str, run_date: str) -> str:
-    return JobRequest(job=job, project_id=project_id, date=date.fromisoformat(run_date)).model_dump_json()  # type: ignore[arg-type]
+    return JobRequest(job=job, project_id=project_id, date=date.fromisoformat(run_date)).model_dump_json()
 
 
 def fake_run_job(fail_for: set[str] | None = None) -> tuple[list[JobRequest], Callable[..., JobReport]]:

@@ -89,11 +89,11 @@ def counted() -> Iterator[DynamoCalls]:
             counter.calls.append((operation, params))
         return original(client, operation, params)
 
-    BaseClient._make_api_call = counting  # type: ignore[method-assign]
+    BaseClient._make_api_call = counting
     try:
         yield counter
     finally:
-        BaseClient._make_api_call = original  # type: ignore[method-assign]
+        BaseClient._make_api_call = original
 
 
 def _new_visit(srepo: SessionsRepository, patient_id: str, session_id: str) -> tuple[ChatDeps, DynamoCalls]:

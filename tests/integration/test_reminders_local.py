@@ -34,7 +34,7 @@ def _say(stack: LocalStack, pid: str, user: str, text: str) -> dict[str, Any]:
     r = requests.post(f"{stack.base_url}/v1/projects/{pid}/sessions/s-{user}/messages", json={"content": text},
                       headers=_h(pid, user), timeout=30)
     assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return r.json()
 
 
 def _group(stack: LocalStack) -> str:

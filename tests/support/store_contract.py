@@ -70,8 +70,8 @@ def seed_hot(stores: Stores, versions: int = 1, project_id: str = "p1") -> HotMe
 
 
 def message(message_id: str, at: datetime, *, role: str = "user", status: str = "ok") -> MessageRecord:
-    return MessageRecord(message_id=message_id, role=role, content=f"内容 {message_id}", at=at,  # type: ignore[arg-type]
-                         user_id="u1" if role == "user" else None, status=status)  # type: ignore[arg-type]
+    return MessageRecord(message_id=message_id, role=role, content=f"内容 {message_id}", at=at,
+                         user_id="u1" if role == "user" else None, status=status)
 
 
 def turn(session: SessionState, messages: list[MessageRecord], *, expected_version: int,
@@ -90,7 +90,7 @@ def new_session(session_id: str = "s1", *, patient_id: str | None = None, at: da
 
 
 def audit(audit_id: str, at: datetime, action: str = "memory.put") -> AuditRecord:
-    return AuditRecord(project_id="p1", audit_id=audit_id, at=at, actor="u-admin", action=action,  # type: ignore[arg-type]
+    return AuditRecord(project_id="p1", audit_id=audit_id, at=at, actor="u-admin", action=action,
                        target="memory")
 
 
@@ -109,7 +109,7 @@ def week_report(iso_week: str, revision: int = 1, summary: str | None = None) ->
 
 
 def member(user_id: str, role: str = "member", study_role: str = "CRC", project_id: str = "p1") -> Member:
-    return Member(project_id=project_id, user_id=user_id, project_role=role, study_role=study_role,  # type: ignore[arg-type]
+    return Member(project_id=project_id, user_id=user_id, project_role=role, study_role=study_role,
                   display_name=f"名字 {user_id}", added_at=T0, added_by="ops")
 
 

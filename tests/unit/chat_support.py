@@ -44,7 +44,7 @@ def overloaded() -> LLMUnavailable:
 
 def hot_line(line_id: str, section: str, text: str, source: str = "admin", tag: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0 - timedelta(days=30), created_by="admin-1",
     )
 

@@ -470,7 +470,7 @@ def test_version_conflict_on_record_turn_is_reapplied_and_nothing_is_lost(store:
     a = deps_with(store, llm)
     b.now = a.now
     recorder = Recorder(store)
-    a.store = recorder  # type: ignore[assignment]
+    a.store = recorder
 
     # When A sends its message
     result = send(a, "A 的消息：好的，收到。")

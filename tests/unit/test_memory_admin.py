@@ -38,7 +38,7 @@ T1 = datetime(2026, 3, 11, 2, 0, tzinfo=UTC)
 
 def _line(line_id: str, section: str, text: str, source: str = "distilled", tag: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0, created_by="distiller" if source == "distilled" else "u-pi",
         evidence=["m1"] if source == "distilled" else [],
     )

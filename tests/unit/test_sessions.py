@@ -111,7 +111,7 @@ def test_facts_are_written_in_the_turns_single_transaction(srepo: InMemoryStore)
     # Given a store that records its calls
     recorder = Recorder(srepo)
     deps = chat_deps(srepo)
-    deps.store = recorder  # type: ignore[assignment]
+    deps.store = recorder
 
     # When one turn runs
     say(deps, "头痛、怕冷", patient_id="pt-1")
@@ -192,7 +192,7 @@ def test_transcript_turns_are_messages_flow_log_items_and_one_transaction(
     # Given a store that records its calls and a 10-turn transcript
     recorder = Recorder(srepo)
     sdeps = sessions_deps(srepo)
-    sdeps.store = recorder  # type: ignore[assignment]
+    sdeps.store = recorder
     body = turns(*[("patient" if i % 2 == 0 else "doctor", f"第{i}句，头痛") for i in range(10)])
 
     # When it is imported
@@ -213,7 +213,7 @@ def test_long_transcript_is_written_in_bounded_chunks_in_order(srepo: InMemorySt
     # Given 120 turns (more than one transaction of at most 100 items holds)
     recorder = Recorder(srepo)
     sdeps = sessions_deps(srepo)
-    sdeps.store = recorder  # type: ignore[assignment]
+    sdeps.store = recorder
     body = turns(*[("patient" if i % 2 == 0 else "doctor", f"第{i}句") for i in range(120)])
 
     # When it is imported

@@ -29,7 +29,7 @@ from tests.unit.structured_support import fallbacks, usage_metrics
 
 
 def msg(i: int, role: str, content: str) -> MessageRecord:
-    return MessageRecord(message_id=f"m{i:05d}", role=role, content=content,  # type: ignore[arg-type]
+    return MessageRecord(message_id=f"m{i:05d}", role=role, content=content,
                          at=T0 + timedelta(minutes=i))
 
 

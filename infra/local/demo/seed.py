@@ -51,7 +51,7 @@ DEMO_TEAM: tuple[tuple[str, str, StudyRole, str], ...] = (
 def demo_members(project_id: str, added_at: datetime) -> list[Member]:
     """The demo team as members of ``project_id``: a PI (the admin), two CRCs and a DM."""
     return [
-        Member(project_id=project_id, user_id=user, project_role=role, study_role=study,  # type: ignore[arg-type]
+        Member(project_id=project_id, user_id=user, project_role=role, study_role=study,
                display_name=name, added_at=added_at, added_by=SEED_ACTOR)
         for user, role, study, name in DEMO_TEAM
     ]

@@ -33,7 +33,7 @@ def add_project(repo: Any, project_id: str = "p1", *, tz: str = "Asia/Shanghai",
 def line(line_id: str, section: str, text: str, *, source: str = "admin", at: str = "2026-03-01T09:00:00+08:00",
          by: str = "u-pi-zhang", tag: str | None = None, evidence: tuple[str, ...] = ()) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=utc(at), created_by=by if source == "admin" else "distiller",
         evidence=list(evidence),
     )
@@ -52,7 +52,7 @@ def say(store: InMemoryStore, project_id: str, message_id: str, content: str, at
     """One flow-log message and the activity marker of its local day, as the chat turn writes them
     (a user message carries the speaker's study role when given)."""
     store.append_flow_log(project_id, FlowLogEntry(
-        message_id=message_id, session_id=session_id, role=role, content=content,  # type: ignore[arg-type]
+        message_id=message_id, session_id=session_id, role=role, content=content,
         user_id=user_id if role == "user" else None, at=at, status="ok",
         study_role=study_role if role == "user" else None,
     ))
@@ -67,11 +67,11 @@ def make_deps(repo: Any, *, llm: Any = None, notifier: InMemoryNotifier | None =
 
 def run(deps: JobDeps, job: str, project_id: str, run_date: date | str) -> JobReport:
     day = date.fromisoformat(run_date) if isinstance(run_date, str) else run_date
-    return run_job(deps, JobRequest(job=job, project_id=project_id, date=day))  # type: ignore[arg-type]
+    return run_job(deps, JobRequest(job=job, project_id=project_id, date=day))
 
 
 def hot_lines(repo: Any, project_id: str = "p1") -> list[HotMemoryLine]:
-    return repo.load_hot_memory(project_id).lines  # type: ignore[no-any-return]
+    return repo.load_hot_memory(project_id).lines
 
 
 def texts(lines: list[HotMemoryLine]) -> list[str]:

@@ -82,7 +82,7 @@ class Chat:
         session_id = f"s-{user_id}"
         version = self.versions.get(session_id, 0)
         user = MessageRecord(message_id=message_id, role="user", content=text, at=now, user_id=user_id,
-                             study_role=STUDY_ROLES[user_id])  # type: ignore[arg-type]
+                             study_role=STUDY_ROLES[user_id])
         messages = [user]
         if reply is not None:
             messages.append(MessageRecord(message_id=f"{message_id}-a", role="assistant", content=reply,

@@ -404,7 +404,7 @@ def _review(
         section=cand.section,
         role_tag=cand.role_tag,
         evidence=evidence,
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,
         detail=detail,
         origin=cand.origin,
         created_at=now,

@@ -101,7 +101,7 @@ def extract_candidates(
             replaces=op.line_id if op.op != "add" else None,
             origin="llm",
             order=(max((f"{at[e]}#{e}" for e in op.evidence if e in at), default="~"), i),
-            kind=kinds[op.op],  # type: ignore[arg-type]
+            kind=kinds[op.op],
             stated_at=max((by_id[e].at for e in op.evidence if e in by_id), default=None),
             speaker=next((by_id[e].user_id for e in op.evidence if e in by_id), None),
         )

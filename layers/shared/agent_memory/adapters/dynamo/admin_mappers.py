@@ -37,7 +37,7 @@ def review_entry_from_item(item: ReviewQueueItem) -> ReviewEntry:
         reason=item.reason,
         detail=item.detail,
         origin=item.origin,
-        status=item.status,  # type: ignore[arg-type]
+        status=item.status,
         created_at=item.created_at,
         created_by=item.created_by,
         decided_by=item.decided_by,
@@ -66,7 +66,7 @@ def audit_from_item(item: AuditItem) -> AuditRecord:
         audit_id=item.audit_id,
         at=item.at,
         actor=item.actor,
-        action=item.action,  # type: ignore[arg-type]
+        action=item.action,
         target=item.target,
         reason=item.reason,
         details=dict(item.details or {}),

@@ -78,7 +78,7 @@ def _event(fb: Feedback, expires_at: datetime | None) -> FlowLogItem:
 def _from_item(item: FeedbackItem) -> Feedback:
     return Feedback(
         project_id=item.project_id, session_id=item.session_id, message_id=item.message_id,
-        user_id=item.user_id, rating=item.rating,  # type: ignore[arg-type]
+        user_id=item.user_id, rating=item.rating,
         reason=item.reason, tags=list(item.tags or []), study_role=item.study_role, at=item.at,
     )
 

@@ -70,10 +70,10 @@ _DESERIALIZER = TypeDeserializer()
 
 def _erasure_from_item(item: ErasureItem) -> ErasureRecord:
     return ErasureRecord(
-        project_id=item.pk, kind=item.kind,  # type: ignore[arg-type]
+        project_id=item.pk, kind=item.kind,
         target_id=item.target_id, actor=item.actor, requested_at=item.requested_at,
-        status=item.status,  # type: ignore[arg-type]
-        finished_at=item.finished_at, mode=item.mode,  # type: ignore[arg-type]
+        status=item.status,
+        finished_at=item.finished_at, mode=item.mode,
         sessions=list(item.sessions or []), counts=dict(item.counts or {}),
     )
 

@@ -15,7 +15,7 @@ def flow_log_entry_from_item(item: FlowLogItem) -> FlowLogEntry:
     return FlowLogEntry(
         message_id=item.message_id,
         session_id=item.session_id,
-        role=item.role,  # type: ignore[arg-type]
+        role=item.role,
         content=item.content,
         at=item.at,
         user_id=item.user_id,

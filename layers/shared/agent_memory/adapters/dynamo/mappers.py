@@ -90,7 +90,7 @@ def project_from_item(item: ProjectItem) -> Project:
         project_id=item.pk,
         name=item.name,
         time_zone=item.time_zone,
-        kind=item.kind,  # type: ignore[arg-type]
+        kind=item.kind,
         clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
         created_at=item.created_at,
     )
@@ -113,8 +113,8 @@ def member_from_item(item: MemberItem) -> Member:
     return Member(
         project_id=item.pk,
         user_id=item.user_id,
-        project_role=item.project_role,  # type: ignore[arg-type]
-        study_role=item.study_role,  # type: ignore[arg-type]
+        project_role=item.project_role,
+        study_role=item.study_role,
         display_name=item.display_name,
         added_at=item.added_at,
         added_by=item.added_by,

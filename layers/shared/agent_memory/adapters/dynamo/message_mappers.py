@@ -51,7 +51,7 @@ def session_from_item(item: SessionItem) -> SessionState:
         project_id=item.project_id,
         session_id=item.session_id,
         patient_id=item.patient_id,
-        type=item.type,  # type: ignore[arg-type]
+        type=item.type,
         name=item.name,
         created_by=item.created_by,
         created_at=item.created_at,
@@ -96,16 +96,16 @@ def message_to_item(
 def message_from_item(item: MessageItem) -> MessageRecord:
     return MessageRecord(
         message_id=item.message_id,
-        role=item.role,  # type: ignore[arg-type]
+        role=item.role,
         content=item.content,
         at=item.at,
         user_id=item.user_id,
-        study_role=item.study_role,  # type: ignore[arg-type]
-        status=item.status,  # type: ignore[arg-type]
+        study_role=item.study_role,
+        status=item.status,
         truncated=bool(item.truncated),
         tool_calls=[ToolCall.model_validate(x) for x in item.tool_calls or []],
         idempotency_hash=item.idempotency_hash,
-        source=item.source,  # type: ignore[arg-type]
+        source=item.source,
     )
 
 

@@ -19,7 +19,7 @@ def session_list_item_from_item(item: SessionItem) -> SessionListItem:
     return SessionListItem(
         session_id=item.session_id,
         patient_id=item.patient_id,
-        type=item.type,  # type: ignore[arg-type]
+        type=item.type,
         name=item.name,
         created_at=item.created_at,
         updated_at=item.updated_at,
