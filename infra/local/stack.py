@@ -1036,6 +1036,7 @@ class LocalStack:
         models is imported (registered) first, whether or not a handler imported it.
         """
         from agent_memory.adapters.dynamo import conversation_tables, record_tables, tables  # noqa: F401 - registered
+        from agent_memory.adapters.dynamo.pynamodb_internals import create_client
 
         binding = tables.bind_tables(
             memory_table=self.table_names["MemoryTable"],
@@ -1044,7 +1045,7 @@ class LocalStack:
         )
         if self._isolated:
             for model, _table in binding.models():
-                model._get_connection().connection.client  # noqa: B018 - creates the botocore client
+                create_client(model)
         self._bound_marker = binding
 
     def _ensure_bound(self) -> None:

@@ -21,6 +21,7 @@ from pynamodb.exceptions import PutError, PynamoDBException, TransactWriteError
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
+from agent_memory.adapters.dynamo.pynamodb_internals import model_connection
 from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.adapters.errors import coded_error, service_error
 from agent_memory.domain.errors import ExternalServiceError
@@ -32,7 +33,7 @@ CONFLICT_CODES = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 def connection() -> Connection:
     """The low-level connection of the bound tables (shared by every table: transactions and
     batch reads span tables)."""
-    return ProjectItem._get_connection().connection
+    return model_connection(ProjectItem)
 
 
 def batch_get(request: dict[str, Any]) -> list[dict[str, Any]]:
