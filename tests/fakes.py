@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES
 from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
 from agent_memory.domain.errors import (
     AlreadyDecided,
@@ -77,7 +78,7 @@ from agent_memory.domain.session_models import (
     SessionListItem,
     SessionPage,
 )
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, utf8_len
+from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 if TYPE_CHECKING:

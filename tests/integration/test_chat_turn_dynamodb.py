@@ -11,10 +11,10 @@ from typing import Any
 import boto3
 import pytest
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatConfig
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.fakes import stored_messages
 from tests.unit.chat_support import (
     deps_with,

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
+    from agent_memory.domain.when import Recurrence, When
 
 
 class LLMClient(Protocol):
@@ -523,10 +524,23 @@ class ReminderStore(Protocol):
 
 
 class ReminderScheduler(Protocol):
-    """The schedules (``agent_memory.adapters.scheduler.EventBridgeReminderScheduler``).
+    """The schedules (``agent_memory.adapters.scheduler.EventBridgeReminderScheduler``), and their
+    expressions: the use cases keep a reminder's ``expression`` as the scheduler wrote it.
 
     Raises ExternalServiceError when the scheduler fails.
     """
+
+    def expression(self, when: When) -> str:
+        """The schedule expression of ``when`` in the scheduler's syntax (read in the reminder's time zone)."""
+        ...
+
+    def recurrence(self, expression: str) -> Recurrence:
+        """The recurrence of an expression :meth:`expression` wrote for a recurring ``when``.
+
+        Raises:
+            ValueError: not such an expression.
+        """
+        ...
 
     def create(self, reminder: Reminder) -> None:
         """Create the schedule ``reminder.schedule_name`` firing ``reminder.expression`` in ``reminder.time_zone``."""

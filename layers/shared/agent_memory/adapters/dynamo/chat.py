@@ -27,7 +27,8 @@ from agent_memory.adapters.dynamo.access import (
     transaction,
 )
 from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, MessageItem, SessionItem
-from agent_memory.adapters.dynamo.mappers import activity_to_item, check_size, member_from_item
+from agent_memory.adapters.dynamo.item_size import check_size
+from agent_memory.adapters.dynamo.mappers import activity_to_item, member_from_item
 from agent_memory.adapters.dynamo.message_mappers import (
     MESSAGE_ITEM_BUDGET_BYTES,
     SESSION_ITEM_BUDGET_BYTES,

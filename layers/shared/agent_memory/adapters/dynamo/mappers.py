@@ -3,7 +3,7 @@ members, hot memory, weekly reports and yearly summaries, activity.
 
 ``<kind>_to_item(model)`` builds the item to write (keys from :mod:`.keys`);
 ``<kind>_from_item(item)`` reads one back. Items with a byte budget are checked with
-:func:`check_size` before they are written, so a write never meets DynamoDB's 400 KB item limit.
+:func:`.item_size.check_size` before they are written, so a write never meets DynamoDB's 400 KB item limit.
 The kinds only some functions store have their own modules, so that a function imports only the
 domain models it uses: :mod:`.admin_mappers` (revisions, report revisions, review queue, audit),
 :mod:`.job_mappers` (job runs, flow log entries, alerts, review items),
@@ -16,9 +16,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from pynamodb.expressions.update import Action
-from pynamodb.models import Model
 
 from agent_memory.adapters.dynamo import keys
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, check_size
 from agent_memory.adapters.dynamo.tables import (
     ActivityItem,
     HotMemoryItem,
@@ -28,7 +28,6 @@ from agent_memory.adapters.dynamo.tables import (
     WeeklyReportItem,
     YearSummaryItem,
 )
-from agent_memory.domain.errors import ItemTooLarge
 from agent_memory.domain.models import (
     ClinicalDataSource,
     HotMemory,
@@ -38,17 +37,9 @@ from agent_memory.domain.models import (
     WeeklyReport,
     YearlySummary,
 )
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 
 #: Byte budget of the hot-memory item and of each of its revision items.
 HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
-
-
-def check_size(item: Model, budget: int, what: str) -> None:
-    """Raise :class:`ItemTooLarge` when ``item`` serialised is over ``budget`` bytes."""
-    size = dynamodb_item_size(item.serialize())
-    if size > budget:
-        raise ItemTooLarge(f"{what} item would be {size} bytes (budget {budget})")
 
 
 # ----------------------------------------------------------------------------------- project
@@ -235,7 +226,6 @@ def activity_to_item(project_id: str, local_date: str, *, at: datetime) -> Activ
 __all__ = [
     "HOT_ITEM_MAX_BYTES",
     "activity_to_item",
-    "check_size",
     "hot_memory_from_item",
     "hot_memory_from_revision",
     "hot_memory_to_items",

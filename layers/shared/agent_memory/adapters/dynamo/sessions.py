@@ -43,7 +43,7 @@ from agent_memory.adapters.dynamo.access import (
 )
 from agent_memory.adapters.dynamo.chat import DynamoRepository
 from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, SessionItem
-from agent_memory.adapters.dynamo.mappers import check_size
+from agent_memory.adapters.dynamo.item_size import check_size
 from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES, session_to_item
 from agent_memory.adapters.dynamo.patient_refs import (
     add_patient_refs,
