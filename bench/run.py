@@ -191,6 +191,7 @@ class CallCounter:
 
 def chat_figures() -> dict[str, float]:
     """Round trips, token ratio and warm-turn ratio on the demo project."""
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
     from agent_memory.chat.prompt import render_history_block
     from agent_memory.chat.turn import handle_message
     from agent_memory.config import get_settings
@@ -205,7 +206,7 @@ def chat_figures() -> dict[str, float]:
         """Deps on the current tables, the demo seeded, and a turn as a member of the demo team."""
         get_settings.cache_clear()
         deps = build_chat_deps(get_settings())
-        seed_demo(deps.store, now=datetime.now(UTC), members=build_members(get_settings()))  # type: ignore[arg-type]
+        seed_demo(ProjectRepository(), now=datetime.now(UTC), members=build_members(get_settings()))
 
         def turn(text: str, session: str) -> Any:  # membership decides, crc-li is a member
             return handle_message(deps, project_id="demo-iit", session_id=session, user_id="crc-li",

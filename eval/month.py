@@ -7,7 +7,7 @@ reads it:
 1. the project record and the initial hot memory (admin System Rules and distilled lines, each
    with its date and, for preferences, its role tag) are stored as one revision;
 2. every message is written with its own timestamp and speaker through the chat path's
-   repository (``DynamoRepository.record_turn``: a user message with the assistant messages that
+   repository (``ChatRepository.record_turn``: a user message with the assistant messages that
    answer it is one turn; message items, flow-log items carrying ``user_id`` and the speaker's
    ``study_role`` from the member list, the session item, the activity markers);
 3. the schedule's jobs run in order through ``run_job`` with the clock at their scheduled
@@ -111,9 +111,9 @@ def _stack(provider: str) -> Iterator[tuple[Any, Any, Any]]:
         settings = Settings.model_validate(raw)
         deps = build_job_deps(settings, notifier=InMemoryNotifier())
         from agent_memory.adapters.dynamo.admin import AdminRepository
-        from agent_memory.adapters.dynamo.chat import DynamoRepository
+        from agent_memory.adapters.dynamo.chat import ChatRepository
 
-        yield deps, DynamoRepository(), AdminRepository()
+        yield deps, ChatRepository(), AdminRepository()
 
 
 def _seed(month: dict[str, Any], chat: Any, deps: Any) -> None:

@@ -93,9 +93,9 @@ def aws() -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 def repo(aws: dict[str, str]) -> Any:
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
 
-    return DynamoRepository()
+    return ChatRepository()
 
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)

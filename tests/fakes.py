@@ -858,6 +858,13 @@ def stored_messages(reader: Any, project_id: str, session_id: str) -> list[Messa
     return messages
 
 
+def project_partition(store: Any) -> Any:
+    """Where the seeding writes of the project's partition go (``put_project``, ``save_hot_memory``,
+    ``put_weekly_report``...): the ``ProjectRepository`` a DynamoDB repository holds (``projects``),
+    or the store itself (the in-memory fake, a ``ProjectRepository``)."""
+    return getattr(store, "projects", store)
+
+
 # ------------------------------------------------------------------- other ports
 @dataclass
 class InMemoryNotifier:

@@ -436,7 +436,7 @@ class LocalStack:
 
     Attributes (after start): ``base_url``, ``moto_url``, ``table_names`` (logical id -> name),
     ``resources`` (queues and topics: logical id -> ``LocalResource``), ``repo`` (a
-    ``DynamoRepository`` on the stack's tables), ``functions``, ``env``, ``llm_provider``.
+    ``ChatRepository`` on the stack's tables), ``functions``, ``env``, ``llm_provider``.
     Only one stack may run in a process at a time (handlers share process-wide state).
     """
 
@@ -608,7 +608,7 @@ class LocalStack:
             _clear_settings_caches()  # do not leave our settings cached for others in this process
             self._bind_models()
             if self._seed:
-                from agent_memory.adapters.dynamo.chat import DynamoRepository
+                from agent_memory.adapters.dynamo.projects import ProjectRepository
                 from infra.local.demo.seed import seed_demo
 
                 # The local REDCap and its token secret are not kept across restarts: started on
@@ -616,11 +616,11 @@ class LocalStack:
                 clinical_data = self._start_redcap()
                 if not self.restarted:
                     seed_demo(
-                        DynamoRepository(), now=self._now or datetime.now(UTC), clinical_data=clinical_data,
+                        ProjectRepository(), now=self._now or datetime.now(UTC), clinical_data=clinical_data,
                         members=self.members,
                     )
                 else:
-                    self._repoint_demo_clinical_data(DynamoRepository(), clinical_data)
+                    self._repoint_demo_clinical_data(ProjectRepository(), clinical_data)
             if self.restarted:
                 self._backfill_patient_refs()
 
@@ -778,15 +778,15 @@ class LocalStack:
 
     def _backfill_patient_refs(self) -> None:
         """After a restart: every project stored before the patients' diagnosis references items
-        existed gets them (``GovernanceRepository.backfill_patient_refs``), so its first patient
+        existed gets them (``PatientRefsRepository.backfill_patient_refs``), so its first patient
         turns read them with the turn's one BatchGetItem instead of a Query. Projects already
         marked are skipped (the scan's filter); a project that cannot be finished now (a session
         being erased) keeps the Query until the next start."""
-        from agent_memory.adapters.dynamo.governance import GovernanceRepository
+        from agent_memory.adapters.dynamo.patient_refs_upkeep import PatientRefsRepository
         from agent_memory.domain.errors import VersionConflict
 
         client = self.aws_client("dynamodb")
-        repo = GovernanceRepository()
+        repo = PatientRefsRepository()
         paginator = client.get_paginator("scan")
         for page in paginator.paginate(
             TableName=self.table_names["MemoryTable"], ProjectionExpression="pk",
@@ -816,12 +816,12 @@ class LocalStack:
 
     @property
     def repo(self) -> Any:
-        """A ``DynamoRepository`` on this stack's tables (models re-bound if someone re-bound them)."""
-        from agent_memory.adapters.dynamo.chat import DynamoRepository
+        """A ``ChatRepository`` on this stack's tables (models re-bound if someone re-bound them)."""
+        from agent_memory.adapters.dynamo.chat import ChatRepository
 
         with self._env_scope():
             self._ensure_bound()
-        return DynamoRepository()
+        return ChatRepository()
 
     @property
     def members(self) -> Any:

@@ -64,7 +64,7 @@ def projects(local_stack: LocalStack) -> dict[str, str]:
     suffix = uuid.uuid4().hex[:8]
     ids = {"P1": f"acl-p1-{suffix}", "P2": f"acl-p2-{suffix}"}
     for project_id in ids.values():
-        local_stack.repo.put_project(
+        local_stack.repo.projects.put_project(
             Project(project_id=project_id, name=project_id, created_at=datetime(2026, 1, 5, tzinfo=UTC))
         )
     return ids

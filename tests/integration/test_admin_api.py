@@ -85,7 +85,7 @@ class Api:
 def new_project(stack: LocalStack, lines: list[HotMemoryLine] | None = None, versions: int = 1) -> Api:
     """A fresh project whose hot memory has ``versions`` stored versions (the last = ``lines``)."""
     project_id = f"adm-{uuid.uuid4().hex[:10]}"
-    stack.repo.put_project(Project(project_id=project_id, name=project_id, created_at=T0))
+    stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, created_at=T0))
     lines = base_lines() if lines is None else lines
     for v in range(1, versions + 1):
         current = lines if v == versions else lines[: max(1, len(lines) - (versions - v))]
@@ -95,7 +95,7 @@ def new_project(stack: LocalStack, lines: list[HotMemoryLine] | None = None, ver
 
 def save(stack: LocalStack, project_id: str, lines: list[HotMemoryLine], *, expected: int, actor: str) -> HotMemory:
     hot = HotMemory(project_id=project_id, lines=lines)
-    return stack.repo.save_hot_memory(
+    return stack.repo.projects.save_hot_memory(
         hot, expected_version=expected, actor=actor, reason="test", now=T0, tokens=estimate_tokens(hot.render())
     )
 
@@ -525,7 +525,7 @@ def test_a_stale_confirmation_is_a_conflict(local_stack: LocalStack) -> None:
 # ------------------------------------------------------------------------- report corrections
 def test_an_admin_corrects_a_weekly_report_and_the_previous_text_is_kept(local_stack: LocalStack) -> None:
     api = new_project(local_stack)
-    local_stack.repo.put_weekly_report(WeeklyReport(
+    local_stack.repo.projects.put_weekly_report(WeeklyReport(
         project_id=api.project_id, iso_week="2026-W05", summary="[进度] 入组 3 例", created_at=T0 + timedelta(days=1),
         evidence=["m1"],
     ))

@@ -160,7 +160,7 @@ def _chat_env(
     from aws_lambda_powertools.utilities.parameters.base import clear_caches
     from moto import mock_aws
 
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
     from agent_memory.config import get_settings
     from infra.local.stack import DEMO_CLINICAL_DATA_FILE
     from infra.template_model import create_tables, load_template
@@ -197,7 +197,7 @@ def _chat_env(
         get_settings.cache_clear()
         try:
             app = _load_chat_app()
-            repo = DynamoRepository()
+            repo = ChatRepository()
             seed_project(repo, PROJECT, weeks=3)
             add_member(repo, PROJECT, USER, study_role="PI")
             yield ChatEnv(app=app, api=messages_api, tables=tables, repo=repo, dynamodb=dynamodb)
@@ -418,8 +418,8 @@ LARGE_HOT_MEMORY = [hot_line(f"r{k:02d}", "System Rules", f"第{k}条规则：{L
 def _seed_large_hot_memory(env: ChatEnv) -> None:
     from agent_memory.domain.models import HotMemory
 
-    current = env.repo.load_hot_memory(PROJECT)
-    env.repo.save_hot_memory(
+    current = env.repo.projects.load_hot_memory(PROJECT)
+    env.repo.projects.save_hot_memory(
         HotMemory(project_id=PROJECT, lines=[*current.lines, *LARGE_HOT_MEMORY]),
         expected_version=current.version, actor="seed", reason="seed", now=current.lines[0].created_at, tokens=0,
     )
@@ -1066,7 +1066,7 @@ def test_a_redcap_project_sends_claude_the_three_tools_and_no_identifier(chat: C
         boto3.client("secretsmanager", region_name=os.environ["AWS_REGION"]).create_secret(
             Name=secret, SecretString=DEMO_TOKEN)
         project = chat.repo.get_project(PROJECT)
-        chat.repo.put_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
+        chat.repo.projects.put_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
             source="redcap", api_url=server.api_url, token_secret=secret)}))
         identifiers = redcap.Project(server.api_url, DEMO_TOKEN).export_records(
             records=["P005"], fields=["subj_name", "resident_id", "phone", "email"], events=["screening_arm_1"])[0]

@@ -250,10 +250,10 @@ def _seed_years_of_history(repo: Any, first_year: int, last_year: int) -> None:
     for year in range(first_year, last_year + 1):
         weeks = 53 if year in (2015, 2020, 2026) else 52
         for w in range(1, weeks + 1):
-            repo.put_weekly_report(WeeklyReport(project_id="p1", iso_week=f"{year}-W{w:02d}",
-                                                summary=f"[进度]: {year} 第{w}周入组 3 人。", created_at=T0))
-        repo.put_yearly_summary(YearlySummary(project_id="p1", year=year, summary=f"{year}年总结：筛选暂停过一次。",
-                                              created_at=T0 - timedelta(days=60)))
+            repo.projects.put_weekly_report(WeeklyReport(project_id="p1", iso_week=f"{year}-W{w:02d}",
+                                                         summary=f"[进度]: {year} 第{w}周入组 3 人。", created_at=T0))
+        repo.projects.put_yearly_summary(YearlySummary(
+            project_id="p1", year=year, summary=f"{year}年总结：筛选暂停过一次。", created_at=T0 - timedelta(days=60)))
 
 
 def test_a_history_turn_of_a_three_year_old_project_costs_three_round_trips(

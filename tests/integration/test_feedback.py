@@ -33,7 +33,8 @@ def _headers(project: str, user: str, role: str = "member") -> dict[str, str]:
 @pytest.fixture(scope="module")
 def project(local_stack: LocalStack) -> str:
     pid = f"fb-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=pid, name=pid, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    local_stack.repo.projects.put_project(Project(project_id=pid, name=pid,
+                                                  created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return pid
 
 
@@ -137,13 +138,13 @@ def test_a_down_vote_reason_reaches_the_next_distillation_as_the_raters_statemen
 def test_a_down_vote_reason_relaxing_a_system_rule_goes_to_review(aws: dict[str, str]) -> None:
     # Given a System Rule and a down-vote whose reason would lift it
     from agent_memory.adapters.dynamo.admin import AdminRepository
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
     from tests.unit.jobs.support import line, save_hot
 
     jobs = JobsRepository()
     add_project(jobs)
     rule = line("l-sys", "System Rules", "禁止输出患者身份证号")
-    save_hot(DynamoRepository(), "p1", [rule])
+    save_hot(ProjectRepository(), "p1", [rule])
     at = utc("2026-03-09T10:00:00+08:00")
     _answer("p1", "s1", "m-ans", at)
     mark_active("p1", "2026-03-09")
@@ -245,7 +246,8 @@ def test_a_pis_down_vote_through_the_api_becomes_a_pi_preference_in_the_days_dis
     from tests.support.auth import add_member
 
     pid = f"fbd-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=pid, name=pid, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    local_stack.repo.projects.put_project(Project(project_id=pid, name=pid,
+                                                  created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     add_member(local_stack.members, pid, "pi-e2e", "member", "PI")
     pi = _headers(pid, "pi-e2e")
     sid = f"s-{uuid.uuid4().hex[:8]}"
@@ -264,7 +266,7 @@ def test_a_pis_down_vote_through_the_api_becomes_a_pi_preference_in_the_days_dis
     local_stack.invoke("JobWorkerFunction", sqs_event([sqs_record(body, queue_arn="arn:aws:sqs:local:0:JobQueue")]))
 
     # Then hot memory holds the PI's preference, a clean statement with the rated answer as evidence
-    lines = local_stack.repo.load_hot_memory(pid).lines
+    lines = local_stack.repo.projects.load_hot_memory(pid).lines
     assert [(ln.section, ln.role_tag, ln.text, ln.evidence) for ln in lines] == [
         ("User Preferences", "PI", "回答直接列完成率，绕来绕去不要太长。", [answer])
     ]

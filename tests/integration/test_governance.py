@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +34,7 @@ def _uid(prefix: str) -> str:
 def project(local_stack: LocalStack) -> str:
     """A fresh project (Asia/Shanghai) per test."""
     project_id = _uid("gov")
-    local_stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    local_stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                          kind="clinic", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return project_id
 
@@ -269,8 +270,7 @@ def test_a_large_erasure_runs_as_a_job_and_its_status_url_reports_it(
     sid, _ = _consult(admin, patient, uuid.uuid4().hex[:10])
     # Given an inline limit below this patient's item count
     deps = local_stack.functions["GovernanceFunction"].module.deps
-    monkeypatch.setattr(local_stack.functions["GovernanceFunction"].module, "deps",
-                        type(deps)(store=deps.store, jobs=deps.jobs, clock=deps.clock, inline_items=2))
+    monkeypatch.setattr(local_stack.functions["GovernanceFunction"].module, "deps", replace(deps, inline_items=2))
     # When the patient is erased
     r = admin.call("DELETE", f"/patients/{patient}")
     # Then the answer is 202 with a status URL, the session is already closed to reads and writes

@@ -99,9 +99,9 @@ def worker(resources: dict[str, Any]) -> Iterator[ModuleType]:
 
 # ------------------------------------------------------------------------------------- helpers
 def add_project(project_id: str, tz: str = "Asia/Shanghai") -> None:
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
 
-    DynamoRepository().put_project(
+    ProjectRepository().put_project(
         Project(project_id=project_id, name=project_id, time_zone=tz, created_at=datetime(2026, 1, 1, tzinfo=UTC))
     )
 

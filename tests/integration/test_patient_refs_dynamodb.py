@@ -15,7 +15,11 @@ from typing import Any
 import boto3
 import pytest
 
-from agent_memory.adapters.dynamo.governance import GovernanceRepository
+from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.adapters.dynamo.erasure import ErasureRepository
+from agent_memory.adapters.dynamo.export import ExportRepository
+from agent_memory.adapters.dynamo.patient_refs_upkeep import PatientRefsRepository
+from agent_memory.adapters.dynamo.removal import RemovalRepository
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatDeps
 from agent_memory.consultation import sessions
@@ -208,7 +212,9 @@ def test_two_first_diagnoses_of_a_new_patient_create_one_item_holding_both(srepo
 
 # ----------------------------------------------------------------------------- erasure
 def _governance() -> GovernanceDeps:
-    return GovernanceDeps(store=GovernanceRepository(), jobs=None, clock=lambda: datetime.now(UTC))
+    return GovernanceDeps(admin=AdminRepository(), erasures=ErasureRepository(), patient_refs=PatientRefsRepository(),
+                          exports=ExportRepository(), removals=RemovalRepository(), jobs=None,
+                          clock=lambda: datetime.now(UTC))
 
 
 def test_erasing_a_session_removes_its_references_and_refills_older_ones(srepo: SessionsRepository) -> None:
@@ -254,7 +260,7 @@ def test_no_diagnosis_can_be_added_to_a_session_once_its_erasure_started(srepo: 
     sdeps = sessions_deps(srepo)
     _visit(srepo, sdeps, "pt-8", "a", ["dx-a"])
     # Given the erasure record of session a is written (its items are not deleted yet)
-    GovernanceRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="a",
+    ErasureRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="a",
                                                        actor="admin", requested_at=datetime.now(UTC)))
     # When a diagnosis is added to it, Then it is refused and the references are unchanged
     with pytest.raises(SessionNotFound):
@@ -327,7 +333,7 @@ def test_a_patient_from_before_the_items_is_queried_until_the_project_is_backfil
     assert calls.names == ["BatchGetItem", "Query", "TransactWriteItems"]
 
     # When the project is backfilled
-    written = GovernanceRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
+    written = PatientRefsRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
 
     # Then pt-11 has the item, the project is marked, and first turns cost two round trips again
     assert written == 1 and _ref_ids(srepo, "pt-11") == ["dx-a", "dx-b"]
@@ -337,7 +343,7 @@ def test_a_patient_from_before_the_items_is_queried_until_the_project_is_backfil
     _, calls = _new_visit(srepo, "pt-13", "e")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
     # and a second backfill finds the project marked and writes nothing
-    assert GovernanceRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC)) == 0
+    assert PatientRefsRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC)) == 0
 
 
 def test_a_diagnosis_of_a_patient_from_before_the_items_builds_the_item_from_all_their_diagnoses(
@@ -357,7 +363,7 @@ def test_updating_the_project_record_keeps_its_mark(srepo: SessionsRepository, a
     project = srepo.get_project(CLINIC)
     # When an admin renames it and the seed replaces its record
     MemberRepository().update_project(project.model_copy(update={"name": "改名"}))
-    srepo.put_project(project.model_copy(update={"name": "改名", "time_zone": "Europe/Berlin"}))
+    srepo.projects.put_project(project.model_copy(update={"name": "改名", "time_zone": "Europe/Berlin"}))
     # Then the record holds both changes and still its mark
     item = _client().get_item(TableName=aws["MemoryTable"], Key={"pk": {"S": CLINIC}, "sk": {"S": "PROJECT"}})["Item"]
     assert "patient_refs_since" in item
@@ -372,8 +378,8 @@ def test_the_backfill_leaves_out_sessions_being_erased(srepo: SessionsRepository
     _visit(srepo, sdeps, "pt-15", "b", ["dx-b"])
     _as_before_the_items(aws, "pt-15")
     # Given pt-15's diagnoses from before the items, and an erasure of session b just started
-    GovernanceRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="b",
+    ErasureRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="b",
                                                        actor="admin", requested_at=datetime.now(UTC)))
     # When the project is backfilled, Then the item leaves out the diagnosis of the session being erased
-    GovernanceRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
+    PatientRefsRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
     assert _ref_ids(srepo, "pt-15") == ["dx-a"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +29,7 @@ from tests.support.auth import bearer, operator_bearer
 
 def _new_project(stack: LocalStack, prefix: str) -> str:
     project_id = _uid(prefix)
-    stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                    kind="clinic", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return project_id
 
@@ -153,8 +154,7 @@ def test_removal_answers_409_while_an_erasure_job_runs_then_runs_as_a_job(
     admin = _populate(local_stack, project)
     module = local_stack.functions["GovernanceFunction"].module
     deps = module.deps
-    monkeypatch.setattr(module, "deps", type(deps)(store=deps.store, jobs=deps.jobs, clock=deps.clock,
-                                                   inline_items=2, schedules=deps.schedules))
+    monkeypatch.setattr(module, "deps", replace(deps, inline_items=2))
     # Given an erasure of one of its sessions running as a job
     sid = admin.call("GET", "/sessions").json()["sessions"][0]["session_id"]
     assert admin.call("DELETE", f"/sessions/{sid}").status_code == 202

@@ -60,7 +60,8 @@ class Run:
 def fuzz_project(local_stack: LocalStack) -> str:
     """A project of its own for this run (nothing else in the suite reads it)."""
     project_id = f"fuzz-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=project_id, name="schemathesis", created_at=datetime.now(UTC)))
+    local_stack.repo.projects.put_project(Project(project_id=project_id, name="schemathesis",
+                                                  created_at=datetime.now(UTC)))
     return project_id
 
 

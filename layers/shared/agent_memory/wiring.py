@@ -168,7 +168,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
     """The chat function: everything a turn needs (LLM provider, classifier, clinical data, caps)."""
     from agent_memory.adapters.clinical.demo import DemoClinicalData, load_clinical_file
     from agent_memory.adapters.clinical.redcap import RedcapSources
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
     from agent_memory.chat.prompt import PromptBudget
@@ -183,7 +183,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and _real_llm(llm) is not None
         else rules
     )
-    store = DynamoRepository(session_retention_days=settings.session_retention_days)
+    store = ChatRepository(session_retention_days=settings.session_retention_days)
     return ChatDeps(
         store=store,
         llm=llm,
@@ -191,10 +191,8 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
         clinical_sources=RedcapSources(token_secret_prefix=settings.clinical_token_secret_prefix),
         cache=SessionCache(max_messages=50),
-        memory=build_session_memory(
-            settings, SessionsRepository(session_retention_days=settings.session_retention_days), llm=llm
-        ),
-        history=store,
+        memory=build_session_memory(settings, SessionsRepository(chat=store), llm=llm),
+        history=store.projects,
         reminders=build_reminder_deps(settings),
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,
@@ -301,21 +299,28 @@ def build_api_deps(settings: StoreSettings) -> ApiDeps:
 
 def _context_store() -> ContextStore:
     """The turn-context store of the api function (see :class:`ApiDeps`)."""
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
 
-    return DynamoRepository()
+    return ChatRepository()
 
 
 def build_governance_deps(settings: Settings) -> GovernanceDeps:
-    """The governance function (and the worker's erase jobs): the governance store with the
-    idempotency table, the job queue for large erasures (``JOB_QUEUE_URL``; none: inline)."""
-    from agent_memory.adapters.dynamo.governance import GovernanceRepository
+    """The governance function (and the worker's erase jobs): the admin store (project, hot memory,
+    review queue), the erasure store with the idempotency table, the patients' references upkeep,
+    the export and removal stores, the job queue for large erasures (``JOB_QUEUE_URL``; none:
+    inline)."""
+    from agent_memory.adapters.dynamo.admin import AdminRepository
+    from agent_memory.adapters.dynamo.erasure import ErasureRepository
+    from agent_memory.adapters.dynamo.export import ExportRepository
+    from agent_memory.adapters.dynamo.patient_refs_upkeep import PatientRefsRepository
+    from agent_memory.adapters.dynamo.removal import RemovalRepository
     from agent_memory.adapters.sqs import SqsJobQueue
     from agent_memory.governance.erasure import GovernanceDeps
 
     _bind_tables(settings)
     return GovernanceDeps(
-        store=GovernanceRepository(idempotency_table=settings.idempotency_table),
+        admin=AdminRepository(), erasures=ErasureRepository(idempotency_table=settings.idempotency_table),
+        patient_refs=PatientRefsRepository(), exports=ExportRepository(), removals=RemovalRepository(),
         jobs=SqsJobQueue(settings.job_queue_url) if settings.job_queue_url else None,
         clock=lambda: datetime.now(UTC),
         schedules=_schedule_deleter(settings),

@@ -12,7 +12,7 @@ from agent_memory.domain.jobs import FlowLogEntry, JobReport, JobRequest
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
 from agent_memory.jobs.deps import JobCaps, JobDeps
 from agent_memory.jobs.runner import run_job
-from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore
+from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, project_partition
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 
@@ -26,7 +26,7 @@ def add_project(repo: Any, project_id: str = "p1", *, tz: str = "Asia/Shanghai",
                 created_at: datetime | None = None) -> Project:
     project = Project(project_id=project_id, name=f"项目 {project_id}", time_zone=tz,
                       created_at=created_at or utc("2025-12-29T09:00:00+08:00"))
-    repo.put_project(project)
+    project_partition(repo).put_project(project)
     return project
 
 
@@ -42,8 +42,9 @@ def line(line_id: str, section: str, text: str, *, source: str = "admin", at: st
 def save_hot(repo: Any, project_id: str, lines: list[HotMemoryLine], *, version: int = 0,
              actor: str = "seed") -> HotMemory:
     """Save ``lines`` as the next hot-memory version after ``version``."""
-    return repo.save_hot_memory(HotMemory(project_id=project_id, lines=lines), expected_version=version,
-                                actor=actor, reason="test seed", now=T0 - timedelta(days=1), tokens=0)
+    return project_partition(repo).save_hot_memory(
+        HotMemory(project_id=project_id, lines=lines), expected_version=version, actor=actor, reason="test seed",
+        now=T0 - timedelta(days=1), tokens=0)
 
 
 def say(store: InMemoryStore, project_id: str, message_id: str, content: str, at: datetime, *, role: str = "user",
@@ -71,7 +72,7 @@ def run(deps: JobDeps, job: str, project_id: str, run_date: date | str) -> JobRe
 
 
 def hot_lines(repo: Any, project_id: str = "p1") -> list[HotMemoryLine]:
-    return repo.load_hot_memory(project_id).lines
+    return project_partition(repo).load_hot_memory(project_id).lines
 
 
 def texts(lines: list[HotMemoryLine]) -> list[str]:
