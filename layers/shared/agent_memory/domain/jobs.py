@@ -47,6 +47,11 @@ class FlowLogEntry(BaseModel):
     rating: str | None = None
 
 
+#: What a candidate asks: a statement to add, a change of a value, a withdrawal, a relaxation of a
+#: System Rule (held for review).
+CandidateKind = Literal["statement", "change", "withdraw", "relaxes_rule"]
+
+
 class Candidate(BaseModel):
     """A proposed hot-memory line, from the rule extractor or the LLM extractor.
 
@@ -66,7 +71,7 @@ class Candidate(BaseModel):
     order: tuple[str, int] = ("", 0)
     #: ``statement`` (a line to add), ``change`` (a new value for a subject), ``withdraw`` (the
     #: speaker takes back a statement), ``relaxes_rule`` (the LLM says it relaxes a System Rule)
-    kind: Literal["statement", "change", "withdraw", "relaxes_rule"] = "statement"
+    kind: CandidateKind = "statement"
     #: when the statement was made (its newest evidence message); the line's provenance keeps it
     stated_at: datetime | None = None
     #: the speaker's user id (scope of a replacement besides the role)
