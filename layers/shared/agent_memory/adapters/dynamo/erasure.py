@@ -28,6 +28,7 @@ from agent_memory.adapters.dynamo.access import (
 )
 from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, SessionItem
 from agent_memory.adapters.dynamo.feedback import FEEDBACK_PREFIX, feedback_event_id
+from agent_memory.adapters.dynamo.fields import item_fields
 from agent_memory.adapters.dynamo.record_tables import ErasureItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, WeeklyReportItem, YearSummaryItem
 from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, names_id, redact_id
@@ -49,11 +50,10 @@ def erasure_from_item(item: ErasureItem) -> ErasureRecord:
 
 def erasure_to_item(r: ErasureRecord) -> ErasureItem:
     """The item of an erasure record (sk ``ERASURE#{kind}#{target_id}``)."""
-    return ErasureItem(
-        r.project_id, keys.erasure_sk(r.kind, r.target_id), kind=r.kind, target_id=r.target_id, actor=r.actor,
-        requested_at=r.requested_at, status=r.status, finished_at=r.finished_at, mode=r.mode,
-        sessions=list(r.sessions), counts=dict(r.counts),
-    )
+    return ErasureItem(r.project_id, keys.erasure_sk(r.kind, r.target_id), **item_fields(r, ErasureItem,
+        sessions=list(r.sessions),
+        counts=dict(r.counts),
+    ))
 
 
 def session_size(project_id: str, session_id: str) -> int | None:

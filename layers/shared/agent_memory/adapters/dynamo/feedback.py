@@ -17,6 +17,7 @@ from pynamodb.exceptions import DoesNotExist
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain, transaction
 from agent_memory.adapters.dynamo.conversation_tables import FeedbackItem, FlowLogItem, MessageItem
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.adapters.dynamo.message_mappers import message_from_item
 from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.errors import MessageNotFound
@@ -40,20 +41,12 @@ def feedback_event_id(message_id: str, user_id: str) -> str:
 
 def _item(fb: Feedback) -> FeedbackItem:
     return FeedbackItem(
-        keys.session_pk(fb.project_id, fb.session_id),
-        f"{FEEDBACK_PREFIX}{fb.message_id}#{fb.user_id}",
-        project_id=fb.project_id,
-        session_id=fb.session_id,
-        message_id=fb.message_id,
-        user_id=fb.user_id,
-        rating=fb.rating,
-        reason=fb.reason,
+        keys.session_pk(fb.project_id, fb.session_id), f"{FEEDBACK_PREFIX}{fb.message_id}#{fb.user_id}",
+        **item_fields(fb, FeedbackItem,
         tags=list(fb.tags),
-        study_role=fb.study_role,
-        at=fb.at,
         project_pk=feedback_index_pk(fb.project_id),
         project_sk=f"{keys.sort_time(fb.at)}#{fb.message_id}#{fb.user_id}",
-    )
+    ))
 
 
 def _event(fb: Feedback, expires_at: datetime | None) -> FlowLogItem:
@@ -76,11 +69,9 @@ def _event(fb: Feedback, expires_at: datetime | None) -> FlowLogItem:
 
 
 def _from_item(item: FeedbackItem) -> Feedback:
-    return Feedback(
-        project_id=item.project_id, session_id=item.session_id, message_id=item.message_id,
-        user_id=item.user_id, rating=item.rating,
-        reason=item.reason, tags=list(item.tags or []), study_role=item.study_role, at=item.at,
-    )
+    return Feedback(**read_fields(item, Feedback,
+        tags=list(item.tags or []),
+    ))
 
 
 @sdk_errors_as_domain

@@ -18,6 +18,7 @@ from datetime import datetime
 from pynamodb.expressions.update import Action
 
 from agent_memory.adapters.dynamo import keys
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, check_size
 from agent_memory.adapters.dynamo.tables import (
     ActivityItem,
@@ -44,15 +45,9 @@ HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 
 # ----------------------------------------------------------------------------------- project
 def project_to_item(project: Project) -> ProjectItem:
-    return ProjectItem(
-        project.project_id,
-        keys.PROJECT_SK,
-        name=project.name,
-        time_zone=project.time_zone,
-        kind=project.kind,
+    return ProjectItem(project.project_id, keys.PROJECT_SK, **item_fields(project, ProjectItem,
         clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
-        created_at=project.created_at,
-    )
+    ))
 
 
 def project_update_actions(project: Project) -> list[Action]:
@@ -77,50 +72,29 @@ def new_project_item(project: Project) -> ProjectItem:
 
 
 def project_from_item(item: ProjectItem) -> Project:
-    return Project(
+    return Project(**read_fields(item, Project,
         project_id=item.pk,
-        name=item.name,
-        time_zone=item.time_zone,
-        kind=item.kind,
         clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
-        created_at=item.created_at,
-    )
+    ))
 
 
 def member_to_item(member: Member) -> MemberItem:
-    return MemberItem(
-        member.project_id,
-        keys.member_sk(member.user_id),
-        user_id=member.user_id,
-        project_role=member.project_role,
-        study_role=member.study_role,
-        display_name=member.display_name,
-        added_at=member.added_at,
-        added_by=member.added_by,
-    )
+    return MemberItem(member.project_id, keys.member_sk(member.user_id), **item_fields(member, MemberItem))
 
 
 def member_from_item(item: MemberItem) -> Member:
-    return Member(
+    return Member(**read_fields(item, Member,
         project_id=item.pk,
-        user_id=item.user_id,
-        project_role=item.project_role,
-        study_role=item.study_role,
-        display_name=item.display_name,
-        added_at=item.added_at,
-        added_by=item.added_by,
-    )
+    ))
 
 
 # -------------------------------------------------------------------------------- hot memory
 def hot_memory_from_item(item: HotMemoryItem) -> HotMemory:
-    return HotMemory(
+    return HotMemory(**read_fields(item, HotMemory,
         project_id=item.pk,
         version=int(item.version or 0),
         lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
-        updated_at=item.updated_at,
-        updated_by=item.updated_by,
-    )
+    ))
 
 
 def hot_memory_to_items(
@@ -168,52 +142,28 @@ def hot_memory_from_revision(item: HotMemoryRevisionItem) -> HotMemory:
 
 # ----------------------------------------------------------------------------- history book
 def report_to_item(report: WeeklyReport) -> WeeklyReportItem:
-    return WeeklyReportItem(
-        report.project_id,
-        keys.report_sk(report.iso_week),
-        iso_week=report.iso_week,
-        summary=report.summary,
-        revision=report.revision,
-        created_at=report.created_at,
-        created_by=report.created_by,
-        evidence=report.evidence,
-    )
+    return WeeklyReportItem(report.project_id, keys.report_sk(report.iso_week), **item_fields(report, WeeklyReportItem))
 
 
 def report_from_item(item: WeeklyReportItem) -> WeeklyReport:
-    return WeeklyReport(
+    return WeeklyReport(**read_fields(item, WeeklyReport,
         project_id=item.pk,
-        iso_week=item.iso_week,
-        summary=item.summary,
         revision=int(item.revision),
-        created_at=item.created_at,
-        created_by=item.created_by,
         evidence=list(item.evidence or []),
-    )
+    ))
 
 
 
 def yearly_summary_to_item(summary: YearlySummary) -> YearSummaryItem:
-    return YearSummaryItem(
-        summary.project_id,
-        keys.year_sk(summary.year),
-        year=summary.year,
-        summary=summary.summary,
-        weeks=summary.weeks,
-        created_at=summary.created_at,
-        created_by=summary.created_by,
-    )
+    return YearSummaryItem(summary.project_id, keys.year_sk(summary.year), **item_fields(summary, YearSummaryItem))
 
 
 def yearly_summary_from_item(item: YearSummaryItem) -> YearlySummary:
-    return YearlySummary(
+    return YearlySummary(**read_fields(item, YearlySummary,
         project_id=item.pk,
         year=int(item.year),
-        summary=item.summary,
         weeks=list(item.weeks or []),
-        created_at=item.created_at,
-        created_by=item.created_by,
-    )
+    ))
 
 
 def activity_to_item(project_id: str, local_date: str, *, at: datetime) -> ActivityItem:

@@ -8,6 +8,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain
+from agent_memory.adapters.dynamo.fields import item_fields
 from agent_memory.adapters.dynamo.record_tables import ReminderItem, WebhookItem
 from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.reminders import Reminder
@@ -22,8 +23,9 @@ def reminder_sk(reminder_id: str) -> str:
 
 
 def _item(r: Reminder) -> ReminderItem:
-    return ReminderItem(r.project_id, reminder_sk(r.reminder_id), reminder=r.model_dump(mode="json"),
-                        owner=r.owner, status=r.status)
+    return ReminderItem(r.project_id, reminder_sk(r.reminder_id), **item_fields(r, ReminderItem,
+        reminder=r.model_dump(mode="json"),
+    ))
 
 
 @sdk_errors_as_domain
