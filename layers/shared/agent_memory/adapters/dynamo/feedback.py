@@ -15,11 +15,11 @@ from datetime import datetime
 from pynamodb.exceptions import DoesNotExist
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.access import sdk_errors_as_domain, transaction
 from agent_memory.adapters.dynamo.conversation_tables import FeedbackItem, FlowLogItem, MessageItem
 from agent_memory.adapters.dynamo.fields import item_fields, read_fields
+from agent_memory.adapters.dynamo.members import study_role_of
 from agent_memory.adapters.dynamo.message_mappers import message_from_item
-from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.errors import MessageNotFound
 from agent_memory.domain.feedback import FEEDBACK_SOURCE, Feedback
 from agent_memory.domain.turns import MessageRecord
@@ -87,11 +87,8 @@ class FeedbackRepository:
         return message_from_item(item)
 
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
-        """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item in the
-        MemoryTable), or None when there is no such item or role (one GetItem)."""
-        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
-        value = (response.get("Item") or {}).get("study_role") or {}
-        return value.get("S") if isinstance(value, dict) else None
+        """The member's study role, or None (:func:`.members.study_role_of`: one GetItem)."""
+        return study_role_of(project_id, user_id)
 
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
         """The rating (replacing the rater's earlier one) and its flow-log event, in ONE
