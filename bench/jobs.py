@@ -123,15 +123,16 @@ def _moto_with_per_partition_costs() -> Iterator[list[str]]:
         finally:
             self.items = everything
 
-    models.copy = SimpleNamespace(deepcopy=deepcopy, copy=copy.copy)  # type: ignore[assignment]
-    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    models.Table.query = query  # type: ignore[method-assign]
+    # moto's module and methods patched for the run, put back below
+    models.copy = SimpleNamespace(deepcopy=deepcopy, copy=copy.copy)  # type: ignore[assignment]  # patched
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]  # patched
+    models.Table.query = query  # type: ignore[method-assign]  # patched for the run
     try:
         yield failures
     finally:
         models.copy = copy
-        models.DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
-        models.Table.query = original_query  # type: ignore[method-assign]
+        models.DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]  # put back
+        models.Table.query = original_query  # type: ignore[method-assign]  # put back
 
 
 def _env() -> None:

@@ -90,10 +90,13 @@ def schedule_input(job: str, template: Mapping[str, Any] | None = None) -> dict[
 def job_request(job: str, project_id: str, target: date) -> dict[str, Any]:
     """The ``JobRequest`` (as JSON data) that makes ``job`` process the period named by ``target``."""
     _layer_on_path()
-    from agent_memory.domain.jobs import JobRequest
+    from pydantic import TypeAdapter
+
+    from agent_memory.domain.jobs import JobName, JobRequest
     from agent_memory.jobs.calendar import run_date_for
 
-    request = JobRequest(job=job, project_id=project_id, date=run_date_for(job, target))  # type: ignore[arg-type]
+    name = TypeAdapter(JobName).validate_python(job)  # one of the scheduled jobs (raises otherwise)
+    request = JobRequest(job=name, project_id=project_id, date=run_date_for(name, target))
     return request.model_dump(mode="json", exclude_none=True)
 
 

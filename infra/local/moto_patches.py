@@ -159,7 +159,7 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
     with DYNAMODB_LOCK:
         saved: list[_Saved] = []
         target_items: set[tuple[str, str]] = set()
-        errors: list[tuple[str, str, dict[str, Any]] | tuple[None, None, None]] = []
+        errors: list[tuple[str | None, str | None, dict[str, Any] | None]] = []
         for item in transact_items:
             original_item: dict[str, Any] | None = None
             if len(list(item.keys())) > 1:
@@ -195,9 +195,9 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
                 _restore(saved)
                 raise
             except ConditionalCheckFailed as e:
-                errors.append(("ConditionalCheckFailed", str(e.message), original_item))  # type: ignore[arg-type]
+                errors.append(("ConditionalCheckFailed", str(e.message), original_item))
             except Exception as e:  # noqa: BLE001 - moto reports any other failure as a cancellation reason
-                errors.append((type(e).__name__, str(e), original_item))  # type: ignore[arg-type]
+                errors.append((type(e).__name__, str(e), original_item))
 
         if any(code is not None for code, _, _ in errors):
             _restore(saved)
@@ -211,10 +211,10 @@ def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
 
 def stop_instance_tracking() -> None:
     """moto no longer keeps a reference to every model object it creates; the lists kept so far are emptied."""
-    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]
+    BaseModel.__new__ = staticmethod(_untracked_new)  # type: ignore[method-assign]  # moto's class patched in place
     for models in model_data.values():
         for model in models.values():
-            model.instances_tracked = []  # type: ignore[attr-defined]
+            model.instances_tracked = []  # type: ignore[attr-defined]  # moto sets it in BaseModel.__new__
 
 
 _moto_item_init = Item.__init__
@@ -277,9 +277,9 @@ def cached_filter_expression(expr: str | None, names: dict[str, str] | None, val
 def cache_condition_parses() -> None:
     """moto's DynamoDB modules parse condition expressions through :class:`_CachedConditionParser`."""
     for module in (dynamodb_comparisons, dynamodb_models, dynamodb_responses):
-        module.create_condition_expression_parser = _cached_condition_parser  # type: ignore[attr-defined]
+        module.create_condition_expression_parser = _cached_condition_parser  # type: ignore[attr-defined]  # moto's, replaced
     for module in (dynamodb_comparisons, dynamodb_models, dynamodb_table):
-        module.get_filter_expression = cached_filter_expression  # type: ignore[attr-defined]
+        module.get_filter_expression = cached_filter_expression  # type: ignore[attr-defined]  # moto's, replaced
 
 
 #: moto's item size limit (``LimitedSizeDict``): DynamoDB's 400 KB, measured between 409 and 410 KB.
@@ -314,7 +314,7 @@ def _item_init_checked_once(
 
 def check_item_size_once() -> None:
     """Build moto's DynamoDB items with one size check each (:func:`_item_init_checked_once`)."""
-    Item.__init__ = _item_init_checked_once  # type: ignore[method-assign]
+    Item.__init__ = _item_init_checked_once  # type: ignore[method-assign]  # moto's method patched in place
 
 
 #: DynamoDB operations whose responses are item documents (the JSON protocol body is the result
@@ -377,8 +377,8 @@ def _parse_item_request_as_json(self: DynamoHandler, request: Any) -> None:
 def serve_item_responses_as_json() -> None:
     """DynamoDB item operations read their request and answer with their result document as JSON
     (module docstring)."""
-    DynamoResult.execute_result = _item_response_as_json  # type: ignore[method-assign,assignment]
-    DynamoHandler.parse_parameters = _parse_item_request_as_json  # type: ignore[method-assign,assignment]
+    DynamoResult.execute_result = _item_response_as_json  # type: ignore[method-assign,assignment]  # moto's, replaced
+    DynamoHandler.parse_parameters = _parse_item_request_as_json  # type: ignore[method-assign,assignment]  # replaced
 
 
 def apply() -> None:
@@ -394,7 +394,7 @@ def apply() -> None:
         cache_condition_parses()
         for name in _LOCKED_METHODS:
             setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
-        DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+        DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]  # patched in place
         setattr(DynamoDBBackend, _PATCHED_ATTR, True)
 
 

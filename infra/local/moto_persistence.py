@@ -187,15 +187,19 @@ def _patch() -> None:
         return
     moto_patches.apply()
     B = DynamoDBBackend
-    B.put_item = _logging_write(  # type: ignore[method-assign]
+    # moto's methods wrapped in place: each write is logged before it returns
+    B.put_item = _logging_write(  # type: ignore[method-assign]  # wrapped in place
         B.put_item, lambda b, a: (a["table_name"], _key_of_put(b, a["table_name"], a["item_attrs"]))
     )
-    B.update_item = _logging_write(B.update_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
-    B.delete_item = _logging_write(B.delete_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
-    B.transact_write_items = _logging_transaction(B.transact_write_items)  # type: ignore[method-assign]
-    B.create_table = _logging_table_op(B.create_table, "create_table")  # type: ignore[method-assign]
-    B.delete_table = _logging_table_op(B.delete_table, "delete_table")  # type: ignore[method-assign]
-    B.update_time_to_live = _logging_table_op(B.update_time_to_live, "update_time_to_live")  # type: ignore[method-assign]
+    B.update_item = _logging_write(  # type: ignore[method-assign]  # wrapped in place
+        B.update_item, lambda b, a: (a["table_name"], a["key"]))
+    B.delete_item = _logging_write(  # type: ignore[method-assign]  # wrapped in place
+        B.delete_item, lambda b, a: (a["table_name"], a["key"]))
+    B.transact_write_items = _logging_transaction(B.transact_write_items)  # type: ignore[method-assign]  # wrapped
+    B.create_table = _logging_table_op(B.create_table, "create_table")  # type: ignore[method-assign]  # wrapped
+    B.delete_table = _logging_table_op(B.delete_table, "delete_table")  # type: ignore[method-assign]  # wrapped
+    B.update_time_to_live = _logging_table_op(  # type: ignore[method-assign]  # wrapped in place
+        B.update_time_to_live, "update_time_to_live")
     setattr(B, _PATCHED_ATTR, True)
 
 
@@ -248,12 +252,13 @@ def _replay(records: list[dict[str, Any]]) -> None:
             args = record["args"]
             final.pop((record["a"], record["r"], args["name"]), None)
             backend.tables.pop(args["name"], None)  # a table re-created after a delete
-            DynamoDBBackend.create_table.__wrapped__(backend, **args)  # type: ignore[attr-defined]
+            DynamoDBBackend.create_table.__wrapped__(backend, **args)  # type: ignore[attr-defined]  # functools.wraps
         elif kind == "delete_table":
             final.pop((record["a"], record["r"], record["args"]["name"]), None)
             backend.tables.pop(record["args"]["name"], None)
         elif kind == "update_time_to_live":
-            DynamoDBBackend.update_time_to_live.__wrapped__(backend, **record["args"])  # type: ignore[attr-defined]
+            unwrapped = DynamoDBBackend.update_time_to_live.__wrapped__  # type: ignore[attr-defined]  # functools.wraps
+            unwrapped(backend, **record["args"])
     for (account_id, region, table_name), images in final.items():
         table = dynamodb_backends[account_id][region].get_table(table_name)
         for key, attrs in images.values():

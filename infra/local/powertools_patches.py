@@ -53,7 +53,7 @@ def apply() -> None:
     router = BaseRouter
     base_meta = type(router)
 
-    class ThreadLocalRouterMeta(base_meta):  # type: ignore[misc, valid-type]
+    class ThreadLocalRouterMeta(base_meta):  # type: ignore[misc, valid-type]  # a metaclass known at run time
         """``BaseRouter``'s metaclass: its two per-request class attributes live per thread."""
 
         def __getattribute__(cls, name: str) -> Any:
@@ -70,7 +70,7 @@ def apply() -> None:
     for name in _NAMES:
         # instances (every resolver and router) read and write the same per-thread value
         type.__setattr__(router, name, _per_thread_property(name))
-    router.__class__ = ThreadLocalRouterMeta  # type: ignore[method-assign]
+    router.__class__ = ThreadLocalRouterMeta  # type: ignore[method-assign]  # the class's metaclass swapped
     _applied = True
 
 

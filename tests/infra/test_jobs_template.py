@@ -97,7 +97,9 @@ def test_schedule_fires_at_its_local_hour(resources: dict[str, Any], job: str) -
     _, expression, hour, weekday = SCHEDULES[job]
     props = _schedule(resources, job)
     assert props["ScheduleExpression"] == expression
-    fields = re.fullmatch(r"cron\((.+)\)", props["ScheduleExpression"]).group(1).split()  # type: ignore[union-attr]
+    cron = re.fullmatch(r"cron\((.+)\)", props["ScheduleExpression"])
+    assert cron is not None, props["ScheduleExpression"]
+    fields = cron.group(1).split()
     minute, hours, day_of_month, month, day_of_week, year = fields
     assert (minute, hours, month, year) == ("0", str(hour), "*", "*")
     # daily, or Mondays only for the archive (EventBridge cron: one of the day fields is "?").

@@ -220,7 +220,8 @@ def test_the_weekly_report_has_a_feedback_section(aws: dict[str, str]) -> None:
     store = FeedbackRepository()
     for mid, user, rating, reason in (("m-a1", "u1", "down", "太啰嗦了"), ("m-a2", "u2", "down", "太啰嗦了！"),
                                       ("m-a3", "u1", "up", None)):
-        rate_message(store, project_id="p1", session_id="s1", message_id=mid, user_id=user, rating=rating,  # type: ignore[arg-type]
+        rate_message(store, project_id="p1", session_id="s1", message_id=mid, user_id=user,
+                     rating=rating,  # type: ignore[arg-type]  # a str of the Literal, from the table above
                      reason=reason, tags=None, now=at)
 
     # When the week is archived

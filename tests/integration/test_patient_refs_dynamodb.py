@@ -28,6 +28,7 @@ from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS, Diagnosis
 from agent_memory.governance.erasure import GovernanceDeps, request_erasure
 from agent_memory.governance.export import export_lines
 from agent_memory.governance.removal import request_removal
+from tests.fakes import ScriptedLLM
 from tests.unit.chat_support import chat_llm, session_block
 from tests.unit.sessions_support import CLINIC, chat_deps, say, seed_clinic, sessions_deps
 
@@ -51,6 +52,20 @@ def _client() -> Any:
 def _refs_item(aws: dict[str, str], patient_id: str, project_id: str = CLINIC) -> dict[str, Any] | None:
     return _client().get_item(TableName=aws["SessionsTable"], ConsistentRead=True, Key={
         "pk": {"S": f"{project_id}#PATIENT#{patient_id}"}, "sk": {"S": REFS_SK}}).get("Item")
+
+
+def _stored_refs_item(aws: dict[str, str], patient_id: str) -> dict[str, Any]:
+    item = _refs_item(aws, patient_id)
+    assert item is not None, f"no references item of {patient_id}"
+    return item
+
+
+def _diagnoses_sent(deps: ChatDeps, call: int) -> list[str]:
+    """The diagnosis ids the session block of the ``call``-th chat request listed (the deps' LLM is
+    the recorder of ``chat_llm``)."""
+    llm = deps.llm
+    assert isinstance(llm, ScriptedLLM)
+    return _diagnosis_ids_in(session_block(llm.requests[call]))
 
 
 def _ref_ids(srepo: SessionsRepository, patient_id: str) -> list[str]:
@@ -124,7 +139,7 @@ def test_a_patients_first_turn_is_one_batch_read_and_one_transaction_with_the_ne
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
     # and the prompt's session block names exactly the 20 newest diagnoses, oldest first
     newest = [f"dx-{i:02d}" for i in range(2, 22)]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == newest  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == newest
     assert [d.ref().diagnosis_id for d in reversed(srepo.patient_diagnoses(CLINIC, "pt-1", limit=20))] == newest
 
     # and a second turn of that session in the same container does not read the item again
@@ -134,13 +149,13 @@ def test_a_patients_first_turn_is_one_batch_read_and_one_transaction_with_the_ne
     read_keys = [k["sk"]["S"] for _, p in later.calls if _ == "BatchGetItem"
                  for table in p["RequestItems"].values() for k in table["Keys"]]
     assert REFS_SK not in read_keys
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[1])) == newest  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 1) == newest
 
 
 def test_a_new_patients_first_turn_costs_two_round_trips_and_lists_no_diagnosis(srepo: SessionsRepository) -> None:
     deps, calls = _new_visit(srepo, "pt-new", "first")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == []  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == []
 
 
 def test_a_session_created_for_a_patient_carries_the_references_item(srepo: SessionsRepository) -> None:
@@ -184,7 +199,7 @@ def test_two_diagnoses_of_one_patient_written_at_once_from_two_sessions_are_both
     # Then a's first write was refused (the item changed), retried, and both references are kept
     assert Racing.conflicts == 1
     assert sorted(_ref_ids(srepo, "pt-3")) == ["dx-0", "dx-a", "dx-b"]
-    assert int(_refs_item(aws, "pt-3")["version"]["N"]) == 3  # type: ignore[index]
+    assert int(_stored_refs_item(aws, "pt-3")["version"]["N"]) == 3
 
 
 def test_two_first_diagnoses_of_a_new_patient_create_one_item_holding_both(srepo: SessionsRepository) -> None:
@@ -233,7 +248,7 @@ def test_erasing_a_session_removes_its_references_and_refills_older_ones(srepo: 
     assert _ref_ids(srepo, "pt-5") == ["dx-old-0", "dx-old-1", "dx-old-2"]
     # and the next first turn of pt-5 names no erased diagnosis
     deps, calls = _new_visit(srepo, "pt-5", "next")
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == ["dx-old-0", "dx-old-1", "dx-old-2"]  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == ["dx-old-0", "dx-old-1", "dx-old-2"]
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
 
 
@@ -250,7 +265,7 @@ def test_erasing_a_patient_deletes_their_references_item(srepo: SessionsReposito
     assert _refs_item(aws, "pt-6") is None
     assert _ref_ids(srepo, "pt-7") == ["dx-c"]  # another patient's item is untouched
     deps, _ = _new_visit(srepo, "pt-6", "after")
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == []  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == []
 
 
 def test_no_diagnosis_can_be_added_to_a_session_once_its_erasure_started(srepo: SessionsRepository) -> None:
@@ -292,7 +307,7 @@ def test_the_item_expires_no_earlier_than_any_diagnosis_it_references(aws: dict[
     repo = SessionsRepository(session_retention_days=30)
     seed_clinic(repo)
     _visit(repo, sessions_deps(repo), "pt-10", "a", ["dx-a"])
-    first = int(_refs_item(aws, "pt-10")["expires_at"]["N"])  # type: ignore[index]
+    first = int(_stored_refs_item(aws, "pt-10")["expires_at"]["N"])
     diagnosis = _client().get_item(TableName=aws["SessionsTable"], Key={
         "pk": {"S": f"{CLINIC}#a"}, "sk": {"S": "DIAG#dx-a"}})["Item"]
     assert first == int(diagnosis["expires_at"]["N"])
@@ -302,7 +317,7 @@ def test_the_item_expires_no_earlier_than_any_diagnosis_it_references(aws: dict[
                            diagnosis_id="dx-b")
 
     # Then the item still expires with the 30-day diagnosis, not 10 days after the later one
-    assert int(_refs_item(aws, "pt-10")["expires_at"]["N"]) == first  # type: ignore[index]
+    assert int(_stored_refs_item(aws, "pt-10")["expires_at"]["N"]) == first
     assert _ref_ids(repo, "pt-10") == ["dx-a", "dx-b"]
 
 
@@ -327,7 +342,7 @@ def test_a_patient_from_before_the_items_is_queried_until_the_project_is_backfil
     # When pt-11's new session takes its first turn, Then one Query found the diagnoses (3 round trips)
     deps, calls = _new_visit(srepo, "pt-11", "b")
     assert calls.names == ["BatchGetItem", "Query", "TransactWriteItems"]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == ["dx-a", "dx-b"]  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == ["dx-a", "dx-b"]
     # and a new patient of that project is queried too (nothing says the item's absence means none)
     _, calls = _new_visit(srepo, "pt-12", "c")
     assert calls.names == ["BatchGetItem", "Query", "TransactWriteItems"]
@@ -339,7 +354,7 @@ def test_a_patient_from_before_the_items_is_queried_until_the_project_is_backfil
     assert written == 1 and _ref_ids(srepo, "pt-11") == ["dx-a", "dx-b"]
     deps, calls = _new_visit(srepo, "pt-11", "d")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == ["dx-a", "dx-b"]  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == ["dx-a", "dx-b"]
     _, calls = _new_visit(srepo, "pt-13", "e")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
     # and a second backfill finds the project marked and writes nothing

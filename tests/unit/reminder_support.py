@@ -70,4 +70,5 @@ class RecordingChannel:
 
 def reminder_deps(now: datetime, **kwargs: object) -> tuple[ReminderDeps, InMemoryReminderStore, RecordingScheduler]:
     store, scheduler = InMemoryReminderStore(), RecordingScheduler()
-    return ReminderDeps(store=store, scheduler=scheduler, now=FakeClock(now), **kwargs), store, scheduler  # type: ignore[arg-type]
+    deps = ReminderDeps(store=store, scheduler=scheduler, now=FakeClock(now), **kwargs)  # type: ignore[arg-type]  # kwargs
+    return deps, store, scheduler

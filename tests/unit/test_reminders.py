@@ -217,7 +217,7 @@ def test_delivery_marks_a_one_time_reminder_done_and_moves_a_recurring_one_on() 
     deps.now.at = datetime(2026, 12, 7, 1, 0, tzinfo=UTC)  # type: ignore[attr-defined]  # Monday 09:00 local
     assert deliver(deps, channel, "p1", once.reminder.reminder_id)["status"] == "delivered"
     assert deliver(deps, channel, "p1", weekly.reminder.reminder_id)["status"] == "delivered"
-    assert store.get_reminder("p1", once.reminder.reminder_id).status == "done"  # type: ignore[union-attr]
+    assert store.get_reminder("p1", once.reminder.reminder_id).status == "done"  # type: ignore[union-attr]  # None fails
     nxt = store.get_reminder("p1", weekly.reminder.reminder_id)
     assert nxt is not None and nxt.status == "active" and nxt.next_fire_local == "2026-12-14T09:00"
     # a duplicate delivery of the same occurrence, and a firing of a done reminder, are skipped

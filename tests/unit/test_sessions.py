@@ -334,7 +334,7 @@ def test_patients_new_session_gets_earlier_diagnoses_in_the_session_block(srepo:
     llm = chat_llm()
     deps = chat_deps(srepo, llm=llm)
     reads, lookups = Recorder(srepo), Recorder(srepo)
-    deps.store, deps.memory.patients = reads, lookups  # type: ignore[union-attr]
+    deps.store, deps.memory.patients = reads, lookups  # type: ignore[union-attr]  # chat_deps sets memory
     say(deps, "还是头痛", session_id="visit-2", patient_id="pt-5")
     say(deps, "好些了", session_id="visit-2", patient_id="pt-5")
 
@@ -362,7 +362,7 @@ def test_a_patient_whose_diagnoses_predate_the_references_gets_them_through_one_
     llm = chat_llm()
     deps = chat_deps(srepo, llm=llm)
     lookups = Recorder(srepo)
-    deps.memory.patients = lookups  # type: ignore[union-attr]
+    deps.memory.patients = lookups  # type: ignore[union-attr]  # chat_deps sets memory
     say(deps, "还是头痛", session_id="new-visit", patient_id="pt-6")
 
     # Then the turn looked the diagnoses up once, and the prompt lists the earlier diagnosis

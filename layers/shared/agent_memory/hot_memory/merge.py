@@ -580,7 +580,8 @@ def build_llm_compaction(
         text = " ".join(str(raw.get("text") or "").split())
         section = str(raw.get("section") or "")
         role_tag = raw.get("role_tag")
-        merged_from = [str(x) for x in raw.get("merged_from") or [] if str(x) in by_id]  # type: ignore[attr-defined]
+        folded = raw.get("merged_from")
+        merged_from = [str(x) for x in folded if str(x) in by_id] if isinstance(folded, list | tuple) else []
         original = by_id.get(line_id)
         if original is not None and not merged_from and text == original.text and section == original.section:
             comp.lines.append(original)

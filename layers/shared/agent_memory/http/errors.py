@@ -38,7 +38,7 @@ class RequestRejected(Exception):
 
 def _request_id(app: ApiGatewayResolver) -> str:
     try:
-        return str(app.current_event.request_context.request_id)  # type: ignore[attr-defined]
+        return str(app.current_event.request_context.request_id)  # type: ignore[attr-defined]  # HTTP API v2 event
     except Exception:  # noqa: BLE001 - no event (unit tests): no id
         return ""
 

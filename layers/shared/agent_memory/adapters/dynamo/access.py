@@ -21,11 +21,10 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.connection import Connection
 from pynamodb.exceptions import PutError, PynamoDBException, TransactWriteError
-from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo.pynamodb_internals import model_connection
-from agent_memory.adapters.dynamo.tables import ProjectItem
+from agent_memory.adapters.dynamo.tables import BaseItem, ProjectItem
 from agent_memory.adapters.errors import coded_error, service_error
 from agent_memory.domain.errors import ExternalServiceError
 
@@ -104,10 +103,10 @@ def is_conflict(exc: TransactWriteError) -> bool:
     return not CONFLICT_CODES.isdisjoint(cancellation_codes(exc))
 
 
-def put_if_absent(item: Model) -> bool:
+def put_if_absent(item: BaseItem) -> bool:
     """Write ``item`` unless an item with its key exists; False (nothing written) when one does."""
     try:
-        item.save(condition=type(item).sk.does_not_exist())  # type: ignore[attr-defined]
+        item.save(condition=type(item).sk.does_not_exist())
     except PutError as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             return False
