@@ -89,7 +89,8 @@ class AdminRepository:
     """The admin API's reads and writes (module docstring).
 
     Args:
-        projects: the project's partition (a new :class:`ProjectRepository` by default).
+        projects: the project's partition its hot-memory commits go through and its project and
+            report reads come from (a new :class:`ProjectRepository` by default).
     """
 
     def __init__(self, projects: ProjectRepository | None = None) -> None:

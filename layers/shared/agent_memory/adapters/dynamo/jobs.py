@@ -57,7 +57,9 @@ class JobsRepository:
     """What the jobs read and write (module docstring lists the calls).
 
     Args:
-        projects: the project's partition (a new :class:`ProjectRepository` by default).
+        projects: the project's partition: the project record, hot memory (a job's commit goes
+            through it with the run marker), weekly reports and yearly summaries (a new
+            :class:`ProjectRepository` by default).
     """
 
     def __init__(self, projects: ProjectRepository | None = None) -> None:
