@@ -295,7 +295,7 @@ def test_seeding_twice_changes_nothing(local_stack: LocalStack) -> None:
     before = _scan(local_stack, "MemoryTable")
 
     # When the demo is seeded again
-    seed_demo(local_stack.repo, now=datetime.now(UTC))
+    seed_demo(local_stack.repo.projects, now=datetime.now(UTC))
 
     # Then the memory table is item-for-item identical
     assert _scan(local_stack, "MemoryTable") == before
