@@ -266,7 +266,7 @@ def chat_figures() -> dict[str, float]:
         print(f"  non-history prompt {prompt_tokens} tokens; naive 3-year prompt {naive} tokens")
 
         out.update(_first_patient_turn(deps))
-        _add_three_years(deps.store)
+        _add_three_years(deps.store.projects)
         with CallCounter() as c3:
             r3 = turn(history, "bench-rt")
         out["ddb_round_trips_history_3y"] = c3.total
@@ -296,7 +296,8 @@ _REPORT_TEXT = (
 
 
 def _add_three_years(store: Any) -> None:
-    """demo-iit gets the weekly reports of 2023-2025 (156 weeks) and those years' summaries."""
+    """demo-iit gets the weekly reports of 2023-2025 (156 weeks) and those years' summaries
+    (``store``: the project's partition, a ``ProjectRepository``)."""
     from agent_memory.domain.models import WeeklyReport, YearlySummary
 
     start = datetime(2023, 1, 2, 1, 0, tzinfo=UTC)  # Monday of 2023-W01
@@ -331,10 +332,11 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
     from agent_memory.domain.text import estimate_tokens
 
     store = deps.store
+    projects = store.projects  # the chat store's project partition (the seeding write)
     from agent_memory.config import get_settings
 
     cap = get_settings().hot_memory_token_cap
-    hot = store.load_hot_memory("demo-iit")
+    hot = projects.load_hot_memory("demo-iit")
     lines = list(hot.lines)
     n = 0
     while estimate_tokens(hot.model_copy(update={"lines": lines}).render()) < 0.9 * cap:
@@ -343,8 +345,8 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
         lines.append(HotMemoryLine(**{**base.model_dump(), **extra}))
         n += 1
     grown = hot.model_copy(update={"lines": lines})
-    store.save_hot_memory(grown, expected_version=hot.version, actor="bench", reason="bench", now=deps.now(),
-                          tokens=estimate_tokens(grown.render()))
+    projects.save_hot_memory(grown, expected_version=hot.version, actor="bench", reason="bench", now=deps.now(),
+                             tokens=estimate_tokens(grown.render()))
     hot_tokens = estimate_tokens(grown.render())
     reports = store.load_history("demo-iit", limit_weeks=520)
     all_reports_tokens = estimate_tokens(render_history_block(reports))
