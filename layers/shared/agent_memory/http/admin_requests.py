@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_memory.domain.errors import InvalidInput
 from agent_memory.hot_memory.editor import ChangeResult, parse_if_match
-from agent_memory.http.powertools import ApiGatewayResolver, Query, Response
+from agent_memory.http.powertools import Query, Request, Response
 from agent_memory.http.responses import etag, model_response
 from agent_memory.observability import logger, metrics
 
@@ -64,28 +64,28 @@ class ReportCorrectionRequest(BaseModel):
     reason: str | None = None
 
 
-def if_match(app: ApiGatewayResolver) -> int:
+def if_match(request: Request) -> int:
     """The version the request's ``If-Match`` names.
 
     Raises:
         PreconditionRequired: no header (428); InvalidInput: not a version (422).
     """
-    return parse_if_match(app.current_event.headers.get("if-match"))
+    return parse_if_match(request.headers.get("if-match"))
 
 
-def optional_if_match(app: ApiGatewayResolver) -> int | None:
+def optional_if_match(request: Request) -> int | None:
     """The version ``If-Match`` names, or None without the header."""
-    value = app.current_event.headers.get("if-match")
+    value = request.headers.get("if-match")
     return parse_if_match(value) if value else None
 
 
-def reason_from_body(app: ApiGatewayResolver) -> str | None:
+def reason_from_body(request: Request) -> str | None:
     """The optional ``{"reason": ...}`` body of the POST routes (no body = no reason).
 
     Raises:
         InvalidInput: a body of another shape (422).
     """
-    raw = app.current_event.decoded_body
+    raw = request.resolved_event.decoded_body
     if not raw or not raw.strip():
         return None
     try:

@@ -141,16 +141,40 @@ from aws_lambda_powertools.event_handler.api_gateway import (  # noqa: E402
     ApiGatewayResolver,
     BaseRouter,
     Response,
+    Router,
 )
+from aws_lambda_powertools.event_handler.depends import Depends  # noqa: E402
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware  # noqa: E402
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (  # noqa: E402
     OpenAPIRequestValidationMiddleware,
 )
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError  # noqa: E402
-from aws_lambda_powertools.event_handler.openapi.params import Query  # noqa: E402
+from aws_lambda_powertools.event_handler.openapi.params import Header, Query  # noqa: E402
+from aws_lambda_powertools.event_handler.request import Request  # noqa: E402
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (  # noqa: E402
     APIGatewayProxyEventV2,
 )
+
+
+def validate_requests_with(app: ApiGatewayResolver, middleware: OpenAPIRequestValidationMiddleware) -> None:
+    """Make ``middleware`` (a request validation middleware) the first middleware of every route
+    of ``app``, in the place of Powertools' own request validation.
+
+    Powertools runs its request validation before every middleware given to ``use()``; a check
+    that must answer before validation (the route guard: 401 / 403 before any 422) can only take
+    that place. It is an attribute of the resolver that Powertools documents nowhere
+    (``_request_validation_middleware``, aws-lambda-powertools 3.37.0): this function is the one
+    place that touches it, and ``tests/unit/test_powertools_lazy.py`` fails on an upgrade that
+    moves it.
+
+    Raises:
+        RuntimeError: ``app`` validates no requests there (created without ``enable_validation``,
+            or a Powertools version without that place): the middleware would never run.
+    """
+    if not isinstance(getattr(app, "_request_validation_middleware", None), OpenAPIRequestValidationMiddleware):
+        raise RuntimeError("the Powertools event handler no longer validates requests where the route guard expects")
+    app._request_validation_middleware = middleware
+
 
 __all__ = [
     "DATA_CLASSES",
@@ -160,11 +184,16 @@ __all__ = [
     "APIGatewayProxyEventV2",
     "ApiGatewayResolver",
     "BaseRouter",
+    "Depends",
+    "Header",
     "NextMiddleware",
     "OpenAPIRequestValidationMiddleware",
     "Query",
+    "Request",
     "RequestValidationError",
     "Response",
+    "Router",
     "content_types",
     "lazy_package",
+    "validate_requests_with",
 ]

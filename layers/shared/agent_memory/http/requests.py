@@ -9,12 +9,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_memory.domain.ids import idempotency_hash
+from agent_memory.domain.ids import ID_PATTERN, idempotency_hash
 from agent_memory.http.errors import RequestRejected
 from agent_memory.http.powertools import Query
 
-#: Path ids: letters, digits, ``-``, ``_``, ``.``, 1..128 characters.
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: The longest ``Idempotency-Key`` accepted (characters).
 IDEMPOTENCY_KEY_MAX_CHARS = 128
 #: A listing's page size (query parameter ``limit``).

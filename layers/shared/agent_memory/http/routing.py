@@ -1,0 +1,105 @@
+"""Route declarations: every route says who may call it where it is defined.
+
+A function's routes are a :class:`Routes`: a Powertools ``Router`` whose decorators take the
+route's access as a required argument. ``@routes.get(path, "member")`` is
+``router.get(path, openapi_extensions={"x-access": "member"})`` that also records the route key
+(``"GET /v1/projects/{project_id}/..."``, API Gateway's ``routeKey`` of the payload-2.0 event) ->
+access in :attr:`Routes.table`. So there is no second, hand-kept list:
+
+- the route guard of the function (``agent_memory.http.guard``) applies :attr:`Routes.table`;
+- the OpenAPI document carries ``x-access`` from the same decorator (Powertools' own
+  ``openapi_extensions``);
+- ``agent_memory.http.routes.route_table()`` joins every function's table, and the tests check
+  ``template.yaml``'s events against it, function by function.
+
+Accesses:
+
+- ``public``: no token (the route opts out of the JWT authorizer in the template);
+- ``member``: a verified token whose ``sub`` is a member of the path's ``project_id`` (the
+  project's ``MEMBER#{sub}`` item decides);
+- ``admin``: the same, with the project role ``admin``;
+- ``operator``: a platform operator (``cognito:groups`` contains ``platform-admins``), no project;
+- ``admin_or_operator``: the project's admin, or a platform operator (who needs no membership).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar, get_args
+
+from agent_memory.http.powertools import Router
+
+Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
+#: Every access, in the order above.
+ACCESSES: tuple[Access, ...] = get_args(Access)
+#: The OpenAPI extension each operation's access is written to.
+ACCESS_EXTENSION = "x-access"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_PARAMETER = re.compile(r"<(\w+)>")
+
+
+def route_key_of(method: str, path: str) -> str:
+    """API Gateway's route key of a route: ``"GET /v1/projects/{project_id}/memory"`` (a Powertools
+    path's ``<name>`` parameters written ``{name}``, as in the template)."""
+    return f"{method.upper()} {_PARAMETER.sub(r'{\1}', path)}"
+
+
+class Routes:
+    """One function's routes, each declared with its access (see the module docstring).
+
+    ``router`` is the Powertools ``Router`` the function's resolver includes; ``table`` maps each
+    route key to its access.
+    """
+
+    def __init__(self) -> None:
+        self.router = Router()
+        self.table: dict[str, Access] = {}
+
+    def route(self, method: str, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """``router.route(path, method, **options)`` with the access declared.
+
+        Raises:
+            ValueError: an unknown access, a route declared twice, or ``openapi_extensions`` given
+                (the access is the extension this class writes).
+        """
+        if access not in ACCESSES:
+            raise ValueError(f"unknown access {access!r} for {method} {path}")
+        if "openapi_extensions" in options:
+            raise ValueError("the access is the route's OpenAPI extension: declare it, not openapi_extensions")
+        key = route_key_of(method, path)
+        if key in self.table:
+            raise ValueError(f"{key} is declared twice")
+        self.table[key] = access
+        decorate: Callable[[_F], _F] = self.router.route(
+            path, method.upper(), openapi_extensions={ACCESS_EXTENSION: access}, **options
+        )
+        return decorate
+
+    def get(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """A ``GET`` route (see :meth:`route`)."""
+        return self.route("GET", path, access, **options)
+
+    def head(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """A ``HEAD`` route (see :meth:`route`)."""
+        return self.route("HEAD", path, access, **options)
+
+    def post(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """A ``POST`` route (see :meth:`route`)."""
+        return self.route("POST", path, access, **options)
+
+    def put(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """A ``PUT`` route (see :meth:`route`)."""
+        return self.route("PUT", path, access, **options)
+
+    def patch(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """A ``PATCH`` route (see :meth:`route`)."""
+        return self.route("PATCH", path, access, **options)
+
+    def delete(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
+        """A ``DELETE`` route (see :meth:`route`)."""
+        return self.route("DELETE", path, access, **options)
+
+
+__all__ = ["ACCESSES", "ACCESS_EXTENSION", "Access", "Routes", "route_key_of"]
