@@ -182,7 +182,9 @@ def test_the_turns_read_includes_the_patient_the_body_names() -> None:
         return build_http_api_event("POST", "/x", {}, "", body, ROUTE, {}, {"sub": "u1"})
 
     assert patient_hint(event(b'{"content": "hi", "patient_id": "pt-1"}')) == "pt-1"
-    for body in (b'{"content": "hi"}', b'{"patient_id": "a b"}', b'{"patient_id": 3}', b"[1]", b"{", b""):
+    deep = b'{"patient_id": "pt-1", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    huge = b'{"patient_id": "pt-1", "n": ' + b"9" * 5000 + b"}"
+    for body in (b'{"content": "hi"}', b'{"patient_id": "a b"}', b'{"patient_id": 3}', b"[1]", b"{", b"", deep, huge):
         assert patient_hint(event(body)) is None
 
 

@@ -30,10 +30,12 @@ from agent_memory.domain.errors import ProjectNotFound
 from agent_memory.domain.ids import CHAT_IDEMPOTENCY_PREFIX
 from agent_memory.http.deadline import deadline_from_context
 from agent_memory.http.guard import (
+    MAX_BODY_DEPTH,
     PATH_PARAMETER_RE,
     CurrentCaller,
     Membership,
     MembershipSource,
+    body_depth,
     guarded_resolver,
     member_lookup,
 )
@@ -197,7 +199,8 @@ def patient_hint(event: Mapping[str, Any]) -> str | None:
         return None
     try:
         text = base64.b64decode(raw, validate=True).decode("utf-8") if event.get("isBase64Encoded") else str(raw)
-        value = json.loads(text).get("patient_id")
+        # nested too deep for a parser: no hint (the path gate refuses the body right after)
+        value = json.loads(text).get("patient_id") if body_depth(text) <= MAX_BODY_DEPTH else None
     except (binascii.Error, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) and PATH_PARAMETER_RE.fullmatch(value) else None
