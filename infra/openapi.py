@@ -278,7 +278,7 @@ def http_apps(template: Mapping[str, Any] | None = None) -> dict[str, Any]:
         if not any(e.get("Type") == "HttpApi" for e in (props.get("Events") or {}).values()):
             continue
         app = APIGatewayHttpResolver(enable_validation=True)
-        app.include_router(function_routes(Path(str(props["CodeUri"])).name).router)
+        function_routes(Path(str(props["CodeUri"])).name).register(app)
         apps[logical_id] = app
     return apps
 

@@ -210,3 +210,16 @@ def test_the_read_handed_to_the_turn_is_the_guards(store: InMemoryStore) -> None
     # Then the member is the one the turn's read found, and the read goes with it
     assert isinstance(found.read, TurnRead) and found.member is found.read.context.asker
     assert found.member is not None and found.member.user_id == USER
+
+
+def test_a_resolver_made_while_another_serves_a_request_starts_with_no_request_context(store: InMemoryStore) -> None:
+    # Given a chat function's resolver in the middle of a request (the local runtime runs several
+    # containers of one function in one process)
+    seed_project(store, "p1")
+    serving, _ = _chat(store)
+    serving.append_context(caller="someone else's caller", received_at=1.0)
+    # When another container makes its resolver from the same routes
+    fresh, _ = _chat(store)
+    # Then it holds nothing of that request, and answers its own first request as its caller's
+    assert fresh.context == {}
+    assert _post(fresh, {"content": "你好"})["statusCode"] == 200

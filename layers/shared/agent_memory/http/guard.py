@@ -282,7 +282,7 @@ def guarded_resolver(
         idempotency: add the answers to the Powertools idempotency errors.
     """
     app = APIGatewayHttpResolver(enable_validation=True)
-    app.include_router(routes.router)
+    routes.register(app)
     validate_requests_with(app, RouteGuard(routes.table, membership))
     register_error_handlers(app, idempotency=idempotency)
     for placeholder, value in (provide or {}).items():

@@ -141,7 +141,6 @@ from aws_lambda_powertools.event_handler.api_gateway import (  # noqa: E402
     ApiGatewayResolver,
     BaseRouter,
     Response,
-    Router,
 )
 from aws_lambda_powertools.event_handler.depends import Depends  # noqa: E402
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware  # noqa: E402
@@ -192,7 +191,6 @@ __all__ = [
     "Request",
     "RequestValidationError",
     "Response",
-    "Router",
     "content_types",
     "lazy_package",
     "validate_requests_with",

@@ -1,16 +1,20 @@
 """Route declarations: every route says who may call it where it is defined.
 
-A function's routes are a :class:`Routes`: a Powertools ``Router`` whose decorators take the
-route's access as a required argument. ``@routes.get(path, "member")`` is
-``router.get(path, openapi_extensions={"x-access": "member"})`` that also records the route key
-(``"GET /v1/projects/{project_id}/..."``, API Gateway's ``routeKey`` of the payload-2.0 event) ->
-access in :attr:`Routes.table`. So there is no second, hand-kept list:
+A function's routes are a :class:`Routes`: decorators that take the route's access as a required
+argument. ``@routes.get(path, "member")`` declares a route that :meth:`Routes.register` adds to a
+Powertools resolver as ``app.get(path, openapi_extensions={"x-access": "member"})``, and records
+the route key (``"GET /v1/projects/{project_id}/..."``, API Gateway's ``routeKey`` of the
+payload-2.0 event) -> access in :attr:`Routes.table`. So there is no second, hand-kept list:
 
 - the route guard of the function (``agent_memory.http.guard``) applies :attr:`Routes.table`;
-- the OpenAPI document carries ``x-access`` from the same decorator (Powertools' own
+- the OpenAPI document carries ``x-access`` from the same declaration (Powertools' own
   ``openapi_extensions``);
 - ``agent_memory.http.routes.route_table()`` joins every function's table, and the tests check
   ``template.yaml``'s events against it, function by function.
+
+The declarations are registered on each resolver directly, never through a shared Powertools
+``Router``: including one module-level ``Router`` in several resolvers of one process (the local
+runtime's containers) would hand each new resolver the request context of the last one.
 
 Accesses:
 
@@ -25,10 +29,11 @@ Accesses:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args
 
-from agent_memory.http.powertools import Router
+from agent_memory.http.powertools import ApiGatewayResolver
 
 Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
 #: Every access, in the order above.
@@ -46,19 +51,31 @@ def route_key_of(method: str, path: str) -> str:
     return f"{method.upper()} {_PARAMETER.sub(r'{\1}', path)}"
 
 
+@dataclass(frozen=True)
+class RouteDeclaration:
+    """One declared route: method, Powertools path, access, the route function and the other
+    options of Powertools' ``route`` (status code, responses, description, ...)."""
+
+    method: str
+    path: str
+    access: Access
+    func: Callable[..., Any]
+    options: Mapping[str, Any]
+
+
 class Routes:
     """One function's routes, each declared with its access (see the module docstring).
 
-    ``router`` is the Powertools ``Router`` the function's resolver includes; ``table`` maps each
-    route key to its access.
+    ``table`` maps each route key to its access; ``declared`` lists the routes in declaration order.
     """
 
     def __init__(self) -> None:
-        self.router = Router()
         self.table: dict[str, Access] = {}
+        self.declared: list[RouteDeclaration] = []
 
     def route(self, method: str, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
-        """``router.route(path, method, **options)`` with the access declared.
+        """Declare a route: ``options`` are those of Powertools' ``route`` (the function is
+        returned unchanged; :meth:`register` adds it to a resolver).
 
         Raises:
             ValueError: an unknown access, a route declared twice, or ``openapi_extensions`` given
@@ -72,10 +89,19 @@ class Routes:
         if key in self.table:
             raise ValueError(f"{key} is declared twice")
         self.table[key] = access
-        decorate: Callable[[_F], _F] = self.router.route(
-            path, method.upper(), openapi_extensions={ACCESS_EXTENSION: access}, **options
-        )
-        return decorate
+
+        def declare(func: _F) -> _F:
+            self.declared.append(RouteDeclaration(method.upper(), path, access, func, dict(options)))
+            return func
+
+        return declare
+
+    def register(self, app: ApiGatewayResolver) -> None:
+        """Add every declared route to ``app``, its access as the ``x-access`` OpenAPI extension."""
+        for route in self.declared:
+            app.route(
+                route.path, route.method, openapi_extensions={ACCESS_EXTENSION: route.access}, **route.options
+            )(route.func)
 
     def get(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
         """A ``GET`` route (see :meth:`route`)."""
@@ -102,4 +128,4 @@ class Routes:
         return self.route("DELETE", path, access, **options)
 
 
-__all__ = ["ACCESSES", "ACCESS_EXTENSION", "Access", "Routes", "route_key_of"]
+__all__ = ["ACCESSES", "ACCESS_EXTENSION", "Access", "RouteDeclaration", "Routes", "route_key_of"]
