@@ -54,8 +54,10 @@ _WRITE_METHODS = frozenset({"post", "put", "patch", "delete"})
 #: The accesses that need a bearer token (``agent_memory.http.routes.Access`` but ``public``).
 _TOKEN_ACCESS = frozenset({"member", "admin", "operator", "admin_or_operator"})
 _BODY_METHODS = frozenset({"post", "put", "patch"})
-#: The operation's access, written by its route declaration (``agent_memory.http.routing``).
+#: The operation's access and its rules beyond the schema, written by its route declaration
+#: (``agent_memory.http.routing``).
 ACCESS = "x-access"
+RULES = "x-rules-beyond-schema"
 
 #: The error body of every error the functions answer (``agent_memory.http.errors.error_response``);
 #: an error adds its own fields (``current_version``, ``limit_bytes``, ``detail``, ...).
@@ -164,7 +166,8 @@ def llm_routes(template: Mapping[str, Any] | None = None) -> set[str]:
 
 
 def response_codes(
-    *, method: str, access: str | None, parameters: set[str], query: bool, body: bool, llm: bool
+    *, method: str, access: str | None, parameters: set[str], query: bool, body: bool, llm: bool,
+    precondition: bool = False,
 ) -> set[int]:
     """The error statuses an operation can answer, from what it is (see the module docstring).
 
@@ -176,6 +179,7 @@ def response_codes(
         query: it takes query parameters.
         body: it declares a request body.
         llm: its function may call the LLM.
+        precondition: it requires ``If-Match`` (428 without).
     """
     codes = {429}  # API Gateway throttles every route
     if parameters or query or body:
@@ -190,18 +194,16 @@ def response_codes(
         codes |= {400, 413, 415, 422}  # the body gate: UTF-8, size, media type, one JSON object
     if method in _WRITE_METHODS and access in _TOKEN_ACCESS:
         codes.add(409)  # every write is conditional: a concurrent writer, a stale If-Match, an existing id
-    if method in _WRITE_METHODS and access == "admin":
-        codes.add(428)  # admin writes are based on a version: If-Match (required where it changes a document)
+    if precondition:
+        codes |= {422, 428}  # a write based on a version: If-Match required, and a version's form
     if llm:
         codes |= {502, 503, 504}
     return codes
 
 
 def _document_responses(operation: dict[str, Any], method: str, path: str, llm: set[str]) -> None:
-    key = f"{method.upper()} {path}"
-    from agent_memory.http.auth import USER_ID_RE
-    from agent_memory.http.guard import PATH_PARAMETER_RE
-
+    """State every status ``operation`` answers with its body, its path parameters' rules, its
+    body's shape and the rules beyond the schema it applies."""
     parameters = operation.get("parameters") or []
     access = operation.get(ACCESS)
     codes = response_codes(
@@ -210,29 +212,24 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
         parameters={p["name"] for p in parameters if p.get("in") == "path"},
         query=any(p.get("in") == "query" for p in parameters),
         body="requestBody" in operation,
-        llm=key in llm,
+        llm=f"{method.upper()} {path}" in llm,
+        precondition=any(p.get("in") == "header" and p.get("name") == "if-match" and p.get("required")
+                         for p in parameters),
     )
-    for parameter in parameters:
-        schema = parameter.get("schema") or {}
-        if parameter.get("in") == "path" and schema.get("type") == "string" and "pattern" not in schema:
-            # the path gate's rule for every path parameter (routes.PATH_PARAMETER_RE; a user id:
-            # auth.USER_ID_RE, the token subject's rule), anchored
-            rule = USER_ID_RE if parameter.get("name") == "user_id" else PATH_PARAMETER_RE
-            schema["pattern"] = f"^{rule.pattern}$"
+    _path_patterns(parameters)
+    _one_object_body(operation)
     responses: dict[str, Any] = operation.setdefault("responses", {})
-    for status, success in responses.items():
-        media = (success.get("content") or {}).get("application/json") or {}
-        if str(status).startswith("2") and (media.get("schema") or {}).get("type") == "string":
-            # ``Response[str]``: the handler sends a JSON document as text; every JSON body this API
-            # answers is one object (what the object holds, the route's description says)
-            media["schema"] = {"type": "object", "title": "Return"}
+    _object_success_bodies(responses)
     if "422" in responses and 422 not in codes:
         del responses["422"]  # Powertools' default, where nothing can fail validation
-    for code in sorted(codes):
+    rules = {int(status): rule for status, rule in (operation.get(RULES) or {}).items()}
+    for code in sorted(codes | set(rules)):
         description, body_schema, retry_after = _ERRORS[code]
         error: dict[str, Any] = {"description": description, "content": {"application/json": {"schema": body_schema}}}
         if retry_after:
             error["headers"] = dict(_RETRY_AFTER)
+        if code in rules:  # the route's own rule that no schema states
+            error["description"] = f"{description}; {rules[code]}"
         responses[str(code)] = error
     if "403" in responses:  # who is refused, by the route's access
         responses["403"]["description"] = _FORBIDDEN.get(access or "", "not allowed")
@@ -240,6 +237,44 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
         for answer in responses.values():
             answer.pop("content", None)
             answer.pop("headers", None)
+
+
+def _path_patterns(parameters: list[dict[str, Any]]) -> None:
+    """The path gate's rule on every string path parameter that states none of its own
+    (``guard.PATH_PARAMETER_RE``; a user id: ``guard.PATH_USER_ID_PATTERN``), anchored."""
+    from agent_memory.http.guard import PATH_PARAMETER_RE, PATH_USER_ID_PATTERN
+
+    for parameter in parameters:
+        schema = parameter.get("schema") or {}
+        if parameter.get("in") == "path" and schema.get("type") == "string" and "pattern" not in schema:
+            user = parameter.get("name") == "user_id"
+            schema["pattern"] = PATH_USER_ID_PATTERN if user else f"^{PATH_PARAMETER_RE.pattern}$"
+            if user:
+                parameter["description"] = (
+                    "A user id; in a path only letters, digits, '-', '.', '_' and '~' (a percent-escaped "
+                    "character is refused with 400), and neither '.' nor '..'."
+                )
+
+
+def _one_object_body(operation: dict[str, Any]) -> None:
+    """A JSON body is one object: the body gate refuses anything else (422), so an optional body
+    is the object or nothing at all, never ``null``."""
+    media = ((operation.get("requestBody") or {}).get("content") or {}).get("application/json") or {}
+    schema = media.get("schema") or {}
+    alternatives = [s for s in schema.get("anyOf") or [] if s != {"type": "null"}]
+    if "anyOf" in schema and len(alternatives) == 1:
+        media["schema"] = {**alternatives[0], **{k: v for k, v in schema.items() if k not in ("anyOf", "title")}}
+
+
+def _object_success_bodies(responses: dict[str, Any]) -> None:
+    """``Response[str]``: the handler sends a JSON document as text; every JSON body this API
+    answers is one object (what the object holds, the route's description says). A 204 has no
+    content at all (RFC 9110, 15.3.5)."""
+    responses.get("204", {}).pop("content", None)
+    for status, success in responses.items():
+        media = (success.get("content") or {}).get("application/json") or {}
+        if str(status).startswith("2") and (media.get("schema") or {}).get("type") == "string":
+            media["schema"] = {"type": "object", "title": "Return"}
 
 
 def _use_error_schema(schema: dict[str, Any]) -> None:

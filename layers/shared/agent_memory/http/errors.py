@@ -128,6 +128,11 @@ def _register_request_errors(app: ApiGatewayResolver) -> None:
 
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
+        if _only_if_match_missing(exc.errors()):
+            return error_response(
+                app, HTTPStatus.PRECONDITION_REQUIRED, "precondition_required",
+                "If-Match with the version you are editing (the ETag) is required",
+            )
         details = [
             {
                 "loc": [_safe_loc(x) for x in err.get("loc", ())],
@@ -151,6 +156,16 @@ def _register_request_errors(app: ApiGatewayResolver) -> None:
             app, HTTPStatus.UNAUTHORIZED, "unauthorized", exc.reason,
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
+
+
+def _only_if_match_missing(errors: Any) -> bool:
+    """Whether the one thing wrong with a request is a missing ``If-Match`` header: a write based on
+    a version needs it (428, RFC 6585), whatever else it carries."""
+    found = list(errors)
+    return bool(found) and all(
+        err.get("type") == "missing" and [str(x).lower() for x in err.get("loc", ())] == ["header", "if-match"]
+        for err in found
+    )
 
 
 def _register_domain_errors(app: ApiGatewayResolver) -> None:

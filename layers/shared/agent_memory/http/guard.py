@@ -29,6 +29,7 @@ from http import HTTPStatus
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from agent_memory.domain.errors import Forbidden, Unauthorized
+from agent_memory.domain.ids import ID_PATTERN
 from agent_memory.http.auth import USER_ID_RE, Caller, authorize, caller_from_event
 from agent_memory.http.errors import RequestRejected, register_error_handlers
 from agent_memory.http.powertools import (
@@ -134,9 +135,17 @@ def admit(
 
 
 #: Every path parameter (ids, ISO weeks, versions): letters, digits, ``.``, ``_``, ``-``; 1..128
-#: characters, starting with a letter or digit (the same rule as ids in request bodies). Matched
-#: against the whole value (``fullmatch``: no trailing newline slips through).
-PATH_PARAMETER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: characters, starting with a letter or digit (the same rule as ids in request bodies,
+#: ``domain.ids.ID_PATTERN``). Matched against the whole value (``fullmatch``: no trailing newline
+#: slips through).
+PATH_PARAMETER_RE = re.compile(ID_PATTERN.removeprefix("^").removesuffix("$"))
+#: A ``user_id`` in a path, as the path gate admits it: a user id (:data:`~agent_memory.http.auth.USER_ID_RE`)
+#: whose characters a client sends as they are (RFC 3986 unreserved: letters, digits, ``-``, ``.``,
+#: ``_``, ``~``), and neither ``.`` nor ``..`` (clients escape those); any escaped character is
+#: refused (400). What the OpenAPI document states for a ``user_id`` path parameter.
+PATH_USER_ID_PATTERN = (
+    r"^(?:[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,127}|\.[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,126}|\.\.[A-Za-z0-9._~-]{1,126})$"
+)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 #: Deepest nesting of arrays and objects a request body may have: twice what the deepest request
 #: model (a diagnosis report, 32 levels inside its body) allows, so that model's own check answers
@@ -323,6 +332,7 @@ def received_at(request: Request) -> float:
 
 __all__ = [
     "PATH_PARAMETER_RE",
+    "PATH_USER_ID_PATTERN",
     "Admission",
     "CurrentCaller",
     "Membership",

@@ -148,7 +148,7 @@ from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
     OpenAPIRequestValidationMiddleware,
 )
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError  # noqa: E402
-from aws_lambda_powertools.event_handler.openapi.params import Header, Query  # noqa: E402
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query  # noqa: E402
 from aws_lambda_powertools.event_handler.request import Request  # noqa: E402
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (  # noqa: E402
     APIGatewayProxyEventV2,
@@ -187,6 +187,7 @@ __all__ = [
     "Header",
     "NextMiddleware",
     "OpenAPIRequestValidationMiddleware",
+    "Path",
     "Query",
     "Request",
     "RequestValidationError",

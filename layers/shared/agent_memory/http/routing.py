@@ -40,6 +40,10 @@ Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
 ACCESSES: tuple[Access, ...] = get_args(Access)
 #: The OpenAPI extension each operation's access is written to.
 ACCESS_EXTENSION = "x-access"
+#: The OpenAPI extension of the rules a route applies that no JSON Schema can state (a week that
+#: does not exist, ``from`` after ``to``, a continuation token the listing did not issue, a limit in
+#: UTF-8 bytes): ``{status: the rule}`` (docs/architecture.md, "API contract").
+RULES_EXTENSION = "x-rules-beyond-schema"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _PARAMETER = re.compile(r"<(\w+)>")
@@ -61,6 +65,14 @@ class RouteDeclaration:
     access: Access
     func: Callable[..., Any]
     options: Mapping[str, Any]
+    rules: Mapping[int, str]
+
+    def extensions(self) -> dict[str, Any]:
+        """The operation's OpenAPI extensions: its access, and its rules beyond the schema."""
+        extensions: dict[str, Any] = {ACCESS_EXTENSION: self.access}
+        if self.rules:
+            extensions[RULES_EXTENSION] = {str(status): rule for status, rule in sorted(self.rules.items())}
+        return extensions
 
 
 class Routes:
@@ -73,9 +85,13 @@ class Routes:
         self.table: dict[str, Access] = {}
         self.declared: list[RouteDeclaration] = []
 
-    def route(self, method: str, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
-        """Declare a route: ``options`` are those of Powertools' ``route`` (the function is
-        returned unchanged; :meth:`register` adds it to a resolver).
+    def route(
+        self, method: str, path: str, access: Access, *, rules: Mapping[int, str] | None = None, **options: Any
+    ) -> Callable[[_F], _F]:
+        """Declare a route: ``rules`` are the refusals of the route no JSON Schema can state
+        (status -> the rule, in the OpenAPI document's :data:`RULES_EXTENSION`); ``options`` are
+        those of Powertools' ``route`` (the function is returned unchanged; :meth:`register` adds
+        it to a resolver).
 
         Raises:
             ValueError: an unknown access, a route declared twice, or ``openapi_extensions`` given
@@ -91,7 +107,9 @@ class Routes:
         self.table[key] = access
 
         def declare(func: _F) -> _F:
-            self.declared.append(RouteDeclaration(method.upper(), path, access, func, dict(options)))
+            self.declared.append(
+                RouteDeclaration(method.upper(), path, access, func, dict(options), dict(rules or {}))
+            )
             return func
 
         return declare
@@ -99,9 +117,7 @@ class Routes:
     def register(self, app: ApiGatewayResolver) -> None:
         """Add every declared route to ``app``, its access as the ``x-access`` OpenAPI extension."""
         for route in self.declared:
-            app.route(
-                route.path, route.method, openapi_extensions={ACCESS_EXTENSION: route.access}, **route.options
-            )(route.func)
+            app.route(route.path, route.method, openapi_extensions=route.extensions(), **route.options)(route.func)
 
     def get(self, path: str, access: Access, **options: Any) -> Callable[[_F], _F]:
         """A ``GET`` route (see :meth:`route`)."""
@@ -128,4 +144,4 @@ class Routes:
         return self.route("DELETE", path, access, **options)
 
 
-__all__ = ["ACCESSES", "ACCESS_EXTENSION", "Access", "RouteDeclaration", "Routes", "route_key_of"]
+__all__ = ["ACCESSES", "ACCESS_EXTENSION", "RULES_EXTENSION", "Access", "RouteDeclaration", "Routes", "route_key_of"]

@@ -19,21 +19,25 @@ from typing import Annotated, Any
 
 from agent_memory.domain.records import Page, ReviewEntry
 from agent_memory.history import corrections
+from agent_memory.history.corrections import REPORT_MAX_BYTES
+from agent_memory.history.reports import ISO_WEEK_PATTERN
 from agent_memory.hot_memory import editor, review, revisions
+from agent_memory.hot_memory.editor import MARKDOWN_MAX_BYTES, REASON_MAX_BYTES, parse_if_match
 from agent_memory.http.admin_requests import (
     ApproveRequest,
     Cursor,
+    IfMatch,
     MemoryPutRequest,
+    OptionalIfMatch,
     ReasonQuery,
+    ReasonRequest,
     ReportCorrectionRequest,
     ReviewStatus,
     change_response,
-    if_match,
-    optional_if_match,
-    reason_from_body,
 )
 from agent_memory.http.guard import CurrentCaller, guarded_resolver, member_lookup
-from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Request, Response
+from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Response
+from agent_memory.http.powertools import Path as PathParameter
 from agent_memory.http.project_requests import CreateProjectRequest, PutMemberRequest, UpdateProjectRequest
 from agent_memory.http.requests import Limit
 from agent_memory.http.responses import created, etag, model_response
@@ -83,6 +87,11 @@ def editor_page_files() -> EditorPage:
 
 
 Deps = Annotated[AdminFunctionDeps, Depends(function_deps)]
+_REASON = f"reason over {REASON_MAX_BYTES:,} UTF-8 bytes"
+#: A hot-memory version in a path (what ``ETag`` and ``If-Match`` name).
+Version = Annotated[int, PathParameter(ge=0, le=999_999_999_999)]
+#: A week of the history book in a path.
+IsoWeek = Annotated[str, PathParameter(pattern=ISO_WEEK_PATTERN)]
 EditorFiles = Annotated[EditorPage, Depends(editor_page_files)]
 #: The page runs only its own script; data is rendered with textContent (never innerHTML).
 PAGE_HEADERS = {
@@ -115,52 +124,60 @@ def editor_script(page: EditorFiles) -> Response[str]:
 
 
 # ----------------------------------------------------------------------------- hot memory
-@routes.put(f"{_P}/memory", "admin")
+@routes.put(f"{_P}/memory", "admin", rules={
+    413: f"markdown over {MARKDOWN_MAX_BYTES:,} or {_REASON}",
+    422: "over_token_cap: the document would pass the hot-memory token cap (HOT_MEMORY_TOKEN_CAP, 2,000 by default)",
+})
 def put_memory(
-    project_id: str, body: MemoryPutRequest, caller: CurrentCaller, deps: Deps, request: Request
+    project_id: str, body: MemoryPutRequest, caller: CurrentCaller, deps: Deps, if_match: IfMatch
 ) -> Response[str]:
     """Replace the document (admins; ``If-Match``: the version edited). Unchanged lines keep their
     provenance; new or edited lines become admin lines. 409 if someone saved first, 422
     ``over_token_cap`` over the cap (nothing stored), 428 without ``If-Match``."""
     result = editor.put_memory(
-        deps.store, project_id, markdown=body.markdown, reason=body.reason, if_match=if_match(request),
+        deps.store, project_id, markdown=body.markdown, reason=body.reason, if_match=parse_if_match(if_match),
         actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
     )
     return change_response(result, "HotMemoryAdminEdits")
 
 
-@routes.delete(f"{_P}/memory/lines/<line_id>", "admin")
+@routes.delete(f"{_P}/memory/lines/<line_id>", "admin", rules={413: _REASON})
 def delete_line(
-    project_id: str, line_id: str, caller: CurrentCaller, deps: Deps, request: Request, reason: ReasonQuery = None
+    project_id: str, line_id: str, caller: CurrentCaller, deps: Deps, if_match: IfMatch, reason: ReasonQuery = None
 ) -> Response[str]:
     """The kill switch: delete one line, AI or admin (admins; ``If-Match``; optional ``?reason=``)."""
     result = editor.delete_line(
-        deps.store, project_id, line_id, reason=reason, if_match=if_match(request),
+        deps.store, project_id, line_id, reason=reason, if_match=parse_if_match(if_match),
         actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
     )
     return change_response(result, "HotMemoryLinesDeleted")
 
 
-@routes.get(f"{_P}/memory/revisions", "admin")
+@routes.get(f"{_P}/memory/revisions", "admin", rules={422: "a cursor this listing did not issue"})
 def list_revisions(project_id: str, deps: Deps, limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
     """Stored versions, newest first (admins; ``?limit=&cursor=``; ``next_cursor`` for the next page)."""
     return model_response(revisions.list_revisions(deps.store, project_id, limit=limit, cursor=cursor))
 
 
 @routes.get(f"{_P}/memory/revisions/<version>", "admin")
-def get_revision(project_id: str, version: int, deps: Deps) -> Response[str]:
+def get_revision(project_id: str, version: Version, deps: Deps) -> Response[str]:
     """One version: its Markdown, lines and diff against the version before it (admins)."""
     view = revisions.get_revision(deps.store, project_id, version)
     return model_response(view, etag=etag(view.version))
 
 
-@routes.post(f"{_P}/memory/revisions/<version>/restore", "admin")
+@routes.post(f"{_P}/memory/revisions/<version>/restore", "admin", rules={
+    413: _REASON,
+    422: "over_token_cap: the restored document would pass the hot-memory token cap",
+})
 def restore_revision(
-    project_id: str, version: int, caller: CurrentCaller, deps: Deps, request: Request
+    project_id: str, version: Version, caller: CurrentCaller, deps: Deps, if_match: IfMatch,
+    body: ReasonRequest | None = None,
 ) -> Response[str]:
-    """A NEW version equal to ``version`` (admins; ``If-Match``: the current version)."""
+    """A NEW version equal to ``version`` (admins; ``If-Match``: the current version; optional
+    body ``{"reason"}``)."""
     result = revisions.restore_revision(
-        deps.store, project_id, version, reason=reason_from_body(request), if_match=if_match(request),
+        deps.store, project_id, version, reason=body.reason if body else None, if_match=parse_if_match(if_match),
         actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
     )
     return change_response(result, "HotMemoryRestores")
@@ -174,6 +191,10 @@ def list_review(project_id: str, deps: Deps, status: ReviewStatus = None) -> Res
 
 @routes.post(
     f"{_P}/memory/review/<item_id>/approve", "admin",
+    rules={
+        413: _REASON,
+        422: "confirmation_required (an item that would relax System Rules, without confirm), or over_token_cap",
+    },
     description=(
         "Add the candidate as an admin line (same cap check as every write; `If-Match` optional). An item that "
         "would relax System Rules needs `\"confirm\": true`: without it 422 `confirmation_required` names the "
@@ -181,47 +202,51 @@ def list_review(project_id: str, deps: Deps, status: ReviewStatus = None) -> Res
     ),
 )
 def approve_review(
-    project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, request: Request,
+    project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, if_match: OptionalIfMatch = None,
     body: ApproveRequest | None = None,
 ) -> Response[str]:
     """Add the candidate as an admin line (admins; ``If-Match`` optional); one that would relax System
     Rules only with ``"confirm": true`` (see ``review.approve_review``)."""
     asked = body or ApproveRequest()
     result = review.approve_review(
-        deps.store, project_id, item_id, reason=asked.reason, if_match=optional_if_match(request),
+        deps.store, project_id, item_id, reason=asked.reason,
+        if_match=parse_if_match(if_match) if if_match else None,
         actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap, confirm=asked.confirm,
     )
     metrics.add_metric(name="ReviewApproved", unit="Count", value=1)
     return change_response(result, "HotMemoryAdminEdits")
 
 
-@routes.post(f"{_P}/memory/review/<item_id>/reject", "admin")
+@routes.post(f"{_P}/memory/review/<item_id>/reject", "admin", rules={413: _REASON})
 def reject_review(
-    project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, request: Request
+    project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, body: ReasonRequest | None = None
 ) -> Response[str]:
-    """Reject the candidate (admins; the hot memory is not touched)."""
+    """Reject the candidate (admins; optional body ``{"reason"}``; the hot memory is not touched)."""
     decided = review.reject_review(
-        deps.store, project_id, item_id, reason=reason_from_body(request), actor=caller.user_id, now=deps.clock(),
+        deps.store, project_id, item_id, reason=body.reason if body else None, actor=caller.user_id,
+        now=deps.clock(),
     )
     metrics.add_metric(name="ReviewRejected", unit="Count", value=1)
     return model_response(decided)
 
 
-@routes.get(f"{_P}/memory/audit", "admin")
+@routes.get(f"{_P}/memory/audit", "admin", rules={422: "a cursor this listing did not issue"})
 def list_audit(project_id: str, deps: Deps, limit: Limit = 50, cursor: Cursor = None) -> Response[str]:
     """Admin changes, newest first: who, when, what, why (admins)."""
     return model_response(editor.list_audit(deps.store, project_id, limit=limit, cursor=cursor))
 
 
 # ---------------------------------------------------------------------------- history book
-@routes.put(f"{_P}/reports/<iso_week>", "admin")
+@routes.put(f"{_P}/reports/<iso_week>", "admin", rules={
+    413: f"summary over {REPORT_MAX_BYTES:,} or {_REASON}",
+})
 def correct_report(
-    project_id: str, iso_week: str, body: ReportCorrectionRequest, caller: CurrentCaller, deps: Deps,
-    request: Request,
+    project_id: str, iso_week: IsoWeek, body: ReportCorrectionRequest, caller: CurrentCaller, deps: Deps,
+    if_match: IfMatch,
 ) -> Response[str]:
     """Correct a weekly report (admins; ``If-Match``: its revision); the previous text is kept."""
     view = corrections.correct_report(
-        deps.store, project_id, iso_week, summary=body.summary, reason=body.reason, if_match=if_match(request),
+        deps.store, project_id, iso_week, summary=body.summary, reason=body.reason, if_match=parse_if_match(if_match),
         actor=caller.user_id, now=deps.clock(),
     )
     if view.changed:
@@ -248,7 +273,10 @@ def get_project(project_id: str, deps: Deps) -> Response[str]:
     return model_response(members.get_project(deps.members, project_id))
 
 
-@routes.patch(_P, "admin")
+@routes.patch(_P, "admin", rules={
+    422: "clinical_data.token_secret outside the deployment's secret prefix (CLINICAL_TOKEN_SECRET_PREFIX, "
+         "agent-memory/redcap/ by default)",
+})
 def update_project(project_id: str, body: UpdateProjectRequest, deps: Deps) -> Response[str]:
     """Change the name, the time zone or the clinical data source (admins; fields left out stay).
     The REDCap token is named by its Secrets Manager secret, never sent here."""

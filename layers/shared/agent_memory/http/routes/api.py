@@ -83,7 +83,9 @@ def get_memory(project_id: str, deps: Deps) -> Response[str]:
     return model_response(view, etag=etag(view.version))
 
 
-@routes.get(f"{_P}/reports", "member")
+@routes.get(f"{_P}/reports", "member", rules={
+    422: "a week that does not exist (week 53 of a year with 52 ISO weeks), or from after to",
+})
 def get_reports(
     project_id: str,
     deps: Deps,

@@ -47,7 +47,7 @@ from agent_memory.http.powertools import (
     Request,
     Response,
 )
-from agent_memory.http.requests import ChatRequest, ChatTurn, idempotency_key
+from agent_memory.http.requests import ChatRequest, ChatTurn, IdempotencyKey
 from agent_memory.http.routing import Routes
 from agent_memory.observability import metrics
 from agent_memory.ports import MemberReader
@@ -156,12 +156,16 @@ def chat_turns() -> ChatTurns:
 Turns = Annotated[ChatTurns, Depends(chat_turns)]
 
 
-@routes.post("/v1/projects/<project_id>/sessions/<session_id>/messages", "member")
+@routes.post("/v1/projects/<project_id>/sessions/<session_id>/messages", "member", rules={
+    413: "content over MAX_MESSAGE_BYTES UTF-8 bytes (32,768 by default)",
+    422: "patient_id other than the session's patient; an Idempotency-Key reused with another body",
+})
 def post_message(
-    project_id: str, session_id: str, body: ChatRequest, caller: CurrentCaller, turns: Turns, request: Request
+    project_id: str, session_id: str, body: ChatRequest, caller: CurrentCaller, turns: Turns, request: Request,
+    idempotency_key: IdempotencyKey = None,
 ) -> dict[str, Any]:
     """Send a message (members); the session is created on first use."""
-    turn = ChatTurn.of(project_id, session_id, body, user_id=caller.user_id, key=idempotency_key(request.headers),
+    turn = ChatTurn.of(project_id, session_id, body, user_id=caller.user_id, key=idempotency_key or None,
                        deadline=float(request.context["deadline"]))
     read = request.context.get("membership_read")
     return turns.run(turn, read if isinstance(read, TurnRead) else None).model_dump(mode="json")

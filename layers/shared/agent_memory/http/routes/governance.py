@@ -59,7 +59,14 @@ def _erase(deps: GovernanceFunctionDeps, project_id: str, kind: ErasureKind, tar
     )
 
 
-@routes.delete(f"{_P}/patients/<patient_id>", "admin")
+#: What an erasure answers: done inline, or running as a job.
+ERASURE_RESPONSES: dict[int, Any] = {
+    202: {"description": "erasure running as a job: poll status_url", "content": {"application/json": {}}},
+    204: {"description": "erased (or erased already)"},
+}
+
+
+@routes.delete(f"{_P}/patients/<patient_id>", "admin", responses=ERASURE_RESPONSES)
 def erase_patient(project_id: str, patient_id: str, caller: CurrentCaller, deps: Deps) -> Response[Any]:
     """Erase every item of the patient (admins): 204 when done inline, 202 + status URL as a job."""
     return _erase(deps, project_id, "patient", patient_id, caller.user_id)
@@ -73,7 +80,7 @@ def patient_erasure(project_id: str, patient_id: str, deps: Deps) -> Response[st
     )
 
 
-@routes.delete(f"{_P}/sessions/<session_id>", "admin")
+@routes.delete(f"{_P}/sessions/<session_id>", "admin", responses=ERASURE_RESPONSES)
 def erase_session(project_id: str, session_id: str, caller: CurrentCaller, deps: Deps) -> Response[Any]:
     """Erase every item of the session (admins): 204 when done inline, 202 + status URL as a job."""
     return _erase(deps, project_id, "session", session_id, caller.user_id)
@@ -87,7 +94,14 @@ def session_erasure(project_id: str, session_id: str, deps: Deps) -> Response[st
     )
 
 
-@routes.get(f"{_P}/export", "admin")
+@routes.get(
+    f"{_P}/export", "admin",
+    rules={413: "the export is over 5 MB (Lambda's response limit)"},
+    responses={200: {
+        "description": "JSON Lines: a manifest line with counts, then one line per item",
+        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+    }},
+)
 def export_project(project_id: str, deps: Deps, include: Include = None) -> Response[str]:
     """The project as JSON Lines: a manifest line with counts, then one line per item (admins)."""
     body = export.export_project(deps.governance, project_id=project_id, include_flow_log=include == "flow_log")

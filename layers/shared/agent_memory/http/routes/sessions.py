@@ -75,7 +75,10 @@ def create_session(
     return created(view.model_dump(mode="json"))
 
 
-@routes.get(f"{_P}/sessions", "member")
+_UNISSUED_TOKEN = "a next_token this listing did not issue"
+
+
+@routes.get(f"{_P}/sessions", "member", rules={400: _UNISSUED_TOKEN})
 def list_sessions(project_id: str, deps: Deps, limit: Limit = 20, next_token: NextToken = None) -> dict[str, Any]:
     """The project's sessions, newest first (members; DynamoDB, paginated)."""
     page = sessions.list_project_sessions(deps.sessions, project_id=project_id, limit=limit, next_token=next_token)
@@ -88,7 +91,11 @@ def get_session(project_id: str, session_id: str, deps: Deps) -> dict[str, Any]:
     return sessions.get_session(deps.sessions, project_id=project_id, session_id=session_id).model_dump(mode="json")
 
 
-@routes.post(f"{_P}/sessions/<session_id>/transcript", "member")
+@routes.post(f"{_P}/sessions/<session_id>/transcript", "member", rules={
+    413: "a turn over MAX_MESSAGE_BYTES (32,768 by default), or all turns over MAX_TRANSCRIPT_BYTES (1,000,000 by "
+         "default), in UTF-8 bytes",
+    422: "a turn's `at` before 2000-01-01, more than a day after the import, or earlier than the turn before it",
+})
 def post_transcript(
     project_id: str, session_id: str, body: TranscriptRequest, caller: CurrentCaller, deps: Deps
 ) -> dict[str, Any]:
@@ -101,7 +108,10 @@ def post_transcript(
     return {"appended": appended}
 
 
-@routes.post(f"{_P}/sessions/<session_id>/diagnoses", "member", status_code=201)
+@routes.post(f"{_P}/sessions/<session_id>/diagnoses", "member", status_code=201, rules={
+    413: "a report over MAX_REPORT_BYTES UTF-8 bytes (100,000 by default)",
+    422: "a report nested more than 32 levels, or holding values JSON cannot carry",
+})
 def post_diagnosis(
     project_id: str, session_id: str, body: DiagnosisRequest, caller: CurrentCaller, deps: Deps
 ) -> Response[dict[str, Any]]:
@@ -129,7 +139,7 @@ def get_diagnosis(project_id: str, session_id: str, diagnosis_id: str, deps: Dep
     ).model_dump(mode="json")
 
 
-@routes.get(f"{_P}/patients/<patient_id>/sessions", "member")
+@routes.get(f"{_P}/patients/<patient_id>/sessions", "member", rules={400: _UNISSUED_TOKEN})
 def list_patient_sessions(
     project_id: str, patient_id: str, deps: Deps, limit: Limit = 20, next_token: NextToken = None
 ) -> dict[str, Any]:
@@ -139,7 +149,9 @@ def list_patient_sessions(
     ).model_dump(mode="json")
 
 
-@routes.get(f"{_P}/patients/<patient_id>/compare", "member")
+@routes.get(f"{_P}/patients/<patient_id>/compare", "member", rules={
+    422: "a diagnosis id that names diagnoses in several sessions of the patient",
+})
 def compare(
     project_id: str,
     patient_id: str,
@@ -166,7 +178,7 @@ def put_feedback(
     ).model_dump(mode="json")
 
 
-@routes.get(f"{_P}/feedback", "admin")
+@routes.get(f"{_P}/feedback", "admin", rules={422: "from not before to"})
 def list_feedback(
     project_id: str, deps: Deps, rating: RatingQuery = None, from_at: FromQuery = None, to_at: ToQuery = None
 ) -> dict[str, Any]:
