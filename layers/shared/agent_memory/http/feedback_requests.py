@@ -6,7 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from agent_memory.domain.feedback import FEEDBACK_MAX_TAGS, FEEDBACK_REASON_MAX_CHARS, FEEDBACK_TAG_MAX_CHARS
 from agent_memory.http.powertools import Query
@@ -29,21 +29,29 @@ class FeedbackRequest(BaseModel):
 
 #: ``?rating=up|down`` (all when absent).
 RatingQuery = Annotated[Literal["up", "down"] | None, Query()]
-#: The start of an ISO-8601 date-time (a number of seconds is not one, whatever pydantic would read).
-_ISO_DATETIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
+#: An ISO-8601 date, or the start of a date-time (a number of seconds is neither, whatever pydantic
+#: would read from it).
+_ISO_DATE_OR_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(?:$|[Tt ][0-9]{2}:[0-9]{2})")
 
 
 def _iso_datetime(value: Any) -> Any:
-    """A query's date-time as ISO-8601 text (``2026-03-10T09:30:00+08:00``), never epoch seconds."""
-    if value is None or (isinstance(value, str) and _ISO_DATETIME.match(value)):
+    """A query's instant as ISO-8601 text: a date-time (``2026-03-10T09:30:00+08:00``) or a date
+    (its midnight), never epoch seconds."""
+    if value is None or (isinstance(value, str) and _ISO_DATE_OR_TIME.match(value)):
         return value
-    raise ValueError("must be an ISO-8601 date-time such as 2026-03-10T09:30:00+08:00")
+    raise ValueError("must be an ISO-8601 date-time such as 2026-03-10T09:30:00+08:00, or a date")
 
 
-#: ``?from=`` / ``?to=``: ISO-8601 date-times (UTC when no offset is given); ``from`` inclusive,
-#: ``to`` exclusive.
-FromQuery = Annotated[datetime | None, BeforeValidator(_iso_datetime), Query(alias="from")]
-ToQuery = Annotated[datetime | None, BeforeValidator(_iso_datetime), Query(alias="to")]
+#: A date-time or a date, as the schema says it.
+_Instant = Annotated[
+    datetime,
+    BeforeValidator(_iso_datetime),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "format": "date"}]}),
+]
+#: ``?from=`` / ``?to=``: ISO-8601 date-times or dates (UTC when no offset is given); ``from``
+#: inclusive, ``to`` exclusive.
+FromQuery = Annotated[_Instant | None, Query(alias="from")]
+ToQuery = Annotated[_Instant | None, Query(alias="to")]
 
 
 def as_utc(value: datetime | None) -> datetime | None:
