@@ -1,4 +1,4 @@
-"""The request gate of every route (http/routes.py, http/auth.py): bodies must be one JSON object
+"""The request gate of every route (http/guard.py, http/auth.py): bodies must be one JSON object
 of bounded depth, ids are checked on the raw path, the token's subject is a printable id, and a
 project named twice in the roles claim gets the least privilege."""
 

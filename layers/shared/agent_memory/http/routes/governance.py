@@ -59,6 +59,10 @@ def _erase(deps: GovernanceFunctionDeps, project_id: str, kind: ErasureKind, tar
     )
 
 
+def _status(deps: GovernanceFunctionDeps, project_id: str, kind: ErasureKind, target: str) -> Response[str]:
+    return model_response(erasure.get_erasure(deps.governance, project_id=project_id, kind=kind, target_id=target))
+
+
 #: What an erasure answers: done inline, or running as a job.
 ERASURE_RESPONSES: dict[int, Any] = {
     202: {"description": "erasure running as a job: poll status_url", "content": {"application/json": {}}},
@@ -75,9 +79,7 @@ def erase_patient(project_id: str, patient_id: str, caller: CurrentCaller, deps:
 @routes.get(f"{_P}/patients/<patient_id>/erasure", "admin")
 def patient_erasure(project_id: str, patient_id: str, deps: Deps) -> Response[str]:
     """The patient's erasure record: who, when, status, counts per kind (admins)."""
-    return model_response(
-        erasure.get_erasure(deps.governance, project_id=project_id, kind="patient", target_id=patient_id)
-    )
+    return _status(deps, project_id, "patient", patient_id)
 
 
 @routes.delete(f"{_P}/sessions/<session_id>", "admin", responses=ERASURE_RESPONSES)
@@ -89,9 +91,7 @@ def erase_session(project_id: str, session_id: str, caller: CurrentCaller, deps:
 @routes.get(f"{_P}/sessions/<session_id>/erasure", "admin")
 def session_erasure(project_id: str, session_id: str, deps: Deps) -> Response[str]:
     """The session's erasure record (admins)."""
-    return model_response(
-        erasure.get_erasure(deps.governance, project_id=project_id, kind="session", target_id=session_id)
-    )
+    return _status(deps, project_id, "session", session_id)
 
 
 @routes.get(
