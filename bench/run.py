@@ -9,7 +9,8 @@ failed or did not run is absent, and says why on the console).
 
 Figures (and their targets):
 - ddb_round_trips_non_history / ddb_round_trips_history: DynamoDB API calls of one warm
-  turn without Idempotency-Key and without a tool call on the demo project (targets <= 2 / <= 3);
+  turn without Idempotency-Key and without a tool call on the demo project, a request to the chat
+  function's event handler (the route guard makes the turn's read) (targets <= 2 / <= 3);
 - ddb_round_trips_history_3y: the same for a history turn of a project holding >= 156 weekly
   reports and yearly summaries (target <= 3);
 - ddb_round_trips_first_patient_turn: the first turn of a new session bound to a patient who
@@ -238,10 +239,12 @@ def chat_figures() -> dict[str, float]:
             turn("你好，今天有什么安排？", "bench-rt")
         non_history = "我上次跟你说的那个只要看结果的规矩，你记得吗？"  # MEMORY_RECALL: no tool call
         history = "我们为什么暂停了筛选？"
+        # through the chat function, as a request: the route guard makes the turn's read and hands it on
+        request = chat_function_requests(deps)
         with CallCounter() as c1:
-            r1 = turn(non_history, "bench-rt")
+            r1 = request(non_history, "bench-rt", None)
         with CallCounter() as c2:
-            turn(history, "bench-rt")
+            request(history, "bench-rt", None)
         out["ddb_round_trips_non_history"] = c1.total
         out["ddb_round_trips_history"] = c2.total
         print(f"  non-history turn calls: {dict(c1.calls)}; history turn calls: {dict(c2.calls)}")
@@ -265,7 +268,7 @@ def chat_figures() -> dict[str, float]:
         out["token_ratio_non_history"] = round(prompt_tokens / naive, 5)
         print(f"  non-history prompt {prompt_tokens} tokens; naive 3-year prompt {naive} tokens")
 
-        out.update(_first_patient_turn(deps))
+        out.update(_first_patient_turn(request))
         _add_three_years(deps.store.projects)
         with CallCounter() as c3:
             r3 = turn(history, "bench-rt")
@@ -276,13 +279,40 @@ def chat_figures() -> dict[str, float]:
     return out
 
 
-def _first_patient_turn(deps: Any) -> dict[str, float]:
-    """DynamoDB calls of the first turn of a new session bound to a patient with earlier visits."""
-    from agent_memory.chat.turn import handle_message
+def chat_function_requests(deps: Any) -> Any:
+    """``request(text, session, patient_id) -> ChatResult``: one request to the chat function's event
+    handler on ``deps`` (the route guard, its one read, then the turn), as the demo team's crc-li."""
+    from agent_memory.chat.turn import ChatResult
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.chat import ChatFunctionDeps, chat_app
+    from agent_memory.wiring import build_members
+    from infra.local.events import LocalLambdaContext, build_http_api_event
 
+    app = chat_app(ChatFunctionDeps(chat=deps, members=build_members(get_settings()), idempotency_table="unused",
+                                    api_gateway_timeout_s=30, response_reserve_s=3))
+
+    def request(text: str, session: str, patient_id: str | None) -> ChatResult:
+        project = "demo-clinic" if patient_id else "demo-iit"
+        body = json.dumps({"content": text, **({"patient_id": patient_id} if patient_id else {})}).encode()
+        event = build_http_api_event(
+            "POST", f"/v1/projects/{project}/sessions/{session}/messages", {"content-type": "application/json"}, "",
+            body, "POST /v1/projects/{project_id}/sessions/{session_id}/messages",
+            {"project_id": project, "session_id": session}, {"sub": "crc-li"},
+        )
+        context: Any = LocalLambdaContext("ChatFunction", 60, 1024)
+        response = app.resolve(event, context)
+        if response["statusCode"] != 200:
+            raise RuntimeError(f"the chat function answered {response['statusCode']}: {response['body'][:200]}")
+        return ChatResult.model_validate_json(response["body"])
+
+    return request
+
+
+def _first_patient_turn(request: Any) -> dict[str, float]:
+    """DynamoDB calls of the first turn of a new session bound to a patient with earlier visits
+    (a request to the chat function)."""
     with CallCounter() as c:
-        handle_message(deps, project_id="demo-clinic", session_id="bench-new-visit", user_id="crc-li",
-                       content="孩子又咳嗽了，晚上更厉害，没有发烧。", patient_id="pt-001", deadline=None)
+        request("孩子又咳嗽了，晚上更厉害，没有发烧。", "bench-new-visit", "pt-001")
     print(f"  first turn of a patient's new session: {dict(c.calls)}")
     return {"ddb_round_trips_first_patient_turn": c.total}
 

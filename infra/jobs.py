@@ -12,6 +12,7 @@ the run date that makes the job process DATE, ``agent_memory.jobs.calendar.run_d
 
 - locally (default): the JobWorkerFunction handler runs in this process with the SQS event Lambda
   would send for that one ``JobRequest``, against the running ``make run`` stack;
+  the jobs offered are the scheduled jobs of the worker's job table (``agent_memory.events.jobs``);
 - ``--aws``: the ``JobRequest`` is sent to the deployed JobQueue (URL from the CloudFormation
   stack's outputs); the deployed worker runs it.
 
@@ -69,7 +70,6 @@ STACK_FILE = Path(os.environ.get("LOCAL_STACK_FILE") or REPO_ROOT / ".local" / "
 DISPATCHER = "JobDispatcherFunction"
 WORKER = "JobWorkerFunction"
 QUEUE = "JobQueue"
-JOBS = ("distill", "archive", "prune")
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 
 
@@ -103,6 +103,15 @@ def job_request(job: str, project_id: str, target: date) -> dict[str, Any]:
 def _layer_on_path() -> None:
     if str(LAYER_PATH) not in sys.path:
         sys.path.insert(0, str(LAYER_PATH))
+
+
+def scheduled_jobs() -> tuple[str, ...]:
+    """The jobs ``run`` and ``dispatch`` offer: the scheduled jobs of the worker's job table
+    (``agent_memory.events.jobs.JOB_TABLE``)."""
+    _layer_on_path()
+    from agent_memory.events.jobs import scheduled_jobs as table_jobs
+
+    return table_jobs()
 
 
 # ------------------------------------------------------------------------------------------ local
@@ -325,15 +334,16 @@ def aws_dispatch(
 
 # -------------------------------------------------------------------------------------------- cli
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    jobs = scheduled_jobs()
     parser = argparse.ArgumentParser(prog="python -m infra.jobs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="backfill: run a job for one project and a date (the period it names)")
-    run.add_argument("--job", choices=JOBS, required=True)
+    run.add_argument("--job", choices=jobs, required=True)
     run.add_argument("--project", required=True)
     run.add_argument("--date", type=date.fromisoformat, required=True,
                      help="distill: that local day; archive: the ISO week containing it; prune: as of it")
     dispatch = sub.add_parser("dispatch", help="a scheduled run (the schedule's Input payload), then the worker")
-    dispatch.add_argument("--job", choices=JOBS, required=True)
+    dispatch.add_argument("--job", choices=jobs, required=True)
     dispatch.add_argument("--date", type=date.fromisoformat, default=None,
                           help="the RUN date (local); default: today in the project time zone")
     dispatch.add_argument("--project", default=None, help="only this project (a backfill through the dispatcher)")

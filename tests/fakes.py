@@ -49,7 +49,6 @@ from agent_memory.domain.errors import (
     AlreadyExists,
     DiagnosisNotFound,
     EnqueueFailed,
-    Forbidden,
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
@@ -497,11 +496,8 @@ class InMemoryStore:
         references (``patient_id`` given; module docstring).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member (checked before the project exists).
             ProjectNotFound: no project record.
         """
-        if user_id is not None and self.get_member(project_id, user_id) is None:
-            raise Forbidden(f"you are not a member of project {project_id}")
         project = self._project(project_id)
         session = self._session(project_id, session_id) or SessionState(
             project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0)

@@ -1016,13 +1016,13 @@ def test_invalid_bodies_are_422_and_write_nothing(chat: ChatEnv) -> None:
     _assert_nothing_written(chat, before)
 
 
-def test_overlong_idempotency_key_is_400_and_writes_nothing(chat: ChatEnv) -> None:
+def test_overlong_idempotency_key_is_422_and_writes_nothing(chat: ChatEnv) -> None:
     before = chat.snapshot()
 
     response = chat.post(SECRET_TEXT, key="k" * 129)
 
-    body = _assert_error_body(response, 400, secret=SECRET_TEXT)
-    assert body["error"] == "invalid_idempotency_key"
+    body = _assert_error_body(response, 422, secret=SECRET_TEXT)
+    assert body["error"] == "validation_error" and "idempotency-key" in body["reason"]
     _assert_nothing_written(chat, before)
 
 

@@ -317,27 +317,41 @@ class _Calls:
         BaseClient._make_api_call = self._orig
 
 
-def test_a_members_non_history_turn_is_one_batch_read_and_one_transaction(repo: Any, aws: dict[str, str]) -> None:
+def _chat_request(deps: Any, content: str, user: str) -> dict[str, Any]:
+    """One request to the chat function's event handler (the route guard, then the turn)."""
+    import json
+
+    from agent_memory.adapters.dynamo.members import MemberRepository
+    from agent_memory.http.routes.chat import ChatFunctionDeps, chat_app
+    from infra.local.events import LocalLambdaContext, build_http_api_event
+
+    app = chat_app(ChatFunctionDeps(chat=deps, members=MemberRepository(), idempotency_table="idempotency",
+                                    api_gateway_timeout_s=30, response_reserve_s=3))
+    event = build_http_api_event(
+        "POST", "/v1/projects/p1/sessions/s1/messages", {"content-type": "application/json"}, "",
+        json.dumps({"content": content}).encode(), "POST /v1/projects/{project_id}/sessions/{session_id}/messages",
+        {"project_id": "p1", "session_id": "s1"}, {"sub": user},
+    )
+    context: Any = LocalLambdaContext("chat", 60, 1024)
+    with _Calls() as counted:
+        response: dict[str, Any] = app.resolve(event, context)
+    return {"status": response["statusCode"], "calls": counted.calls}
+
+
+def test_a_members_non_history_request_is_one_batch_read_and_one_transaction(repo: Any, aws: dict[str, str]) -> None:
     # Given a seeded project whose member u1 (a PI) has chatted before
     seed_project(repo, "p1")
     deps = deps_with(repo)
     send(deps, "你好")
-    # When u1 asks a question that needs no history
-    with _Calls() as counted:
-        send(deps, "我上次跟你说的那个只要看结果的规矩，你记得吗？")
-    # Then the membership came with the one BatchGetItem: no GetItem, one TransactWriteItems
-    assert counted.calls == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    # When u1 asks, through the chat function (guard and turn), a question that needs no history
+    answered = _chat_request(deps, "我上次跟你说的那个只要看结果的规矩，你记得吗？", "u1")
+    # Then the membership came with the turn's one BatchGetItem: no GetItem, one TransactWriteItems
+    assert answered == {"status": 200, "calls": {"BatchGetItem": 1, "TransactWriteItems": 1}}
 
 
-def test_a_non_members_turn_reads_once_and_writes_nothing(repo: Any, aws: dict[str, str]) -> None:
-    from agent_memory.chat.turn import handle_message
-    from agent_memory.domain.errors import Forbidden
-
+def test_a_non_members_request_reads_once_and_writes_nothing(repo: Any, aws: dict[str, str]) -> None:
     seed_project(repo, "p1")
     deps = deps_with(repo)
     before = snapshot(aws)
-    with _Calls() as counted, pytest.raises(Forbidden):
-        handle_message(deps, project_id="p1", session_id="s1", user_id="u-stranger", content="你好",
-                       patient_id=None, deadline=None)
-    assert counted.calls == {"BatchGetItem": 1}
+    assert _chat_request(deps, "你好", "u-stranger") == {"status": 403, "calls": {"BatchGetItem": 1}}
     assert snapshot(aws) == before

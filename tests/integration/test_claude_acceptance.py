@@ -14,7 +14,7 @@ missing). The models are never named here: they are ``agent_memory.config.Settin
 
 - chat: ``functions/chat/app.py`` imported fresh (a cold start) and driven with API Gateway events,
   with the LLM intent classifier (and, for the consultation, the LLM symptom extractor);
-- jobs: ``agent_memory.wiring.build_job_deps`` (what the job worker builds) and ``run_job``.
+- jobs: ``agent_memory.wiring.build_job_deps`` (what the job worker builds) and the job table's ``run_scheduled``.
 
 Every case scripts the server's replies (a structured call gets one JSON document matching the
 request's schema), then checks (a) the result is the LLM's, (b) no ``LLMFallback`` metric was
@@ -477,9 +477,9 @@ def job_deps(llm_env: LlmEnv) -> Any:
 
 
 def _run(deps: Any, job: str, run_date: str) -> JobReport:
-    from agent_memory.jobs.runner import run_job
+    from agent_memory.events.jobs import run_scheduled
 
-    report: JobReport = run_job(deps, JobRequest(job=job, project_id=JOB_PROJECT,
+    report: JobReport = run_scheduled(deps, JobRequest(job=job, project_id=JOB_PROJECT,  # type: ignore[arg-type]
                                                  date=date.fromisoformat(run_date)))
     return report
 

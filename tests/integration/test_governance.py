@@ -269,8 +269,7 @@ def test_a_large_erasure_runs_as_a_job_and_its_status_url_reports_it(
     patient = _uid("PT")
     sid, _ = _consult(admin, patient, uuid.uuid4().hex[:10])
     # Given an inline limit below this patient's item count
-    deps = local_stack.functions["GovernanceFunction"].module.deps
-    monkeypatch.setattr(local_stack.functions["GovernanceFunction"].module, "deps", replace(deps, inline_items=2))
+    _inline_items(local_stack, monkeypatch, 2)
     # When the patient is erased
     r = admin.call("DELETE", f"/patients/{patient}")
     # Then the answer is 202 with a status URL, the session is already closed to reads and writes
@@ -337,3 +336,16 @@ def test_erasing_a_session_removes_its_ratings_and_their_flow_log_events_also_re
 
     # Then no item holds the reasons or the question: rating items and flow-log events are gone
     assert _holding(_scan_all(local_stack), [tag]) == []
+
+
+def _inline_items(local_stack: LocalStack, monkeypatch: pytest.MonkeyPatch, items: int) -> None:
+    """The governance function's erasures run inline up to ``items`` items (its routes'
+    collaborators swapped through the resolver's dependency table)."""
+    from dataclasses import replace
+
+    from agent_memory.http.routes import governance
+
+    app = local_stack.functions["GovernanceFunction"].module.app
+    deps = app.dependency_overrides[governance.function_deps]()
+    smaller = replace(deps, governance=replace(deps.governance, inline_items=items))
+    monkeypatch.setitem(app.dependency_overrides, governance.function_deps, lambda: smaller)

@@ -152,9 +152,14 @@ def test_removal_answers_409_while_an_erasure_job_runs_then_runs_as_a_job(
 
     project = _new_project(local_stack, "rm")
     admin = _populate(local_stack, project)
-    module = local_stack.functions["GovernanceFunction"].module
-    deps = module.deps
-    monkeypatch.setattr(module, "deps", replace(deps, inline_items=2))
+    from dataclasses import replace
+
+    from agent_memory.http.routes import governance
+
+    app = local_stack.functions["GovernanceFunction"].module.app
+    deps = app.dependency_overrides[governance.function_deps]()
+    smaller = replace(deps, governance=replace(deps.governance, inline_items=2))
+    monkeypatch.setitem(app.dependency_overrides, governance.function_deps, lambda: smaller)
     # Given an erasure of one of its sessions running as a job
     sid = admin.call("GET", "/sessions").json()["sessions"][0]["session_id"]
     assert admin.call("DELETE", f"/sessions/{sid}").status_code == 202

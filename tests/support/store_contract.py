@@ -18,7 +18,6 @@ from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
     DiagnosisNotFound,
-    Forbidden,
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
@@ -173,16 +172,16 @@ class StoreContract:
         # When the turn context is read for the CRC, for a stranger and for nobody in particular
         ctx = stores.chat.load_turn_context("p1", "s1", now=T0, user_id="u-crc")
         anonymous = stores.chat.load_turn_context("p1", "s1", now=T0)
-        # Then the CRC's membership is there; without a user there is no asker
+        stranger = stores.chat.load_turn_context("p1", "s1", now=T0, user_id="u-other")
+        # Then the CRC's membership is there; a stranger has none (the route guard refuses them);
+        # without a user there is no asker
         assert ctx.asker == member("u-crc")
+        assert stranger.asker is None
         assert anonymous.asker is None
-        # And a stranger is refused alike for this project and for one that does not exist (a
-        # non-member cannot learn which project ids exist)
-        for project_id in ("p1", "no-such-project"):
-            with pytest.raises(Forbidden):
-                stores.chat.load_turn_context(project_id, "s1", now=T0, user_id="u-other")
-        with pytest.raises(ProjectNotFound):
-            stores.chat.load_turn_context("no-such-project", "s1", now=T0)
+        # And a project that does not exist is not found, whoever asks
+        for user_id in ("u-crc", None):
+            with pytest.raises(ProjectNotFound):
+                stores.chat.load_turn_context("no-such-project", "s1", now=T0, user_id=user_id)
 
     def test_the_speakers_study_role_is_kept_with_the_message_and_in_the_flow_log(self, stores: Stores) -> None:
         # Given a project

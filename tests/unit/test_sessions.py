@@ -475,7 +475,9 @@ def test_sessions_function_never_imports_anthropic() -> None:
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('sessions_app', {str(root / 'functions/sessions/app.py')!r})\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        "print('anthropic' in sys.modules, type(module.deps.memory.extractor).__name__)\n"
+        "from agent_memory.http.routes.sessions import function_deps\n"
+        "deps = module.app.dependency_overrides[function_deps]()\n"
+        "print('anthropic' in sys.modules, type(deps.sessions.memory.extractor).__name__)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(root / "layers/shared"), "FLOW_LOG_TABLE": "f", "MEMORY_TABLE": "m",
            "SESSIONS_TABLE": "s", "LLM_PROVIDER": "anthropic", "SYMPTOM_EXTRACTOR": "llm"}

@@ -192,8 +192,9 @@ class ChatStore(ConversationStore, Protocol):
         self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None,
         patient_id: str | None = None,
     ) -> TurnContext:
-        """Project, hot memory, session, (``user_id`` given) the asker's membership and
-        (``patient_id`` given) the patient's earlier-diagnosis references, in ONE read.
+        """Project, hot memory, session, (``user_id`` given) the asker's membership (``asker``,
+        None when not a member: the route guard decides on it) and (``patient_id`` given) the
+        patient's earlier-diagnosis references, in ONE read.
 
         ``TurnContext.patient_diagnoses``: the references of the patient's newest
         ``MAX_DIAGNOSIS_REFS`` diagnoses, oldest first, exactly those the diagnoses as stored
@@ -203,8 +204,6 @@ class ChatStore(ConversationStore, Protocol):
         ``PatientDiagnoses.patient_diagnosis_refs``).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member, checked before the project exists (a
-                non-member cannot tell an unknown project from one they may not use).
             ProjectNotFound: no project record.
         """
         ...

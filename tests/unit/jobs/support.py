@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 
 from agent_memory.domain.jobs import FlowLogEntry, JobReport, JobRequest
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
+from agent_memory.events.jobs import run_scheduled
 from agent_memory.jobs.deps import JobCaps, JobDeps
-from agent_memory.jobs.runner import run_job
 from tests.fakes import FakeClock, InMemoryNotifier, InMemoryStore, project_partition
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
@@ -68,7 +68,7 @@ def make_deps(repo: Any, *, llm: Any = None, notifier: InMemoryNotifier | None =
 
 def run(deps: JobDeps, job: str, project_id: str, run_date: date | str) -> JobReport:
     day = date.fromisoformat(run_date) if isinstance(run_date, str) else run_date
-    return run_job(deps, JobRequest(job=job, project_id=project_id, date=day))
+    return run_scheduled(deps, JobRequest(job=job, project_id=project_id, date=day))  # type: ignore[arg-type]
 
 
 def hot_lines(repo: Any, project_id: str = "p1") -> list[HotMemoryLine]:

@@ -1,10 +1,11 @@
 """The chat turn: read memory, route by intent, call the LLM, record the turn.
 
 One turn, in round trips (docs/architecture.md, "Request path"):
-1. ONE BatchGetItem: project + hot memory + the asker's membership + session item (window, facts,
-   summary), and, when the message names a patient and this container holds no messages of the
-   session (a new session), the patient's earlier-diagnosis references; a user who is not a
-   member of the project is refused here (403), before any write;
+1. ONE BatchGetItem (``agent_memory.chat.read``): project + hot memory + the asker's membership +
+   session item (window, facts, summary), and, when the message names a patient and this
+   container holds no messages of the session (a new session), the patient's earlier-diagnosis
+   references; in the chat function the route guard makes it, decides the membership on it and
+   hands it to the turn;
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
    item (version condition), the project's activity marker for the local day.
@@ -38,11 +39,12 @@ from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
+from agent_memory.chat.read import TurnRead, context_for_turn
 from agent_memory.chat.toolsets import ToolSet, ToolSets
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
-from agent_memory.domain.errors import Forbidden, InvalidInput, LLMError, PayloadTooLarge
+from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.llm import Effort, LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, Member, Project, WeeklyReport, YearlySummary
@@ -136,6 +138,7 @@ def handle_message(
     patient_id: str | None,
     deadline: float | None,
     idempotency_hash: str | None = None,
+    prefetched: TurnRead | None = None,
 ) -> ChatResult:
     """Run one chat turn (see module docstring).
 
@@ -147,13 +150,16 @@ def handle_message(
         deadline: ``time.monotonic()`` instant by which the LLM must have answered.
         idempotency_hash: hash of the client's Idempotency-Key; a retry of a failed turn
             with the same key reuses the recorded user message instead of writing it again.
+        prefetched: the turn's one read, made before the turn (in the chat function by the route
+            guard, which decided the asker's membership on it; ``agent_memory.chat.read``);
+            None: the turn reads it itself.
 
     Returns:
         ChatResult (message_id is the assistant message; its context is inspectable).
 
+    Who may send a turn is decided before it runs, by the route guard (``agent_memory.http.guard``).
+
     Raises:
-        Forbidden: ``user_id`` is not a member of the project (its ``MEMBER#`` item, read in the
-            turn's one BatchGetItem, decides; the token's claims do not): nothing is written.
         InvalidInput, PayloadTooLarge, ProjectNotFound: nothing is written.
         LLMError (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, LLMAuthError,
             LLMModelNotFound, LLMBadResponse, LLMEmptyReply): the user message was recorded as
@@ -161,12 +167,8 @@ def handle_message(
     """
     validate_message(content, deps.config.max_message_bytes)
     now = deps.now()
-    # A session this container already wrote has messages: its first turn (the only one that
-    # needs the patient's earlier diagnoses) is over, so their item is not read again.
-    refs_of = patient_id if patient_id and not deps.cache.holds(project_id, session_id) else None
-    ctx = deps.store.load_turn_context(project_id, session_id, now=now, user_id=user_id, patient_id=refs_of)
-    if ctx.asker is None:
-        raise Forbidden(f"you are not a member of project {project_id}")
+    ctx = context_for_turn(deps.store, deps.cache, project_id, session_id, user_id=user_id, patient_id=patient_id,
+                           now=now, prefetched=prefetched)
     if patient_id and ctx.session.patient_id and ctx.session.patient_id != patient_id:
         raise InvalidInput("this session belongs to another patient")
     answered = _answered_retry(ctx.session.window, idempotency_hash)
@@ -188,7 +190,7 @@ class _Turn:
     sees with this message's facts (``session``) plus what session memory applies at write time."""
 
     ctx: TurnContext
-    asker: Member
+    asker: Member | None
     user_id: str
     content: str
     patient_id: str | None
@@ -209,7 +211,7 @@ class _Turn:
 
 
 def _start_turn(
-    deps: ChatDeps, ctx: TurnContext, asker: Member, *, user_id: str, content: str, patient_id: str | None,
+    deps: ChatDeps, ctx: TurnContext, asker: Member | None, *, user_id: str, content: str, patient_id: str | None,
     now: datetime, deadline: float | None, idempotency_hash: str | None,
 ) -> _Turn:
     """The turn's user message, and session memory's facts of it BEFORE any LLM call, so the
@@ -219,7 +221,7 @@ def _start_turn(
     reused = _failed_retry(ctx.session.window, idempotency_hash)
     user_msg = reused or MessageRecord(
         message_id=new_message_id(now), role="user", content=content, at=now, user_id=user_id,
-        study_role=asker.study_role, idempotency_hash=idempotency_hash,
+        study_role=asker.study_role if asker else None, idempotency_hash=idempotency_hash,
     )
     turn = _Turn(ctx=ctx, asker=asker, user_id=user_id, content=content, patient_id=patient_id, now=now,
                  deadline=deadline, user_msg=user_msg, reused=reused, session=ctx.session)
@@ -262,7 +264,7 @@ def _answer(
     tools = turn_tools(deps, project, turn.deadline)
     reminder_tools = None if deps.reminders is None else ReminderTools(
         deps.reminders, project_id=project.project_id, time_zone=project.time_zone, user_id=turn.user_id,
-        study_role=turn.asker.study_role, hot_lines=turn.ctx.hot_memory.lines,
+        study_role=turn.asker.study_role if turn.asker else None, hot_lines=turn.ctx.hot_memory.lines,
     )
     outcomes: list[CallOutcome] = []
     try:

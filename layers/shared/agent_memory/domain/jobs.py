@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_memory.domain.ids import ID_PATTERN
 from agent_memory.domain.models import YearlySummary
 
 #: Sections the AI may write (``System Rules`` is admin-only).
@@ -169,13 +170,13 @@ class JobRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     job: JobName | Literal["erase"]
-    project_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    project_id: str = Field(pattern=ID_PATTERN)
     date: date
     #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record
     #: ``ERASURE#{kind}#{id}`` says who asked (``project``: a project removal, its record
     #: ``REMOVED#{project}#{time}`` in the platform partition).
     target_kind: Literal["patient", "session", "project"] | None = None
-    target_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    target_id: str | None = Field(default=None, pattern=ID_PATTERN)
 
 
 class JobReport(BaseModel):

@@ -51,7 +51,7 @@ from agent_memory.adapters.dynamo.projects import (
 )
 from agent_memory.adapters.dynamo.record_tables import ErasureItem
 from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
-from agent_memory.domain.errors import Forbidden, MessageNotFound, SessionErased, VersionConflict
+from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
@@ -90,13 +90,12 @@ class ChatRepository:
         BatchGetItem.
 
         Returns a new, unsaved session (``version == 0``) when the session does not exist,
-        ``asker = None`` when ``user_id`` is not a member, and ``patient_diagnoses`` as
+        ``asker = None`` when ``user_id`` is not a member (who may use the project is the route
+        guard's decision, made on this), and ``patient_diagnoses`` as
         :func:`.patient_refs.patient_refs_among` finds them (None: not asked, or unknown for a
         patient of a project not yet backfilled; the caller queries them).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member, checked before the project exists: a
-                non-member cannot tell an unknown project from one they may not use.
             ProjectNotFound: no ``PROJECT`` item for ``project_id``.
         """
         memory_keys = project_keys(project_id)
@@ -113,8 +112,6 @@ class ChatRepository:
         session_raw = next((raw for raw in raw_items if raw["sk"]["S"] == keys.SESSION_SK), None)
         member_raw = next((raw for raw in raw_items if raw["sk"]["S"].startswith(keys.MEMBER_PREFIX)), None)
         asker = member_from_item(MemberItem.from_raw_data(member_raw)) if member_raw is not None else None
-        if user_id is not None and asker is None:
-            raise Forbidden(f"you are not a member of project {project_id}")
         project, hot = project_and_hot_memory(project_id, raw_items)
         if session_raw is not None:
             session = session_from_item(SessionItem.from_raw_data(session_raw))
