@@ -211,7 +211,7 @@ def replay(month: dict[str, Any], *, provider: str = "offline") -> Replay:
 
         def job(name: str, run_date: date, at: time) -> None:
             now[0] = _local(run_date, at, tz)
-            run_scheduled(deps, JobRequest(job=name, project_id=pid, date=run_date))  # type: ignore[arg-type]
+            run_scheduled(deps, JobRequest(job=name, project_id=pid, date=run_date))
             out.jobs_run += 1
 
         def one_pass(record: Callable[[date], None] | None) -> None:

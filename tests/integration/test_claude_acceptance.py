@@ -479,7 +479,7 @@ def job_deps(llm_env: LlmEnv) -> Any:
 def _run(deps: Any, job: str, run_date: str) -> JobReport:
     from agent_memory.events.jobs import run_scheduled
 
-    report: JobReport = run_scheduled(deps, JobRequest(job=job, project_id=JOB_PROJECT,  # type: ignore[arg-type]
+    report: JobReport = run_scheduled(deps, JobRequest(job=job, project_id=JOB_PROJECT,
                                                  date=date.fromisoformat(run_date)))
     return report
 

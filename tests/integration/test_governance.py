@@ -341,7 +341,6 @@ def test_erasing_a_session_removes_its_ratings_and_their_flow_log_events_also_re
 def _inline_items(local_stack: LocalStack, monkeypatch: pytest.MonkeyPatch, items: int) -> None:
     """The governance function's erasures run inline up to ``items`` items (its routes'
     collaborators swapped through the resolver's dependency table)."""
-    from dataclasses import replace
 
     from agent_memory.http.routes import governance
 

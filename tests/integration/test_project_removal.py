@@ -152,7 +152,6 @@ def test_removal_answers_409_while_an_erasure_job_runs_then_runs_as_a_job(
 
     project = _new_project(local_stack, "rm")
     admin = _populate(local_stack, project)
-    from dataclasses import replace
 
     from agent_memory.http.routes import governance
 

@@ -68,7 +68,7 @@ def make_deps(repo: Any, *, llm: Any = None, notifier: InMemoryNotifier | None =
 
 def run(deps: JobDeps, job: str, project_id: str, run_date: date | str) -> JobReport:
     day = date.fromisoformat(run_date) if isinstance(run_date, str) else run_date
-    return run_scheduled(deps, JobRequest(job=job, project_id=project_id, date=day))  # type: ignore[arg-type]
+    return run_scheduled(deps, JobRequest(job=job, project_id=project_id, date=day))
 
 
 def hot_lines(repo: Any, project_id: str = "p1") -> list[HotMemoryLine]:

@@ -144,7 +144,7 @@ def run_scheduled(deps: JobDeps, request: JobRequest) -> JobReport:
 class JobRecord(SqsRecordModel):
     """An SQS record whose body is a JSON :class:`JobRequest`."""
 
-    body: Json[JobRequest]  # type: ignore[assignment]  # Powertools' model types it str
+    body: Json[JobRequest]  # Powertools' model types it str
 
 
 class JobWorker:

@@ -6,14 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
-from aws_lambda_powertools.metrics import MetricUnit
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.jobs import Alert, JobName, JobReport
 from agent_memory.domain.llm import Effort
 from agent_memory.jobs.notifier import cap_alert
-from agent_memory.observability import logger, metrics
+from agent_memory.observability import MetricUnit, logger, metrics
 from agent_memory.ports import JobStore, LLMClient, Notifier
 from agent_memory.structured import UsageTally
 
