@@ -79,7 +79,7 @@ def moto_stack(child: bool = False) -> Any:
 
     ``child=False``: plain moto (``ThreadedMotoServer``) in a thread of this process, as moto
     ships. ``child=True``: moto as `make run` runs it, a child process with
-    ``infra.local.moto_patches`` applied (``infra.local.stack.MotoServer``).
+    ``infra.local.moto_patches`` applied (``infra.local.moto_server.MotoServer``).
     """
     import boto3
 
@@ -87,9 +87,9 @@ def moto_stack(child: bool = False) -> Any:
 
     server: Any
     if child:
-        from infra.local.stack import MotoServer
+        from infra.local.moto_server import MotoServer
 
-        server = MotoServer("process", "127.0.0.1", 0)
+        server = MotoServer("127.0.0.1", 0)
         server.start()
         url, pid = server.url, server.pid
     else:

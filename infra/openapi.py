@@ -267,14 +267,14 @@ def build_from_local_stack() -> str:
     """Load every handler the way the local stack does and render the merged document."""
     from infra.local.stack import LocalStack
 
-    with LocalStack(port=0, moto_port=0, moto_mode="process", isolated=True, seed=False, anthropic_api_key="",
+    with LocalStack(port=0, moto_port=0, isolated=True, seed=False, anthropic_api_key="",
                     env_overrides={"LLM_PROVIDER": "offline"}) as stack:
         return render(merged_schema(http_apps(stack)))
 
 
 def http_apps(stack: Any) -> dict[str, Any]:
     """``{logical id: app}`` of the stack's functions that have an HTTP event handler."""
-    apps = {name: getattr(fn.module, "app", None) for name, fn in stack.functions.items()}
+    apps = {name: getattr(module, "app", None) for name, module in stack.handler_modules().items()}
     return {name: app for name, app in apps.items() if hasattr(app, "get_openapi_schema")}
 
 

@@ -10,8 +10,9 @@ process durable:
   temporary file, flushed with ``fsync`` and renamed over the old one (an atomic replace: a crash
   during compaction leaves the old log).
 * **Log.** Every successful write appends one line with the *after-image* of the items it
-  touched (the whole item, or ``null`` when it was deleted), under the backend lock of
-  :mod:`infra.local.moto_patches`, so the log order is the order the writes were applied in.
+  touched (the whole item, or ``null`` when it was deleted). The moto server applies one request
+  at a time (:mod:`infra.local.moto_server`), so the log order is the order the writes were
+  applied in.
   A transaction is one line (all its items or none); a transaction that is cancelled and rolled
   back writes nothing. The line is written and flushed to the operating system *before* moto
   answers the request, so what a client saw acknowledged survives the process being killed
@@ -55,7 +56,7 @@ LOG_NAME = "dynamodb.jsonl"
 LOCK_NAME = "lock"
 #: Items per line in a compacted log.
 _CHUNK = 500
-_PATCHED_ATTR = "_agent_memory_persistence"
+_patched = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ class DataDirInUse(RuntimeError):
 
 
 class _Log:
-    """The open log file; every append happens under ``moto_patches.DYNAMODB_LOCK``."""
+    """The open log file (appended to by one request at a time)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -130,14 +131,12 @@ def _bound(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 def _logging_write(method: Callable[..., Any], key_of: Callable[[DynamoDBBackend, dict[str, Any]], Any]) -> Any:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with moto_patches.DYNAMODB_LOCK:
-            result = method(*args, **kwargs)
-            if _log is not None and _log.tx_depth == 0:
-                backend = args[0]
-                bound = _bound(method, args, kwargs)
-                table_name, key = key_of(backend, bound)
-                _log.append({"t": "w", **_backend_id(backend), "w": [_after_image(backend, table_name, key)]})
-            return result
+        result = method(*args, **kwargs)
+        if _log is not None and _log.tx_depth == 0:
+            backend = args[0]
+            table_name, key = key_of(backend, _bound(method, args, kwargs))
+            _log.append({"t": "w", **_backend_id(backend), "w": [_after_image(backend, table_name, key)]})
+        return result
 
     return wrapper
 
@@ -145,23 +144,21 @@ def _logging_write(method: Callable[..., Any], key_of: Callable[[DynamoDBBackend
 def _logging_transaction(method: Callable[..., Any]) -> Any:
     @functools.wraps(method)
     def wrapper(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> Any:
-        with moto_patches.DYNAMODB_LOCK:
-            if _log is None:
-                return method(self, transact_items)
-            _log.tx_depth += 1
-            try:
-                result = method(self, transact_items)
-            finally:
-                _log.tx_depth -= 1
-            writes = []
-            for item in transact_items:
-                op_type, op = next(iter(item.items()))
-                if op_type in ("Put", "Update", "Delete"):
-                    key = moto_patches._op_key(self, op_type, op)
-                    writes.append(_after_image(self, op["TableName"], key))
-            if writes and _log.tx_depth == 0:
-                _log.append({"t": "w", **_backend_id(self), "w": writes})
-            return result
+        if _log is None:
+            return method(self, transact_items)
+        _log.tx_depth += 1
+        try:
+            result = method(self, transact_items)
+        finally:
+            _log.tx_depth -= 1
+        writes = []
+        for item in transact_items:
+            op_type, op = next(iter(item.items()))
+            if op_type in ("Put", "Update", "Delete"):
+                writes.append(_after_image(self, op["TableName"], moto_patches.op_key(self, op_type, op)))
+        if writes and _log.tx_depth == 0:
+            _log.append({"t": "w", **_backend_id(self), "w": writes})
+        return result
 
     return wrapper
 
@@ -169,34 +166,39 @@ def _logging_transaction(method: Callable[..., Any]) -> Any:
 def _logging_table_op(method: Callable[..., Any], kind: str) -> Any:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with moto_patches.DYNAMODB_LOCK:
-            result = method(*args, **kwargs)
-            if _log is not None:
-                bound = _bound(method, args, kwargs)
-                backend = bound.pop("self")
-                record = {"t": kind, **_backend_id(backend), "args": bound}
-                _remember(record)
-                _log.append(record)
-            return result
+        result = method(*args, **kwargs)
+        if _log is not None:
+            bound = _bound(method, args, kwargs)
+            backend = bound.pop("self")
+            record = {"t": kind, **_backend_id(backend), "args": bound}
+            _remember(record)
+            _log.append(record)
+        return result
 
     return wrapper
 
 
 def _patch() -> None:
-    if getattr(DynamoDBBackend, _PATCHED_ATTR, False):
+    """Wrap ``DynamoDBBackend``'s write methods (registered in ``moto_patches.PATCHES``)."""
+    global _patched
+    if _patched:
         return
     moto_patches.apply()
-    B = DynamoDBBackend
-    B.put_item = _logging_write(  # type: ignore[method-assign]
-        B.put_item, lambda b, a: (a["table_name"], _key_of_put(b, a["table_name"], a["item_attrs"]))
-    )
-    B.update_item = _logging_write(B.update_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
-    B.delete_item = _logging_write(B.delete_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
-    B.transact_write_items = _logging_transaction(B.transact_write_items)  # type: ignore[method-assign]
-    B.create_table = _logging_table_op(B.create_table, "create_table")  # type: ignore[method-assign]
-    B.delete_table = _logging_table_op(B.delete_table, "delete_table")  # type: ignore[method-assign]
-    B.update_time_to_live = _logging_table_op(B.update_time_to_live, "update_time_to_live")  # type: ignore[method-assign]
-    setattr(B, _PATCHED_ATTR, True)
+    DynamoDBBackend.put_item = _logging_write(  # type: ignore[method-assign]
+        DynamoDBBackend.put_item, lambda b, a: (a["table_name"], _key_of_put(b, a["table_name"], a["item_attrs"])))
+    DynamoDBBackend.update_item = _logging_write(  # type: ignore[method-assign]
+        DynamoDBBackend.update_item, lambda b, a: (a["table_name"], a["key"]))
+    DynamoDBBackend.delete_item = _logging_write(  # type: ignore[method-assign]
+        DynamoDBBackend.delete_item, lambda b, a: (a["table_name"], a["key"]))
+    DynamoDBBackend.transact_write_items = _logging_transaction(  # type: ignore[method-assign]
+        DynamoDBBackend.transact_write_items)
+    DynamoDBBackend.create_table = _logging_table_op(  # type: ignore[method-assign]
+        DynamoDBBackend.create_table, "create_table")
+    DynamoDBBackend.delete_table = _logging_table_op(  # type: ignore[method-assign]
+        DynamoDBBackend.delete_table, "delete_table")
+    DynamoDBBackend.update_time_to_live = _logging_table_op(  # type: ignore[method-assign]
+        DynamoDBBackend.update_time_to_live, "update_time_to_live")
+    _patched = True
 
 
 # ------------------------------------------------------------------------------------ restore
@@ -348,7 +350,7 @@ def enable(data_dir: Path) -> RestoreReport:
     global _log
     started = time.perf_counter()
     data_dir = Path(data_dir)
-    with _state_lock, moto_patches.DYNAMODB_LOCK:
+    with _state_lock:
         path = data_dir / LOG_NAME
         if _log is not None:
             if _log.path != path:
@@ -381,7 +383,7 @@ def _take_lock(data_dir: Path) -> None:
 def disable() -> None:
     """Stop logging (the data stays on disk); the next :func:`enable` restores it again."""
     global _log, _lock_fd
-    with _state_lock, moto_patches.DYNAMODB_LOCK:
+    with _state_lock:
         if _log is not None:
             _log.close()
             _log = None

@@ -156,7 +156,7 @@ def main() -> int:
     install_stop_handlers()
 
     try:
-        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="process", data_dir=DATA_DIR,
+        stack = LocalStack(port=port, moto_port=moto_port, data_dir=DATA_DIR,
                            stop_requested=lambda: _stop_requested).start()
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)

@@ -7,6 +7,8 @@ import json
 import logging
 import os
 import re
+import signal
+import time
 import uuid
 from datetime import UTC, date, datetime
 from importlib import resources
@@ -17,13 +19,8 @@ import requests
 
 from agent_memory.http.powertools import APIGatewayProxyEventV2
 from infra.local.events import LocalLambdaContext, build_http_api_event, stringify_claim
-from infra.local.stack import (
-    LocalStack,
-    LocalStackError,
-    claims_for_request,
-    lambda_result_to_response,
-    merge_function_environments,
-)
+from infra.local.gateway import claims_for_request, lambda_result_to_response
+from infra.local.stack import LocalStack, LocalStackError, merge_function_environments
 from infra.local.token import mint_token
 from infra.template_model import FUNCTION_TYPE, FunctionSpec, load_template, resources_of_type, table_specs
 from tests.support.auth import bearer
@@ -168,7 +165,7 @@ def test_lambda_context_counts_down_from_the_timeout() -> None:
 
 # --------------------------------------------------------------------------- gateway pieces
 def test_claims_for_request_refuses_a_request_without_authorization() -> None:
-    from infra.local.stack import Unauthorized
+    from infra.local.gateway import Unauthorized
 
     with pytest.raises(Unauthorized):
         claims_for_request({"content-type": "application/json"})
@@ -521,3 +518,26 @@ def test_once_a_stop_is_requested_a_new_request_gets_503_before_the_stack_stops(
     # and without the flag the same turn is answered
     again = requests.post(f"{url}/messages", json={"content": "再发一次"}, headers=headers, timeout=30)
     assert again.status_code == 200
+
+
+def test_a_container_that_dies_holding_a_request_is_502_and_is_replaced(local_stack: LocalStack) -> None:
+    from infra.local.functions import CONTAINER_HOOK_ENV
+
+    health = f"{local_stack.base_url}/v1/health"
+    hook = {CONTAINER_HOOK_ENV: "tests.support.container_hooks:die_on_request_header"}
+    with local_stack.configured("ApiFunction", hook):
+        # Given a container of the API function that is killed while it handles a request
+        died = requests.get(health, headers={"x-test-die": "1"}, timeout=30)
+        # Then that request is 502, as API Gateway answers a function that failed without a response
+        assert died.status_code == 502
+        assert died.json() == {"message": "Internal Server Error"}
+        # and the next one is answered by a new container
+        assert requests.get(health, timeout=30).status_code == 200
+        # as is one after an idle container was killed (say, by the out-of-memory killer)
+        (container,) = local_stack.functions["ApiFunction"].containers
+        os.kill(container.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while container.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert requests.get(health, timeout=30).status_code == 200
+        assert container not in local_stack.functions["ApiFunction"].containers

@@ -1,0 +1,549 @@
+"""Lambda functions on this machine: one OS process per execution environment, a pool per function.
+
+Lambda runs each execution environment ("container") of a function as a process of its own that
+handles one invocation at a time, starts one when an invocation finds none idle (a cold start) and
+keeps it for later invocations (docs/architecture.md, "Local runtime"). Locally:
+
+- a container is a child process forked from multiprocessing's fork server (which has imported
+  the third-party libraries of :data:`PRELOADED`, none of which reads the function's environment
+  at import). It takes the function's environment, puts its ``CodeUri`` first on ``sys.path``,
+  imports its ``Handler`` and then answers invocations one at a time over a pipe, as Lambda's
+  runtime API does: the event and the context's fields (request id, deadline in epoch ms, like
+  ``Lambda-Runtime-Deadline-Ms``) in, the JSON result or the error (``errorType``) out. What it
+  writes to ``sys.stdout`` / ``sys.stderr`` comes out of this process's, line by line, in order;
+- a function deployed with SnapStart (the template's ``SnapStart``) runs its init phase once, in a
+  snapshot process (:class:`Snapshot`), and each of its containers is forked from that process
+  (SnapStart's restore: the imported handler and its module globals as they were after init);
+- a pool per function (:class:`LocalFunction`) of at most ``LOCAL_CONTAINERS_PER_FUNCTION``
+  (default 8) containers, started on demand;
+- a container that ends while it holds an invocation (killed, out of memory) raises
+  :class:`ContainerDied` (the gateway answers 502) and the next cold start replaces it; one that
+  runs past the function's ``Timeout`` is killed (:class:`FunctionTimedOut`), as Lambda does;
+- containers ignore SIGINT (a terminal's Ctrl-C signals the whole process group: the stack lets
+  them finish, then closes their pipes); each ends when its pipe closes, so also when this
+  process ends, however it ends.
+
+``LOCAL_CONTAINER_HOOK=module:function`` in a function's environment is called with the handler's
+module once it is imported, inside the container (what ``AWS_LAMBDA_EXEC_WRAPPER`` is for in
+Lambda): tests replace a dependency of a function that way, across the process boundary.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import io
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from multiprocessing import forkserver, reduction
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from infra.local.events import LocalLambdaContext
+
+if TYPE_CHECKING:
+    from infra.template_model import FunctionSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Most containers per function locally; ``LOCAL_CONTAINERS_PER_FUNCTION`` overrides it.
+DEFAULT_CONTAINERS_PER_FUNCTION = 8
+CONTAINER_HOOK_ENV = "LOCAL_CONTAINER_HOOK"
+#: Imported once by the fork server: third-party libraries that read no environment variable at
+#: import (not Powertools' event handler or event classes: ``agent_memory.http.powertools`` imports
+#: those its own way), and the stack's modules (multiprocessing runs the main module,
+#: ``infra.local.server``, again in every child: with its imports preloaded, only its own body).
+PRELOADED = ("infra.local.functions", "infra.local.stack", "infra.local.token", "boto3", "botocore.client", "pydantic",
+             "pydantic.main", "pydantic.json_schema", "pynamodb.models", "aws_lambda_powertools",
+             "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parser",
+             "aws_xray_sdk.core", "requests", "tenacity", "redcap", "zoneinfo")
+
+
+class InvocationError(Exception):
+    """An invocation that returned no result (the subclasses say why)."""
+
+
+class FunctionError(InvocationError):
+    """The function raised, or its module failed to import (Lambda's "Unhandled" function error):
+    ``error_type`` is the exception's class name (``Runtime.ImportModuleError`` for an import)."""
+
+    def __init__(self, error_type: str) -> None:
+        super().__init__(error_type)
+        self.error_type = error_type
+
+
+class ContainerDied(InvocationError):
+    """The container's process ended before it answered (killed, out of memory, ``os._exit``)."""
+
+
+class FunctionTimedOut(ContainerDied):
+    """No answer by the function's deadline: the container was killed, as Lambda stops it."""
+
+
+class ContainerGone(ContainerDied):
+    """The container had ended before the invocation reached it (the pool tries another one)."""
+
+
+class Container(Protocol):
+    """What the pool needs of an execution environment."""
+
+    name: str
+
+    def invoke(self, event: dict[str, Any], request_id: str) -> Any: ...
+
+    def alive(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+
+@functools.cache
+def _context() -> Any:
+    """multiprocessing's fork server (one per process), preloaded with :data:`PRELOADED`."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOADED))
+    return context
+
+
+def start_fork_server() -> None:
+    """Start the fork server now (it imports :data:`PRELOADED` while the stack starts the rest)."""
+    _context()
+    forkserver.ensure_running()
+
+
+def _next_message(conn: Connection, sentinels: list[Any], until: float, name: str) -> tuple[str, Any]:
+    """The next message from a container's pipe other than its output, which is written to this
+    process's streams as it comes.
+
+    Raises:
+        TimeoutError: nothing came by ``until`` (epoch seconds).
+        ContainerDied: the process ended first (its pipe closed, or a sentinel is ready).
+    """
+    while True:
+        if not wait([conn, *sentinels], timeout=max(0.0, until - time.time())):
+            raise TimeoutError(name)
+        try:
+            if not conn.poll(0):  # only a sentinel: the process ended
+                raise EOFError
+            kind, payload = conn.recv()
+        except (EOFError, OSError):
+            raise ContainerDied(f"{name} ended") from None
+        if kind != "output":
+            return kind, payload
+        stream, text = payload
+        target = sys.stderr if stream == "stderr" else sys.stdout
+        target.write(text)
+        target.flush()
+
+
+class ProcessContainer:
+    """One execution environment of ``spec``: a child process with ``env`` as its environment, or
+    (``restored_pid``) one forked from the function's :class:`Snapshot` that answers on ``conn``.
+
+    Raises:
+        FunctionError: the handler's module failed to import (the process has ended).
+        ContainerDied: the process ended while it imported the handler.
+    """
+
+    def __init__(self, spec: FunctionSpec, env: Mapping[str, str], name: str, *,
+                 conn: Connection | None = None, restored_pid: int | None = None) -> None:
+        self.name = name
+        self._spec = spec
+        self._process: Any = None
+        if conn is None:
+            self._conn, child = _context().Pipe()
+            self._process = _context().Process(target=serve, args=(child, spec.code_uri, spec.handler, dict(env)),
+                                               name=name, daemon=True)
+            self._process.start()
+            child.close()
+        else:
+            self._conn = conn
+        self.pid: int | None = restored_pid if self._process is None else self._process.pid
+        kind, _ = self._answer(time.time() + spec.timeout_s + 10)
+        if kind == "init_error":
+            self.stop()
+            raise FunctionError("Runtime.ImportModuleError")
+
+    def invoke(self, event: dict[str, Any], request_id: str) -> Any:
+        """Run one invocation; its result (any JSON value).
+
+        Raises:
+            FunctionError: the handler raised. ContainerDied, FunctionTimedOut, ContainerGone.
+        """
+        deadline = time.time() + self._spec.timeout_s
+        fields = {"request_id": request_id, "deadline_ms": int(deadline * 1000), "function_name": self._spec.logical_id,
+                  "timeout_s": self._spec.timeout_s, "memory_mb": self._spec.memory_mb}
+        try:
+            self._conn.send(("invoke", json.dumps(event), fields))
+        except OSError:
+            raise ContainerGone(f"{self.name} had ended before the invocation") from None
+        kind, payload = self._answer(deadline + 1.0)
+        if kind == "error":
+            raise FunctionError(payload)
+        return json.loads(payload)
+
+    def _answer(self, until: float) -> tuple[str, Any]:
+        sentinels = [] if self._process is None else [self._process.sentinel]
+        try:
+            return _next_message(self._conn, sentinels, until, self.name)
+        except TimeoutError:
+            self._kill()
+            self.stop()
+            raise FunctionTimedOut(f"{self.name}: no answer within {self._spec.timeout_s} s") from None
+
+    def alive(self) -> bool:
+        if self._process is not None:
+            return bool(self._process.is_alive())
+        try:
+            os.kill(self.pid or 0, 0)  # a restored container is reaped by its snapshot process at once
+        except ProcessLookupError:
+            return False
+        return True
+
+    def _kill(self) -> None:
+        with suppress(ProcessLookupError):
+            os.kill(self.pid or 0, signal.SIGKILL)
+
+    def stop(self) -> None:
+        """End the container: its output so far is written, its pipe closed (it exits), and it is
+        killed if it has not ended 5 s later."""
+        with suppress(EOFError, OSError, ContainerDied, TimeoutError):
+            while self._conn.poll(0):
+                _next_message(self._conn, [], time.time(), self.name)
+        self._conn.close()
+        deadline = time.monotonic() + 5
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self.alive():
+            self._kill()
+
+
+class Snapshot:
+    """SnapStart's snapshot of a function: a process that ran the init phase (``env`` applied, the
+    handler imported) and forks a new container for each :meth:`restore`.
+
+    Raises:
+        FunctionError / ContainerDied: as :class:`ProcessContainer`.
+    """
+
+    def __init__(self, spec: FunctionSpec, env: Mapping[str, str], name: str) -> None:
+        self._spec = spec
+        self._lock = threading.Lock()
+        self._conn, child = _context().Pipe()
+        self._process = _context().Process(target=serve_snapshot, args=(child, spec.code_uri, spec.handler, dict(env)),
+                                           name=name, daemon=True)
+        self._process.start()
+        child.close()
+        if self._next(time.time() + spec.timeout_s + 10)[0] == "init_error":
+            self.stop()
+            raise FunctionError("Runtime.ImportModuleError")
+
+    def _next(self, until: float) -> tuple[str, Any]:
+        return _next_message(self._conn, [self._process.sentinel], until, self._process.name)
+
+    def restore(self, env: Mapping[str, str], name: str) -> ProcessContainer:
+        """A new container forked from the snapshot (``env`` is the snapshot's already)."""
+        ours, theirs = _context().Pipe()
+        with self._lock:
+            self._conn.send(("restore", None))
+            reduction.send_handle(self._conn, theirs.fileno(), self._process.pid)
+            _, pid = self._next(time.time() + 30)
+        theirs.close()
+        return ProcessContainer(self._spec, env, name, conn=ours, restored_pid=pid)
+
+    def stop(self) -> None:
+        self._conn.close()
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+# ----------------------------------------------------------------------------- the container side
+class _Channel:
+    """A container's end of its pipe: one message at a time, from any thread."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._lock = threading.Lock()
+
+    def send(self, kind: str, payload: Any) -> None:
+        with self._lock:
+            self.conn.send((kind, payload))
+
+
+class _OutputRelay(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr`` of a container: complete lines go to the stack's process
+    (``channel`` is replaced in a restored container: loggers made at init keep this object)."""
+
+    def __init__(self, channel: _Channel, stream: str) -> None:
+        self.channel = channel
+        self._stream = stream
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            complete, _, self._pending = self._pending.rpartition("\n")
+            self.channel.send("output", (self._stream, complete + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            text, self._pending = self._pending, ""
+            self.channel.send("output", (self._stream, text))
+
+
+def _init(conn: Connection, code_uri: str, handler: str, env: dict[str, str]) -> Callable[..., Any] | None:
+    """Lambda's init phase in this process: ``env``, the output relay, the handler imported (None:
+    its import failed, reported to the stack as Lambda reports an init error)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the stack's: it drains, then closes the pipe
+    os.environ.clear()
+    os.environ.update(env)
+    channel = _Channel(conn)
+    sys.stdout, sys.stderr = _OutputRelay(channel, "stdout"), _OutputRelay(channel, "stderr")
+    module_path, _, attribute = handler.rpartition(".")
+    sys.path.insert(0, str(REPO_ROOT / code_uri))
+    try:
+        module = importlib.import_module(module_path)
+        hook = os.environ.get(CONTAINER_HOOK_ENV)
+        if hook:
+            hook_module, _, hook_function = hook.partition(":")
+            getattr(importlib.import_module(hook_module), hook_function)(module)
+        function: Callable[..., Any] = getattr(module, attribute)
+    except Exception:  # noqa: BLE001 - any import failure is Lambda's Runtime.ImportModuleError
+        traceback.print_exc()
+        sys.stderr.flush()
+        channel.send("init_error", None)
+        return None
+    return function
+
+
+def _serve(conn: Connection, function: Callable[..., Any]) -> None:
+    """Answer invocations until the stack closes the pipe (Lambda's runtime loop)."""
+    channel = _Channel(conn)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, _OutputRelay):
+            stream.channel = channel
+    channel.send("ready", None)
+    while True:
+        try:
+            _, event, fields = conn.recv()
+        except (EOFError, OSError):
+            return  # the stack closed the pipe, or ended: Lambda's SHUTDOWN
+        channel.send(*_invoke(function, event, fields))
+
+
+def serve(conn: Connection, code_uri: str, handler: str, env: dict[str, str]) -> None:
+    """A container's process: init, then invocations (module docstring)."""
+    function = _init(conn, code_uri, handler, env)
+    if function is not None:
+        _serve(conn, function)
+
+
+def serve_snapshot(conn: Connection, code_uri: str, handler: str, env: dict[str, str]) -> None:
+    """A SnapStart snapshot's process: init, then a forked container per ``restore`` request (the
+    new container's pipe end arrives as a file descriptor; its pid is answered)."""
+    function = _init(conn, code_uri, handler, env)
+    if function is None:
+        return
+    sys.stdout.flush()  # nothing of the init's output may be copied into the restored containers
+    sys.stderr.flush()
+    conn.send(("ready", None))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # restored containers are reaped by the kernel
+    while True:
+        try:
+            conn.recv()
+            fd = reduction.recv_handle(conn)
+        except (EOFError, OSError):
+            return
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            conn.close()
+            _serve(Connection(fd), function)
+            os._exit(0)
+        os.close(fd)
+        conn.send(("restored", pid))
+
+
+def _invoke(function: Callable[..., Any], event: str, fields: dict[str, Any]) -> tuple[str, Any]:
+    """("result", the result as JSON) or ("error", the error type); a traceback goes to stderr, as
+    Lambda's runtime logs it."""
+    context = LocalLambdaContext(fields["function_name"], fields["timeout_s"], fields["memory_mb"],
+                                 request_id=fields["request_id"], deadline_ms=fields["deadline_ms"])
+    try:
+        result = function(json.loads(event), context)
+    except Exception as exc:  # noqa: BLE001 - an unhandled function error
+        traceback.print_exc()
+        return "error", type(exc).__name__
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    try:
+        return "result", json.dumps(result)
+    except (TypeError, ValueError):
+        return "error", "Runtime.MarshalError"
+
+
+def load_handler_module(spec: FunctionSpec, name: str) -> ModuleType:
+    """Import ``spec``'s handler file into the calling process under the module name ``name`` (to
+    read what a handler declares, or to run it in one process: ``infra.jobs``).
+
+    Raises:
+        ImportError: the file cannot be loaded (or its import raised: that exception).
+    """
+    module_path, _, _ = spec.handler.rpartition(".")
+    file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
+    module_spec = importlib.util.spec_from_file_location(name, file)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"{spec.logical_id}: cannot import {file}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+# ------------------------------------------------------------------------------------ the pool
+@dataclass
+class LocalFunction:
+    """One Lambda function: its spec, its environment and a pool of containers.
+
+    An invocation takes an idle container, or starts a new one (a cold start) while there are fewer
+    than ``max_containers``, or waits for one to be released; a container found dead is dropped.
+    ``snap_start``: containers are restored from a :class:`Snapshot`. :meth:`set_environment`
+    replaces every container (as Lambda's UpdateFunctionConfiguration does).
+    """
+
+    spec: FunctionSpec
+    env: dict[str, str]
+    max_containers: int = DEFAULT_CONTAINERS_PER_FUNCTION
+    snap_start: bool = False
+    #: Starts a container: (spec, environment, name) -> container (default: :meth:`_start`).
+    start_container: Callable[[FunctionSpec, Mapping[str, str], str], Container] | None = None
+    containers: list[Container] = field(default_factory=list)
+    _idle: list[Container] = field(default_factory=list)
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _starting: int = 0
+    _started: int = 0
+    _snapshot: Snapshot | None = None
+    _snapshot_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.spec.logical_id
+
+    def invoke(self, event: dict[str, Any], request_id: str) -> Any:
+        """Invoke the function once, in a container that takes it (errors: :meth:`ProcessContainer.invoke`)."""
+        attempts = self.max_containers + 1
+        while True:
+            attempts -= 1
+            try:
+                with self.container() as container:
+                    return container.invoke(event, request_id)
+            except ContainerGone:
+                if not attempts:
+                    raise
+
+    @contextmanager
+    def container(self) -> Iterator[Container]:
+        """A container for one invocation: idle, newly started, or waited for."""
+        chosen, died = self._take(), False
+        try:
+            yield chosen
+        except ContainerDied:
+            died = True
+            raise
+        finally:
+            self._drop(chosen) if died else self._release(chosen)
+
+    def _take(self) -> Container:
+        with self._cond:
+            while True:
+                while self._idle and not self._idle[-1].alive():
+                    self._drop_locked(self._idle.pop())
+                if self._idle:
+                    return self._idle.pop()
+                if len(self.containers) + self._starting < self.max_containers:
+                    break
+                self._cond.wait()
+            self._starting += 1
+            self._started += 1
+            name, env = f"{self.name}-{self._started}", dict(self.env)
+        try:
+            started = (self.start_container or self._start)(self.spec, env, name)
+        finally:
+            with self._cond:
+                self._starting -= 1
+                self._cond.notify_all()
+        with self._cond:
+            self.containers.append(started)
+        return started
+
+    def _start(self, spec: FunctionSpec, env: Mapping[str, str], name: str) -> Container:
+        if not self.snap_start:
+            return ProcessContainer(spec, env, name)
+        with self._snapshot_lock:
+            if self._snapshot is None:
+                self._snapshot = Snapshot(spec, env, f"{name}-snapshot")
+            snapshot = self._snapshot
+        return snapshot.restore(env, name)
+
+    def _release(self, container: Container) -> None:
+        with self._cond:
+            kept = container in self.containers
+            if kept:
+                self._idle.append(container)
+            self._cond.notify()
+        if not kept:  # replaced meanwhile (set_environment)
+            container.stop()
+
+    def _drop(self, container: Container) -> None:
+        with self._cond:
+            self._drop_locked(container)
+        container.stop()
+
+    def _drop_locked(self, container: Container) -> None:
+        if container in self.containers:
+            self.containers.remove(container)
+        self._cond.notify_all()
+
+    def set_environment(self, env: Mapping[str, str]) -> None:
+        """Use ``env`` from now on: idle containers (and the snapshot) end now, busy ones when
+        their invocation ends."""
+        with self._cond:
+            self.env = dict(env)
+            self.containers = []
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        self._stop(idle)
+
+    def stop(self) -> None:
+        """End every idle container and the snapshot (the stack calls it once no invocation runs)."""
+        with self._cond:
+            idle, self._idle, self.containers = self._idle, [], []
+        self._stop(idle)
+
+    def _stop(self, containers: list[Container]) -> None:
+        with self._snapshot_lock:
+            snapshot, self._snapshot = self._snapshot, None
+        for container in containers:
+            container.stop()
+        if snapshot is not None:
+            snapshot.stop()
