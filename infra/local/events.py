@@ -1,17 +1,12 @@
 """API Gateway HTTP API events (payload format 2.0) and a Lambda context, as AWS builds them.
 
 Reference: "Working with AWS Lambda proxy integrations for HTTP APIs" (API Gateway developer
-guide), payload format version 2.0. What this module reproduces, because handlers depend on it:
-
-- ``headers`` names are lower-cased; repeated headers are joined with ``,``;
-- the ``Cookie`` header is removed from ``headers`` and split into ``cookies``;
-- ``queryStringParameters``: repeated parameters are joined with ``,``;
-- ``cookies``, ``queryStringParameters``, ``pathParameters``, ``body`` and
-  ``requestContext.authorizer`` are absent (not empty) when there is nothing to put there;
-- JWT authorizer claims are all strings: numbers and booleans as text, and an array claim such
-  as ``cognito:groups`` as ``"[admin demo-iit]"`` (bracketed, space-separated), the way the HTTP
-  API JWT authorizer flattens it;
-- a body that is not valid UTF-8 is base64-encoded with ``isBase64Encoded: true``.
+guide), payload format 2.0. Reproduced because handlers depend on it: header names lower-cased,
+repeated headers and query parameters joined with ``,``; ``Cookie`` moved into ``cookies``;
+``cookies``, ``queryStringParameters``, ``pathParameters``, ``body`` and
+``requestContext.authorizer`` absent (not empty) when there is nothing to put there; JWT claims all
+strings (an array claim such as ``cognito:groups`` as ``"[admin demo-iit]"``, as the authorizer
+flattens it); a body that is not UTF-8 base64-encoded with ``isBase64Encoded: true``.
 """
 
 from __future__ import annotations
@@ -54,7 +49,8 @@ def _header_pairs(headers: HeaderInput) -> list[tuple[str, str]]:
     return [(str(k), str(v)) for k, v in headers]
 
 
-def _headers_and_cookies(headers: HeaderInput, source_ip: str, domain_name: str | None) -> tuple[dict[str, str], list[str]]:
+def _headers_and_cookies(headers: HeaderInput, source_ip: str,
+                         domain_name: str | None) -> tuple[dict[str, str], list[str]]:
     """Lower-cased headers (repeats joined with ``,``, the forwarding headers API Gateway adds) and
     the cookies taken out of them."""
     merged: dict[str, str] = {}
@@ -142,17 +138,9 @@ class LocalLambdaContext:
     ``timeout_s`` starting at creation (an invocation creates its own context); never below 0.
     """
 
-    def __init__(
-        self,
-        function_name: str,
-        timeout_s: float,
-        memory_mb: int,
-        request_id: str | None = None,
-        *,
-        region: str = LOCAL_REGION,
-        account_id: str = LOCAL_ACCOUNT_ID,
-        deadline_ms: int | None = None,
-    ) -> None:
+    def __init__(self, function_name: str, timeout_s: float, memory_mb: int, request_id: str | None = None, *,
+                 region: str = LOCAL_REGION, account_id: str = LOCAL_ACCOUNT_ID,
+                 deadline_ms: int | None = None) -> None:
         self.function_name = function_name
         self.function_version = "$LATEST"
         self.memory_limit_in_mb = memory_mb
@@ -160,11 +148,8 @@ class LocalLambdaContext:
         self.invoked_function_arn = f"arn:aws:lambda:{region}:{account_id}:function:{function_name}"
         self.log_group_name = f"/aws/lambda/{function_name}"
         self.log_stream_name = f"{datetime.now(UTC):%Y/%m/%d}/[$LATEST]{uuid.uuid4().hex}"
-        self.identity = None
-        self.client_context = None
-        self.tenant_id = None
-        self._timeout_s = float(timeout_s)
-        left_s = self._timeout_s if deadline_ms is None else deadline_ms / 1000 - time.time()
+        self.identity = self.client_context = self.tenant_id = None
+        left_s = float(timeout_s) if deadline_ms is None else deadline_ms / 1000 - time.time()
         self._deadline = time.monotonic() + left_s
 
     def get_remaining_time_in_millis(self) -> int:

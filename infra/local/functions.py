@@ -1,31 +1,27 @@
 """Lambda functions on this machine: one OS process per execution environment, a pool per function.
 
-Lambda runs each execution environment ("container") of a function as a process of its own that
-handles one invocation at a time, starts one when an invocation finds none idle (a cold start) and
-keeps it for later invocations (docs/architecture.md, "Local runtime"). Locally:
+As Lambda runs each execution environment ("container") as a process of its own that handles one
+invocation at a time (docs/architecture.md, "Local runtime"):
 
-- a container is a child process forked from multiprocessing's fork server (which has imported
-  the third-party libraries of :data:`PRELOADED`, none of which reads the function's environment
-  at import). It takes the function's environment, puts its ``CodeUri`` first on ``sys.path``,
-  imports its ``Handler`` and then answers invocations one at a time over a pipe, as Lambda's
-  runtime API does: the event and the context's fields (request id, deadline in epoch ms, like
-  ``Lambda-Runtime-Deadline-Ms``) in, the JSON result or the error (``errorType``) out. What it
-  writes to ``sys.stdout`` / ``sys.stderr`` comes out of this process's, line by line, in order;
-- a function deployed with SnapStart (the template's ``SnapStart``) runs its init phase once, in a
-  snapshot process (:class:`Snapshot`), and each of its containers is forked from that process
-  (SnapStart's restore: the imported handler and its module globals as they were after init);
+- a container is forked from multiprocessing's fork server (which has imported :data:`PRELOADED`,
+  none of which reads the function's environment at import), takes the function's environment,
+  puts its ``CodeUri`` first on ``sys.path``, imports its ``Handler`` and answers invocations one at
+  a time over a pipe, as Lambda's runtime API does: the event and the context's fields (request id,
+  deadline in epoch ms like ``Lambda-Runtime-Deadline-Ms``) in, the JSON result or the error type
+  out; its ``sys.stdout`` / ``sys.stderr`` come out of this process's, line by line, in order;
+- a SnapStart function (the template's ``SnapStart``) runs its init once in a :class:`Snapshot`
+  process and each container is forked from it (SnapStart's restore: the module as after init);
 - a pool per function (:class:`LocalFunction`) of at most ``LOCAL_CONTAINERS_PER_FUNCTION``
-  (default 8) containers, started on demand;
-- a container that ends while it holds an invocation (killed, out of memory) raises
-  :class:`ContainerDied` (the gateway answers 502) and the next cold start replaces it; one that
-  runs past the function's ``Timeout`` is killed (:class:`FunctionTimedOut`), as Lambda does;
+  (default 8) containers, started on demand; one that ends holding an invocation (killed, out of
+  memory) raises :class:`ContainerDied` (the gateway answers 502) and the next cold start replaces
+  it; one past the function's ``Timeout`` is killed (:class:`FunctionTimedOut`), as Lambda does;
 - containers ignore SIGINT (a terminal's Ctrl-C signals the whole process group: the stack lets
-  them finish, then closes their pipes); each ends when its pipe closes, so also when this
-  process ends, however it ends.
+  them finish, then closes their pipes) and end when their pipe closes: also when this process
+  ends, however it ends.
 
 ``LOCAL_CONTAINER_HOOK=module:function`` in a function's environment is called with the handler's
-module once it is imported, inside the container (what ``AWS_LAMBDA_EXEC_WRAPPER`` is for in
-Lambda): tests replace a dependency of a function that way, across the process boundary.
+module after its import, inside the container (what ``AWS_LAMBDA_EXEC_WRAPPER`` is for in Lambda):
+how tests replace a dependency of a function across the process boundary.
 """
 
 from __future__ import annotations
@@ -61,13 +57,12 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONTAINERS_PER_FUNCTION = 8
 CONTAINER_HOOK_ENV = "LOCAL_CONTAINER_HOOK"
 #: Imported once by the fork server: third-party libraries that read no environment variable at
-#: import (not Powertools' event handler or event classes: ``agent_memory.http.powertools`` imports
-#: those its own way), and the stack's modules (multiprocessing runs the main module,
-#: ``infra.local.server``, again in every child: with its imports preloaded, only its own body).
+#: import (not Powertools' event handler: ``agent_memory.http.powertools`` imports it its own way)
+#: and the stack's modules (multiprocessing runs ``infra.local.server`` again in every child).
 PRELOADED = ("infra.local.functions", "infra.local.stack", "infra.local.token", "boto3", "botocore.client", "pydantic",
-             "pydantic.main", "pydantic.json_schema", "pynamodb.models", "aws_lambda_powertools",
-             "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parser",
-             "aws_xray_sdk.core", "requests", "tenacity", "redcap", "zoneinfo")
+             "pydantic.main", "pydantic.json_schema", "pynamodb.models", "aws_lambda_powertools", "aws_xray_sdk.core",
+             "aws_lambda_powertools.utilities.idempotency", "aws_lambda_powertools.utilities.parser", "requests",
+             "tenacity", "redcap", "zoneinfo")
 
 
 class InvocationError(Exception):
@@ -75,12 +70,12 @@ class InvocationError(Exception):
 
 
 class FunctionError(InvocationError):
-    """The function raised, or its module failed to import (Lambda's "Unhandled" function error):
-    ``error_type`` is the exception's class name (``Runtime.ImportModuleError`` for an import)."""
+    """The function raised, or its module failed to import (Lambda's "Unhandled" function error);
+    the message is the error type (the exception's class name, ``Runtime.ImportModuleError``)."""
 
-    def __init__(self, error_type: str) -> None:
-        super().__init__(error_type)
-        self.error_type = error_type
+    @property
+    def error_type(self) -> str:
+        return str(self.args[0])
 
 
 class ContainerDied(InvocationError):
@@ -91,19 +86,13 @@ class FunctionTimedOut(ContainerDied):
     """No answer by the function's deadline: the container was killed, as Lambda stops it."""
 
 
-class ContainerGone(ContainerDied):
-    """The container had ended before the invocation reached it (the pool tries another one)."""
-
-
 class Container(Protocol):
-    """What the pool needs of an execution environment."""
+    """What the pool needs of an execution environment (:class:`ProcessContainer`)."""
 
     name: str
 
     def invoke(self, event: dict[str, Any], request_id: str) -> Any: ...
-
     def alive(self) -> bool: ...
-
     def stop(self) -> None: ...
 
 
@@ -122,13 +111,9 @@ def start_fork_server() -> None:
 
 
 def _next_message(conn: Connection, sentinels: list[Any], until: float, name: str) -> tuple[str, Any]:
-    """The next message from a container's pipe other than its output, which is written to this
-    process's streams as it comes.
-
-    Raises:
-        TimeoutError: nothing came by ``until`` (epoch seconds).
-        ContainerDied: the process ended first (its pipe closed, or a sentinel is ready).
-    """
+    """The next (kind, payload) from a container's pipe other than its output, which is written to
+    this process's streams as it comes. Raises TimeoutError (nothing by ``until``, epoch seconds) or
+    ContainerDied (the pipe closed, or a process sentinel is ready)."""
     while True:
         if not wait([conn, *sentinels], timeout=max(0.0, until - time.time())):
             raise TimeoutError(name)
@@ -146,31 +131,33 @@ def _next_message(conn: Connection, sentinels: list[Any], until: float, name: st
         target.flush()
 
 
+def _spawn(target: Callable[..., None], spec: FunctionSpec, env: Mapping[str, str],
+           name: str) -> tuple[Connection, Any]:
+    """``target`` (:func:`serve`, :func:`serve_snapshot`) in a new child: its pipe and its process."""
+    conn, child = _context().Pipe()
+    process = _context().Process(target=target, args=(child, spec.code_uri, spec.handler, dict(env)), name=name,
+                                 daemon=True)
+    process.start()
+    child.close()
+    return conn, process
+
+
 class ProcessContainer:
     """One execution environment of ``spec``: a child process with ``env`` as its environment, or
-    (``restored_pid``) one forked from the function's :class:`Snapshot` that answers on ``conn``.
+    (``conn`` and ``restored_pid`` given) one a :class:`Snapshot` forked, answering on ``conn``.
 
     Raises:
-        FunctionError: the handler's module failed to import (the process has ended).
-        ContainerDied: the process ended while it imported the handler.
+        FunctionError: the handler's module failed to import. ContainerDied: the process ended.
     """
 
     def __init__(self, spec: FunctionSpec, env: Mapping[str, str], name: str, *,
                  conn: Connection | None = None, restored_pid: int | None = None) -> None:
-        self.name = name
-        self._spec = spec
-        self._process: Any = None
+        self.name, self._spec, self._process = name, spec, None
         if conn is None:
-            self._conn, child = _context().Pipe()
-            self._process = _context().Process(target=serve, args=(child, spec.code_uri, spec.handler, dict(env)),
-                                               name=name, daemon=True)
-            self._process.start()
-            child.close()
-        else:
-            self._conn = conn
+            conn, self._process = _spawn(serve, spec, env, name)
+        self._conn = conn
         self.pid: int | None = restored_pid if self._process is None else self._process.pid
-        kind, _ = self._answer(time.time() + spec.timeout_s + 10)
-        if kind == "init_error":
+        if self._answer(time.time() + spec.timeout_s + 10)[0] == "init_error":
             self.stop()
             raise FunctionError("Runtime.ImportModuleError")
 
@@ -178,7 +165,7 @@ class ProcessContainer:
         """Run one invocation; its result (any JSON value).
 
         Raises:
-            FunctionError: the handler raised. ContainerDied, FunctionTimedOut, ContainerGone.
+            FunctionError: the handler raised. ContainerDied (FunctionTimedOut: past the deadline).
         """
         deadline = time.time() + self._spec.timeout_s
         fields = {"request_id": request_id, "deadline_ms": int(deadline * 1000), "function_name": self._spec.logical_id,
@@ -186,16 +173,15 @@ class ProcessContainer:
         try:
             self._conn.send(("invoke", json.dumps(event), fields))
         except OSError:
-            raise ContainerGone(f"{self.name} had ended before the invocation") from None
+            raise ContainerDied(f"{self.name} had ended") from None
         kind, payload = self._answer(deadline + 1.0)
         if kind == "error":
             raise FunctionError(payload)
         return json.loads(payload)
 
     def _answer(self, until: float) -> tuple[str, Any]:
-        sentinels = [] if self._process is None else [self._process.sentinel]
         try:
-            return _next_message(self._conn, sentinels, until, self.name)
+            return _next_message(self._conn, [self._process.sentinel] if self._process else [], until, self.name)
         except TimeoutError:
             self._kill()
             self.stop()
@@ -204,10 +190,12 @@ class ProcessContainer:
     def alive(self) -> bool:
         if self._process is not None:
             return bool(self._process.is_alive())
-        try:
-            os.kill(self.pid or 0, 0)  # a restored container is reaped by its snapshot process at once
+        try:  # a restored container: its snapshot process reaps it at once
+            os.kill(self.pid or 0, 0)
         except ProcessLookupError:
             return False
+        with suppress(OSError, IndexError):  # unless the snapshot ended first: a zombie is gone too (Linux)
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
         return True
 
     def _kill(self) -> None:
@@ -215,9 +203,8 @@ class ProcessContainer:
             os.kill(self.pid or 0, signal.SIGKILL)
 
     def stop(self) -> None:
-        """End the container: its output so far is written, its pipe closed (it exits), and it is
-        killed if it has not ended 5 s later."""
-        with suppress(EOFError, OSError, ContainerDied, TimeoutError):
+        """Write its output so far, close its pipe (it exits) and kill it if it has not ended 5 s later."""
+        with suppress(OSError, ContainerDied, TimeoutError):
             while self._conn.poll(0):
                 _next_message(self._conn, [], time.time(), self.name)
         self._conn.close()
@@ -230,20 +217,11 @@ class ProcessContainer:
 
 class Snapshot:
     """SnapStart's snapshot of a function: a process that ran the init phase (``env`` applied, the
-    handler imported) and forks a new container for each :meth:`restore`.
-
-    Raises:
-        FunctionError / ContainerDied: as :class:`ProcessContainer`.
-    """
+    handler imported) and forks a container for each :meth:`restore` (errors: ProcessContainer's)."""
 
     def __init__(self, spec: FunctionSpec, env: Mapping[str, str], name: str) -> None:
-        self._spec = spec
-        self._lock = threading.Lock()
-        self._conn, child = _context().Pipe()
-        self._process = _context().Process(target=serve_snapshot, args=(child, spec.code_uri, spec.handler, dict(env)),
-                                           name=name, daemon=True)
-        self._process.start()
-        child.close()
+        self._spec, self._lock = spec, threading.Lock()
+        self._conn, self._process = _spawn(serve_snapshot, spec, env, name)
         if self._next(time.time() + spec.timeout_s + 10)[0] == "init_error":
             self.stop()
             raise FunctionError("Runtime.ImportModuleError")
@@ -252,7 +230,7 @@ class Snapshot:
         return _next_message(self._conn, [self._process.sentinel], until, self._process.name)
 
     def restore(self, env: Mapping[str, str], name: str) -> ProcessContainer:
-        """A new container forked from the snapshot (``env`` is the snapshot's already)."""
+        """A new container forked from the snapshot (``env``: the snapshot's, for the record)."""
         ours, theirs = _context().Pipe()
         with self._lock:
             self._conn.send(("restore", None))
@@ -262,7 +240,7 @@ class Snapshot:
         return ProcessContainer(self._spec, env, name, conn=ours, restored_pid=pid)
 
     def stop(self) -> None:
-        self._conn.close()
+        self._conn.close()  # it exits (its containers go on until their own pipes close)
         self._process.join(5)
         if self._process.is_alive():
             self._process.kill()
@@ -270,11 +248,10 @@ class Snapshot:
 
 # ----------------------------------------------------------------------------- the container side
 class _Channel:
-    """A container's end of its pipe: one message at a time, from any thread."""
+    """A container's end of its pipe: one (kind, payload) message at a time, from any thread."""
 
     def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self._lock = threading.Lock()
+        self.conn, self._lock = conn, threading.Lock()
 
     def send(self, kind: str, payload: Any) -> None:
         with self._lock:
@@ -286,12 +263,7 @@ class _OutputRelay(io.TextIOBase):
     (``channel`` is replaced in a restored container: loggers made at init keep this object)."""
 
     def __init__(self, channel: _Channel, stream: str) -> None:
-        self.channel = channel
-        self._stream = stream
-        self._pending = ""
-
-    def writable(self) -> bool:
-        return True
+        self.channel, self._stream, self._pending = channel, stream, ""
 
     def write(self, text: str) -> int:
         self._pending += text
@@ -348,16 +320,14 @@ def _serve(conn: Connection, function: Callable[..., Any]) -> None:
 
 def serve(conn: Connection, code_uri: str, handler: str, env: dict[str, str]) -> None:
     """A container's process: init, then invocations (module docstring)."""
-    function = _init(conn, code_uri, handler, env)
-    if function is not None:
+    if (function := _init(conn, code_uri, handler, env)) is not None:
         _serve(conn, function)
 
 
 def serve_snapshot(conn: Connection, code_uri: str, handler: str, env: dict[str, str]) -> None:
     """A SnapStart snapshot's process: init, then a forked container per ``restore`` request (the
     new container's pipe end arrives as a file descriptor; its pid is answered)."""
-    function = _init(conn, code_uri, handler, env)
-    if function is None:
+    if (function := _init(conn, code_uri, handler, env)) is None:
         return
     sys.stdout.flush()  # nothing of the init's output may be copied into the restored containers
     sys.stderr.flush()
@@ -399,12 +369,8 @@ def _invoke(function: Callable[..., Any], event: str, fields: dict[str, Any]) ->
 
 
 def load_handler_module(spec: FunctionSpec, name: str) -> ModuleType:
-    """Import ``spec``'s handler file into the calling process under the module name ``name`` (to
-    read what a handler declares, or to run it in one process: ``infra.jobs``).
-
-    Raises:
-        ImportError: the file cannot be loaded (or its import raised: that exception).
-    """
+    """``spec``'s handler file imported into the calling process as module ``name`` (to read what a
+    handler declares, or to run it in one process: ``infra.jobs``). Raises what its import raises."""
     module_path, _, _ = spec.handler.rpartition(".")
     file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
     module_spec = importlib.util.spec_from_file_location(name, file)
@@ -423,13 +389,10 @@ def load_handler_module(spec: FunctionSpec, name: str) -> ModuleType:
 # ------------------------------------------------------------------------------------ the pool
 @dataclass
 class LocalFunction:
-    """One Lambda function: its spec, its environment and a pool of containers.
-
-    An invocation takes an idle container, or starts a new one (a cold start) while there are fewer
-    than ``max_containers``, or waits for one to be released; a container found dead is dropped.
-    ``snap_start``: containers are restored from a :class:`Snapshot`. :meth:`set_environment`
-    replaces every container (as Lambda's UpdateFunctionConfiguration does).
-    """
+    """One Lambda function: its spec, its environment and a pool of containers. An invocation takes
+    an idle container, or starts one (a cold start; restored from a :class:`Snapshot` with
+    ``snap_start``) while there are fewer than ``max_containers``, or waits for one; a container
+    found dead is dropped. :meth:`set_environment` replaces them all (UpdateFunctionConfiguration)."""
 
     spec: FunctionSpec
     env: dict[str, str]
@@ -450,16 +413,9 @@ class LocalFunction:
         return self.spec.logical_id
 
     def invoke(self, event: dict[str, Any], request_id: str) -> Any:
-        """Invoke the function once, in a container that takes it (errors: :meth:`ProcessContainer.invoke`)."""
-        attempts = self.max_containers + 1
-        while True:
-            attempts -= 1
-            try:
-                with self.container() as container:
-                    return container.invoke(event, request_id)
-            except ContainerGone:
-                if not attempts:
-                    raise
+        """Invoke the function once (errors: :meth:`ProcessContainer.invoke`)."""
+        with self.container() as container:
+            return container.invoke(event, request_id)
 
     @contextmanager
     def container(self) -> Iterator[Container]:
@@ -507,8 +463,7 @@ class LocalFunction:
 
     def _release(self, container: Container) -> None:
         with self._cond:
-            kept = container in self.containers
-            if kept:
+            if kept := container in self.containers:
                 self._idle.append(container)
             self._cond.notify()
         if not kept:  # replaced meanwhile (set_environment)
@@ -528,22 +483,15 @@ class LocalFunction:
         """Use ``env`` from now on: idle containers (and the snapshot) end now, busy ones when
         their invocation ends."""
         with self._cond:
-            self.env = dict(env)
-            self.containers = []
-            idle, self._idle = self._idle, []
+            self.env, self.containers, idle, self._idle = dict(env), [], self._idle, []
             self._cond.notify_all()
-        self._stop(idle)
-
-    def stop(self) -> None:
-        """End every idle container and the snapshot (the stack calls it once no invocation runs)."""
-        with self._cond:
-            idle, self._idle, self.containers = self._idle, [], []
-        self._stop(idle)
-
-    def _stop(self, containers: list[Container]) -> None:
         with self._snapshot_lock:
             snapshot, self._snapshot = self._snapshot, None
-        for container in containers:
+        for container in idle:
             container.stop()
         if snapshot is not None:
             snapshot.stop()
+
+    def stop(self) -> None:
+        """End every idle container and the snapshot (the stack calls it once no invocation runs)."""
+        self.set_environment(self.env)

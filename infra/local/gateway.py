@@ -1,25 +1,20 @@
 """API Gateway HTTP API on this machine: routes, the JWT authorizer, payload 2.0 events, quotas.
 
-:class:`LocalGateway` answers HTTP the way the deployed HTTP API does for the template's routes:
+:class:`LocalGateway` answers as the deployed HTTP API does for the template's routes: no route
+404, a method the route does not declare 405 (``HEAD`` only where declared), no usable token 401,
+a body over the 10 MB quota 413 before it is read (also when only its ``Content-Length`` claims
+it), a malformed or cut-short chunked body 400 (API Gateway's JSON bodies, an ``apigw-requestid``
+header); otherwise the function's pool is invoked with the payload-2.0 event and its proxy result
+becomes the response. No answer within the integration timeout (30 s) is 503; a container that died
+holding the request (:class:`~infra.local.functions.ContainerDied`) 502, as API Gateway answers a
+function that failed without a response. An unhandled function error is 500 here (API Gateway: 502):
+the test suite's status log flags every 500 as a defect, apart from the functions' own 502s.
 
-- a request that matches no route is 404, a method the route does not declare 405 (``HEAD`` only
-  where a route declares it), a route with an authorizer and no usable token 401: each without
-  invoking a function, with API Gateway's JSON bodies and an ``apigw-requestid`` header;
-- a body over the 10 MB payload quota is 413 before it is read (also when its ``Content-Length``
-  only claims it); a malformed chunked body, or one cut short, is 400;
-- otherwise the function's pool is invoked with the payload-2.0 event
-  (:func:`infra.local.events.build_http_api_event`) and its proxy result becomes the response.
-  No answer within the integration timeout (30 s) is 503; a container that died holding the
-  request (:class:`~infra.local.functions.ContainerDied`) is 502, as API Gateway answers a function
-  that failed without a response. An unhandled function error is 500 here (API Gateway says 502):
-  the test suite's status log flags every 500 as a defect, apart from the documented 502s that
-  the functions answer themselves.
-
-Stopping (:meth:`LocalGateway.stop`) refuses new requests with 503 + ``Retry-After`` from the
-moment the stack's stop flag is set, waits for the invocations in flight, keeps answering 503
-until the listener has been quiet for a moment, then answers the connections still queued on it
-before it closes. Every answer is logged (method, raw path, status, duration, function: never a
-query string, header or body) and, with ``LOCAL_STACK_STATUS_LOG`` set, appended to that file.
+:meth:`LocalGateway.stop` refuses new requests with 503 + ``Retry-After`` from the moment the stop
+flag is set, waits for the invocations in flight, keeps answering 503 until the listener has been
+quiet for a moment, then answers the connections still queued before it closes. Each answer is
+logged (method, raw path, status, duration, function; never a query string, header or body) and,
+with ``LOCAL_STACK_STATUS_LOG`` set, appended to that file.
 """
 
 from __future__ import annotations
@@ -48,16 +43,13 @@ from infra.local.functions import ContainerDied, LocalFunction
 
 log = logging.getLogger("infra.local")
 
-#: API Gateway HTTP API integration timeout (AWS quota): past it the client gets 503.
+#: API Gateway HTTP API quotas: the integration timeout (past it: 503) and the payload (10 MB).
 GATEWAY_TIMEOUT_S = 30.0
-#: API Gateway HTTP API payload quota (10 MB).
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 #: While stopping, the listener closes once no request has come for STOP_QUIET_S seconds
 #: (answering 503 + ``Retry-After`` meanwhile), or after STOP_503_MAX_S seconds of arrivals.
-STOP_QUIET_S = 0.25
-STOP_503_MAX_S = 3.0
-#: Names a file to which every gateway appends one line per answer: ``{status} {method} {raw
-#: path} [{function}]`` (no query string, header or body).
+STOP_QUIET_S, STOP_503_MAX_S = 0.25, 3.0
+#: A file every gateway appends ``{status} {method} {raw path} [{function}]`` to, per answer.
 STATUS_LOG_ENV = "LOCAL_STACK_STATUS_LOG"
 _UNAUTHORIZED_HEADERS = {"www-authenticate": 'Bearer error="invalid_token"'}
 
@@ -73,13 +65,6 @@ class _Answer(Exception):
         super().__init__(message)
         self.response = _json_response(status, {"message": message}, headers)
         self.function = function
-
-
-def record_status(path: str, status: int, method: str, raw_path: str, function: str) -> None:
-    """Append one answer to the status log ``path`` (one ``write`` in append mode: lines of
-    several gateways writing the same file never interleave)."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(f"{status} {method} {raw_path} [{function}]\n")
 
 
 def claims_for_request(headers: Mapping[str, str]) -> dict[str, Any]:
@@ -109,12 +94,9 @@ def _json_response(status: int, payload: dict[str, Any], headers: Mapping[str, s
 
 
 def lambda_result_to_response(result: Any) -> Response:
-    """A Lambda proxy result (payload format 2.0) as API Gateway turns it into an HTTP response.
-
-    A dict with ``statusCode`` is used as is (``headers``, ``cookies``, ``body``,
-    ``isBase64Encoded``); any other JSON value is 200 with that value as the JSON body; a
-    malformed result is 500 ``{"message": "Internal Server Error"}``.
-    """
+    """A Lambda proxy result (payload 2.0) as API Gateway answers it: a dict with ``statusCode`` as
+    is (``headers``, ``cookies``, ``body``, ``isBase64Encoded``), any other JSON value 200 with it
+    as the JSON body, a malformed result 500 ``{"message": "Internal Server Error"}``."""
     if not (isinstance(result, dict) and "statusCode" in result):
         body = result if isinstance(result, str) else json.dumps(result)
         return Response(body, status=200, mimetype="application/json")
@@ -145,10 +127,8 @@ class _QuietRequestHandler(WSGIRequestHandler):
 
 
 class LocalGateway:
-    """The HTTP API in front of ``functions`` (module docstring).
-
-    The listening socket is bound at construction (a port already taken fails before anything
-    else starts); :meth:`serve` starts answering, :meth:`stop` drains and closes.
+    """The HTTP API (module docstring): the socket is bound at construction (a port already taken
+    fails before anything else starts), :meth:`serve` starts answering, :meth:`stop` drains.
 
     Args:
         host / port: where to listen (port 0: a free one; ``port`` says which).
@@ -169,8 +149,8 @@ class LocalGateway:
         self._routes: dict[str, tuple[LocalFunction, Any]] = {}
         self._thread: threading.Thread | None = None
         self._executor: ThreadPoolExecutor | None = None
-        #: Guards ``_executor`` and ``_inflight``: a request is either handed to a function before
-        #: :meth:`stop` starts draining (and is waited for) or answered 503 (never half handled).
+        #: Guards ``_executor`` and ``_inflight``: a request is handed to a function before :meth:`stop`
+        #: drains (and is waited for) or answered 503, never half handled.
         self._submit_lock = threading.Lock()
         self._inflight: set[Future[Any]] = set()
         self._last_arrival = 0.0
@@ -185,8 +165,7 @@ class LocalGateway:
                 self._url_map.add(Rule(path, methods=None if route.method == "ANY" else [route.method], endpoint=key))
 
     def serve(self) -> None:
-        """Answer requests from now on (socketserver's loop: :meth:`stop` answers the connections
-        still queued before it closes the socket, which werkzeug's ``serve_forever`` would not)."""
+        """Answer from now on (socketserver's loop, not werkzeug's, which closes the socket as it ends)."""
         self._executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="lambda")
         self._thread = threading.Thread(target=socketserver.BaseServer.serve_forever, args=(self._server,),
                                         name="local-http-api", daemon=True)
@@ -210,8 +189,9 @@ class LocalGateway:
             response.headers.setdefault(name, value)
         log.info("%s %s -> %d (%.0f ms) [%s]", request.method, raw_path, response.status_code,
                  (time.monotonic() - started) * 1000, label)
-        if self._status_log:
-            record_status(self._status_log, response.status_code, request.method, raw_path, label)
+        if self._status_log:  # one write in append mode: lines of several gateways never interleave
+            with open(self._status_log, "a", encoding="utf-8") as status_log:
+                status_log.write(f"{response.status_code} {request.method} {raw_path} [{label}]\n")
         return response(environ, start_response)
 
     def _handle(self, request: Request, raw_path: str, gateway_headers: dict[str, str]) -> tuple[Response, str]:
@@ -309,15 +289,14 @@ class LocalGateway:
         quiet_from = time.monotonic()
         while time.monotonic() - self._last_arrival < STOP_QUIET_S and time.monotonic() - quiet_from < STOP_503_MAX_S:
             time.sleep(0.02)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
         if self._thread is not None:
             self._server.shutdown()  # serve_forever returns; handler threads of accepted ones go on
             self._answer_listen_backlog()
-        if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
-        self._server.server_close()
-        if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        self._server.server_close()
 
     def _answer_listen_backlog(self, timeout_s: float = 5.0) -> None:
         """Accept the connections still queued on the listening socket and answer each (503 with

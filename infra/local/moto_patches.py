@@ -1,30 +1,36 @@
-"""Every replacement of a moto internal in the local runtime, registered with its reason.
+"""The replacements of moto internals the local runtime needs beyond durability, each with its reason.
 
-The local stack's moto server (:mod:`infra.local.moto_server`) answers one request at a time, so
-moto's own code is used as it ships except where :data:`PATCHES` says otherwise. Each entry names
-the attribute replaced, the module that replaces it, what needs it (durability: the after-image
-log of :mod:`infra.local.moto_persistence`; the bounded footprint; performance, measured by
-``make bench``), the upstream moto issue or pull request it mirrors, and what to re-check when moto
-changes the original. ``tests/infra/test_vendor_patches.py`` fails when an assignment to a moto or
-Powertools attribute in ``infra/local`` is not registered here, and when the source of a patched
-original differs from the one pinned here (a moto upgrade: re-check, then update the pin).
+The moto server (:mod:`infra.local.moto_server`) answers one request at a time and uses moto as it
+ships except for what ``tests/infra/test_vendor_patches.py`` registers (``PATCHES``: the attribute,
+the module that replaces it, what needs it, the upstream issue it mirrors, what to re-check): the
+test fails on an unregistered assignment to a moto or Powertools attribute in ``infra/local``, and
+on a moto upgrade that changes a patched original. :mod:`infra.local.moto_persistence` wraps the
+backend's write methods for its log (durability). This module's patches:
 
-The bounded footprint: moto's ``DynamoDBBackend.transact_write_items`` deep-copies every table a
-transaction touches (to put the copy back when an operation fails): time and memory per chat turn
-grow with the size of the tables. :func:`transact_write_items` is moto's, step for step (the same
-validations in the same order, the same exceptions and cancellation reasons), except that it saves
-the previous state of each item it writes and, on failure, puts back only those items.
+- bounded footprint: :func:`transact_write_items` is moto's step for step (the same validations,
+  order, exceptions and cancellation reasons) but saves each item it writes and, on failure, puts
+  back only those (moto deep-copies every table a transaction touches: a chat turn cost time and
+  memory in proportion to the data). Upstream: none found; upstream-style, an undo log;
+- performance (``make bench``): item operations read their request and write their answer as
+  plain JSON (moto walks both through botocore's model since getmoto/moto#9773, about 0.1 ms per
+  attribute value; the JSON protocol body IS the document: a test compares both paths call by
+  call), and an item is built with one size check instead of one per attribute (getmoto/moto#9670
+  skips that O(n^2) check when moto copies an item, not when it builds one).
 """
 
 from __future__ import annotations
 
+import base64
 import copy
-from dataclasses import dataclass
+import json
+import re
 from typing import Any
 
+from moto.core.responses import ActionContext
 from moto.dynamodb.comparisons import get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
+    ItemSizeTooLarge,
     MockValidationException,
     MultipleTransactionsException,
     TooManyTransactionsException,
@@ -32,60 +38,10 @@ from moto.dynamodb.exceptions import (
     TransactWriteSingleOpException,
 )
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.dynamodb.models.table import Table
-
-#: The moto version the pins below were taken from (``requirements-dev.txt`` pins the same).
-MOTO_VERSION = "5.2.5"
-
-
-@dataclass(frozen=True)
-class VendorPatch:
-    """One attribute of a vendor library the local runtime replaces.
-
-    ``target``: the dotted path of the attribute (module, class, attribute); ``module``: the
-    ``infra.local`` module that assigns it; ``need``: ``durability``, ``bounded footprint`` or
-    ``performance``; ``upstream``: the upstream issue or pull request this mirrors (or why none);
-    ``recheck``: what to compare in the new original before updating ``source_sha256`` (the
-    SHA-256 of the original's source at :data:`MOTO_VERSION`).
-    """
-
-    target: str
-    module: str
-    need: str
-    upstream: str
-    recheck: str
-    source_sha256: str
-
-
-_PERSISTENCE_UPSTREAM = (
-    "getmoto/moto#9755 (state persistence for moto server; closed, not implemented) and "
-    "getmoto/moto#1069 (storage on disk; closed): upstream-style, a write hook of the backend"
-)
-_WRITE_RECHECK = ("the arguments the wrapper reads by name (table_name, item_attrs, key) and that it still "
-                  "applies the write it is asked to (the log records the item as it is after the call)")
-
-PATCHES: tuple[VendorPatch, ...] = (
-    VendorPatch(
-        "moto.dynamodb.models.DynamoDBBackend.transact_write_items", "infra.local.moto_patches",
-        "bounded footprint",
-        "none found (searched getmoto/moto issues and PRs for transact_write_items deepcopy / rollback): "
-        "upstream-style, an undo log of the touched items instead of copy.deepcopy of each table",
-        "moto's validations, their order and exceptions; port any change into transact_write_items",
-        "56b2b0fcd0d1b5d6c78b3c05ed9b18a2a9347ac81e9d8a9c4e0fbc3f2b7f6b1c",
-    ),
-    VendorPatch("moto.dynamodb.models.DynamoDBBackend.put_item", "infra.local.moto_persistence", "durability",
-                _PERSISTENCE_UPSTREAM, _WRITE_RECHECK, ""),
-    VendorPatch("moto.dynamodb.models.DynamoDBBackend.update_item", "infra.local.moto_persistence", "durability",
-                _PERSISTENCE_UPSTREAM, _WRITE_RECHECK, ""),
-    VendorPatch("moto.dynamodb.models.DynamoDBBackend.delete_item", "infra.local.moto_persistence", "durability",
-                _PERSISTENCE_UPSTREAM, _WRITE_RECHECK, ""),
-    VendorPatch("moto.dynamodb.models.DynamoDBBackend.create_table", "infra.local.moto_persistence", "durability",
-                _PERSISTENCE_UPSTREAM, "the keyword arguments (the log replays them into the original)", ""),
-    VendorPatch("moto.dynamodb.models.DynamoDBBackend.delete_table", "infra.local.moto_persistence", "durability",
-                _PERSISTENCE_UPSTREAM, "the keyword arguments (the log replays them into the original)", ""),
-    VendorPatch("moto.dynamodb.models.DynamoDBBackend.update_time_to_live", "infra.local.moto_persistence",
-                "durability", _PERSISTENCE_UPSTREAM, "the keyword arguments (the log replays them)", ""),
-)
+from moto.dynamodb.models.utilities import bytesize
+from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 _applied = False
 
@@ -156,8 +112,8 @@ def _check(backend: DynamoDBBackend, op_type: str, op: dict[str, Any], key: dict
         condition = get_filter_expression(expression, op.get("ExpressionAttributeNames"),
                                           op.get("ExpressionAttributeValues"))
         if not condition.expr(current):
-            wants_old = op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current
-            raise _ConditionFailed(current.to_json()["Attributes"] if wants_old else None)
+            wants_old = current is not None and op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
+            raise _ConditionFailed(current.to_json()["Attributes"] if wants_old and current else None)
     return current
 
 
@@ -206,10 +162,86 @@ def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, A
         raise TransactionCanceledException(errors)
 
 
+#: moto's item size limit (``LimitedSizeDict``): DynamoDB's 400 KB, measured between 409 and 410 KB.
+ITEM_SIZE_LIMIT_BYTES = 405_000
+
+
+def _item_init_checked_once(self: Item, hash_key: DynamoType, range_key: DynamoType | None,
+                            attrs: dict[str, Any]) -> None:
+    """``Item.__init__`` that checks the item's size once, after all attributes are set (the size
+    only grows as attributes are added, so this rejects exactly the items moto's per-insert check
+    rejects); later single-attribute writes (``UpdateItem``) keep moto's per-insert check."""
+    self.hash_key = hash_key
+    self.range_key = range_key
+    checked = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.__init__(checked)
+    total = 0
+    for key, value in attrs.items():
+        typed = DynamoType(value)
+        total += bytesize(key) + typed.size()
+        dict.__setitem__(checked, key, typed)
+    if total > ITEM_SIZE_LIMIT_BYTES:
+        raise ItemSizeTooLarge
+    self.attrs = checked
+
+
+#: DynamoDB operations whose request and response bodies are the documents themselves.
+JSON_ITEM_OPERATIONS = frozenset({
+    "GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems", "PutItem", "UpdateItem", "DeleteItem",
+    "BatchWriteItem", "TransactWriteItems", "ExecuteStatement", "BatchExecuteStatement",
+})
+#: A binary attribute value (``B`` / ``BS``) in a request: moto's parser base64-decodes those, so
+#: such a request is left to it (as is one with an attribute *named* ``B``: slower, not wrong).
+_BINARY_VALUE = re.compile(rb'"BS?"\s*:')
+_moto_execute_result = DynamoResult.execute_result
+_moto_parse_parameters = DynamoHandler.parse_parameters
+
+
+def _json_value(value: Any) -> Any:
+    """``json.dumps`` default: binary values go out base64-encoded, as DynamoDB sends them; anything
+    else is not plain JSON (TypeError: moto's serializer answers)."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(type(value).__name__)
+
+
+def _item_response_as_json(self: DynamoResult, context: ActionContext) -> Any:
+    """``execute_result`` of :data:`JSON_ITEM_OPERATIONS`: (200, headers, the result as compact
+    JSON); moto's own serializer for other operations, errors and values that are not plain JSON."""
+    result = self.result
+    if context.operation_model.name not in JSON_ITEM_OPERATIONS or not isinstance(result, dict):
+        return _moto_execute_result(self, context)
+    try:
+        body = json.dumps(result, default=_json_value, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _moto_execute_result(self, context)
+    return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+
+
+def _parse_item_request_as_json(self: DynamoHandler, request: Any) -> None:
+    """``parse_parameters`` of :data:`JSON_ITEM_OPERATIONS`: the JSON body as it is (moto's parser
+    turns blobs and timestamps into Python values and drops unknown keys and nulls: the item
+    operations' inputs hold no timestamp, a client sends no unknown key or null, and a body with a
+    binary value goes to moto's parser)."""
+    body = request.data
+    if body and self._get_action() in JSON_ITEM_OPERATIONS and not _BINARY_VALUE.search(body):
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            self.params = parsed
+            return
+    _moto_parse_parameters(self, request)
+
+
 def apply() -> None:
-    """Install the bounded-footprint patch in this process (idempotent; existing backends too)."""
+    """Install the patches of this module (idempotent; existing backends too)."""
     global _applied
     if _applied:
         return
     DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    DynamoResult.execute_result = _item_response_as_json  # type: ignore[method-assign,assignment]
+    DynamoHandler.parse_parameters = _parse_item_request_as_json  # type: ignore[method-assign,assignment]
+    Item.__init__ = _item_init_checked_once  # type: ignore[method-assign]
     _applied = True

@@ -1,24 +1,16 @@
 """The local stack's AWS: moto's server in a child process, one request at a time.
 
 ``python -m infra.local.moto_server -H HOST -p PORT`` serves moto's own WSGI application (the one
-``python -m moto.server`` builds) and:
-
-- answers one request at a time (:data:`REQUEST_LOCK` around each, connections still accepted
-  concurrently): moto's backends are not safe under concurrent requests (moto's FAQ, "Is Moto
-  concurrency safe? No"), and DynamoDB's conditional writes and transactions need each request to
-  see the writes before it whole;
-- empties moto's instance lists after each request with moto's own ``reset_model_data()``: moto
-  keeps every model object it creates (every DynamoDB item version) for its dashboard, so memory
-  would grow with every write;
-- applies :mod:`infra.local.moto_patches` (its registry lists each replaced internal and why);
-- with ``MOTO_DATA_DIR`` set, restores DynamoDB from that directory and logs every write there
-  before answering (:mod:`infra.local.moto_persistence`); a directory it cannot use ends it with
-  :data:`EXIT_DATA_DIR_UNUSABLE` and the reason on stderr;
-- with :data:`EXIT_WITH_STDIN_ENV` set to ``1``, ends when its standard input closes (its parent's
-  end of the pipe: closed when the parent ends, however it ends), under :data:`REQUEST_LOCK`, so no
-  write is half applied or half logged.
-
-:class:`MotoServer` starts and stops that process for :class:`~infra.local.stack.LocalStack`.
+``python -m moto.server`` builds) and: answers one request at a time (:data:`REQUEST_LOCK`; moto's
+FAQ: "Is Moto concurrency safe? No", and DynamoDB's conditional writes and transactions need each
+request to see the writes before it whole); empties moto's instance lists after each request with
+moto's own ``reset_model_data()`` (moto keeps every model object it creates, every item version,
+for its dashboard); applies :mod:`infra.local.moto_patches`; with ``MOTO_DATA_DIR`` restores
+DynamoDB from that directory and logs every write there before answering
+(:mod:`infra.local.moto_persistence`; a directory it cannot use ends it with
+:data:`EXIT_DATA_DIR_UNUSABLE` and the reason on stderr); with :data:`EXIT_WITH_STDIN_ENV` set to
+``1``, ends when its standard input closes (its parent's end of the pipe, closed however the parent
+ends), under :data:`REQUEST_LOCK`, so no write is half applied or half logged.
 """
 
 from __future__ import annotations
@@ -42,8 +34,7 @@ REQUEST_LOCK = threading.Lock()
 #: Exit code when ``MOTO_DATA_DIR`` cannot be used (in use by another server, or a damaged log).
 EXIT_DATA_DIR_UNUSABLE = 3
 EXIT_WITH_STDIN_ENV = "MOTO_EXIT_WITH_STDIN"
-#: Set once the data is restored and the server is about to take requests.
-_serving = threading.Event()
+_serving = threading.Event()  # set once the data is restored
 
 
 class MotoServerError(RuntimeError):
@@ -58,9 +49,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class MotoServer:
-    """``python -m infra.local.moto_server`` as a child process of this one, in a session of its
-    own (a terminal's Ctrl-C must not stop it under the requests the stack still drains); with
-    ``data_dir`` its DynamoDB is durable. ``start()`` returns once it listens; ``url``, ``pid``."""
+    """This module's server as a child process, in a session of its own (a terminal's Ctrl-C must
+    not stop it under the requests the stack drains); durable with ``data_dir``; ``url``, ``pid``."""
 
     def __init__(self, host: str, port: int, data_dir: Path | None = None) -> None:
         self.host = host
@@ -136,9 +126,8 @@ class MotoServer:
 
 # ------------------------------------------------------------------------------ the child process
 class OneRequestAtATime:
-    """A WSGI application that lets ``app`` handle one request at a time, then empties moto's
-    instance lists. The request body is read before the lock is taken (a slow client does not
-    hold up the others)."""
+    """WSGI: ``app`` handles one request at a time, then moto's instance lists are emptied (the body
+    is read before the lock is taken: a slow client does not hold up the others)."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]]) -> None:
         self._app = app
@@ -159,11 +148,9 @@ class OneRequestAtATime:
 
 
 def _exit_when_stdin_closes() -> None:
-    """Block until standard input is closed, then end the process: at once while the data is still
-    being restored (the restore's compaction replaces the log atomically), else under
-    :data:`REQUEST_LOCK` (what was acknowledged is in the log already)."""
-    # os.read, not sys.stdin: a daemon thread blocked in a buffered read holds the reader's lock,
-    # and an interpreter shutdown that flushes stdin would then abort ("_enter_buffered_busy").
+    """Once standard input is closed, end the process: at once while the data is being restored (the
+    compaction replaces the log atomically), else under :data:`REQUEST_LOCK`. ``os.read``, not
+    ``sys.stdin``: a thread blocked in a buffered read would make an interpreter shutdown abort."""
     with suppress(OSError):
         while os.read(0, 65536):
             pass
@@ -189,10 +176,6 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get(EXIT_WITH_STDIN_ENV) == "1":  # from the start: a parent killed while this restores
         threading.Thread(target=_exit_when_stdin_closes, name="exit-with-parent", daemon=True).start()
     moto_patches.apply()
-    if os.environ.get("H3_FAST_PATHS"):  # TEMPORARY measurement switch
-        import old_moto_patches as old
-        for name in os.environ["H3_FAST_PATHS"].split(","):
-            getattr(old, name)()
     data_dir = os.environ.get("MOTO_DATA_DIR")
     if data_dir:
         from infra.local import moto_persistence

@@ -1,14 +1,8 @@
-"""What the local stack puts into its AWS (moto) before it serves.
-
-- the template's tables, queues, topic and schedule group (:func:`create_resources`, through
-  :mod:`infra.template_model`, the one reader of ``template.yaml``);
-- secrets as the functions read them in AWS (:func:`put_secret`): the Anthropic key, the demo
-  REDCap token (:func:`start_demo_redcap`: the local REDCap API server with the demo project, on
-  a new port at every start);
-- the demo projects (:func:`seed`): seeded on a first start; on a restart the stored data is the
-  truth (an admin's edits stay), only demo-iit is pointed at the new REDCap port, and projects
-  stored before the patients' diagnosis references existed get them
-  (:func:`backfill_patient_refs`).
+"""What the local stack puts into its AWS (moto) before it serves: the template's tables, queues,
+topic and schedule group (through :mod:`infra.template_model`); secrets as the functions read them
+in AWS (the Anthropic key; the demo REDCap token of the local REDCap server, started on a new port at
+every start); the demo projects on a first start, or on a restart (the stored data is the truth)
+demo-iit pointed at the new REDCap port and the patients' diagnosis references backfilled.
 """
 
 from __future__ import annotations
@@ -27,10 +21,9 @@ log = logging.getLogger("infra.local")
 
 
 def create_resources(aws_client: Any, template: Any) -> tuple[dict[str, str], dict[str, LocalResource], bool]:
-    """Create what the template declares; (table names by logical id, queues and topics by logical
-    id, whether the memory table already held data: a restart). The local stack does not poll the
-    job queue by itself (``python -m infra.jobs`` delivers it); ``infra.local.reminder_clock`` fires
-    the reminders' schedules."""
+    """Create what the template declares; (table names, queues and topics, by logical id; whether the
+    memory table held data: a restart). ``make job`` delivers the job queue; the reminder clock fires
+    the schedules."""
     dynamodb = aws_client("dynamodb")
     table_names = create_tables(dynamodb, template)
     restarted = bool(dynamodb.scan(TableName=table_names["MemoryTable"], Limit=1)["Items"])
@@ -40,7 +33,7 @@ def create_resources(aws_client: Any, template: Any) -> tuple[dict[str, str], di
 
 
 def put_secret(secrets: Any, name: str, value: str) -> None:
-    """Create or update the secret ``name`` (a boto3 Secrets Manager client)."""
+    """Create or update the secret ``name`` (``secrets``: a boto3 Secrets Manager client)."""
     try:
         secrets.create_secret(Name=name, SecretString=value)
     except secrets.exceptions.ResourceExistsException:
@@ -57,6 +50,12 @@ def start_demo_redcap(secrets: Any) -> tuple[Any, Any]:
     server = demo_server(port=int(os.environ.get("REDCAP_PORT") or 0)).start()
     put_secret(secrets, DEMO_REDCAP_SECRET, DEMO_TOKEN)
     return server, ClinicalDataSource(source="redcap", api_url=server.api_url, token_secret=DEMO_REDCAP_SECRET)
+
+
+def demo_redcap_info(server: Any) -> dict[str, str]:
+    """The local REDCap server's API URL, demo-iit's demo token and its secret's name."""
+    from infra.local.demo.redcap_project import DEMO_TOKEN
+    return {"api_url": server.api_url, "token": DEMO_TOKEN, "token_secret": DEMO_REDCAP_SECRET}
 
 
 def seed(repo: Any, members: Any, clinical_data: Any, *, now: datetime, restarted: bool) -> None:
@@ -80,9 +79,8 @@ def seed(repo: Any, members: Any, clinical_data: Any, *, now: datetime, restarte
 
 def backfill_patient_refs(dynamodb: Any, memory_table: str, *, now: datetime) -> None:
     """Every project stored before the patients' diagnosis references existed gets them
-    (``GovernanceRepository.backfill_patient_refs``), so its first patient turns read them with the
-    turn's one BatchGetItem instead of a Query. Projects already marked are skipped (the scan's
-    filter); one that cannot be finished now (a session being erased) waits for the next start."""
+    (``GovernanceRepository.backfill_patient_refs``: its patient turns then read them in the turn's
+    one BatchGetItem); marked projects are skipped, one being erased waits for the next start."""
     from agent_memory.adapters.dynamo.governance import GovernanceRepository
     from agent_memory.domain.errors import VersionConflict
 

@@ -1,26 +1,17 @@
-"""The local stack: moto + the template's resources + the real handlers behind a local HTTP API.
+"""The local stack: moto, the template's resources and the real handlers behind a local HTTP API.
 
-``LocalStack`` is what ``python -m infra.local.server`` runs and what the integration tests use.
-It starts, in this order (and stops in the reverse one):
-
-1. the HTTP API's listener (:mod:`infra.local.gateway`: a port already taken fails the start
-   before anything is written);
-2. moto in a child process (:mod:`infra.local.moto_server`; with ``data_dir`` its DynamoDB is
-   restored from and logged to that directory, :mod:`infra.local.moto_persistence`);
-3. the template's tables, queues, topic and schedule group, the secrets, the local REDCap server
-   and the demo data (:mod:`infra.local.provision`);
-4. a pool of containers per function (:mod:`infra.local.functions`): each container is a process
-   of its own with the function's environment from the template (plus local overrides), started
-   on the first invocation that finds none idle; the Anthropic key, when there is one, goes into
-   Secrets Manager instead of any environment;
-5. the HTTP API's routes, from the template's HTTP API events, and its loop.
+``LocalStack`` is what ``python -m infra.local.server`` runs and what the integration tests use. It
+starts (and stops in the reverse order): the HTTP API's listener (:mod:`infra.local.gateway`; a
+port already taken fails before anything is written), moto in a child process
+(:mod:`infra.local.moto_server`, durable with ``data_dir``), the template's resources, secrets,
+local REDCap and demo data (:mod:`infra.local.provision`), a pool of containers per function
+(:mod:`infra.local.functions`: one process each, with the function's environment from the
+template; the Anthropic key goes into Secrets Manager, never into an environment), then the routes.
 
 Code of this process that reads the stack's data (``repo``, ``members``, the seed) runs with the
 stack's AWS environment: for the stack's life (``isolated=False``, ``make run``) or only inside
-:meth:`LocalStack.environment` (``isolated=True``, the tests: tests in the same process that use
-moto's ``mock_aws`` and ``bind_tables`` for their own tables neither see this stack's
-``AWS_ENDPOINT_URL`` nor break it; the PynamoDB models are bound to the stack's tables again
-whenever someone bound them elsewhere).
+:meth:`LocalStack.environment` (``isolated=True``, the tests: tests of the same process that use
+moto's ``mock_aws`` and ``bind_tables`` neither see this stack's ``AWS_ENDPOINT_URL`` nor break it).
 """
 
 from __future__ import annotations
@@ -40,7 +31,7 @@ from typing import Any
 from infra.local import provision
 from infra.local.functions import DEFAULT_CONTAINERS_PER_FUNCTION, LocalFunction, load_handler_module, start_fork_server
 from infra.local.gateway import GATEWAY_TIMEOUT_S, STATUS_LOG_ENV, LocalGateway
-from infra.local.moto_server import MotoServer, MotoServerError, free_port
+from infra.local.moto_server import MotoServer, MotoServerError, free_port  # noqa: F401 - tests import it here
 from infra.template_model import FunctionSpec, LocalResource, function_specs, load_template
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,9 +43,8 @@ _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "lo
 _REMOVED_FROM_ENV = ("ANTHROPIC_API_KEY", "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
 #: The demo projects' clinical data lives with the demo data, outside the Lambda layer.
 DEMO_CLINICAL_DATA_FILE = Path(__file__).resolve().parent / "demo" / "clinical_data.json"
-#: Shell variables passed to the functions as they are, when set (``ANTHROPIC_BASE_URL`` +
-#: ``ANTHROPIC_API_KEY`` point the stack at any Messages-API server; ``LLM_PROVIDER=bedrock`` with
-#: ``ANTHROPIC_BEDROCK_BASE_URL`` at a Bedrock endpoint).
+#: Shell variables passed to the functions when set (``ANTHROPIC_BASE_URL`` + ``ANTHROPIC_API_KEY``:
+#: any Messages-API server; ``LLM_PROVIDER=bedrock`` + ``ANTHROPIC_BEDROCK_BASE_URL``: Bedrock).
 _PASS_THROUGH = (
     "LLM_PROVIDER", "ANTHROPIC_BASE_URL", "ANTHROPIC_BEDROCK_BASE_URL", "BEDROCK_REGION", "ANTHROPIC_SECRET_MAX_AGE_S",
     "CHAT_MODEL_ID", "FAST_MODEL_ID", "LLM_MAX_OUTPUT_TOKENS", "LLM_EFFORT_CHAT", "LLM_EFFORT_INTENT",
@@ -62,34 +52,24 @@ _PASS_THROUGH = (
     "INTENT_CLASSIFIER", "SYMPTOM_EXTRACTOR", "SESSION_SUMMARISER", "LLM_MAX_RETRIES", "LOG_LEVEL",
 )
 
-__all__ = ["REPO_ROOT", "LocalStack", "LocalStackError", "free_port", "merge_function_environments"]
-
-
 class LocalStackError(RuntimeError):
     """The local stack cannot start as configured (the message says why)."""
 
 
 def merge_function_environments(specs: list[FunctionSpec]) -> dict[str, str]:
-    """The one environment ``LocalStack.describe()`` publishes for all functions (what
-    ``python -m infra.jobs`` runs the job handlers with, in one process).
+    """The one environment ``LocalStack.describe()`` publishes for all functions (``python -m
+    infra.jobs`` runs the job handlers with it, in one process).
 
     Raises:
-        LocalStackError: two functions set the same variable to different values (one of them
-            would silently run with the other's value there).
+        LocalStackError: two functions set a variable to different values (one would run with the other's).
     """
-    merged: dict[str, str] = {}
-    owner: dict[str, str] = {}
-    conflicts: list[str] = []
-    for spec in specs:
-        for name, value in spec.environment.items():
-            if name in merged and merged[name] != value:
-                conflicts.append(f"{name}: {owner[name]}={merged[name]!r} vs {spec.logical_id}={value!r}")
-                continue
-            merged.setdefault(name, value)
-            owner.setdefault(name, spec.logical_id)
+    merged: dict[str, tuple[str, str]] = {}  # name -> (value, function)
+    conflicts = [f"{name}: {merged[name][1]}={merged[name][0]!r} vs {spec.logical_id}={value!r}"
+                 for spec in specs for name, value in spec.environment.items()
+                 if merged.setdefault(name, (value, spec.logical_id))[0] != value]
     if conflicts:
         raise LocalStackError("functions disagree on environment variables: " + "; ".join(conflicts))
-    return merged
+    return {name: value for name, (value, _) in merged.items()}
 
 
 def _clear_settings_caches() -> None:
@@ -103,27 +83,20 @@ def _clear_settings_caches() -> None:
 
 
 class LocalStack:
-    """Start moto, resources, functions, demo data and the HTTP API; stop them all.
+    """Start moto, resources, functions, demo data and the HTTP API; stop them all (one per process).
 
-    Usage::
-
-        with LocalStack() as stack:
-            requests.get(f"{stack.base_url}/v1/health")
-
-    Attributes (after start): ``base_url``, ``moto_url``, ``table_names`` (logical id -> name),
-    ``resources`` (queues and topics: logical id -> ``LocalResource``), ``functions`` (logical id
-    -> :class:`~infra.local.functions.LocalFunction`), ``env`` (the functions' variables merged),
-    ``llm_provider``, ``redcap``, ``restarted``, ``moto_start_seconds``. One stack per process.
+    Usage: ``with LocalStack() as stack: requests.get(f"{stack.base_url}/v1/health")``. After
+    start: ``base_url``, ``moto_url``, ``table_names`` / ``resources`` (by logical id),
+    ``functions`` (logical id -> :class:`~infra.local.functions.LocalFunction`), ``env`` (the
+    functions' variables merged), ``llm_provider``, ``redcap``, ``restarted``, ``moto_start_seconds``.
 
     Args:
-        port / moto_port: 0 = a free port.
-        isolated: apply the stack's environment in this process only inside :meth:`environment`.
+        port / moto_port: 0 = a free port. isolated: see the module docstring.
         seed: seed the demo projects (at ``now``, default the current time).
         env_overrides: function environment variables that win over the template.
-        anthropic_api_key: default ``$ANTHROPIC_API_KEY``; when set the provider is ``anthropic``
-            and the key is stored in moto Secrets Manager.
-        data_dir: keep the DynamoDB tables there across restarts; ``None`` = in memory only. A
-            directory that already holds data is restored and not seeded again.
+        anthropic_api_key: default ``$ANTHROPIC_API_KEY``; when set the provider is ``anthropic``.
+        data_dir: keep the DynamoDB tables there across restarts (``None``: in memory only); a
+            directory that holds data is restored and not seeded again.
         stop_requested: read on every request; once ``True`` new requests get 503 + ``Retry-After``
             (the server's signal handler sets the flag; its main thread then calls :meth:`stop`).
     """
@@ -218,8 +191,7 @@ class LocalStack:
         return {**overrides, **self._env_overrides}
 
     def _aws_env(self, function_env: Mapping[str, str]) -> dict[str, str]:
-        """A function's environment as the stack runs it: Powertools' names, the dummy
-        credentials, the embedded AWS's endpoint and region."""
+        """``function_env`` with Powertools' names, the dummy credentials, the moto endpoint and region."""
         return {"POWERTOOLS_METRICS_NAMESPACE": "AgentMemory", "POWERTOOLS_SERVICE_NAME": "agent-memory",
                 **function_env, **_DUMMY_CREDENTIALS, "AWS_ENDPOINT_URL": self.moto_url,
                 "AWS_REGION": LOCAL_REGION, "AWS_DEFAULT_REGION": LOCAL_REGION}
@@ -228,7 +200,7 @@ class LocalStack:
         if self.llm_provider != "anthropic":
             return
         if not self._api_key:
-            raise LocalStackError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (it is put into moto Secrets Manager)")
+            raise LocalStackError("LLM_PROVIDER=anthropic needs ANTHROPIC_API_KEY (put into moto Secrets Manager)")
         secret_name = self.env.get("ANTHROPIC_SECRET_NAME")
         if not secret_name:
             raise LocalStackError("the template sets no ANTHROPIC_SECRET_NAME")
@@ -259,9 +231,8 @@ class LocalStack:
             _clear_settings_caches()
 
     def stop(self) -> None:
-        """Stop taking requests, let the ones in flight finish (each answered only after its writes
-        are stored: see :meth:`LocalGateway.stop`), then end the containers, REDCap and moto, and
-        restore this process's environment."""
+        """Drain the HTTP API (:meth:`LocalGateway.stop`), then end the containers, REDCap and moto,
+        and restore this process's environment."""
         if self._gateway is not None:
             self._gateway.stop()
             self._gateway = None
@@ -280,17 +251,13 @@ class LocalStack:
 
     # ------------------------------------------------------------------------ invocation
     def invoke(self, logical_id: str, event: dict[str, Any], *, request_id: str | None = None) -> Any:
-        """Invoke a function with ``event`` (synchronously, in one of its containers); its result.
-
-        Raises:
-            infra.local.functions.InvocationError: the function raised, timed out or its container died.
-        """
+        """Invoke a function with ``event`` in one of its containers; its result. Raises
+        ``infra.local.functions.InvocationError`` (the function raised, timed out, or its container died)."""
         return self.functions[logical_id].invoke(event, request_id or str(uuid.uuid4()))
 
     @contextmanager
     def configured(self, logical_id: str, variables: Mapping[str, str]) -> Iterator[None]:
-        """The function runs with ``variables`` added to its environment inside the block (as after
-        Lambda's UpdateFunctionConfiguration: new containers; the old ones end)."""
+        """Inside the block the function runs with ``variables`` added (as UpdateFunctionConfiguration)."""
         function = self.functions[logical_id]
         original = dict(function.env)
         function.set_environment({**original, **variables})
@@ -316,22 +283,17 @@ class LocalStack:
         return f"http://{self._host}:{self._port}"
 
     @property
-    def port(self) -> int:
-        return self._port
-
-    @property
     def moto_url(self) -> str:
         """Endpoint of the embedded AWS (``AWS_ENDPOINT_URL`` of the functions)."""
         return self._moto.url
 
     def moto_running(self) -> bool:
-        """Whether the stack's moto still serves (``python -m infra.local.server`` stops when not)."""
+        """Whether the stack's moto still serves (the server stops when not)."""
         return self._moto.running()
 
     def describe(self) -> dict[str, Any]:
-        """What another process needs to use this stack (``.local/stack.json``, written by
-        ``infra.local.server``, read by ``python -m infra.jobs``): URLs, table, queue and topic names,
-        the functions' environment (no secret: the Anthropic key is in moto Secrets Manager)."""
+        """What another process needs to use this stack (``.local/stack.json``, read by ``make job``):
+        URLs, table, queue and topic names, the functions' environment (no secret)."""
         return {
             "base_url": self.base_url, "moto_url": self.moto_url, "region": LOCAL_REGION,
             "table_names": dict(self.table_names),
@@ -340,14 +302,8 @@ class LocalStack:
             "env": {k: v for k, v in self.env.items() if k not in _REMOVED_FROM_ENV},
             "llm_provider": self.llm_provider, "pid": os.getpid(), "moto_pid": self._moto.pid,
             # The local REDCap server and demo-iit's token (a fictional demo project, local only).
-            **({"redcap": self.redcap_info()} if self.redcap is not None else {}),
+            **({"redcap": provision.demo_redcap_info(self.redcap)} if self.redcap is not None else {}),
         }
-
-    def redcap_info(self) -> dict[str, str]:
-        """The local REDCap server's API URL, demo-iit's demo token and its secret's name."""
-        from infra.local.demo.redcap_project import DEMO_TOKEN
-
-        return {"api_url": self.redcap.api_url, "token": DEMO_TOKEN, "token_secret": provision.DEMO_REDCAP_SECRET}
 
     # ---------------------------------------------------------------- this process's data access
     @property

@@ -25,7 +25,6 @@ from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 
-
 ERASE_INLINE_UP_TO_TWO = "tests.support.container_hooks:erase_inline_up_to_two_items"
 
 

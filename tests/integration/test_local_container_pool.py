@@ -134,6 +134,7 @@ def test_a_new_environment_replaces_every_container() -> None:
     function = LocalFunction(spec=SPEC, env={"A": "1"}, max_containers=2, start_container=start)
     function.invoke({}, "r1")
     with function.container() as busy:
+        assert isinstance(busy, FakeContainer)
         # When the environment changes while one container is busy (like UpdateFunctionConfiguration)
         function.set_environment({"A": "2"})
         assert not busy.stopped  # the invocation it holds goes on

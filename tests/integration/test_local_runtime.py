@@ -541,3 +541,27 @@ def test_a_container_that_dies_holding_a_request_is_502_and_is_replaced(local_st
             time.sleep(0.05)
         assert requests.get(health, timeout=30).status_code == 200
         assert container not in local_stack.functions["ApiFunction"].containers
+
+
+def test_concurrent_requests_to_one_function_each_get_their_own_answer(local_stack: LocalStack) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    headers = bearer()
+    sessions = [f"{_session()}-{n}" for n in range(8)]
+
+    def turn(session: str) -> str:
+        url = f"{local_stack.base_url}/v1/projects/demo-iit/sessions/{session}/messages"
+        response = requests.post(url, json={"content": f"标记 {session}"}, headers=headers, timeout=60)
+        assert response.status_code == 200, response.text
+        return str(response.json()["user_message_id"])
+
+    # When 8 chat turns of 8 sessions arrive at once (several containers of the chat function)
+    with ThreadPoolExecutor(8) as pool:
+        user_message_ids = dict(zip(sessions, pool.map(turn, sessions), strict=True))
+    # Then each was handled with its own request: each session holds its own message, under the id
+    # its answer gave
+    for session, message_id in user_message_ids.items():
+        window = requests.get(f"{local_stack.base_url}/v1/projects/demo-iit/sessions/{session}", headers=headers,
+                              timeout=30).json()["window"]
+        mine = [m for m in window if m["role"] == "user"]
+        assert [(m["message_id"], m["content"]) for m in mine] == [(message_id, f"标记 {session}")]

@@ -57,9 +57,11 @@ def test_a_transaction_copies_no_table_and_a_cancelled_one_restores_only_its_ite
             client.transact_write_items(TransactItems=[
                 {"Update": {"TableName": "t", "Key": {"pk": {"S": "kept"}}, "UpdateExpression": "SET v = :two",
                             "ExpressionAttributeValues": {":two": {"N": "2"}}}},
-                {"Put": {"TableName": "t", "Item": {"pk": {"S": "new"}}, "ConditionExpression": "attribute_not_exists(pk)"}},
+                {"Put": {"TableName": "t", "Item": {"pk": {"S": "new"}},
+                         "ConditionExpression": "attribute_not_exists(pk)"}},
             ])
-        assert [r["Code"] for r in cancelled.value.response["CancellationReasons"]] == ["None", "ConditionalCheckFailed"]
+        reasons = [r["Code"] for r in cancelled.value.response["CancellationReasons"]]
+        assert reasons == ["None", "ConditionalCheckFailed"]
         # the first write of the cancelled one is undone; the earlier transaction's item stays
         items = {i["pk"]["S"]: i for i in client.scan(TableName="t")["Items"]}
         assert set(items) == {"kept", "new"} and items["kept"]["v"] == {"N": "1"}

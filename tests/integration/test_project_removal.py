@@ -15,7 +15,6 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 import requests
 
 from agent_memory.adapters.dynamo.tables import WeeklyReportItem

@@ -9,8 +9,8 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +19,8 @@ import requests
 
 from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
-from tests.support.container_hooks import LLM_REQUEST_LOG_ENV
 from tests.support.auth import bearer
+from tests.support.container_hooks import LLM_REQUEST_LOG_ENV
 
 PROJECT = "demo-iit"
 IDENTIFIER_FIELDS = ["subj_name", "resident_id", "phone", "email"]

@@ -8,19 +8,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from types import ModuleType
 from typing import Any
 
 #: The file :func:`record_llm_requests` appends to (one JSON document per line).
 LLM_REQUEST_LOG_ENV = "TEST_LLM_REQUEST_LOG"
 
 
-def erase_inline_up_to_two_items(module: ModuleType) -> None:
+def erase_inline_up_to_two_items(module: Any) -> None:
     """The governance function erases inline only targets of at most 2 items (larger: a job)."""
     module.deps = dataclasses.replace(module.deps, inline_items=2)
 
 
-def record_llm_requests(module: ModuleType) -> None:
+def record_llm_requests(module: Any) -> None:
     """Every request the offline provider receives in this container is appended, as JSON, to the
     file named by :data:`LLM_REQUEST_LOG_ENV`."""
     from agent_memory.adapters.llm.offline import OfflineLLM
@@ -36,7 +35,7 @@ def record_llm_requests(module: ModuleType) -> None:
     OfflineLLM.complete = recording  # type: ignore[method-assign]
 
 
-def die_on_request_header(module: ModuleType) -> None:
+def die_on_request_header(module: Any) -> None:
     """The handler's process is killed (SIGKILL, as the out-of-memory killer would) while it holds a
     request that carries the header ``x-test-die``."""
     import signal
