@@ -221,29 +221,29 @@ class Snapshot:
 
     def __init__(self, spec: FunctionSpec, env: Mapping[str, str], name: str) -> None:
         self._spec, self._lock = spec, threading.Lock()
-        self._conn, self._process = _spawn(serve_snapshot, spec, env, name)
+        self._conn, self.process = _spawn(serve_snapshot, spec, env, name)
         if self._next(time.time() + spec.timeout_s + 10)[0] == "init_error":
             self.stop()
             raise FunctionError("Runtime.ImportModuleError")
 
     def _next(self, until: float) -> tuple[str, Any]:
-        return _next_message(self._conn, [self._process.sentinel], until, self._process.name)
+        return _next_message(self._conn, [self.process.sentinel], until, self.process.name)
 
     def restore(self, env: Mapping[str, str], name: str) -> ProcessContainer:
         """A new container forked from the snapshot (``env``: the snapshot's, for the record)."""
         ours, theirs = _context().Pipe()
         with self._lock:
             self._conn.send(("restore", None))
-            reduction.send_handle(self._conn, theirs.fileno(), self._process.pid)
+            reduction.send_handle(self._conn, theirs.fileno(), self.process.pid)
             _, pid = self._next(time.time() + 30)
         theirs.close()
         return ProcessContainer(self._spec, env, name, conn=ours, restored_pid=pid)
 
     def stop(self) -> None:
         self._conn.close()  # it exits (its containers go on until their own pipes close)
-        self._process.join(5)
-        if self._process.is_alive():
-            self._process.kill()
+        self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
 
 
 # ----------------------------------------------------------------------------- the container side
@@ -456,7 +456,7 @@ class LocalFunction:
         if not self.snap_start:
             return ProcessContainer(spec, env, name)
         with self._snapshot_lock:
-            if self._snapshot is None:
+            if self._snapshot is None or not self._snapshot.process.is_alive():  # none yet, or it was killed
                 self._snapshot = Snapshot(spec, env, f"{name}-snapshot")
             snapshot = self._snapshot
         return snapshot.restore(env, name)

@@ -12,6 +12,7 @@ import time
 import uuid
 from datetime import UTC, date, datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -558,7 +559,13 @@ def test_concurrent_requests_to_one_function_each_get_their_own_answer(local_sta
     # When 8 chat turns of 8 sessions arrive at once (several containers of the chat function)
     with ThreadPoolExecutor(8) as pool:
         user_message_ids = dict(zip(sessions, pool.map(turn, sessions), strict=True))
-    # Then each was handled with its own request: each session holds its own message, under the id
+    # Then the chat function, deployed with SnapStart, ran them in containers forked from its snapshot
+    chat = local_stack.functions["ChatFunction"]
+    assert chat.snap_start and chat._snapshot is not None and len(chat.containers) >= 2
+    parents = {int(Path(f"/proc/{c.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # type: ignore[attr-defined]
+               for c in chat.containers}
+    assert parents == {chat._snapshot.process.pid}
+    # and each was handled with its own request: each session holds its own message, under the id
     # its answer gave
     for session, message_id in user_message_ids.items():
         window = requests.get(f"{local_stack.base_url}/v1/projects/demo-iit/sessions/{session}", headers=headers,
