@@ -29,9 +29,9 @@ Figures (and their targets):
   moto server (target <= 4), paired and interleaved (two GetItems, one turn per round), with moto
   as the local runtime runs it: a child process answering one request at a time with
   infra/local/moto_patches (item-level transaction rollback, item requests and responses as JSON,
-  one size check per item built: emulator costs DynamoDB does not have); the same ratio on CPU time (this process and moto's) as
-  warm_turn_ratio_cpu, and on plain moto in this process (as moto ships) as
-  warm_turn_ratio_plain_moto;
+  one size check per item built: emulator costs DynamoDB does not have); the same ratio on CPU
+  time (this process and moto's) as warm_turn_ratio_cpu, and on plain moto in this process (as
+  moto ships) as warm_turn_ratio_plain_moto;
 - symptom_recall_present / symptom_recall_denied / symptom_flip_rate / symptom_precision:
   the offline symptom extractor on ../shared/data/dxy_train.jsonl (bench/symptoms.py;
   targets >= 0.97, >= 0.98, <= 0.005; precision reported only);

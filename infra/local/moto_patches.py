@@ -193,8 +193,8 @@ JSON_ITEM_OPERATIONS = frozenset({
 #: A binary attribute value (``B`` / ``BS``) in a request: moto's parser base64-decodes those, so
 #: such a request is left to it (as is one with an attribute *named* ``B``: slower, not wrong).
 _BINARY_VALUE = re.compile(rb'"BS?"\s*:')
-_moto_execute_result = DynamoResult.execute_result
-_moto_parse_parameters = DynamoHandler.parse_parameters
+_moto_execute_result, _moto_parse_parameters = DynamoResult.execute_result, DynamoHandler.parse_parameters
+_moto_item_init = Item.__init__
 
 
 def _json_value(value: Any) -> Any:

@@ -1,11 +1,12 @@
-"""moto's JSON fast path in ``infra.local.moto_patches`` answers exactly what moto itself answers.
+"""moto's fast paths in ``infra.local.moto_patches`` answer exactly what moto itself answers.
 
-The fast path: item operations' requests read and responses written as plain JSON (instead of
-moto's botocore-model-driven parser and serializer). The same sequence of DynamoDB calls (every
-attribute type, Chinese text, binary values, missing items, pagination, return values, a cancelled
-transaction, failed and passed conditions, invalid expressions, an unused name, an item over the
-size limit) runs twice, each time on fresh moto backends: once as moto does it, once with the fast
-path. The responses botocore parsed must be equal call by call (apart from request ids).
+The fast paths: item operations' requests read and responses written as plain JSON (instead of
+moto's botocore-model-driven parser and serializer), and items built with one size check. The same
+sequence of DynamoDB calls (every attribute type, Chinese text, binary values, missing items,
+pagination, return values, a cancelled transaction, failed and passed conditions, invalid
+expressions, an unused name, items at and over the size limit) runs twice, each time on fresh moto
+backends: once as moto does it, once with the fast paths. The responses botocore parsed must be
+equal call by call (apart from request ids).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
 from infra.local import moto_patches
@@ -124,11 +126,12 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def _set_fast_paths(on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The JSON fast path of ``moto_patches`` on, or moto's own code in its place."""
+    """The fast paths of ``moto_patches`` on, or moto's own code in their places."""
     monkeypatch.setattr(DynamoResult, "execute_result",
                         moto_patches._item_response_as_json if on else moto_patches._moto_execute_result)
     monkeypatch.setattr(DynamoHandler, "parse_parameters",
                         moto_patches._parse_item_request_as_json if on else moto_patches._moto_parse_parameters)
+    monkeypatch.setattr(Item, "__init__", moto_patches._item_init_checked_once if on else moto_patches._moto_item_init)
 
 
 def _run(fast_paths: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
@@ -158,7 +161,7 @@ def _run(fast_paths: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, A
     return out
 
 
-def test_moto_answers_the_same_with_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moto_answers_the_same_with_the_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     with_moto = _run(False, monkeypatch)
     with_fast_paths = _run(True, monkeypatch)
 
