@@ -43,19 +43,13 @@ def stringify_claim(value: Any) -> str:
     return str(value)
 
 
-def _header_pairs(headers: HeaderInput) -> list[tuple[str, str]]:
-    if isinstance(headers, Mapping):
-        return [(str(k), str(v)) for k, v in headers.items()]
-    return [(str(k), str(v)) for k, v in headers]
-
-
 def _headers_and_cookies(headers: HeaderInput, source_ip: str,
                          domain_name: str | None) -> tuple[dict[str, str], list[str]]:
     """Lower-cased headers (repeats joined with ``,``, the forwarding headers API Gateway adds) and
     the cookies taken out of them."""
     merged: dict[str, str] = {}
     cookies: list[str] = []
-    for name, value in _header_pairs(headers):
+    for name, value in headers.items() if isinstance(headers, Mapping) else headers:
         key = name.lower()
         if key == "cookie":
             cookies.extend(c.strip() for c in value.split(";") if c.strip())

@@ -371,13 +371,11 @@ def _invoke(function: Callable[..., Any], event: str, fields: dict[str, Any]) ->
 def load_handler_module(spec: FunctionSpec, name: str) -> ModuleType:
     """``spec``'s handler file imported into the calling process as module ``name`` (to read what a
     handler declares, or to run it in one process: ``infra.jobs``). Raises what its import raises."""
-    module_path, _, _ = spec.handler.rpartition(".")
-    file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
+    file = REPO_ROOT / spec.code_uri / (spec.handler.rpartition(".")[0].replace(".", "/") + ".py")
     module_spec = importlib.util.spec_from_file_location(name, file)
     if module_spec is None or module_spec.loader is None:
         raise ImportError(f"{spec.logical_id}: cannot import {file}")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
+    module = sys.modules[name] = importlib.util.module_from_spec(module_spec)
     try:
         module_spec.loader.exec_module(module)
     except BaseException:

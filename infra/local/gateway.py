@@ -69,11 +69,8 @@ class _Answer(Exception):
 
 def claims_for_request(headers: Mapping[str, str]) -> dict[str, Any]:
     """The JWT claims the HTTP API's JWT authorizer would hand the function for this request:
-    ``Authorization`` (``Bearer <jwt>`` or the bare JWT) verified by
-    :func:`infra.local.token.verify_token` (RS256 by the local key, issuer, audience, ``exp``).
-
-    Raises:
-        Unauthorized: no header, or a token the authorizer would refuse.
+    ``Authorization`` (``Bearer <jwt>`` or the bare JWT) verified by :func:`infra.local.token.verify_token`
+    (RS256 by the local key, issuer, audience, ``exp``). Raises Unauthorized: no header, or a refused token.
     """
     from infra.local.token import InvalidToken, verify_token
 
@@ -196,7 +193,10 @@ class LocalGateway:
 
     def _handle(self, request: Request, raw_path: str, gateway_headers: dict[str, str]) -> tuple[Response, str]:
         function, route, params = self._match(request)
-        claims = self._authorize(request, function.name) if route.auth else None
+        try:
+            claims = claims_for_request(dict(request.headers.items())) if route.auth else None
+        except Unauthorized:
+            raise _Answer(401, "Unauthorized", function.name, _UNAUTHORIZED_HEADERS) from None
         body = self._body(request, function.name)
         event = build_http_api_event(
             method=request.method, path=raw_path, headers=list(request.headers.items()),
@@ -225,13 +225,6 @@ class LocalGateway:
                 raise _Answer(404, "Not Found", function.name)
             function, route = head
         return function, route, {str(k): str(v) for k, v in params.items()}
-
-    @staticmethod
-    def _authorize(request: Request, function: str) -> dict[str, Any]:
-        try:
-            return claims_for_request(dict(request.headers.items()))
-        except Unauthorized:
-            raise _Answer(401, "Unauthorized", function, _UNAUTHORIZED_HEADERS) from None
 
     @staticmethod
     def _body(request: Request, function: str) -> bytes:

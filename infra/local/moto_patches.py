@@ -14,8 +14,9 @@ backend's write methods for its log (durability). This module's patches:
 - performance (``make bench``): item operations read their request and write their answer as
   plain JSON (moto walks both through botocore's model since getmoto/moto#9773, about 0.1 ms per
   attribute value; the JSON protocol body IS the document: a test compares both paths call by
-  call), and an item is built with one size check instead of one per attribute (getmoto/moto#9670
-  skips that O(n^2) check when moto copies an item, not when it builds one).
+  call), an item is built with one size check instead of one per attribute (getmoto/moto#9670
+  skips that O(n^2) check when moto copies an item, not when it builds one), and each distinct
+  condition expression is parsed once (one patch of the parser, where moto's three modules call it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import re
 from typing import Any
 
 from moto.core.responses import ActionContext
-from moto.dynamodb.comparisons import get_filter_expression
+from moto.dynamodb.comparisons import ConditionExpressionParser, get_filter_expression
 from moto.dynamodb.exceptions import (
     ConditionalCheckFailed,
     ItemSizeTooLarge,
@@ -194,7 +195,31 @@ JSON_ITEM_OPERATIONS = frozenset({
 #: such a request is left to it (as is one with an attribute *named* ``B``: slower, not wrong).
 _BINARY_VALUE = re.compile(rb'"BS?"\s*:')
 _moto_execute_result, _moto_parse_parameters = DynamoResult.execute_result, DynamoHandler.parse_parameters
-_moto_item_init = Item.__init__
+_moto_item_init, _moto_parse_condition = Item.__init__, ConditionExpressionParser.parse
+#: (expression, names, values as JSON) -> (the tree, the names and the values it used); at most 1,024.
+_PARSED: dict[tuple[str, str, str], tuple[Any, list[str], list[str]]] = {}
+
+
+def _parse_condition_once(self: ConditionExpressionParser) -> Any:
+    """``ConditionExpressionParser.parse`` that parses each distinct (expression, names, values) once:
+    moto parses a transaction's conditions to validate and again to evaluate them, and the turn's
+    conditions are the same few every time; the tree is only evaluated, never changed. Values that
+    are not plain JSON (binary) are parsed as moto does; an invalid expression raises, uncached."""
+    try:
+        key = (str(self.condition_expression), json.dumps(self.expression_attribute_names, sort_keys=True),
+               json.dumps(self.expression_attribute_values, sort_keys=True))
+    except (TypeError, ValueError):
+        key = ("None", "", "")
+    if key[0] == "None":  # no expression, or values that are not plain JSON: as moto parses them
+        return _moto_parse_condition(self)
+    if key not in _PARSED:
+        if len(_PARSED) >= 1024:
+            _PARSED.clear()
+        tree = _moto_parse_condition(self)
+        _PARSED[key] = (tree, list(self.expr_attr_names_found), list(self.expr_attr_values_found))
+    tree, names, values = _PARSED[key]
+    self.expr_attr_names_found, self.expr_attr_values_found = list(names), list(values)
+    return tree
 
 
 def _json_value(value: Any) -> Any:
@@ -244,4 +269,5 @@ def apply() -> None:
     DynamoResult.execute_result = _item_response_as_json  # type: ignore[method-assign,assignment]
     DynamoHandler.parse_parameters = _parse_item_request_as_json  # type: ignore[method-assign,assignment]
     Item.__init__ = _item_init_checked_once  # type: ignore[method-assign]
+    ConditionExpressionParser.parse = _parse_condition_once  # type: ignore[method-assign]
     _applied = True

@@ -340,11 +340,6 @@ class NotADataDir(ValueError):
 DATA_DIR_FILES = frozenset({LOG_NAME, LOG_NAME + ".tmp", LOCK_NAME})
 
 
-def _foreign_entries(directory: Path) -> list[str]:
-    """Names of the entries of ``directory`` that are not the server's own files."""
-    return sorted(e.name for e in directory.iterdir() if e.name not in DATA_DIR_FILES or not e.is_file())
-
-
 def reset(data_dir: Path) -> bool:
     """Delete ``data_dir`` (every table of the local stack); True when deleted, False when absent.
 
@@ -362,7 +357,7 @@ def reset(data_dir: Path) -> bool:
     directory = data_dir.resolve()
     if not directory.is_dir():
         raise NotADataDir(f"{data_dir} is not a directory: nothing deleted")
-    foreign = _foreign_entries(directory)
+    foreign = sorted(e.name for e in directory.iterdir() if e.name not in DATA_DIR_FILES or not e.is_file())
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise NotADataDir(

@@ -53,9 +53,7 @@ class MotoServer:
     not stop it under the requests the stack drains); durable with ``data_dir``; ``url``, ``pid``."""
 
     def __init__(self, host: str, port: int, data_dir: Path | None = None) -> None:
-        self.host = host
-        self.port = port or free_port(host)
-        self.data_dir = data_dir
+        self.host, self.port, self.data_dir = host, port or free_port(host), data_dir
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
 

@@ -134,9 +134,8 @@ def install_stop_handlers() -> None:
 
 
 def main() -> int:
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
     logging.getLogger("infra.local").setLevel(logging.INFO)  # one line per request
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-call access log
     port = int(os.environ.get("PORT", "3000"))
@@ -200,11 +199,9 @@ def _alive(pid: int) -> bool:
 
 def remove_stack_file() -> None:
     """Remove :data:`STACK_FILE` if this process wrote it (another server may have replaced it)."""
-    try:
+    with suppress(OSError, ValueError):
         if json.loads(STACK_FILE.read_text(encoding="utf-8")).get("pid") == os.getpid():
             STACK_FILE.unlink()
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

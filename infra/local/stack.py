@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import Any
 
 from infra.local import provision
+from infra.local.events import LOCAL_REGION
 from infra.local.functions import DEFAULT_CONTAINERS_PER_FUNCTION, LocalFunction, load_handler_module, start_fork_server
 from infra.local.gateway import GATEWAY_TIMEOUT_S, STATUS_LOG_ENV, LocalGateway
 from infra.local.moto_server import MotoServer, MotoServerError, free_port  # noqa: F401 - tests import it here
@@ -36,7 +37,6 @@ from infra.template_model import FunctionSpec, LocalResource, function_specs, lo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAYER_PATH = REPO_ROOT / "layers" / "shared"
-LOCAL_REGION = "eu-west-1"
 #: Dummy credentials: the local stack never talks to a real AWS account.
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 #: Never visible to a handler locally (the key goes to Secrets Manager, as in AWS).
@@ -116,15 +116,13 @@ class LocalStack:
         self._isolated, self._seed, self._now = isolated, seed, now
         self._env_overrides = dict(env_overrides or {})
         self._api_key = anthropic_api_key if anthropic_api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        self._template_path = template_path
-        self._gateway_timeout_s = gateway_timeout_s
+        self._template_path, self._gateway_timeout_s = template_path, gateway_timeout_s
         self.table_names: dict[str, str] = {}
         self.resources: dict[str, LocalResource] = {}
         self.functions: dict[str, LocalFunction] = {}
         self.env: dict[str, str] = {}
-        self.llm_provider = "offline"
-        self.restarted = False
-        self.moto_start_seconds = 0.0
+        self.llm_provider = "offline"  # or "anthropic" / "bedrock", from the functions' environment
+        self.restarted, self.moto_start_seconds = False, 0.0
         self.redcap: Any = None
         self._gateway: LocalGateway | None = None
         self._saved_env: dict[str, str] | None = None
@@ -136,8 +134,7 @@ class LocalStack:
     def __enter__(self) -> LocalStack:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def start(self) -> LocalStack:

@@ -85,6 +85,10 @@ PATCHES: tuple[VendorPatch, ...] = (
                 "upstream-style, a bulk constructor of LimitedSizeDict",
                 "the attributes Item sets and LimitedSizeDict's limit (ITEM_SIZE_LIMIT_BYTES)",
                 "caee6822d9d9d5970c2d90505617f818bdc00c0d2b1e473aac0488027e96e872"),
+    VendorPatch("moto.dynamodb.comparisons.ConditionExpressionParser.parse", _THIS, "performance",
+                "none found (a memo of parsed condition expressions): upstream-style, an lru_cache inside the parser",
+                "that the tree is still only evaluated, never changed, and the *_found lists its only other output",
+                "3634b2bc002a08a9f85318cf2695425f89766c3d2ae62aa8c5790c32fce90058"),
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

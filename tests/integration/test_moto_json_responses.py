@@ -1,7 +1,8 @@
 """moto's fast paths in ``infra.local.moto_patches`` answer exactly what moto itself answers.
 
 The fast paths: item operations' requests read and responses written as plain JSON (instead of
-moto's botocore-model-driven parser and serializer), and items built with one size check. The same
+moto's botocore-model-driven parser and serializer), items built with one size check, and each
+distinct condition expression parsed once. The same
 sequence of DynamoDB calls (every attribute type, Chinese text, binary values, missing items,
 pagination, return values, a cancelled transaction, failed and passed conditions, invalid
 expressions, an unused name, items at and over the size limit) runs twice, each time on fresh moto
@@ -18,6 +19,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
+from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
@@ -132,6 +134,9 @@ def _set_fast_paths(on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(DynamoHandler, "parse_parameters",
                         moto_patches._parse_item_request_as_json if on else moto_patches._moto_parse_parameters)
     monkeypatch.setattr(Item, "__init__", moto_patches._item_init_checked_once if on else moto_patches._moto_item_init)
+    monkeypatch.setattr(ConditionExpressionParser, "parse",
+                        moto_patches._parse_condition_once if on else moto_patches._moto_parse_condition)
+    moto_patches._PARSED.clear()
 
 
 def _run(fast_paths: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
@@ -184,6 +189,9 @@ def test_moto_answers_the_same_with_the_fast_paths(monkeypatch: pytest.MonkeyPat
     assert responses["item_just_under_the_limit"] == {}
     assert "Item size has exceeded" in responses["item_over_the_limit"][1]["Error"]["Message"]
     assert responses["transaction_with_an_item_over_the_limit"][0] == "error"
+    # the parses were kept: the versioned condition once per distinct value it was given
+    versioned = [key for key in moto_patches._PARSED if key[0] == "attribute_not_exists(#v) OR #v = :v"]
+    assert len(versioned) == 4  # values 0, 1, 2, 7 (1 twice)
 
 
 def test_apply_installs_the_json_fast_path() -> None:
