@@ -173,11 +173,14 @@ def test_a_redirect_is_never_followed_with_the_token() -> None:
     try:
         redirecting = _Listener(status=307, headers={"Location": f"http://127.0.0.1:{target.port}/api/"})
         try:
-            sources = RedcapSources(token_loader=lambda _name: DEMO_TOKEN, token_secret_prefix="agent-memory/redcap/")
-            source = ClinicalDataSource(source="redcap", api_url=f"http://127.0.0.1:{redirecting.port}/api/",
-                                        token_secret="agent-memory/redcap/p1")
+            url = f"http://127.0.0.1:{redirecting.port}/api/"
+            secrets = InMemorySecrets()
+            secrets.put(NAMING.redcap_token("p1"), RedcapTokenSecret(token=SecretStr(DEMO_TOKEN), api_url=url)
+                        .to_secret())
+            sources = RedcapSources(egress=LOCAL, resolver=FakeResolver(), secrets=secrets, naming=NAMING)
+            source = ClinicalDataSource(source="redcap", api_url=url, token_set=True)
             with pytest.raises(ClinicalSourceRejected, match="redirect"):
-                sources.open(source, deadline=None).dictionary()
+                sources.open(source, deadline=None, project_id="p1").dictionary()
             assert len(redirecting.seen) == 1 and target.seen == []
         finally:
             redirecting.close()
@@ -192,7 +195,7 @@ def test_the_reminder_webhook_posts_through_the_guarded_transport(listener: _Lis
 
     def channel(policy: EgressPolicy) -> SnsWebhookChannel:
         return SnsWebhookChannel("", webhook_of=lambda _p: (url, "agent-memory/reminder-webhook/p1"),
-                                 secret_of=lambda _n: "key", http=guarded_session(
+                                 key_of=lambda _p, _n: "key", http=guarded_session(
                                      policy, FakeResolver({"hooks.test": [["127.0.0.1"]]})))
 
     assert channel(LOCAL).deliver(delivery) == ["webhook"]

@@ -146,6 +146,6 @@ def test_the_clinical_source_patch_end_to_end_on_secrets_manager(sm: Any) -> Non
     stored = json.loads(sm.get_secret_value(SecretId="agent-memory/redcap/p1")["SecretString"])
     assert stored == {"token": TOKEN, "api_url": "https://redcap.example.org/api/"}
     # the chat's adapter reads it (cached) for that URL only
-    records = RedcapSources(secrets=store, naming=NAMING).open(change.project.clinical_data, deadline=None,
-                                                               project_id="p1")
+    records = RedcapSources(secrets=store, naming=NAMING, egress=EgressPolicy(), resolver=resolver).open(
+        change.project.clinical_data, deadline=None, project_id="p1")
     assert records._project._token == TOKEN  # noqa: SLF001 - what PyCap would send

@@ -16,6 +16,7 @@ from agent_memory.domain.clinical import (
     ClinicalSourceAuthError,
     ClinicalSourceEgressRefused,
     ClinicalSourceTokenMissing,
+    ClinicalSourceTokenSetAgain,
     ClinicalSourceTokenUnreadable,
 )
 from agent_memory.domain.egress import EgressPolicy
@@ -87,8 +88,8 @@ def test_a_stored_value_not_in_the_service_format_is_unreadable_without_quoting_
 
 
 # ------------------------------------------------------------------ the REDCap adapter's token
-def _sources(secrets: InMemorySecrets, **kwargs: object) -> RedcapSources:
-    return RedcapSources(token_secret_prefix="agent-memory/redcap/", secrets=secrets, naming=NAMING, **kwargs)  # type: ignore[arg-type]
+def _sources(secrets: InMemorySecrets, egress: EgressPolicy | None = None) -> RedcapSources:
+    return RedcapSources(secrets=secrets, naming=NAMING, egress=egress or EgressPolicy(), resolver=FakeResolver())
 
 
 def _owned(url: str = URL) -> ClinicalDataSource:
@@ -144,9 +145,23 @@ def test_a_source_with_neither_token_nor_legacy_secret_is_not_set() -> None:
         _sources(InMemorySecrets()).open(source, deadline=None, project_id="p1")
 
 
+@pytest.mark.parametrize("named", ["agent-memory/redcap/demo-iit", "agent-memory/redcap/p1",
+                                   "agent-memory/redcap/../anthropic-api-key"])
+def test_a_legacy_source_naming_a_secret_is_refused_set_the_token_again_and_reads_nothing(named: str) -> None:
+    # Given a project stored before the service owned the tokens, naming a secret (its own or another's)
+    secrets = InMemorySecrets()
+    _store(secrets, "demo-iit", URL)
+    source = ClinicalDataSource(source="redcap", api_url=URL, token_secret=named)
+    # When its chat opens the source, Then it must set the token again, and no secret was read
+    with pytest.raises(ClinicalSourceTokenSetAgain, match="must be set again") as refused:
+        _sources(secrets).open(source, deadline=None, project_id="p1")
+    assert isinstance(refused.value, ClinicalSourceTokenMissing) and named not in str(refused.value)
+    assert [op for op, _ in secrets.log] == ["put"]
+
+
 def test_with_the_egress_policy_a_refused_url_is_an_egress_error_before_the_token_is_read() -> None:
     secrets = InMemorySecrets()
-    sources = _sources(secrets, egress=EgressPolicy(), resolver=FakeResolver())
+    sources = _sources(secrets, egress=EgressPolicy())
     for url, rule in (("http://redcap.example.org/api/", "https"), ("https://2852039166/api/", "a.b.c.d")):
         with pytest.raises(ClinicalSourceEgressRefused, match="refused by the egress policy") as refused:
             sources.open(_owned(url), deadline=None, project_id="p1")

@@ -157,6 +157,8 @@ class Settings(StoreSettings):
     # plain http to it), never by the template.
     egress_allow_private: str = Field(default="", alias="EGRESS_ALLOW_PRIVATE")
     egress_local_runtime: bool = Field(default=False, alias="EGRESS_LOCAL_RUNTIME")
+    # The local runtime's DNS (it has no network): name=address pairs besides localhost; ignored in AWS.
+    egress_local_hosts: str = Field(default="", alias="EGRESS_LOCAL_HOSTS")
 
     # Session memory: symptom extractor and rolling summary ("llm" needs the anthropic
     # provider; otherwise the offline rules / extractive summary are used), transcript caps.

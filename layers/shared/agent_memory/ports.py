@@ -88,14 +88,13 @@ class ClinicalRecordsPort(Protocol):
 class ClinicalSourcesPort(Protocol):
     """Opens a project's configured clinical source (``Project.clinical_data``)."""
 
-    def open(
-        self, source: ClinicalDataSource, *, deadline: float | None, project_id: str | None = None,
-    ) -> ClinicalRecordsPort:
-        """The source's records for one turn; every call made through it ends by ``deadline``
-        (a ``time.monotonic()`` instant; None = the adapter's own timeout). ``project_id`` names
-        the project whose service-owned token to use (``source.token_set``).
+    def open(self, source: ClinicalDataSource, *, project_id: str, deadline: float | None) -> ClinicalRecordsPort:
+        """The source's records for one turn of project ``project_id`` (the turn's own project: only
+        its own token is ever read); every call made through it ends by ``deadline`` (a
+        ``time.monotonic()`` instant; None = the adapter's own timeout).
 
         Raises (``agent_memory.domain.clinical``):
+            ClinicalSourceTokenSetAgain: a legacy source naming a secret (``token_secret``);
             ClinicalSourceTokenMissing / ClinicalSourceTokenUnreadable: no usable token for the URL;
             ClinicalSourceEgressRefused: the URL is refused by the egress policy;
             ClinicalSourceAuthError: the URL or token is misconfigured.

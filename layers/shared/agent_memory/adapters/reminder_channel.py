@@ -2,18 +2,23 @@
 
 - the ``ReminderTopic`` SNS topic, with the message attributes ``project_id`` and ``user_id``, so a
   client app subscribes with a filter policy for its user (``{"user_id": ["u-1"]}``);
-- when the project has a webhook (``WEBHOOK`` item: URL and the name of the Secrets Manager secret
-  holding its key), an HTTP POST of the same JSON body, signed:
-  ``X-Reminder-Timestamp: <unix seconds>`` and
+- when the project has a webhook (``WEBHOOK`` item: URL and the name of the secret holding its
+  key, which must be the project's own: ``key_of`` refuses any other), an HTTP POST of the same JSON
+  body, signed: ``X-Reminder-Timestamp: <unix seconds>`` and
   ``X-Reminder-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the key>``.
 
-The POST goes through a ``requests`` session: ``agent_memory.adapters.egress.guarded_session``
-(the egress policy checked on every connection; docs/architecture.md, "Egress policy") when the
-wiring passes one. Redirects are never followed (the body would go to an address nobody set).
+The webhook is checked before anything is sent: its URL's form against the egress policy
+(``policy``), its key read. The POST goes through a ``requests`` session:
+``agent_memory.adapters.egress.guarded_session`` (the egress policy checked on every connection;
+docs/architecture.md, "Egress policy") when the wiring passes one. Redirects are never followed
+(the body would go to an address nobody set).
 
 A failed publish or POST raises :class:`~agent_memory.domain.errors.ExternalServiceError`: the
-scheduler retries the invocation, then sends it to the dead-letter queue; a POST the egress policy
-refuses is code ``EgressRefused`` (not retryable: nothing was sent).
+scheduler retries the invocation, then sends it to the dead-letter queue. A webhook that cannot be
+used raises before the topic is published to (a retry would publish twice), with a code that is not
+retryable: ``EgressRefused`` (the URL or the address it reached; nothing was sent),
+``WebhookKeyNotSet`` (no key, or a record naming another secret: an admin sets the webhook again),
+``WebhookKeyUnreadable``.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.adapters.errors import coded_error, service_error
-from agent_memory.domain.errors import EgressBlocked
+from agent_memory.domain.errors import EgressBlocked, EgressRefused, SecretNotSet, SecretUnreadable
 from agent_memory.domain.reminders import ReminderDelivery
 
 if TYPE_CHECKING:
     import requests
+
+    from agent_memory.domain.egress import EgressPolicy
 
 SIGNATURE_HEADER = "X-Reminder-Signature"
 TIMESTAMP_HEADER = "X-Reminder-Timestamp"
@@ -45,9 +52,11 @@ def sign(key: bytes, timestamp: str, body: bytes) -> str:
 class SnsWebhookChannel:
     """Delivers to the reminder topic and, when configured, the project's webhook.
 
-    ``webhook_of(project_id) -> (url, secret name) | None``; ``secret_of(name) -> key``
-    (Powertools Parameters in AWS); ``http``: the session POSTs go through (None: a plain one,
-    without the environment's proxies).
+    ``webhook_of(project_id) -> (url, secret name) | None``; ``key_of(project_id, secret name) ->
+    key`` (raises ``SecretNotSet`` / ``SecretUnreadable``: see
+    ``agent_memory.reminders.webhook.webhook_key``); ``http``: the session POSTs go through (None: a
+    plain one, without the environment's proxies); ``policy``: the egress policy the URL's form is
+    checked against before anything is sent (None: the session's own checks only).
     """
 
     def __init__(
@@ -55,17 +64,19 @@ class SnsWebhookChannel:
         topic_arn: str,
         *,
         webhook_of: Callable[[str], tuple[str, str] | None],
-        secret_of: Callable[[str], str],
+        key_of: Callable[[str, str], str],
         sns_client: Any | None = None,
         clock: Callable[[], float] = time.time,
         http: requests.Session | None = None,
+        policy: EgressPolicy | None = None,
     ) -> None:
         self._topic_arn = topic_arn
         self._webhook_of = webhook_of
-        self._secret_of = secret_of
+        self._key_of = key_of
         self._client = sns_client
         self._clock = clock
         self._http = http
+        self._policy = policy
 
     def _session(self) -> requests.Session:
         if self._http is None:
@@ -87,6 +98,7 @@ class SnsWebhookChannel:
         from botocore.exceptions import BotoCoreError, ClientError
 
         body = delivery.model_dump_json()
+        hook = self._usable_webhook(delivery.project_id)
         used: list[str] = []
         if self._topic_arn:
             try:
@@ -102,11 +114,32 @@ class SnsWebhookChannel:
             except (BotoCoreError, ClientError) as exc:
                 raise service_error("sns", exc) from exc
             used.append("sns")
-        hook = self._webhook_of(delivery.project_id)
         if hook is not None:
-            self._post(hook[0], self._secret_of(hook[1]), body.encode("utf-8"))
+            self._post(hook[0], hook[1], body.encode("utf-8"))
             used.append("webhook")
         return used
+
+    def _usable_webhook(self, project_id: str) -> tuple[str, str] | None:
+        """The project's webhook ``(url, key)``, checked before anything is sent; None without one.
+
+        Raises:
+            ExternalServiceError: ``EgressRefused``, ``WebhookKeyNotSet`` or ``WebhookKeyUnreadable``
+                (not retryable; see the module docstring).
+        """
+        hook = self._webhook_of(project_id)
+        if hook is None:
+            return None
+        url, secret_name = hook
+        try:
+            if self._policy is not None:
+                self._policy.check_form(url)
+            return url, self._key_of(project_id, secret_name)
+        except EgressRefused:
+            raise coded_error("webhook", "EgressRefused") from None
+        except SecretNotSet:
+            raise coded_error("webhook", "WebhookKeyNotSet") from None
+        except SecretUnreadable:
+            raise coded_error("webhook", "WebhookKeyUnreadable") from None
 
     def _post(self, url: str, key: str, body: bytes) -> None:
         import requests

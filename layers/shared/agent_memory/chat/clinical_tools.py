@@ -31,6 +31,7 @@ from agent_memory.domain.clinical import (
     ClinicalSourceError,
     ClinicalSourceRejected,
     ClinicalSourceTokenMissing,
+    ClinicalSourceTokenSetAgain,
     ClinicalSourceTokenUnreadable,
     ClinicalSourceUnavailable,
     DataDictionary,
@@ -114,6 +115,7 @@ class ClinicalToolSet:
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool call; returns (JSON result text, is_error). Source failures become an
         error result (``source_unavailable``, ``source_auth``, ``source_token_missing``,
+        ``source_token_set_again``,
         ``source_token_unreadable``, ``source_egress_refused``, ``source_rejected``), never raise."""
         args = tool_input if isinstance(tool_input, dict) else {}
         try:
@@ -127,6 +129,8 @@ class ClinicalToolSet:
             return _error("source_unavailable", message=f"The clinical data source is unavailable: {exc}")
         except ClinicalSourceAuthError as exc:
             return _error("source_auth", message=f"The clinical data source refused access: {exc}")
+        except ClinicalSourceTokenSetAgain as exc:
+            return _error("source_token_set_again", message=f"The project's REDCap token must be set again: {exc}")
         except ClinicalSourceTokenMissing as exc:
             return _error("source_token_missing", message=f"The project's REDCap token is not set: {exc}")
         except ClinicalSourceTokenUnreadable as exc:

@@ -44,6 +44,12 @@ class ClinicalSourceTokenMissing(ClinicalSourceError):
     (a token is bound to the URL it was given for). Nothing was sent to the source."""
 
 
+class ClinicalSourceTokenSetAgain(ClinicalSourceTokenMissing):
+    """The project's source names a secret (``token_secret``, set before the service owned the
+    tokens): never used, since any secret could have been named; an admin sets the token again.
+    Nothing was sent to the source."""
+
+
 class ClinicalSourceTokenUnreadable(ClinicalSourceError):
     """The project's REDCap token exists but cannot be read (access denied, the key refused, not in
     the service's format). Nothing was sent to the source."""

@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, SecretStr
 
-from agent_memory.domain.errors import NotFound
+from agent_memory.domain.errors import NotFound, SecretNotSet
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from agent_memory.domain.egress import EgressPolicy
     from agent_memory.domain.secrets import SecretNaming
-    from agent_memory.ports import HostResolver, ProjectSecretWriter, ReminderWebhookStore
+    from agent_memory.ports import HostResolver, ProjectSecretReader, ProjectSecretWriter, ReminderWebhookStore
 
 #: Random bytes of a generated signing key (``token_urlsafe``: 43 URL-safe characters).
 SIGNING_KEY_BYTES = 32
@@ -78,6 +78,24 @@ def put_reminder_webhook(deps: WebhookDeps, project_id: str, url: str, *, now: d
     return ReminderWebhookSet(project_id=project_id, url=target.url, signing_key=key, set_at=now)
 
 
+def webhook_key(secrets: ProjectSecretReader, naming: SecretNaming, project_id: str, secret_name: str) -> str:
+    """The key that signs ``project_id``'s webhook calls, read from the project's own secret only.
+
+    ``secret_name`` is the one the webhook record names: a record naming any other secret was not
+    written by :func:`put_reminder_webhook` (a raw item of an older version, or a forgery) and is
+    refused, so no project signs with, or reveals the use of, another's key.
+
+    Raises:
+        SecretNotSet: no key, or the record names another secret (an admin sets the webhook again).
+        SecretUnreadable: the key cannot be read.
+    """
+    ref = naming.reminder_webhook(project_id)
+    if secret_name != ref.name:
+        raise SecretNotSet(f"the reminder webhook of project {project_id} must be set again "
+                           "(PUT /v1/projects/{project_id}/reminder-webhook)")
+    return secrets.read(ref).get_secret_value()
+
+
 def delete_reminder_webhook(deps: WebhookDeps, project_id: str) -> None:
     """Remove the webhook (deliveries stop), then schedule its key's deletion.
 
@@ -90,4 +108,5 @@ def delete_reminder_webhook(deps: WebhookDeps, project_id: str) -> None:
         raise NotFound(f"project {project_id} has no reminder webhook")
 
 
-__all__ = ["SIGNING_KEY_BYTES", "ReminderWebhookSet", "WebhookDeps", "delete_reminder_webhook", "put_reminder_webhook"]
+__all__ = ["SIGNING_KEY_BYTES", "ReminderWebhookSet", "WebhookDeps", "delete_reminder_webhook", "put_reminder_webhook",
+           "webhook_key"]

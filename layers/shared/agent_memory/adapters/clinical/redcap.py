@@ -1,8 +1,11 @@
 """REDCap through PyCap (``redcap.Project``): a project's records and data dictionary.
 
-The token is the project's REDCap API token, read from Secrets Manager by the secret's NAME
-(``Project.clinical_data.token_secret``) through Powertools Parameters (cached ``max_age``); it is
-never logged, never put in an error message and never returned.
+The token is the project's REDCap API token, read from the project's own secret
+(``{ClinicalTokenSecretPrefix}{project_id}``, docs/architecture.md, "Project secrets") through the
+``ProjectSecretReader`` (Powertools Parameters, cached) and sent only to the API URL it was given
+for; it is never logged, never put in an error message and never returned. A legacy source that
+names a secret (``token_secret``) is refused: its token must be set again. Every request goes
+through the egress-guarded session (the egress policy on every connection).
 
 Calls (docs/architecture.md, "Clinical data"):
 
@@ -23,8 +26,6 @@ connection failure or timeout is ``ClinicalSourceUnavailable``; another error bo
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -41,6 +42,7 @@ from agent_memory.domain.clinical import (
     ClinicalSourceError,
     ClinicalSourceRejected,
     ClinicalSourceTokenMissing,
+    ClinicalSourceTokenSetAgain,
     ClinicalSourceTokenUnreadable,
     ClinicalSourceUnavailable,
     DataDictionary,
@@ -64,8 +66,6 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT_S = 10.0
 #: The data dictionary (metadata, events, mappings) is re-read after this many seconds.
 DICTIONARY_MAX_AGE_S = 300.0
-#: The token secret is re-read after this many seconds (a rotated token applies without a deploy).
-TOKEN_MAX_AGE_S = 300
 #: Most attempts of one request answered 429 / 5xx (tenacity's exponential backoff between them).
 MAX_ATTEMPTS = 4
 
@@ -92,35 +92,6 @@ def _check_status(response: requests.Response, *args: Any, **kwargs: Any) -> Non
         raise _Retryable(response.status_code)
 
 
-def load_token(secret_name: str, *, max_age_s: int = TOKEN_MAX_AGE_S) -> str:
-    """The REDCap API token in Secrets Manager secret ``secret_name`` (plain, or JSON ``{"token": ...}``):
-    the legacy path of projects whose admin named the secret (``ClinicalDataSource.token_secret``).
-
-    Raises:
-        ClinicalSourceTokenMissing: no such secret, or it awaits deletion.
-        ClinicalSourceTokenUnreadable: it cannot be read, or holds no 32-character token.
-    """
-    from aws_lambda_powertools.utilities import parameters
-
-    try:
-        raw = parameters.get_secret(secret_name, max_age=max_age_s)
-    except Exception as exc:  # GetParameterError and botocore errors alike: never echo details
-        code = str((getattr(exc.__context__, "response", None) or {}).get("Error", {}).get("Code", ""))
-        if code in ("ResourceNotFoundException", "InvalidRequestException"):
-            raise ClinicalSourceTokenMissing(f"the token secret {secret_name!r} does not exist") from None
-        raise ClinicalSourceTokenUnreadable(f"the token secret {secret_name!r} could not be read") from None
-    value = (raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)).strip()
-    if value.startswith("{"):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            raise ClinicalSourceTokenUnreadable(f"the token secret {secret_name!r} is not valid JSON") from None
-        value = str(parsed.get("token", "")).strip() if isinstance(parsed, dict) else ""
-    if len(value) != 32:  # REDCap tokens are 32 hexadecimal characters (PyCap checks the same)
-        raise ClinicalSourceTokenUnreadable(f"the token secret {secret_name!r} does not hold a REDCap API token")
-    return value
-
-
 class RedcapRecords:
     """``ClinicalRecordsPort`` on one PyCap ``Project`` for one turn (see module docstring)."""
 
@@ -136,7 +107,7 @@ class RedcapRecords:
     ) -> None:
         self._project = project
         self._source = source
-        self._key = cache_key or (source.api_url, source.token_secret or "")
+        self._key = cache_key or (source.api_url, "")
         self._deadline = deadline
         self._clock = clock
         self._cache = cache
@@ -256,10 +227,9 @@ class RedcapRecords:
 def alert_auth(source: ClinicalDataSource, reason: str) -> None:
     """Admin alert of a source the project cannot use (token refused, missing or unreadable; URL
     refused): the ``ClinicalSourceAuthError`` metric (alarmed to the admin topic) and an error log
-    naming the host, the legacy secret's NAME if any and the reason, never the token."""
+    naming the host and the reason, never the token."""
     host = urlsplit(source.api_url).netloc
-    logger.error("clinical data source unusable",
-                 extra={"source_host": host, "token_secret": source.token_secret, "reason": reason})
+    logger.error("clinical data source unusable", extra={"source_host": host, "reason": reason})
     with single_metric(name="ClinicalSourceAuthError", unit=MetricUnit.Count, value=1,
                        namespace=metrics.namespace) as metric:
         metric.add_dimension(name="source", value="redcap")
@@ -293,8 +263,8 @@ _Cached = tuple[DataDictionary, list[dict[str, Any]]]
 
 
 class _DictionaryCache:
-    """Data dictionaries (with REDCap's metadata rows) per (API URL, secret name), for
-    :data:`DICTIONARY_MAX_AGE_S` seconds."""
+    """Data dictionaries (with REDCap's metadata rows) per (API URL, project id): one project never
+    reads another's cached dictionary. Kept :data:`DICTIONARY_MAX_AGE_S` seconds."""
 
     def __init__(self, max_age_s: float = DICTIONARY_MAX_AGE_S) -> None:
         self._max_age_s = max_age_s
@@ -312,57 +282,46 @@ class _DictionaryCache:
 
 
 class RedcapSources:
-    """``ClinicalSourcesPort``: a PyCap ``Project`` per configured source and turn.
+    """``ClinicalSourcesPort``: a PyCap ``Project`` per project, configured source and turn.
 
     Args:
-        token_secret_prefix: legacy sources (``token_secret``) may name secrets under it only.
-        token_loader: reads a legacy source's token by secret name.
-        egress / resolver: the egress policy and its DNS; when set, every request goes through
-            ``agent_memory.adapters.egress.guarded_session`` (checked on each connection) and the
-            URL's form is checked before the token is read.
-        secrets / naming: the service-owned token store (sources with ``token_set``).
+        secrets / naming: the service-owned token store and the names of the projects' secrets.
+        egress / resolver: the egress policy and its DNS: the URL's form is checked before the token
+            is read, and every request goes through ``agent_memory.adapters.egress.guarded_session``
+            (checked on each connection).
     """
 
     def __init__(
         self,
         *,
-        token_secret_prefix: str = "",
-        token_loader: Callable[[str], str] = load_token,
+        secrets: ProjectSecretReader,
+        naming: SecretNaming,
+        egress: EgressPolicy,
+        resolver: HostResolver | None = None,
         clock: Callable[[], float] = time.monotonic,
         verify_ssl: bool = True,
-        egress: EgressPolicy | None = None,
-        resolver: HostResolver | None = None,
-        secrets: ProjectSecretReader | None = None,
-        naming: SecretNaming | None = None,
     ) -> None:
-        import redcap  # noqa: F401 - loaded while the chat function initialises (SnapStart's snapshot holds it)
+        from agent_memory.adapters.egress import guarded_session
+        from agent_memory.adapters.resolver import SystemResolver
 
-        self._prefix = token_secret_prefix
-        self._token_loader = token_loader
+        self._secrets = secrets
+        self._naming = naming
+        self._egress = egress
         self._clock = clock
         self._verify_ssl = verify_ssl
         self._cache = _DictionaryCache()
-        self._egress = egress
-        self._secrets = secrets
-        self._naming = naming
-        self._project_cls: Any = redcap.Project
-        if egress is not None:
-            from agent_memory.adapters.egress import guarded_session
-            from agent_memory.adapters.resolver import SystemResolver
+        # PyCap is loaded while the chat function initialises (SnapStart's snapshot holds it)
+        self._project_cls = _project_on(guarded_session(egress, resolver or SystemResolver()))
 
-            self._project_cls = _project_on(guarded_session(egress, resolver or SystemResolver()))
-
-    def open(
-        self, source: ClinicalDataSource, *, deadline: float | None, project_id: str | None = None,
-    ) -> RedcapRecords:
+    def open(self, source: ClinicalDataSource, *, project_id: str, deadline: float | None) -> RedcapRecords:
         """See :meth:`ClinicalSourcesPort.open`.
 
         Raises:
             ClinicalSourceEgressRefused: the URL's form is refused by the egress policy (its
                 addresses are checked on each connection, by the transport).
+            ClinicalSourceTokenSetAgain: a legacy source naming a secret (``token_secret``).
             ClinicalSourceTokenMissing / ClinicalSourceTokenUnreadable: no usable token for the URL.
-            ClinicalSourceAuthError: a legacy secret name outside the prefix, a legacy URL that is
-                not https (http only to a loopback address), or a URL PyCap refuses.
+            ClinicalSourceAuthError: a URL PyCap refuses.
         """
         try:
             self._check_url(source.api_url)
@@ -380,7 +339,7 @@ class RedcapSources:
             raise ClinicalSourceAuthError(
                 "the clinical data source is misconfigured (the REDCap API URL must end with /api/)"
             ) from None
-        key = (source.api_url, source.token_secret or f"project:{project_id}")
+        key = (source.api_url, project_id)
         cached = self._cache.get(key, self._clock())
         if cached is not None:
             # PyCap reads the record-id field from its metadata on every export; a cached
@@ -389,31 +348,25 @@ class RedcapSources:
         return RedcapRecords(project, source, deadline=deadline, clock=self._clock, cache=self._cache, cache_key=key)
 
     def _check_url(self, url: str) -> None:
-        if self._egress is None:
-            if not _allowed_url(url):
-                raise ClinicalSourceAuthError("the REDCap API URL must be https (http only to a loopback address)")
-            return
         try:
             self._egress.check_form(url, field="api_url")
         except EgressRefused as exc:
             raise egress_refused(exc.reason) from None
 
-    def _token(self, source: ClinicalDataSource, project_id: str | None) -> str:
+    def _token(self, source: ClinicalDataSource, project_id: str) -> str:
         """The token to send to ``source.api_url`` (see :meth:`open` for the errors)."""
-        if source.token_set and self._secrets is not None and project_id is not None:
+        if source.token_set:
             return self._bound_token(source.api_url, project_id)
         if source.token_secret:
-            if not source.token_secret.startswith(self._prefix):
-                raise ClinicalSourceAuthError(f"the token secret's name must start with {self._prefix!r}")
-            return self._token_loader(source.token_secret)
+            raise ClinicalSourceTokenSetAgain(
+                "the project's REDCap token must be set again by an admin (PATCH /v1/projects/{project_id} "
+                "with clinical_data.token): a token named by its secret (token_secret) is no longer used")
         raise ClinicalSourceTokenMissing("the project's REDCap token is not set")
 
     def _bound_token(self, api_url: str, project_id: str) -> str:
-        """The service-owned token, only if it was given for ``api_url`` (re-read once past the cache
+        """The project's own token, only if it was given for ``api_url`` (re-read once past the cache
         when the cached one names another URL: the token may just have been set again)."""
-        assert self._secrets is not None
-        ref = (self._naming or SecretNaming(redcap_token_prefix=self._prefix or "agent-memory/redcap/")
-               ).redcap_token(project_id)
+        ref = self._naming.redcap_token(project_id)
         for fresh in (False, True):
             try:
                 stored = RedcapTokenSecret.from_secret(self._secrets.read(ref, fresh=fresh))
@@ -445,18 +398,4 @@ def _project_on(session: requests.Session) -> type[redcap.Project]:
     return _GuardedProject
 
 
-def _allowed_url(url: str) -> bool:
-    parts = urlsplit(url)
-    if parts.scheme == "https":
-        return bool(parts.hostname)
-    if parts.scheme != "http" or not parts.hostname:
-        return False
-    if parts.hostname == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(parts.hostname).is_loopback
-    except ValueError:
-        return False
-
-
-__all__ = ["REQUEST_TIMEOUT_S", "RedcapRecords", "RedcapSources", "load_token"]
+__all__ = ["REQUEST_TIMEOUT_S", "RedcapRecords", "RedcapSources"]

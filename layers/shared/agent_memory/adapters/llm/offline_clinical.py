@@ -58,6 +58,10 @@ _UNUSABLE = {
     "source_token_missing": ("本项目尚未设置 REDCap 令牌（或令牌不适用于当前地址），未访问数据源；已通知管理员。",
                              "The project's REDCap token is not set (for this address); the source was not "
                              "contacted and the admins have been alerted."),
+    "source_token_set_again": ("本项目的 REDCap 令牌需要由管理员重新设置（PATCH 项目的 clinical_data.token），"
+                               "未访问数据源；已通知管理员。",
+                               "The project's REDCap token must be set again by an admin (PATCH the project's "
+                               "clinical_data.token); the source was not contacted and the admins have been alerted."),
     "source_token_unreadable": ("本项目的 REDCap 令牌无法读取，未访问数据源；已通知管理员。",
                                 "The project's REDCap token cannot be read; the source was not contacted and the "
                                 "admins have been alerted."),
