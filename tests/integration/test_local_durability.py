@@ -47,12 +47,15 @@ class Server:
 
 
 @contextmanager
-def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
-    """Start the server on ``data_dir``; on exit SIGTERM it unless the test already killed it."""
+def local_server(data_dir: Path, tmp_path: Path, *, redcap_port: int = 0,
+                 env_extra: dict[str, str] | None = None) -> Iterator[Server]:
+    """Start the server on ``data_dir`` (its local REDCap server on ``redcap_port``, 0: a free one);
+    on exit SIGTERM it unless the test already killed it."""
     port = free_port()
     stack_file = tmp_path / f"stack-{port}.json"
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
-    env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(stack_file)})
+    env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(stack_file),
+                "REDCAP_PORT": str(redcap_port), **(env_extra or {})})
     # a process group of its own, as `make run` in a terminal has: Ctrl-C signals the whole group
     process = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",

@@ -169,14 +169,14 @@ def test_a_refused_token_is_an_auth_error_with_an_admin_metric(
     assert "A" * 32 not in caplog.text and "A" * 32 not in str(refused.value)
 
 
-def test_a_legacy_secret_name_must_be_set_again_and_a_plain_http_host_is_refused(server: LocalRedcap) -> None:
+def test_a_legacy_secret_name_must_be_set_again_and_a_metadata_address_is_refused(server: LocalRedcap) -> None:
     before = len(server.requests)
     legacy = ClinicalDataSource(source="redcap", api_url=server.api_url, token_secret="agent-memory/redcap/demo-iit")
     with pytest.raises(ClinicalSourceTokenSetAgain, match="set again"):
         _sources().sources.open(legacy, project_id=PROJECT, deadline=None)
-    remote = ClinicalDataSource(source="redcap", api_url="http://redcap.example.org/api/", token_set=True)
-    with pytest.raises(ClinicalSourceEgressRefused, match="plain http"):
-        _sources().open(remote, deadline=None)
+    metadata = ClinicalDataSource(source="redcap", api_url="http://169.254.169.254/api/", token_set=True)
+    with pytest.raises(ClinicalSourceEgressRefused, match="instance-metadata"):
+        _sources().open(metadata, deadline=None).dictionary()
     assert len(server.requests) == before  # nothing was sent
 
 
