@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import ssl
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
@@ -31,53 +28,20 @@ from agent_memory.domain.secrets import RedcapTokenSecret, SecretNaming
 from infra.local.demo.redcap_project import DEMO_TOKEN
 from infra.local.redcap_server import demo_server
 from tests.fakes import FakeResolver, InMemorySecrets
+from tests.support.listener import Listener
 
 LOCAL = EgressPolicy(local_runtime=True)
 NAMING = SecretNaming()
 
 
-class _Listener:
-    """An HTTP(S) listener on 127.0.0.1 that records every request (headers and body) and answers
-    ``status`` with ``headers``."""
-
-    def __init__(self, *, status: int = 200, headers: dict[str, str] | None = None,
-                 tls: ssl.SSLContext | None = None) -> None:
-        self.seen: list[dict[str, Any]] = []
-        listener = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                listener.seen.append({"host": self.headers["Host"], "body": body, "path": self.path})
-                self.send_response(status)
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", "2")
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
-        self.port = int(self._server.server_address[1])
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 @pytest.fixture
-def listener() -> Iterator[_Listener]:
-    server = _Listener()
+def listener() -> Iterator[Listener]:
+    server = Listener()
     yield server
     server.close()
 
 
-def test_the_connection_goes_to_the_checked_address_with_the_urls_host_kept(listener: _Listener) -> None:
+def test_the_connection_goes_to_the_checked_address_with_the_urls_host_kept(listener: Listener) -> None:
     resolver = FakeResolver({"redcap.test": [["127.0.0.1"]]})
     session = guarded_session(LOCAL, resolver)
     response = session.post(f"http://redcap.test:{listener.port}/api/", data={"a": "1"}, timeout=5)
@@ -86,7 +50,7 @@ def test_the_connection_goes_to_the_checked_address_with_the_urls_host_kept(list
     assert resolver.lookups == ["redcap.test"]
 
 
-def test_a_host_rebinding_to_a_listener_posing_as_redcap_never_gets_the_token(listener: _Listener) -> None:
+def test_a_host_rebinding_to_a_listener_posing_as_redcap_never_gets_the_token(listener: Listener) -> None:
     # Given a name that resolved to a public address when the URL was set and now answers the listener,
     resolver = FakeResolver({"redcap.example.org": [["93.184.216.34"], ["127.0.0.1"]]})
     policy = EgressPolicy()
@@ -128,7 +92,7 @@ def test_tls_checks_the_certificate_against_the_urls_host_while_connecting_to_th
     tmp_path: Path,
 ) -> None:
     context, ca = _self_signed(tmp_path, "redcap.test")
-    server = _Listener(tls=context)
+    server = Listener(tls=context)
     try:
         resolver = FakeResolver({"redcap.test": [["127.0.0.1"]], "other.test": [["127.0.0.1"]]})
         session = guarded_session(LOCAL, resolver)
@@ -169,9 +133,9 @@ def test_redcap_refused_by_the_policy_at_connection_is_an_egress_error_and_sends
 
 
 def test_a_redirect_is_never_followed_with_the_token() -> None:
-    target = _Listener()
+    target = Listener()
     try:
-        redirecting = _Listener(status=307, headers={"Location": f"http://127.0.0.1:{target.port}/api/"})
+        redirecting = Listener(status=307, headers={"Location": f"http://127.0.0.1:{target.port}/api/"})
         try:
             url = f"http://127.0.0.1:{redirecting.port}/api/"
             secrets = InMemorySecrets()
@@ -188,7 +152,7 @@ def test_a_redirect_is_never_followed_with_the_token() -> None:
         target.close()
 
 
-def test_the_reminder_webhook_posts_through_the_guarded_transport(listener: _Listener) -> None:
+def test_the_reminder_webhook_posts_through_the_guarded_transport(listener: Listener) -> None:
     delivery = ReminderDelivery(project_id="p1", reminder_id="r1", user_id="u1", text="call P005", recurring=False,
                                 fired_at=dt.datetime(2026, 3, 2, tzinfo=dt.UTC), scheduled_local="2026-03-02T10:00")
     url = f"http://hooks.test:{listener.port}/r"

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any, Literal
 
 import pytest
 from pydantic import SecretStr, ValidationError
 
 from agent_memory.domain.egress import EgressPolicy
-from agent_memory.domain.errors import EgressRefused, ExternalServiceError, InvalidInput
+from agent_memory.domain.errors import EgressRefused, ExternalServiceError, InvalidInput, ProjectNotFound
 from agent_memory.domain.models import ClinicalDataSource, Project
 from agent_memory.domain.secrets import SecretNaming
+from agent_memory.projects import members
 from agent_memory.projects.clinical_source import (
     ClinicalDataPatch,
     ClinicalSourceDeps,
@@ -165,3 +167,64 @@ def test_the_names_stay_per_project(deps: ClinicalSourceDeps, secrets: InMemoryS
     _set(deps, _project(project_id="team-b"), api_url=URL, token=NEW_TOKEN)
     assert json.loads(secrets.current("agent-memory/redcap/team-a") or "")["token"] == TOKEN
     assert json.loads(secrets.current("agent-memory/redcap/team-b") or "")["token"] == NEW_TOKEN
+
+
+# ---------------------------------------------------------------------- the PATCH's use case
+class _Projects:
+    """The project record store of ``members.update_project`` (get / update); ``gone`` makes the
+    update find the project removed meanwhile."""
+
+    def __init__(self, project: Project) -> None:
+        self.project, self.gone, self.updates = project, False, 0
+
+    def get_project(self, project_id: str) -> Project:
+        return self.project
+
+    def update_project(self, project: Project) -> None:
+        if self.gone:
+            raise ProjectNotFound(project.project_id)
+        self.project, self.updates = project, self.updates + 1
+
+
+def _update(store: _Projects, deps: ClinicalSourceDeps, clinical: ClinicalDataPatch | Literal["keep"],
+            **fields: str) -> Project:
+    fake: Any = store  # it holds only what update_project calls of a MemberStore
+    return members.update_project(fake, "p1", clinical_data=clinical, clinical=deps, now=NOW, **fields)
+
+
+def test_the_patch_writes_the_token_first_then_the_record_with_the_other_fields(
+    deps: ClinicalSourceDeps, secrets: InMemorySecrets,
+) -> None:
+    store = _Projects(_project())
+    updated = _update(store, deps, ClinicalDataPatch(api_url=URL, token=SecretStr(TOKEN)), name="新名")
+    assert (updated.name, updated.clinical_data.token_set if updated.clinical_data else None) == ("新名", True)
+    assert (store.project, store.updates, [op for op, _ in secrets.log]) == (updated, 1, ["put"])
+
+
+def test_a_patch_without_clinical_data_keeps_the_source_and_touches_no_secret(
+    deps: ClinicalSourceDeps, secrets: InMemorySecrets,
+) -> None:
+    source = ClinicalDataSource(source="redcap", api_url=URL, token_set=True, token_updated_at=NOW)
+    store = _Projects(_project(source))
+    assert _update(store, deps, "keep", time_zone="Europe/Berlin").clinical_data == source
+    assert secrets.log == []
+    assert _update(store, deps, "keep", time_zone="Europe/Berlin") == store.project and store.updates == 1
+
+
+def test_a_project_removed_while_its_token_was_written_leaves_no_secret_behind(
+    deps: ClinicalSourceDeps, secrets: InMemorySecrets,
+) -> None:
+    # Given the project is removed between the secret write and the record write
+    store = _Projects(_project())
+    store.gone = True
+    # When the PATCH finishes, Then it answers 404 and the new secret is scheduled for deletion again
+    with pytest.raises(ProjectNotFound):
+        _update(store, deps, ClinicalDataPatch(api_url=URL, token=SecretStr(TOKEN)))
+    assert [op for op, _ in secrets.log] == ["put", "delete"] and secrets.current(SECRET) is None
+
+
+def test_the_token_rules_come_before_any_dns_lookup(deps: ClinicalSourceDeps) -> None:
+    # a new source without its token is refused without resolving the host (no query for a refused PATCH)
+    with pytest.raises(InvalidInput, match="needs the project's REDCap API token"):
+        _set(deps, _project(), api_url="https://unknown-host.example/api/")
+    assert isinstance(deps.resolver, FakeResolver) and deps.resolver.lookups == []

@@ -197,7 +197,7 @@ class _Sources:
         self.port = port
         self.opened: list[float | None] = []
 
-    def open(self, source: Any, *, deadline: float | None, project_id: str | None = None) -> InMemoryClinicalRecords:
+    def open(self, source: Any, *, project_id: str, deadline: float | None) -> InMemoryClinicalRecords:
         self.opened.append(deadline)
         return self.port
 
@@ -209,7 +209,7 @@ def _redcap_project(store: Any) -> Any:
     seed_project(store, "p1")
     project = store.get_project("p1")
     store.put_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
-        source="redcap", api_url="https://redcap.example.org/api/", token_secret="agent-memory/redcap/p1")}))
+        source="redcap", api_url="https://redcap.example.org/api/", token_set=True)}))
 
 
 def test_a_redcap_project_gets_the_three_tools_and_reports_what_was_withheld(store: Any) -> None:

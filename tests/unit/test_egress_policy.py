@@ -187,3 +187,16 @@ def test_connection_time_checks_the_peer_and_plain_http() -> None:
     with pytest.raises(EgressBlocked) as metadata:
         LOCAL.check_addresses("metadata.google.internal", [PUBLIC])
     assert metadata.value.rule == "metadata"
+
+
+# ------------------------------------------------------------------ the local runtime's DNS
+def test_the_local_runtimes_resolver_answers_only_its_table() -> None:
+    from agent_memory.adapters.resolver import StaticResolver
+
+    resolver = StaticResolver.parse(" redcap.test=127.0.0.1, redcap.test=::1,Hooks.Test.=10.0.0.5 ,")
+    assert resolver.resolve("REDCAP.test", 443) == ["127.0.0.1", "::1"]
+    assert resolver.resolve("hooks.test", 443) == ["10.0.0.5"]
+    assert resolver.resolve("localhost", 80) == ["127.0.0.1", "::1"]
+    assert resolver.resolve("redcap.example.org", 443) == []  # no DNS query: it does not resolve
+    with pytest.raises(ValueError, match="name=address"):
+        StaticResolver.parse("redcap.test=not-an-address")

@@ -1,16 +1,21 @@
 """The reminder webhook as an admin sets it (agent_memory/reminders/webhook.py): the URL under the
-egress policy, a signing key the service generates, stores and shows once; DELETE removes both."""
+egress policy, a signing key the service generates, stores and shows once; DELETE removes both; a
+firing reads the key from the project's own secret only, and an unusable webhook fails it before
+anything is sent."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from agent_memory.adapters.reminder_channel import SnsWebhookChannel
 from agent_memory.domain.egress import EgressPolicy
-from agent_memory.domain.errors import EgressRefused, NotFound
+from agent_memory.domain.errors import EgressRefused, ExternalServiceError, NotFound, SecretNotSet, SecretUnreadable
+from agent_memory.domain.reminders import ReminderDelivery
 from agent_memory.domain.secrets import SecretNaming
-from agent_memory.reminders.webhook import WebhookDeps, delete_reminder_webhook, put_reminder_webhook
+from agent_memory.reminders.webhook import WebhookDeps, delete_reminder_webhook, put_reminder_webhook, webhook_key
 from tests.fakes import FakeResolver, InMemorySecrets, InMemoryWebhooks
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -58,3 +63,55 @@ def test_one_projects_webhook_never_touches_anothers(deps: WebhookDeps) -> None:
     with pytest.raises(NotFound):
         delete_reminder_webhook(deps, "team-b")
     assert deps.store.webhook("team-a") == ("https://hooks.example.org/a", "agent-memory/reminder-webhook/team-a")
+
+
+# ------------------------------------------------------------------------------ the delivery
+def test_the_key_is_read_only_from_the_projects_own_secret(deps: WebhookDeps) -> None:
+    put_reminder_webhook(deps, "team-a", "https://hooks.example.org/a", now=NOW)
+    put_reminder_webhook(deps, "team-b", "https://hooks.example.org/b", now=NOW)
+    secrets: Any = deps.secrets
+    own = "agent-memory/reminder-webhook/team-b"
+    assert webhook_key(secrets, deps.naming, "team-b", own) == secrets.current(own)
+    # a record of team-b naming team-a's key (a raw item, a forgery) is refused: team-a's key is never read
+    before = list(secrets.log)
+    with pytest.raises(SecretNotSet, match="must be set again"):
+        webhook_key(secrets, deps.naming, "team-b", "agent-memory/reminder-webhook/team-a")
+    assert secrets.log == before
+
+
+def _delivery(project_id: str) -> ReminderDelivery:
+    return ReminderDelivery(project_id=project_id, reminder_id="r1", user_id="u1", text="回电话", recurring=False,
+                            fired_at=NOW, scheduled_local="2026-03-02T17:00")
+
+
+class _Sns:
+    def __init__(self) -> None:
+        self.published: list[dict[str, Any]] = []
+
+    def publish(self, **kwargs: Any) -> None:
+        self.published.append(kwargs)
+
+
+@pytest.mark.parametrize(("hook", "key_error", "code"), [
+    (("https://hooks.example.org/a", "agent-memory/reminder-webhook/team-a"), None, "WebhookKeyNotSet"),
+    (("https://hooks.example.org/b", "agent-memory/reminder-webhook/team-b"), SecretUnreadable("x"),
+     "WebhookKeyUnreadable"),
+    (("http://hooks.example.org/b", "agent-memory/reminder-webhook/team-b"), None, "EgressRefused"),
+])
+def test_an_unusable_webhook_fails_the_firing_before_anything_is_sent(
+    deps: WebhookDeps, hook: tuple[str, str], key_error: Exception | None, code: str
+) -> None:
+    # Given team-b's webhook record naming another project's key, an unreadable key, or a URL whose
+    # form the policy refuses (its addresses: on connection, tests/integration/test_egress_http.py)
+    put_reminder_webhook(deps, "team-b", "https://hooks.example.org/b", now=NOW)
+    secrets: Any = deps.secrets
+    if key_error is not None:
+        secrets.unreadable.add("agent-memory/reminder-webhook/team-b")
+    sns = _Sns()
+    channel = SnsWebhookChannel("arn:aws:sns:eu-west-1:1:t", webhook_of=lambda _p: hook, sns_client=sns,
+                                key_of=lambda p, n: webhook_key(secrets, deps.naming, p, n), policy=deps.policy)
+    # When a reminder of team-b fires, Then it fails with a code that is not retried, before the topic
+    with pytest.raises(ExternalServiceError) as failed:
+        channel.deliver(_delivery("team-b"))
+    assert (failed.value.code, failed.value.retryable) == (code, False)
+    assert sns.published == []

@@ -91,14 +91,15 @@ def apply_clinical_patch(
     api_url = patch.api_url or (current.api_url if current is not None else None)
     if api_url is None:
         raise InvalidInput("clinical_data.api_url: required for a new clinical source")
-    target = deps.policy.check_url(api_url, deps.resolver.resolve, field="clinical_data.api_url")
-    if not target.url.split("?", 1)[0].endswith(REDCAP_API_SUFFIX) or "?" in target.url:
+    url = deps.policy.check_form(api_url, field="clinical_data.api_url")[3]
+    if not url.endswith(REDCAP_API_SUFFIX):
         raise InvalidInput("clinical_data.api_url: a REDCap API URL ends with /api/ (no query)")
-    if patch.token is None:
-        _keep_token(current, target.url, deps.policy)
+    if patch.token is None:  # the token rules first: no DNS query for a PATCH refused anyway
+        _keep_token(current, url, deps.policy)
         return ClinicalSourceChange(project)
     if not REDCAP_TOKEN.match(patch.token.get_secret_value()):
         raise InvalidInput("clinical_data.token: a REDCap API token is 32 hexadecimal characters")
+    target = deps.policy.check_url(api_url, deps.resolver.resolve, field="clinical_data.api_url")
     deps.secrets.put(deps.naming.redcap_token(project.project_id),
                      RedcapTokenSecret(token=patch.token, api_url=target.url).to_secret())
     source = ClinicalDataSource(source=patch.source, api_url=target.url, token_set=True, token_updated_at=now)
