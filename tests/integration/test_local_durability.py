@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from infra.local.moto_persistence import LOG_NAME
 from infra.local.stack import REPO_ROOT, free_port
 from infra.local.token import mint_token
+from tests.support.auth import team_project
 
 pytestmark = pytest.mark.slow
 
@@ -372,18 +373,6 @@ def test_a_server_on_a_taken_port_fails_before_writing_anything(tmp_path: Path) 
     assert time.monotonic() - started < 30
 
 
-def _team_project(base_url: str, project_id: str, admin: str) -> dict[str, str]:
-    """A project made through the API by an operator, ``admin`` its first admin; the admin's headers."""
-    ops = {"Authorization": f"Bearer {mint_token('u-ops', extra={'cognito:groups': ['platform-admins']})}"}
-    created = requests.post(f"{base_url}/v1/projects", headers=ops, timeout=30,
-                            json={"project_id": project_id, "name": project_id, "time_zone": "Asia/Shanghai"})
-    assert created.status_code == 201, created.text
-    member = requests.put(f"{base_url}/v1/projects/{project_id}/members/{admin}", headers=ops, timeout=30,
-                          json={"project_role": "admin", "study_role": "PI", "display_name": admin})
-    assert member.status_code == 201, member.text
-    return {"Authorization": f"Bearer {mint_token(admin)}"}
-
-
 def _ask(base_url: str, project_id: str, headers: dict[str, str]) -> str:
     answer = requests.post(f"{base_url}/v1/projects/{project_id}/sessions/s-restart/messages", headers=headers,
                            json={"content": "P001 入组了吗？"}, timeout=60)
@@ -397,7 +386,7 @@ def test_a_token_set_through_the_api_and_a_reminder_due_while_stopped_survive_a_
     data_dir, redcap_port = tmp_path / "data", free_port()
     # Given a server (its reminder clock idle) where an admin set a project's REDCap token through the API
     with local_server(data_dir, tmp_path, redcap_port=redcap_port, env_extra={"REMINDER_CLOCK_S": "3600"}) as first:
-        admin = _team_project(first.base_url, "restart-team", "u-restart-admin")
+        admin = team_project(first.base_url, "restart-team", "u-restart-admin")
         url = first.stack["redcap"]["api_url"]
         patched = requests.patch(f"{first.base_url}/v1/projects/restart-team", headers=admin, timeout=30,
                                  json={"clinical_data": {"api_url": url, "token": DEMO_TOKEN}})

@@ -20,18 +20,12 @@ from agent_memory.domain.models import ClinicalDataSource
 from infra.local.demo.redcap_project import DEMO_TOKEN
 from infra.local.stack import REPO_ROOT, LocalStack
 from infra.local.token import mint_token
-from tests.support.auth import operator_bearer
+from tests.support.auth import team_project
 
 
 def _project(stack: LocalStack, project_id: str, admin: str, token_secret: str) -> None:
     """A project made through the API, then given a legacy source as the old API stored it."""
-    ops = operator_bearer("u-ops-migration")
-    created = requests.post(f"{stack.base_url}/v1/projects", headers=ops, timeout=30,
-                            json={"project_id": project_id, "name": project_id, "time_zone": "Asia/Shanghai"})
-    assert created.status_code == 201, created.text
-    member = requests.put(f"{stack.base_url}/v1/projects/{project_id}/members/{admin}", headers=ops, timeout=30,
-                          json={"project_role": "admin", "study_role": "PI", "display_name": admin})
-    assert member.status_code == 201, member.text
+    team_project(stack.base_url, project_id, admin)
     members = stack.members
     project = members.get_project(project_id)
     members.update_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
