@@ -49,7 +49,7 @@ def local_server(data_dir: Path) -> Iterator[tuple[subprocess.Popen[str], str, f
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
     env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(data_dir / "stack.json"),
-                "LLM_PROVIDER": "offline"})
+                "LLM_PROVIDER": "offline", "REDCAP_PORT": "0"})
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")

@@ -262,10 +262,15 @@ def create_schedule_groups(scheduler_client: Any, template: Mapping[str, Any]) -
     kept); return their names."""
     resolver = _Resolver(template, {})
     names: list[str] = []
+    # (moto answers CreateScheduleGroup for an existing name by replacing it, schedules and all,
+    # where AWS answers ConflictException: a group restored from the local data is looked up first)
+    existing = {g["Name"] for page in scheduler_client.get_paginator("list_schedule_groups").paginate()
+                for g in page["ScheduleGroups"]}
     for logical_id, resource in resources_of_type(template, "AWS::Scheduler::ScheduleGroup").items():
         name = resolver.resolve((resource.get("Properties") or {}).get("Name", logical_id), logical_id)
-        with contextlib.suppress(scheduler_client.exceptions.ConflictException):
-            scheduler_client.create_schedule_group(Name=name)
+        if name not in existing:
+            with contextlib.suppress(scheduler_client.exceptions.ConflictException):
+                scheduler_client.create_schedule_group(Name=name)
         names.append(name)
     return names
 

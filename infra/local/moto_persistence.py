@@ -17,7 +17,8 @@
 The log is written by wrappers of ``DynamoDBBackend``'s write methods (:func:`_patch`). Covered: ``CreateTable``,
 ``DeleteTable``, ``UpdateTimeToLive``, ``PutItem``, ``UpdateItem``, ``DeleteItem``,
 ``BatchWriteItem`` (moto applies it through PutItem / DeleteItem), ``TransactWriteItems``; not
-PartiQL writes, backups or table updates (the service uses none). Only DynamoDB is durable.
+PartiQL writes, backups or table updates (the service uses none). Secrets Manager and EventBridge
+Scheduler are kept by snapshots of their own (:mod:`infra.local.moto_state`); SQS and SNS are not.
 
 Why not moto's recorder (``MOTO_ENABLE_RECORDING``)? It appends every *request*, reads included,
 before moto processed it, and replays them over HTTP one by one: restart time grows with the
@@ -336,8 +337,10 @@ class NotADataDir(ValueError):
 
 
 #: Everything the local server keeps in its data directory: the log, its compaction's temporary
-#: file and the lock. :func:`reset` deletes a directory only when it holds nothing else.
-DATA_DIR_FILES = frozenset({LOG_NAME, LOG_NAME + ".tmp", LOCK_NAME})
+#: file, the lock, and the Secrets Manager and Scheduler snapshots with their temporary files
+#: (:mod:`infra.local.moto_state`). :func:`reset` deletes a directory only when it holds nothing else.
+DATA_DIR_FILES = frozenset({LOG_NAME, LOG_NAME + ".tmp", LOCK_NAME, "secretsmanager.json", "secretsmanager.json.tmp",
+                            "scheduler.json", "scheduler.json.tmp"})
 
 
 def reset(data_dir: Path) -> bool:

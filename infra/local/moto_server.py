@@ -7,7 +7,9 @@ request to see the writes before it whole); empties moto's instance lists after 
 moto's own ``reset_model_data()`` (moto keeps every model object it creates, every item version,
 for its dashboard); applies :mod:`infra.local.moto_patches`; with ``MOTO_DATA_DIR`` restores
 DynamoDB from that directory and logs every write there before answering
-(:mod:`infra.local.moto_persistence`; a directory it cannot use ends it with
+(:mod:`infra.local.moto_persistence`), and so Secrets Manager and EventBridge Scheduler, by a
+snapshot of each written after every request that may change it (:mod:`infra.local.moto_state`;
+a directory it cannot use ends it with
 :data:`EXIT_DATA_DIR_UNUSABLE` and the reason on stderr); with :data:`EXIT_WITH_STDIN_ENV` set to
 ``1``, ends when its standard input closes (its parent's end of the pipe, closed however the parent
 ends), under :data:`REQUEST_LOCK`, so no write is half applied or half logged.
@@ -27,6 +29,8 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
+
+from infra.local import moto_state
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Held while moto handles one request (and while the process exits).
@@ -141,6 +145,7 @@ class OneRequestAtATime:
         environ["wsgi.input"] = io.BytesIO(body)
         with REQUEST_LOCK:
             response = b"".join(self._app(environ, start_response))
+            moto_state.after_request(environ)  # Secrets Manager / Scheduler snapshots, before the answer
             reset_model_data()
         return [response]
 
@@ -180,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             moto_persistence.enable(Path(data_dir))
+            moto_state.enable(Path(data_dir))
         except (moto_persistence.DataDirInUse, ValueError) as exc:
             print(str(exc).replace("\n", " "), file=sys.stderr, flush=True)
             return EXIT_DATA_DIR_UNUSABLE

@@ -1,21 +1,25 @@
 """What the local stack puts into its AWS (moto) before it serves: the template's tables, queues,
 topic and schedule group (through :mod:`infra.template_model`); secrets as the functions read them
-in AWS (the Anthropic key; the demo REDCap token of the local REDCap server, started on a new port at
-every start); the demo projects on a first start, or on a restart (the stored data is the truth)
-demo-iit pointed at the new REDCap port and the patients' diagnosis references backfilled.
+in AWS (the Anthropic key; demo-iit's REDCap token, stored as the admin function stores a token:
+the project's own secret, bound to the local REDCap server's URL); the demo projects on a first
+start, or on a restart (the stored data is the truth) demo-iit's demo token moved to the local
+REDCap server's URL if its port changed, and the patients' diagnosis references backfilled.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from infra.template_model import LocalResource, create_queues, create_schedule_groups, create_tables, create_topics
 
-#: demo-iit's REDCap token secret (under the template's ClinicalTokenSecretPrefix).
-DEMO_REDCAP_SECRET = "agent-memory/redcap/demo-iit"
+#: The local REDCap server's port for ``make run`` (``REDCAP_PORT`` overrides it): fixed, so a project
+#: pointed at it keeps working after a restart.
+DEFAULT_REDCAP_PORT = 3001
+#: The secret name demo-iit's record named before the service owned the tokens (a data directory
+#: of an older version): such a record is given the project's own token at start.
+LEGACY_DEMO_SECRET = "agent-memory/redcap/demo-iit"
 
 log = logging.getLogger("infra.local")
 
@@ -40,33 +44,68 @@ def put_secret(secrets: Any, name: str, value: str) -> None:
         secrets.put_secret_value(SecretId=name, SecretString=value)
 
 
-def start_demo_redcap(secrets: Any) -> tuple[Any, Any]:
-    """Start the local REDCap server with the demo project (port ``REDCAP_PORT``, default a free
-    one) and store its token; (the server, demo-iit's ``ClinicalDataSource``)."""
-    from agent_memory.domain.models import ClinicalDataSource
-    from infra.local.demo.redcap_project import DEMO_TOKEN
+def start_demo_redcap(port: int) -> Any:
+    """Start the local REDCap server with the demo project on ``port`` (0: a free one).
+
+    Raises:
+        OSError: the port is taken (the message says which and how to choose another).
+    """
     from infra.local.redcap_server import demo_server
 
-    server = demo_server(port=int(os.environ.get("REDCAP_PORT") or 0)).start()
-    put_secret(secrets, DEMO_REDCAP_SECRET, DEMO_TOKEN)
-    return server, ClinicalDataSource(source="redcap", api_url=server.api_url, token_secret=DEMO_REDCAP_SECRET)
+    try:
+        return demo_server(port=port).start()
+    except OSError as exc:
+        raise OSError(f"the local REDCap server cannot listen on port {port} ({exc.strerror}); "
+                      "set REDCAP_PORT to another port") from None
 
 
 def demo_redcap_info(server: Any) -> dict[str, str]:
-    """The local REDCap server's API URL, demo-iit's demo token and its secret's name."""
+    """The local REDCap server's API URL and demo-iit's demo token (a fictional project, local only)."""
     from infra.local.demo.redcap_project import DEMO_TOKEN
-    return {"api_url": server.api_url, "token": DEMO_TOKEN, "token_secret": DEMO_REDCAP_SECRET}
+
+    return {"api_url": server.api_url, "token": DEMO_TOKEN}
 
 
-def seed(repo: Any, members: Any, clinical_data: Any, *, now: datetime, restarted: bool) -> None:
-    """The demo projects on a first start (``repo``: a ``ProjectRepository``); on a restart, demo-iit
-    pointed at the new REDCap server while it still reads the demo secret (a project an admin
-    pointed elsewhere, or removed, stays)."""
+def store_demo_token(secrets: Any, naming: Any, project_id: str, api_url: str) -> Any:
+    """Store the demo token as ``project_id``'s own REDCap token bound to ``api_url`` (as the admin
+    function does); the project's ``ClinicalDataSource``. ``secrets``: a ``SecretsManagerProjectSecrets``,
+    ``naming``: the stack's ``SecretNaming``."""
+    from pydantic import SecretStr
+
+    from agent_memory.domain.models import ClinicalDataSource
+    from agent_memory.domain.secrets import RedcapTokenSecret
+    from infra.local.demo.redcap_project import DEMO_TOKEN
+
+    secrets.put(naming.redcap_token(project_id), RedcapTokenSecret(token=SecretStr(DEMO_TOKEN), api_url=api_url)
+                .to_secret())
+    return ClinicalDataSource(source="redcap", api_url=api_url, token_set=True, token_updated_at=datetime.now(UTC))
+
+
+def holds_demo_token(secrets: Any, naming: Any, project_id: str) -> bool:
+    """Whether ``project_id``'s own REDCap token is the demo token (not one an admin set)."""
+    from agent_memory.domain.errors import SecretNotSet, SecretUnreadable
+    from agent_memory.domain.secrets import RedcapTokenSecret
+    from infra.local.demo.redcap_project import DEMO_TOKEN
+
+    try:
+        stored = RedcapTokenSecret.from_secret(secrets.read(naming.redcap_token(project_id), fresh=True))
+    except (SecretNotSet, SecretUnreadable):
+        return False
+    return stored.token.get_secret_value() == DEMO_TOKEN
+
+
+def seed(repo: Any, members: Any, secrets: Any, naming: Any, redcap_url: str, *, now: datetime,
+         restarted: bool) -> None:
+    """The demo projects on a first start (``repo``: a ``ProjectRepository``; demo-iit's demo token
+    stored for ``redcap_url``); on a restart, demo-iit moved to ``redcap_url`` while it still uses
+    the demo token (a project an admin pointed elsewhere, or removed, stays; a legacy record naming
+    the demo secret is given the project's own token)."""
     from agent_memory.domain.errors import ProjectNotFound
     from infra.local.demo.hot_memory import DEMO_IIT_PROJECT_ID
     from infra.local.demo.seed import seed_demo
 
     if not restarted:
+        clinical_data = store_demo_token(secrets, naming, DEMO_IIT_PROJECT_ID, redcap_url)
         seed_demo(repo, now=now, clinical_data=clinical_data, members=members)
         return
     try:
@@ -74,8 +113,12 @@ def seed(repo: Any, members: Any, clinical_data: Any, *, now: datetime, restarte
     except ProjectNotFound:
         return
     current = project.clinical_data
-    if current is not None and current.token_secret == clinical_data.token_secret and current != clinical_data:
-        repo.put_project(project.model_copy(update={"clinical_data": clinical_data}))
+    legacy_demo = current is not None and current.token_secret == LEGACY_DEMO_SECRET
+    if current is None or (current.api_url == redcap_url and current.token_set):
+        return
+    if legacy_demo or (current.token_set and holds_demo_token(secrets, naming, DEMO_IIT_PROJECT_ID)):
+        repo.put_project(project.model_copy(update={
+            "clinical_data": store_demo_token(secrets, naming, DEMO_IIT_PROJECT_ID, redcap_url)}))
 
 
 def backfill_patient_refs(dynamodb: Any, memory_table: str, *, now: datetime) -> None:

@@ -4,7 +4,10 @@ Every few seconds it reads the schedules of the reminder group from the embedded
 and for each one that is due invokes the ReminderFunction with the schedule's Input, exactly as the
 scheduler would, then prints the delivery. A one-time ``at(...)`` schedule is due once its local time
 (``ScheduleExpressionTimezone``) has come and is then deleted (``ActionAfterCompletion=DELETE``); a
-``cron(...)`` schedule is due at each occurrence after the clock started. With
+``cron(...)`` schedule is due at each occurrence after its creation, then after its last firing.
+The schedules are kept across restarts (:mod:`infra.local.moto_state`), so a reminder that fell due
+while the server was stopped fires once at the first tick after the start; the ReminderFunction marks
+it late (and drops a recurring occurrence it already delivered). With
 ``REMINDER_WEBHOOK_URL`` set, the demo projects get that webhook (HMAC key
 ``REMINDER_WEBHOOK_KEY``, default ``local-dev-key``), so a local sink
 (``python -m infra.local.webhook_sink``) receives signed POSTs.
@@ -24,7 +27,6 @@ from agent_memory.adapters.scheduler import recurrence_from_cron
 from infra.local.stack import LocalStack
 
 REMINDER_FUNCTION = "ReminderFunction"
-WEBHOOK_SECRET = "agent-memory/reminder-webhook/local"
 _AT = re.compile(r"at\((?P<t>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)")
 
 
@@ -67,7 +69,8 @@ class ReminderClock:
         at = _AT.fullmatch(expression)
         if at:
             return datetime.fromisoformat(at.group("t")) <= local_now
-        since = self._last.get(schedule["Name"], self._started).astimezone(zone).replace(tzinfo=None)
+        created = schedule.get("CreationDate") or self._started
+        since = self._last.get(schedule["Name"], min(created, self._started)).astimezone(zone).replace(tzinfo=None)
         return recurrence_from_cron(expression).next_after(since) <= local_now
 
     def tick(self) -> list[dict[str, Any]]:
@@ -86,8 +89,9 @@ class ReminderClock:
             if schedule.get("ActionAfterCompletion") == "DELETE":
                 self._stack.aws_client("scheduler").delete_schedule(Name=schedule["Name"], GroupName=self._group)
             if result.get("status") == "delivered":
+                late = f" (late: due {result['scheduled_local']})" if result.get("late") else ""
                 self._out(f"⏰ reminder {result['reminder_id']} -> {result['user_id']} ({result['project_id']}) "
-                          f"via {', '.join(result['channels']) or 'nothing'}: {result.get('text', '')}")
+                          f"via {', '.join(result['channels']) or 'nothing'}{late}: {result.get('text', '')}")
         return results
 
     def start(self, interval_s: float = 5.0) -> ReminderClock:
@@ -110,17 +114,32 @@ class ReminderClock:
 
 
 def configure_webhook(stack: LocalStack, url: str, key: str, project_ids: list[str]) -> None:
-    """Give ``project_ids`` the webhook ``url`` signed with ``key`` (its secret in moto Secrets Manager)."""
-    from agent_memory.adapters.dynamo.reminders import ReminderRepository
+    """Give ``project_ids`` the webhook ``url`` signed with ``key``, as ``PUT .../reminder-webhook``
+    does (the URL through the egress policy, the key in each project's own secret), but with a key
+    the local sink knows instead of a generated one.
 
-    secrets = stack.aws_client("secretsmanager")
-    try:
-        secrets.create_secret(Name=WEBHOOK_SECRET, SecretString=key)
-    except secrets.exceptions.ResourceExistsException:
-        secrets.put_secret_value(SecretId=WEBHOOK_SECRET, SecretString=key)
+    Raises:
+        EgressRefused: the egress policy refuses ``url``.
+    """
+    from datetime import UTC, datetime
+
+    from agent_memory.adapters.dynamo.reminders import ReminderRepository
+    from agent_memory.config import get_settings
+    from agent_memory.reminders.webhook import WebhookDeps, put_reminder_webhook
+    from agent_memory.wiring import build_project_secrets, egress_policy, host_resolver, secret_naming
+
     _ = stack.repo  # binds the models to the stack's tables
+    with stack.environment():
+        get_settings.cache_clear()  # the stack's settings, not cached for anyone else
+        try:
+            settings = get_settings()
+            deps = WebhookDeps(store=ReminderRepository(), naming=secret_naming(settings),
+                               secrets=build_project_secrets(settings, client=stack.aws_client("secretsmanager")),
+                               policy=egress_policy(settings), resolver=host_resolver(settings), new_key=lambda: key)
+        finally:
+            get_settings.cache_clear()
     for project_id in project_ids:
-        ReminderRepository().put_webhook(project_id, url, WEBHOOK_SECRET)
+        put_reminder_webhook(deps, project_id, url, now=datetime.now(UTC))
 
 
 def start_for_server(stack: LocalStack, out: Callable[[str], None] = print) -> ReminderClock:

@@ -6,9 +6,11 @@ function's containers are processes of their own running its real handler (``inf
 behind the local HTTP API, and the LLM is the offline provider unless ``ANTHROPIC_API_KEY`` is set
 (then the key is stored in moto Secrets Manager, never in an environment, as in AWS).
 
-Environment: ``PORT`` (default 3000), ``MOTO_PORT`` (default: a free port), ``ANTHROPIC_API_KEY``,
-``ANTHROPIC_BASE_URL``, ``LOCAL_DATA_DIR`` (default ``.local/data``: the DynamoDB tables, kept across
-restarts and a ``kill -9``), ``LOCAL_CONTAINERS_PER_FUNCTION`` (default 8). Every route but the
+Environment: ``PORT`` (default 3000), ``MOTO_PORT`` (default: a free port), ``REDCAP_PORT`` (the
+local REDCap server, default 3001: fixed, so a project pointed at it works after a restart),
+``ANTHROPIC_API_KEY``, ``ANTHROPIC_BASE_URL``, ``LOCAL_DATA_DIR`` (default ``.local/data``: the
+DynamoDB tables, the secrets and the reminder schedules, kept across restarts and a ``kill -9``),
+``LOCAL_CONTAINERS_PER_FUNCTION`` (default 8). Every route but the
 public ones needs ``Authorization: Bearer <jwt>``, verified as API Gateway's JWT authorizer does
 (``make token`` prints one). Logs one line per request (method, path, status, duration, function).
 While it runs, ``.local/stack.json`` (:data:`STACK_FILE`) describes the stack for other processes
@@ -27,6 +29,7 @@ from contextlib import suppress
 from pathlib import Path
 from types import FrameType
 
+from infra.local.provision import DEFAULT_REDCAP_PORT
 from infra.local.stack import REPO_ROOT, LocalStack, LocalStackError
 from infra.local.token import LOCAL_AUDIENCE, LOCAL_ISSUER
 
@@ -140,12 +143,13 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-call access log
     port = int(os.environ.get("PORT", "3000"))
     moto_port = int(os.environ.get("MOTO_PORT", "0"))
+    redcap_port = int(os.environ.get("REDCAP_PORT") or DEFAULT_REDCAP_PORT)
 
     install_stop_handlers()
 
     try:
         stack = LocalStack(port=port, moto_port=moto_port, data_dir=DATA_DIR,
-                           stop_requested=lambda: _stop_requested).start()
+                           stop_requested=lambda: _stop_requested, redcap_port=redcap_port).start()
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
         return 1

@@ -50,6 +50,7 @@ _PASS_THROUGH = (
     "CHAT_MODEL_ID", "FAST_MODEL_ID", "LLM_MAX_OUTPUT_TOKENS", "LLM_EFFORT_CHAT", "LLM_EFFORT_INTENT",
     "LLM_EFFORT_SYMPTOMS", "LLM_EFFORT_SUMMARY", "LLM_EFFORT_DISTILL", "LLM_EFFORT_ARCHIVE", "LLM_EFFORT_COMPACT",
     "INTENT_CLASSIFIER", "SYMPTOM_EXTRACTOR", "SESSION_SUMMARISER", "LLM_MAX_RETRIES", "LOG_LEVEL",
+    "EGRESS_ALLOW_PRIVATE", "EGRESS_LOCAL_HOSTS",
 )
 
 class LocalStackError(RuntimeError):
@@ -99,6 +100,8 @@ class LocalStack:
             directory that holds data is restored and not seeded again.
         stop_requested: read on every request; once ``True`` new requests get 503 + ``Retry-After``
             (the server's signal handler sets the flag; its main thread then calls :meth:`stop`).
+        redcap_port: the local REDCap server's port (0: a free one; ``make run`` fixes it, so a project
+            pointed at it keeps working after a restart).
     """
 
     _active: LocalStack | None = None
@@ -108,8 +111,9 @@ class LocalStack:
                  seed: bool = True, now: datetime | None = None, env_overrides: Mapping[str, str] | None = None,
                  anthropic_api_key: str | None = None, template_path: Path | None = None,
                  gateway_timeout_s: float = GATEWAY_TIMEOUT_S, data_dir: Path | None = None,
-                 stop_requested: Callable[[], bool] | None = None) -> None:
+                 stop_requested: Callable[[], bool] | None = None, redcap_port: int = 0) -> None:
         self._stop_requested = stop_requested
+        self._redcap_port = redcap_port
         self._host, self._port = host, port
         self._moto = MotoServer(host, moto_port, data_dir)
         self.data_dir = data_dir
@@ -182,8 +186,10 @@ class LocalStack:
         self._gateway.serve()
 
     def _overrides(self) -> dict[str, str]:
+        # EGRESS_LOCAL_RUNTIME: loopback (the local REDCap server, a webhook sink) is allowed, over plain
+        # http too, and the functions' DNS is a fixed table (no network: docs/architecture.md, "Egress policy").
         overrides = {"LLM_PROVIDER": "anthropic" if self._api_key else "offline", "POWERTOOLS_TRACE_DISABLED": "true",
-                     "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE)}
+                     "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE), "EGRESS_LOCAL_RUNTIME": "true"}
         overrides.update({name: os.environ[name] for name in _PASS_THROUGH if os.environ.get(name)})
         return {**overrides, **self._env_overrides}
 
@@ -217,10 +223,15 @@ class LocalStack:
         _clear_settings_caches()  # read ours, and do not leave ours cached for others (isolated)
         try:
             self._bind_models()
-            if self._seed:  # the local REDCap is not kept across restarts: started, demo-iit repointed
-                self.redcap, clinical_data = provision.start_demo_redcap(self.aws_client("secretsmanager"))
-                provision.seed(self.repo.projects, self.members, clinical_data, now=self._now or datetime.now(UTC),
-                               restarted=self.restarted)
+            if self._seed:  # the local REDCap server with demo-iit's data, its token in demo-iit's own secret
+                from agent_memory.config import get_settings
+                from agent_memory.wiring import build_project_secrets, secret_naming
+
+                settings = get_settings()
+                self.redcap = provision.start_demo_redcap(self._redcap_port)
+                secrets = build_project_secrets(settings, client=self.aws_client("secretsmanager"))
+                provision.seed(self.repo.projects, self.members, secrets, secret_naming(settings), self.redcap.api_url,
+                               now=self._now or datetime.now(UTC), restarted=self.restarted)
             if self.restarted:
                 provision.backfill_patient_refs(self.aws_client("dynamodb"), self.table_names["MemoryTable"],
                                                 now=self._now or datetime.now(UTC))

@@ -265,6 +265,7 @@ def test_worker_grants_are_memory_table_sns_topic_and_the_secret(resources: dict
     idempotency = {a for r, actions in by_resource.items() if "IdempotencyTable" in r for a in actions}
     assert idempotency == {"dynamodb:BatchWriteItem"}
     assert all(not any("*" in a for a in actions) for actions in by_resource.values())
+    # (a removal's DeleteSecret of the project secrets: test_project_secrets_template.py)
     secret = [r for r, actions in by_resource.items() if actions == {"secretsmanager:GetSecretValue"}]
     assert len(secret) == 1 and "${AnthropicSecretName}-??????" in secret[0]
 

@@ -185,6 +185,8 @@ def _chat_env(
             "ANTHROPIC_BASE_URL": messages_api.base_url,
             "LLM_MAX_RETRIES": "2",
             "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE),
+            # the local REDCap server is plain http on loopback: the local runtime's egress policy
+            "EGRESS_LOCAL_RUNTIME": "true",
             **env,
         }
         for k, v in settings_env.items():
@@ -1055,7 +1057,7 @@ def test_unknown_project_is_403_as_for_any_non_member_and_nothing_is_written(cha
 
 
 def test_a_redcap_project_sends_claude_the_three_tools_and_no_identifier(chat: ChatEnv) -> None:
-    # Given demo-iit pointed at the local REDCap server, its token in (moto) Secrets Manager
+    # Given demo-iit pointed at the local REDCap server, its token in its own (moto) secret
     import boto3
     import redcap
 
@@ -1064,12 +1066,12 @@ def test_a_redcap_project_sends_claude_the_three_tools_and_no_identifier(chat: C
     from infra.local.redcap_server import demo_server
 
     with demo_server() as server:
-        secret = "agent-memory/redcap/demo-iit"
         boto3.client("secretsmanager", region_name=os.environ["AWS_REGION"]).create_secret(
-            Name=secret, SecretString=DEMO_TOKEN)
+            Name=f"agent-memory/redcap/{PROJECT}", SecretString=json.dumps({"token": DEMO_TOKEN,
+                                                                            "api_url": server.api_url}))
         project = chat.repo.get_project(PROJECT)
         chat.repo.projects.put_project(project.model_copy(update={"clinical_data": ClinicalDataSource(
-            source="redcap", api_url=server.api_url, token_secret=secret)}))
+            source="redcap", api_url=server.api_url, token_set=True)}))
         identifiers = redcap.Project(server.api_url, DEMO_TOKEN).export_records(
             records=["P005"], fields=["subj_name", "resident_id", "phone", "email"], events=["screening_arm_1"])[0]
         chat.api.script(

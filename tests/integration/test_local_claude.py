@@ -33,6 +33,7 @@ def local_run(messages_api: MessagesAPIServer, tmp_path: Path) -> Iterator[str]:
         "ANTHROPIC_API_KEY": API_KEY,
         "ANTHROPIC_BASE_URL": messages_api.base_url,
         "LOCAL_STACK_FILE": str(tmp_path / "stack.json"),
+        "REDCAP_PORT": "0",
     })
     process = subprocess.Popen(
         [sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,

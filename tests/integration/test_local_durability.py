@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from infra.local.moto_persistence import LOG_NAME
 from infra.local.stack import REPO_ROOT, free_port
 from infra.local.token import mint_token
+from tests.support.auth import team_project
 
 pytestmark = pytest.mark.slow
 
@@ -44,15 +45,29 @@ class Server:
         self.base_url = base_url
         self.banner = banner
         self.stack = stack
+        #: the lines it printed after its banner that are not log records (the reminder clock's)
+        self.printed: list[str] = []
+        #: where it describes itself (``LocalStack.describe()``)
+        self.stack_file = Path()
+
+    def collect(self) -> None:
+        """Read its stdout to the end, keeping the lines that are not JSON log records."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if not line.startswith("{"):
+                self.printed.append(line.rstrip("\n"))
 
 
 @contextmanager
-def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
-    """Start the server on ``data_dir``; on exit SIGTERM it unless the test already killed it."""
+def local_server(data_dir: Path, tmp_path: Path, *, redcap_port: int = 0,
+                 env_extra: dict[str, str] | None = None) -> Iterator[Server]:
+    """Start the server on ``data_dir`` (its local REDCap server on ``redcap_port``, 0: a free one);
+    on exit SIGTERM it unless the test already killed it."""
     port = free_port()
     stack_file = tmp_path / f"stack-{port}.json"
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
-    env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(stack_file)})
+    env.update({"PORT": str(port), "LOCAL_DATA_DIR": str(data_dir), "LOCAL_STACK_FILE": str(stack_file),
+                "REDCAP_PORT": str(redcap_port), **(env_extra or {})})
     # a process group of its own, as `make run` in a terminal has: Ctrl-C signals the whole group
     process = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8",
@@ -66,10 +81,11 @@ def local_server(data_dir: Path, tmp_path: Path) -> Iterator[Server]:
             if "Ctrl-C" in line or time.monotonic() > deadline:
                 break
         assert any("Ctrl-C" in line for line in banner), f"server did not start: {banner}"
+        server = Server(process, f"http://127.0.0.1:{port}", banner, json.loads(stack_file.read_text(encoding="utf-8")))
+        server.stack_file = stack_file
         # the handlers log to stdout (Powertools): keep reading it, or a full pipe blocks the server
-        threading.Thread(target=process.stdout.read, daemon=True).start()
-        yield Server(process, f"http://127.0.0.1:{port}", banner,
-                     json.loads(stack_file.read_text(encoding="utf-8")))
+        threading.Thread(target=server.collect, daemon=True).start()
+        yield server
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -355,3 +371,50 @@ def test_a_server_on_a_taken_port_fails_before_writing_anything(tmp_path: Path) 
     assert "in use" in run.stderr.lower() or "address already" in run.stderr.lower()
     assert not (data_dir / LOG_NAME).exists()
     assert time.monotonic() - started < 30
+
+
+def _ask(base_url: str, project_id: str, headers: dict[str, str]) -> str:
+    answer = requests.post(f"{base_url}/v1/projects/{project_id}/sessions/s-restart/messages", headers=headers,
+                           json={"content": "P001 入组了吗？"}, timeout=60)
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["reply"])
+
+
+def test_a_token_set_through_the_api_and_a_reminder_due_while_stopped_survive_a_restart(tmp_path: Path) -> None:
+    from infra.local.demo.redcap_project import DEMO_TOKEN
+
+    data_dir, redcap_port = tmp_path / "data", free_port()
+    # Given a server (its reminder clock idle) where an admin set a project's REDCap token through the API
+    with local_server(data_dir, tmp_path, redcap_port=redcap_port, env_extra={"REMINDER_CLOCK_S": "3600"}) as first:
+        admin = team_project(first.base_url, "restart-team", "u-restart-admin")
+        url = first.stack["redcap"]["api_url"]
+        patched = requests.patch(f"{first.base_url}/v1/projects/restart-team", headers=admin, timeout=30,
+                                 json={"clinical_data": {"api_url": url, "token": DEMO_TOKEN}})
+        assert patched.status_code == 200, patched.text
+        assert "2026-02-05" in _ask(first.base_url, "restart-team", admin)
+        # and a reminder "in 1 minute" asked 150 s ago: due 90 s ago, while the server is stopped
+        scheduled = subprocess.run(
+            [sys.executable, "-m", "tests.support.schedule_earlier", str(first.stack_file),
+             "restart-team", "u-restart-admin", "150", "1分钟后", "给P005打电话"],
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+        assert scheduled.returncode == 0, scheduled.stderr
+        reminder_id = scheduled.stdout.strip().splitlines()[-1]
+    # When it starts again on the same data directory (its clock ticking every half second)
+    with local_server(data_dir, tmp_path, redcap_port=redcap_port, env_extra={"REMINDER_CLOCK_S": "0.5"}) as second:
+        # Then the local REDCap server is on the same port, and the token set through the API is used
+        assert second.stack["redcap"]["api_url"] == url
+        assert "2026-02-05" in _ask(second.base_url, "restart-team", admin)
+        # and the reminder due during the downtime fires once, marked late, and its schedule is gone
+        fired: list[str] = []
+        deadline = time.monotonic() + 30
+        while not fired and time.monotonic() < deadline:
+            fired = [line for line in second.printed if reminder_id in line]
+            time.sleep(0.2)
+        time.sleep(2.0)  # four more ticks
+        fired = [line for line in second.printed if reminder_id in line]
+        assert len(fired) == 1 and "(late: due " in fired[0] and "给P005打电话" in fired[0], second.printed
+        scheduler = boto3.client("scheduler", endpoint_url=second.stack["moto_url"], region_name=second.stack["region"],
+                                 aws_access_key_id="local", aws_secret_access_key="local")
+        group = second.stack["env"]["REMINDER_SCHEDULE_GROUP"]
+        names = [s["Name"] for s in scheduler.list_schedules(GroupName=group)["Schedules"]]
+        assert f"reminder-{reminder_id}" not in names

@@ -398,6 +398,7 @@ def test_server_prints_the_curl_example_and_stops_cleanly_on_sigterm() -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
     env["PORT"] = str(port)
+    env["REDCAP_PORT"] = "0"  # a free port: `make run`'s fixed one may be another server's
     process = subprocess.Popen(
         [sys.executable, "-m", "infra.local.server"],
         cwd=repo_root,
@@ -478,7 +479,7 @@ def test_server_stops_cleanly_when_sigterm_and_sigint_arrive_several_times_in_a_
     # Given a fresh server started the way `make run` starts it, ready to serve
     stack_file = tmp_path / "stack.json"
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
-    env.update({"PORT": str(free_port()), "LOCAL_STACK_FILE": str(stack_file)})
+    env.update({"PORT": str(free_port()), "LOCAL_STACK_FILE": str(stack_file), "REDCAP_PORT": "0"})
     process = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=Path(__file__).resolve().parents[2],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
     try:

@@ -174,7 +174,7 @@ def test_make_job_runs_against_a_running_make_run_server(tmp_path: Path) -> None
     # Given `make run` started as the Makefile starts it, describing itself in a stack file,
     stack_file = tmp_path / "stack.json"
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
-    env.update({"PORT": str(free_port()), "LOCAL_STACK_FILE": str(stack_file)})
+    env.update({"PORT": str(free_port()), "LOCAL_STACK_FILE": str(stack_file), "REDCAP_PORT": "0"})
     server = subprocess.Popen([sys.executable, "-m", "infra.local.server"], cwd=REPO_ROOT, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

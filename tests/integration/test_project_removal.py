@@ -1,9 +1,11 @@
 """Removal of a whole project by a platform operator, over HTTP through the local stack.
 
 A project with members, sessions (messages, a cached reply, a transcript, a diagnosis, a feedback
-rating), a reminder (an EventBridge Scheduler schedule), a weekly report and hot memory is
-removed; then every table is scanned: no item of the project remains but the removal's audit
-record in the platform partition, and another project's items are exactly as before. Also:
+rating), a reminder (an EventBridge Scheduler schedule), a weekly report, hot memory, its REDCap
+token and its reminder webhook's key (set through the API) is removed; then every table is
+scanned: no item of the project remains but the removal's audit record in the platform partition,
+its secrets await deletion (the recovery window), and another project's items and secrets are
+exactly as before. Also:
 403 for a project admin, 422 without the confirmation, 409 while an erasure job runs, the
 job path, and a second call that answers 204 (never 500).
 """
@@ -19,6 +21,7 @@ import requests
 
 from agent_memory.adapters.dynamo.tables import WeeklyReportItem
 from agent_memory.domain.models import Project
+from infra.local.demo.redcap_project import DEMO_TOKEN
 from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
 from infra.local.token import mint_token
@@ -53,6 +56,10 @@ def _populate(stack: LocalStack, project_id: str) -> Client:
     ask = "remind me every Monday at 9am to clean up queries"
     r = member.call("POST", f"/sessions/s-rem-{tag}/messages", {"content": ask})
     assert r.status_code == 200 and "Reminder set" in r.json()["reply"], r.text
+    r = admin.call("PATCH", "", {"clinical_data": {"api_url": stack.redcap.api_url, "token": DEMO_TOKEN}})
+    assert r.status_code == 200, r.text
+    r = admin.call("PUT", "/reminder-webhook", {"url": "http://127.0.0.1:9/hook"})
+    assert r.status_code == 200, r.text
     WeeklyReportItem(project_id, "REPORT#2026-W10", iso_week="2026-W10", summary="Week: enrolment slow.",
                      created_at=datetime(2026, 3, 10, tzinfo=UTC), evidence=[message_id]).save()
     return admin
@@ -67,6 +74,13 @@ def _of_project(tables: dict[str, list[dict[str, Any]]], project_id: str) -> lis
 def _cached_replies(stack: LocalStack) -> set[str]:
     """Ids of the chat's cached replies (IdempotencyTable)."""
     return {i["id"]["S"] for i in _scan_all(stack)["IdempotencyTable"] if i["id"]["S"].startswith("chat-turn#")}
+
+
+def _secrets(stack: LocalStack, project_id: str) -> dict[str, bool]:
+    """The project's own secrets (REDCap token, webhook key): name -> awaiting deletion."""
+    sm = stack.aws_client("secretsmanager")
+    return {name: "DeletedDate" in sm.describe_secret(SecretId=name)
+            for name in (f"agent-memory/redcap/{project_id}", f"agent-memory/reminder-webhook/{project_id}")}
 
 
 def _schedules(stack: LocalStack) -> list[str]:
@@ -107,6 +121,9 @@ def test_removing_a_project_leaves_only_its_audit_record_and_touches_no_other_pr
     assert counts["session"] == 3 and counts["message"] >= 8 and counts["diagnosis"] == 2
     assert counts["flow_log"] >= 8 and counts["idempotency"] == 1 and counts["schedules"] == 1
     assert counts["memory"] >= 5  # project, hot memory, members, reminder, report, activity...
+    # its REDCap token and webhook key await deletion (restorable in the recovery window); the other's are kept
+    assert counts["secrets"] == 2 and set(_secrets(local_stack, project).values()) == {True}
+    assert set(_secrets(local_stack, other).values()) == {False}
     assert "clean up queries" not in json.dumps(record)  # counts only, no content
     # its schedule is gone, the other project's is not; the other project is exactly as before
     assert len(_schedules(local_stack)) == len(schedules_before) - 1

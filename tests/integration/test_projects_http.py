@@ -8,12 +8,14 @@ Tokens here carry identity only (``mint_token``): every membership is made throu
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 import pytest
 import requests
 
+from infra.local.demo.redcap_project import DEMO_TOKEN
 from infra.local.stack import LocalStack
 from infra.local.token import mint_token
 from tests.support.auth import bearer, operator_bearer
@@ -97,28 +99,111 @@ def test_a_member_reads_the_project_and_only_an_admin_patches_it(api_: Api, proj
     assert (patched.status_code, patched.json()["name"], patched.json()["time_zone"]) == (200, "改名", "Europe/Berlin")
 
 
-def test_patch_sets_a_clinical_data_source_by_secret_name_and_refuses_clear_text_urls(
-    api_: Api, project: dict[str, str]
+def _secret(stack: LocalStack, name: str) -> dict[str, Any]:
+    """The secret as Secrets Manager describes it, with its current value (``value``) unless deleted."""
+    sm = stack.aws_client("secretsmanager")
+    described: dict[str, Any] = sm.describe_secret(SecretId=name)
+    if "DeletedDate" not in described:
+        described["value"] = sm.get_secret_value(SecretId=name)["SecretString"]
+    return described
+
+
+def test_patch_takes_the_redcap_token_write_only_into_the_projects_own_secret(
+    api_: Api, project: dict[str, str], local_stack: LocalStack
 ) -> None:
     admin = who(project["admin"])
     path = f"/v1/projects/{project['id']}"
-    good = {"source": "redcap", "api_url": "https://redcap.example.org/api/", "token_secret": "agent-memory/redcap/p1"}
-    local = {**good, "api_url": "http://127.0.0.1:8090/api/"}
-    for body in (good, local):
-        response = api_.call("PATCH", path, admin, {"clinical_data": body})
-        assert (response.status_code, response.json()["clinical_data"]) == (200, body)
-    for bad in ({**good, "api_url": "http://redcap.example.org/api/"}, {**good, "api_url": "ftp://x/"},
-                {**good, "token_secret": "has spaces"}, {**good, "token_secret": "x" * 513},
-                {**good, "source": "openclinica"}, {**good, "token": "the-secret-itself"},
-                # a secret outside the prefix the functions may read (another secret of the account)
-                {**good, "token_secret": "agent-memory/anthropic-api-key"},
-                # credentials in the URL (they would be sent and logged as part of it)
-                {**good, "api_url": "https://user:pw@redcap.example.org/api/"},
-                {"time_zone": "Nowhere/Land"}):
-        patch: dict[str, Any] = bad if "time_zone" in bad else {"clinical_data": bad}
-        response = api_.call("PATCH", path, admin, patch)
-        assert response.status_code == 422, (bad, response.text)
-    assert api_.call("GET", path, admin).json()["clinical_data"] == local
+    url = local_stack.redcap.api_url
+    # When the admin sets the source with its token
+    response = api_.call("PATCH", path, admin, {"clinical_data": {"source": "redcap", "api_url": url,
+                                                                   "token": DEMO_TOKEN}})
+    # Then the record says a token is set, and no answer ever holds the token
+    assert response.status_code == 200, response.text
+    source = response.json()["clinical_data"]
+    assert (source["api_url"], source["token_set"], sorted(source)) == (
+        url, True, ["api_url", "source", "token_set", "token_updated_at"])
+    assert DEMO_TOKEN not in response.text and DEMO_TOKEN not in api_.call("GET", path, admin).text
+    # and the service stored it under the name it derives, tagged with the project, bound to the URL
+    stored = _secret(local_stack, f"agent-memory/redcap/{project['id']}")
+    assert json.loads(stored["value"]) == {"token": DEMO_TOKEN, "api_url": url}
+    assert {t["Key"]: t["Value"] for t in stored["Tags"]} == {"project_id": project["id"], "purpose": "redcap_token"}
+    # and the chat of that project answers from it
+    answer = api_.call("POST", f"{path}/sessions/s-redcap/messages", admin, {"content": "P001 入组了吗？"})
+    assert "2026-02-05" in answer.json()["reply"], answer.text
+
+
+@pytest.mark.parametrize(("clinical_data", "reason"), [
+    ({"api_url": "https://redcap.example.org/api/", "token_secret": "agent-memory/redcap/demo-iit"},
+     "token_secret is no longer accepted"),
+    ({"api_url": "https://redcap.example.org/api/", "token_secret": "agent-memory/redcap/../anthropic-api-key",
+      "token": DEMO_TOKEN}, "token_secret is no longer accepted"),
+    ({"api_url": "https://169.254.169.254/api/", "token": DEMO_TOKEN}, "instance-metadata"),
+    ({"api_url": "https://[fd00:ec2::254]/api/", "token": DEMO_TOKEN}, "instance-metadata"),
+    ({"api_url": "https://10.1.2.3/api/", "token": DEMO_TOKEN}, "EgressAllowPrivate"),
+    ({"api_url": "https://redcap.example.org/api/", "token": DEMO_TOKEN}, "does not resolve"),
+    ({"api_url": "http://redcap.example.org/api/", "token": DEMO_TOKEN}, "https"),
+    ({"api_url": "https://user:pw@redcap.example.org/api/", "token": DEMO_TOKEN}, "credentials"),
+    ({"api_url": "https://redcap.example.org/api/", "token": "not-a-token"}, "32 hexadecimal"),
+    ({"api_url": "https://redcap.example.org/api/"}, "needs the project's REDCap API token"),
+    ({"source": "openclinica", "api_url": "https://redcap.example.org/api/", "token": DEMO_TOKEN}, "redcap"),
+])
+def test_a_refused_clinical_source_is_422_with_its_reason_and_changes_nothing(
+    api_: Api, project: dict[str, str], local_stack: LocalStack, clinical_data: dict[str, str], reason: str
+) -> None:
+    admin = who(project["admin"])
+    path = f"/v1/projects/{project['id']}"
+    before = api_.call("GET", path, admin).json()
+    response = api_.call("PATCH", path, admin, {"clinical_data": clinical_data})
+    assert response.status_code == 422, response.text
+    assert reason in response.json()["reason"], response.json()["reason"]
+    assert DEMO_TOKEN not in response.text  # a refused token is never echoed
+    assert api_.call("GET", path, admin).json() == before
+    with pytest.raises(local_stack.aws_client("secretsmanager").exceptions.ResourceNotFoundException):
+        _secret(local_stack, f"agent-memory/redcap/{project['id']}")
+
+
+def test_a_token_is_bound_to_its_url_and_removing_the_source_deletes_it(
+    api_: Api, project: dict[str, str], local_stack: LocalStack
+) -> None:
+    admin = who(project["admin"])
+    path = f"/v1/projects/{project['id']}"
+    url = local_stack.redcap.api_url
+    assert api_.call("PATCH", path, admin, {"clinical_data": {"api_url": url, "token": DEMO_TOKEN}}).status_code == 200
+    # a new URL without a new token: refused (the stored token is never sent elsewhere)
+    other = url.replace("/api/", "/other/api/")
+    moved = api_.call("PATCH", path, admin, {"clinical_data": {"api_url": other}})
+    assert moved.status_code == 422 and "never sent to another host" in moved.json()["reason"]
+    # the same URL without a token keeps it (e.g. a PATCH of the name alongside)
+    kept = api_.call("PATCH", path, admin, {"name": "改名", "clinical_data": {"api_url": url}})
+    assert (kept.status_code, kept.json()["clinical_data"]["token_set"]) == (200, True)
+    # clinical_data: null removes the source and schedules its token's deletion (the recovery window)
+    removed = api_.call("PATCH", path, admin, {"clinical_data": None})
+    assert (removed.status_code, removed.json()["clinical_data"], removed.json()["name"]) == (200, None, "改名")
+    assert "DeletedDate" in _secret(local_stack, f"agent-memory/redcap/{project['id']}")
+
+
+def test_the_reminder_webhook_key_is_generated_shown_once_and_stored_in_the_projects_own_secret(
+    api_: Api, project: dict[str, str], local_stack: LocalStack
+) -> None:
+    admin = who(project["admin"])
+    path = f"/v1/projects/{project['id']}/reminder-webhook"
+    first = api_.call("PUT", path, admin, {"url": "http://127.0.0.1:8799/hook"})
+    assert first.status_code == 200, first.text
+    body = first.json()
+    assert (body["url"], len(body["signing_key"])) == ("http://127.0.0.1:8799/hook", 43)
+    stored = _secret(local_stack, f"agent-memory/reminder-webhook/{project['id']}")
+    assert stored["value"] == body["signing_key"]
+    assert body["signing_key"] not in api_.call("GET", f"/v1/projects/{project['id']}", admin).text
+    # a second PUT makes a new key; a URL the egress policy refuses is 422 and keeps the old one
+    second = api_.call("PUT", path, admin, {"url": "http://127.0.0.1:8799/hook"}).json()
+    assert second["signing_key"] != body["signing_key"]
+    refused = api_.call("PUT", path, admin, {"url": "https://169.254.169.254/latest/meta-data/"})
+    assert refused.status_code == 422 and "instance-metadata" in refused.json()["reason"]
+    assert _secret(local_stack, f"agent-memory/reminder-webhook/{project['id']}")["value"] == second["signing_key"]
+    # DELETE removes it (204), then there is none (404)
+    assert api_.call("DELETE", path, admin).status_code == 204
+    assert "DeletedDate" in _secret(local_stack, f"agent-memory/reminder-webhook/{project['id']}")
+    assert api_.call("DELETE", path, admin).status_code == 404
 
 
 # --------------------------------------------------------------------------------- members

@@ -1,6 +1,8 @@
 """PyCap against the local REDCap API server (infra/local/redcap_server.py): the export formats
 REDCap really returns, its error contract, and the REDCap adapter's failure handling (403 ->
-auth error + admin metric, 429 -> backoff inside the deadline, slow / unreachable -> unavailable)."""
+auth error + admin metric, 429 -> backoff inside the deadline, slow / unreachable -> unavailable).
+The adapter reads the project's own token (a fake secret store) and sends through the
+egress-guarded session (the local runtime's policy: loopback over plain http)."""
 
 from __future__ import annotations
 
@@ -12,16 +14,31 @@ from typing import Any
 import pytest
 import redcap
 import requests
+from pydantic import SecretStr
 
-from agent_memory.adapters.clinical.redcap import RedcapSources, load_token
+from agent_memory.adapters.clinical.redcap import RedcapRecords, RedcapSources
+from agent_memory.adapters.resolver import StaticResolver
 from agent_memory.chat.clinical_tools import ClinicalToolSet
-from agent_memory.domain.clinical import ClinicalSourceAuthError, ClinicalSourceRejected, ClinicalSourceUnavailable
+from agent_memory.domain.clinical import (
+    ClinicalSourceAuthError,
+    ClinicalSourceEgressRefused,
+    ClinicalSourceRejected,
+    ClinicalSourceTokenSetAgain,
+    ClinicalSourceTokenUnreadable,
+    ClinicalSourceUnavailable,
+)
+from agent_memory.domain.egress import EgressPolicy
 from agent_memory.domain.models import ClinicalDataSource
+from agent_memory.domain.secrets import RedcapTokenSecret, SecretNaming
 from infra.local.demo.redcap_project import DEMO_TOKEN, SEEDED_ERRORS
 from infra.local.redcap_server import NO_PERMISSION, LocalRedcap, demo_server
 from infra.local.stack import free_port
+from tests.fakes import InMemorySecrets
 
-SECRET = "agent-memory/redcap/demo-iit"
+PROJECT = "demo-iit"
+NAMING = SecretNaming()
+#: The local runtime's egress policy: plain http to loopback allowed.
+LOCAL = EgressPolicy(local_runtime=True)
 IDENTIFIER_FIELDS = ["subj_name", "resident_id", "phone", "email"]
 
 
@@ -36,12 +53,27 @@ def project(server: LocalRedcap) -> redcap.Project:
     return redcap.Project(server.api_url, DEMO_TOKEN)
 
 
-def _source(server: LocalRedcap, secret: str = SECRET) -> ClinicalDataSource:
-    return ClinicalDataSource(source="redcap", api_url=server.api_url, token_secret=secret)
+def _source(server: LocalRedcap) -> ClinicalDataSource:
+    return ClinicalDataSource(source="redcap", api_url=server.api_url, token_set=True)
 
 
-def _sources(token: str = DEMO_TOKEN) -> RedcapSources:
-    return RedcapSources(token_secret_prefix="agent-memory/redcap/", token_loader=lambda _name: token)
+class _Sources:
+    """``RedcapSources`` of project :data:`PROJECT` whose own token (``token``) is stored for the
+    URL of each source it opens; ``secrets`` is the fake secret store."""
+
+    def __init__(self, token: str = DEMO_TOKEN, secrets: InMemorySecrets | None = None) -> None:
+        self.token, self.secrets = token, secrets or InMemorySecrets()
+        self.sources = RedcapSources(secrets=self.secrets, naming=NAMING, egress=LOCAL, resolver=StaticResolver())
+
+    def open(self, source: ClinicalDataSource, *, deadline: float | None) -> RedcapRecords:
+        if NAMING.redcap_token(PROJECT).name not in self.secrets.unreadable:
+            value = RedcapTokenSecret(token=SecretStr(self.token), api_url=source.api_url)
+            self.secrets.put(NAMING.redcap_token(PROJECT), value.to_secret())
+        return self.sources.open(source, project_id=PROJECT, deadline=deadline)
+
+
+def _sources(token: str = DEMO_TOKEN) -> _Sources:
+    return _Sources(token)
 
 
 # ------------------------------------------------------------------ REDCap's export formats
@@ -132,17 +164,20 @@ def test_a_refused_token_is_an_auth_error_with_an_admin_metric(
     metric = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metric["ClinicalSourceAuthError"] == [1.0] and metric["source"] == "redcap"
     assert metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0] == ["source", "service"]
-    logged = [r for r in caplog.records if r.getMessage() == "clinical data source refused the API token"]
+    logged = [r for r in caplog.records if r.getMessage() == "clinical data source unusable"]
     assert len(logged) == 1 and logged[0].levelname == "ERROR"
     assert "A" * 32 not in caplog.text and "A" * 32 not in str(refused.value)
 
 
-def test_a_secret_outside_the_prefix_or_a_plain_http_host_is_refused(server: LocalRedcap) -> None:
-    with pytest.raises(ClinicalSourceAuthError):
-        _sources().open(_source(server, secret="agent-memory/anthropic-api-key"), deadline=None)
-    remote = ClinicalDataSource(source="redcap", api_url="http://redcap.example.org/api/", token_secret=SECRET)
-    with pytest.raises(ClinicalSourceAuthError):
-        _sources().open(remote, deadline=None)
+def test_a_legacy_secret_name_must_be_set_again_and_a_metadata_address_is_refused(server: LocalRedcap) -> None:
+    before = len(server.requests)
+    legacy = ClinicalDataSource(source="redcap", api_url=server.api_url, token_secret="agent-memory/redcap/demo-iit")
+    with pytest.raises(ClinicalSourceTokenSetAgain, match="set again"):
+        _sources().sources.open(legacy, project_id=PROJECT, deadline=None)
+    metadata = ClinicalDataSource(source="redcap", api_url="http://169.254.169.254/api/", token_set=True)
+    with pytest.raises(ClinicalSourceEgressRefused, match="instance-metadata"):
+        _sources().open(metadata, deadline=None).dictionary()
+    assert len(server.requests) == before  # nothing was sent
 
 
 def test_rate_limiting_is_retried_with_backoff_inside_the_deadline(server: LocalRedcap) -> None:
@@ -167,7 +202,7 @@ def test_a_slow_server_is_unavailable_at_the_deadline(server: LocalRedcap) -> No
 
 
 def test_an_unreachable_server_is_unavailable_and_the_tool_says_so() -> None:
-    gone = ClinicalDataSource(source="redcap", api_url=f"http://127.0.0.1:{free_port()}/api/", token_secret=SECRET)
+    gone = ClinicalDataSource(source="redcap", api_url=f"http://127.0.0.1:{free_port()}/api/", token_set=True)
     tools = ClinicalToolSet(lambda: _sources().open(gone, deadline=time.monotonic() + 2))
     text, is_error = tools.run("read_clinical_data", {"subject_id": "P001"})
     assert is_error and json.loads(text)["error"] == "source_unavailable"
@@ -176,34 +211,6 @@ def test_an_unreachable_server_is_unavailable_and_the_tool_says_so() -> None:
 def test_a_rejected_request_carries_redcaps_message(server: LocalRedcap) -> None:
     with pytest.raises(ClinicalSourceRejected, match="no_such_field"):
         _sources().open(_source(server), deadline=None).export_records(fields=["no_such_field"])
-
-
-def test_the_token_is_read_from_secrets_manager(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aws_lambda_powertools.utilities import parameters
-    from moto import mock_aws
-
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    parameters.clear_caches()
-    try:
-        with mock_aws():
-            import boto3
-
-            client = boto3.client("secretsmanager", region_name="us-east-1")
-            client.create_secret(Name=SECRET, SecretString=DEMO_TOKEN)
-            client.create_secret(Name=SECRET + "-json", SecretString=json.dumps({"token": DEMO_TOKEN}))
-            client.create_secret(Name=SECRET + "-short", SecretString="abc")
-            assert load_token(SECRET) == DEMO_TOKEN
-            assert load_token(SECRET + "-json") == DEMO_TOKEN
-            with pytest.raises(ClinicalSourceAuthError) as short:
-                load_token(SECRET + "-short")
-            assert "abc" not in str(short.value)
-            with pytest.raises(ClinicalSourceAuthError):
-                load_token(SECRET + "-missing")
-    finally:
-        parameters.clear_caches()
 
 
 # --------------------------------------------------------------- the tools on the demo project
@@ -236,15 +243,14 @@ def test_qc_of_all_subjects_finds_every_seeded_error(server: LocalRedcap) -> Non
     assert data["checked_subjects"] == 20
 
 
-def test_an_unusable_token_secret_is_alerted_too(server: LocalRedcap, capsys: pytest.CaptureFixture[str]) -> None:
-    def unreadable(name: str) -> str:
-        raise ClinicalSourceAuthError(f"the token secret {name!r} could not be read")
-
-    sources = RedcapSources(token_secret_prefix="agent-memory/redcap/", token_loader=unreadable)
-    with pytest.raises(ClinicalSourceAuthError):
+def test_an_unreadable_token_is_alerted_too(server: LocalRedcap, capsys: pytest.CaptureFixture[str]) -> None:
+    sources = _Sources(secrets=InMemorySecrets(unreadable={NAMING.redcap_token(PROJECT).name}))
+    before = len(server.requests)
+    with pytest.raises(ClinicalSourceTokenUnreadable):
         sources.open(_source(server), deadline=None)
     metric = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metric["ClinicalSourceAuthError"] == [1.0]
+    assert len(server.requests) == before  # nothing was sent
 
 
 def test_arm_names_are_read_when_there_are_several_arms() -> None:

@@ -144,7 +144,9 @@ def test_the_reminder_function_publishes_with_attributes_and_posts_a_signed_webh
     tables = sched["tables"]
     for name, value in {"MEMORY_TABLE": tables["MemoryTable"], "SESSIONS_TABLE": tables["SessionsTable"],
                         "FLOW_LOG_TABLE": tables["FlowLogTable"], "REMINDER_SCHEDULE_GROUP": GROUP,
-                        "REMINDER_TOPIC_ARN": topic}.items():
+                        "REMINDER_TOPIC_ARN": topic,
+                        # the sink is plain http on loopback: only the local runtime's egress policy allows it
+                        "EGRESS_LOCAL_RUNTIME": "true"}.items():
         monkeypatch.setenv(name, value)
     get_settings.cache_clear()
     try:

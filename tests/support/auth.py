@@ -75,6 +75,20 @@ def operator_bearer(user: str = "ops") -> dict[str, str]:
     return {"Authorization": f"Bearer {mint_token(user, operator=True)}"}
 
 
+def team_project(base_url: str, project_id: str, admin: str, *, time_zone: str = "Asia/Shanghai",
+                 operator: str = "u-ops") -> dict[str, str]:
+    """A project made through the HTTP API as a new team gets one: an operator creates it and adds
+    ``admin`` as its first admin (PI); the admin's ``Authorization`` header. Asserts 201 for both."""
+    ops = operator_bearer(operator)
+    created = requests.post(f"{base_url}/v1/projects", headers=ops, timeout=30,
+                            json={"project_id": project_id, "name": project_id, "time_zone": time_zone})
+    assert created.status_code == 201, created.text
+    member = requests.put(f"{base_url}/v1/projects/{project_id}/members/{admin}", headers=ops, timeout=30,
+                          json={"project_role": "admin", "study_role": "PI", "display_name": admin})
+    assert member.status_code == 201, member.text
+    return {"Authorization": f"Bearer {mint_token(admin)}"}
+
+
 def authorized_session(projects: str | Mapping[str, str] = DEV_PROJECTS, user: str = DEV_USER) -> requests.Session:
     """A ``requests`` session that sends the bearer token on every request."""
     session = requests.Session()

@@ -71,7 +71,7 @@ def test_removing_the_last_admin_is_refused_and_removing_a_stranger_is_not_found
 
 def test_update_project_changes_only_the_fields_given(store: InMemoryStore) -> None:
     seed_project(store, "p1")
-    updated = members.update_project(store, "p1", time_zone="Europe/Berlin")
+    updated = members.update_project(store, "p1", time_zone="Europe/Berlin", now=T0)
     assert (updated.name, updated.time_zone) == ("p1", "Europe/Berlin")
     assert store.get_project("p1").time_zone == "Europe/Berlin"
 
@@ -131,7 +131,7 @@ def test_an_imported_transcripts_doctor_turns_carry_the_importing_members_role(s
 def test_a_patched_time_zone_moves_the_job_periods_from_the_next_run(store: InMemoryStore) -> None:
     # Given a Shanghai project moved to Berlin
     add_project(store, "p1", tz="Asia/Shanghai")
-    members.update_project(store, "p1", time_zone="Europe/Berlin")
+    members.update_project(store, "p1", time_zone="Europe/Berlin", now=T0)
     # When the next distillation runs (2026-03-11 02:00 Berlin)
     report = run(make_deps(store, clock=FakeClock(utc("2026-03-11T02:00:00+01:00"))), "distill", "p1", "2026-03-11")
     # Then it processes Berlin's 2026-03-10, not Shanghai's

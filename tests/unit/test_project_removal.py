@@ -1,21 +1,26 @@
 """The project removal's rules (agent_memory.governance.removal) over a small in-memory store:
 the confirmation, 409 only for an erasure running and younger than the job window, inline vs job
-by size, the audit record's counts, idempotence, a lost job queued again."""
+by size, the audit record's counts, idempotence, a lost job queued again, the project's own secrets
+scheduled for deletion."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from agent_memory.domain.errors import InvalidInput, JobsRunning, ProjectNotFound
 from agent_memory.domain.governance import JOB_RUNNING_WINDOW_S, ErasureRecord, RemovalRecord
 from agent_memory.domain.jobs import JobRequest
 from agent_memory.domain.models import Project
+from agent_memory.domain.secrets import SecretNaming
 from agent_memory.governance.erasure import GovernanceDeps
 from agent_memory.governance.removal import request_removal
+from tests.fakes import InMemorySecrets
 
 NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
@@ -144,3 +149,22 @@ def test_a_large_project_goes_to_the_job_queue_and_a_lost_job_is_queued_again() 
     late = NOW + timedelta(seconds=JOB_RUNNING_WINDOW_S)
     request_removal(_deps(store, jobs, inline_items=5, now=late), project_id="p1", confirm="p1", actor="ops")
     assert len(jobs.sent) == 2
+
+
+def test_removing_a_project_schedules_the_deletion_of_its_own_secrets_only() -> None:
+    # Given a project with its REDCap token and webhook key, and another project's token
+    secrets, naming = InMemorySecrets(), SecretNaming()
+    for ref in (naming.redcap_token("p1"), naming.reminder_webhook("p1"), naming.redcap_token("p2")):
+        secrets.put(ref, SecretStr("v"))
+    store = Store()
+    deps = dataclasses.replace(_deps(store), secrets=secrets, naming=naming)
+    # When the operator removes p1
+    record = request_removal(deps, project_id="p1", confirm="p1", actor="ops")
+    # Then each of p1's possible secrets was deleted (with the recovery window: they await deletion),
+    # counted in the record, and p2's token is untouched
+    assert record.counts["secrets"] == 2
+    assert {name for op, name in secrets.log if op == "delete"} == {ref.name for ref in naming.all_for("p1")}
+    assert secrets.deleted == {"agent-memory/redcap/p1", "agent-memory/reminder-webhook/p1"}
+    assert secrets.current("agent-memory/redcap/p2") == "v"
+    # and a repeated removal deletes nothing more
+    assert request_removal(deps, project_id="p1", confirm="p1", actor="ops").counts["secrets"] == 2

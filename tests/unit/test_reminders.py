@@ -6,7 +6,7 @@ a chat turn through the offline provider."""
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -223,6 +223,24 @@ def test_delivery_marks_a_one_time_reminder_done_and_moves_a_recurring_one_on() 
     # a duplicate delivery of the same occurrence, and a firing of a done reminder, are skipped
     assert deliver(deps, channel, "p1", weekly.reminder.reminder_id)["reason"] == "duplicate"
     assert deliver(deps, channel, "p1", once.reminder.reminder_id)["status"] == "skipped"
+    assert len(channel.delivered) == 2
+
+
+def test_a_firing_more_than_a_minute_after_its_time_is_delivered_once_and_marked_late() -> None:
+    # Given a one-time reminder for 10:00 and a daily one, fired on time and 2 minutes late
+    deps, _, _ = reminder_deps(NOW)
+    on_time = schedule_reminder(deps, project_id="p1", time_zone=SH, owner="u1", text="回电话", when="明天上午10点")
+    late = schedule_reminder(deps, project_id="p1", time_zone=SH, owner="u1", text="发周报", when="明天上午11点")
+    channel = RecordingChannel()
+    deps.now.at = on_time.reminder.next_fire_at + timedelta(seconds=50)  # type: ignore[attr-defined]
+    first = deliver(deps, channel, "p1", on_time.reminder.reminder_id)
+    deps.now.at = late.reminder.next_fire_at + timedelta(minutes=2)  # type: ignore[attr-defined]
+    second = deliver(deps, channel, "p1", late.reminder.reminder_id)
+    # Then only the second is late, in the result and in what the channels deliver
+    assert (first["late"], second["late"]) == (False, True)
+    assert [d.late for d in channel.delivered] == [False, True]  # type: ignore[attr-defined]
+    # and a second firing of it (a retry) is not delivered again
+    assert deliver(deps, channel, "p1", late.reminder.reminder_id)["status"] == "skipped"
     assert len(channel.delivered) == 2
 
 

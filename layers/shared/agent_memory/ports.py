@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from datetime import date, datetime
 
+    from pydantic import SecretStr
+
     from agent_memory.domain.clinical import DataDictionary
     from agent_memory.domain.feedback import Feedback
     from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, RemovalRecord
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.models import ClinicalDataSource, HotMemory, Member, Project, WeeklyReport, YearlySummary
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
+    from agent_memory.domain.secrets import ProjectSecretRef
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
     from agent_memory.domain.when import Recurrence, When
@@ -85,12 +88,16 @@ class ClinicalRecordsPort(Protocol):
 class ClinicalSourcesPort(Protocol):
     """Opens a project's configured clinical source (``Project.clinical_data``)."""
 
-    def open(self, source: ClinicalDataSource, *, deadline: float | None) -> ClinicalRecordsPort:
-        """The source's records for one turn; every call made through it ends by ``deadline``
-        (a ``time.monotonic()`` instant; None = the adapter's own timeout).
+    def open(self, source: ClinicalDataSource, *, project_id: str, deadline: float | None) -> ClinicalRecordsPort:
+        """The source's records for one turn of project ``project_id`` (the turn's own project: only
+        its own token is ever read); every call made through it ends by ``deadline`` (a
+        ``time.monotonic()`` instant; None = the adapter's own timeout).
 
-        Raises:
-            ClinicalSourceAuthError: the token secret cannot be read or is unusable.
+        Raises (``agent_memory.domain.clinical``):
+            ClinicalSourceTokenSetAgain: a legacy source naming a secret (``token_secret``);
+            ClinicalSourceTokenMissing / ClinicalSourceTokenUnreadable: no usable token for the URL;
+            ClinicalSourceEgressRefused: the URL is refused by the egress policy;
+            ClinicalSourceAuthError: the URL or token is misconfigured.
         """
         ...
 
@@ -586,4 +593,53 @@ class ReminderChannel(Protocol):
 
     def deliver(self, delivery: ReminderDelivery) -> list[str]:
         """Deliver; returns the channels used (``sns``, ``webhook``)."""
+        ...
+
+
+class HostResolver(Protocol):
+    """DNS for the egress policy (``agent_memory.adapters.resolver.SystemResolver``; tests pass a fake)."""
+
+    def resolve(self, host: str, port: int) -> list[str]:
+        """The addresses ``host`` resolves to (IP strings); ``[]`` when it does not resolve."""
+        ...
+
+
+class ProjectSecretReader(Protocol):
+    """Reads a service-owned project secret (docs/architecture.md, "Project secrets").
+
+    Raises: ``SecretNotSet`` (none, or scheduled for deletion), ``SecretUnreadable`` (access denied,
+    key refused), ``ExternalServiceError`` (the service failed).
+    """
+
+    def read(self, ref: ProjectSecretRef, *, fresh: bool = False) -> SecretStr:
+        """The current value (cached a few minutes unless ``fresh``)."""
+        ...
+
+
+class ProjectSecretWriter(Protocol):
+    """Writes service-owned project secrets; nothing here returns a value (write-only).
+
+    Raises ``ExternalServiceError`` when the service fails.
+    """
+
+    def put(self, ref: ProjectSecretRef, value: SecretStr) -> None:
+        """Create the secret (tagged ``project_id`` and ``purpose``, encrypted with the stack's key
+        when one is set) or store a new current value; a secret scheduled for deletion is restored
+        first. Idempotent: a retry leaves the same current value."""
+        ...
+
+    def delete(self, ref: ProjectSecretRef) -> bool:
+        """Schedule the secret's deletion (the recovery window applies); False when there is none."""
+        ...
+
+
+class ReminderWebhookStore(Protocol):
+    """The project's reminder webhook (``WEBHOOK`` item): ``(url, key's secret name)`` or None."""
+
+    def webhook(self, project_id: str) -> tuple[str, str] | None: ...
+
+    def put_webhook(self, project_id: str, url: str, secret_name: str) -> None: ...
+
+    def delete_webhook(self, project_id: str) -> bool:
+        """Remove it; False when there was none."""
         ...

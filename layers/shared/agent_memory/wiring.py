@@ -24,10 +24,13 @@ from agent_memory.adapters.dynamo.tables import bind_tables
 
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
+    from agent_memory.adapters.secrets import SecretsManagerProjectSecrets
     from agent_memory.chat.turn import ChatDeps
     from agent_memory.config import Settings
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
+    from agent_memory.domain.egress import EgressPolicy
+    from agent_memory.domain.secrets import SecretNaming
     from agent_memory.events.dispatcher import DispatcherDeps
     from agent_memory.events.jobs import WorkerDeps
     from agent_memory.events.reminders import ReminderFunctionDeps
@@ -41,9 +44,11 @@ if TYPE_CHECKING:
     from agent_memory.ports import (
         ContextStore,
         FeedbackStore,
+        HostResolver,
         LLMClient,
         MemberStore,
         Notifier,
+        ProjectSecretReader,
         ReminderChannel,
         ReminderScheduler,
     )
@@ -162,7 +167,8 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
-        clinical_sources=RedcapSources(token_secret_prefix=settings.clinical_token_secret_prefix),
+        clinical_sources=RedcapSources(egress=egress_policy(settings), resolver=host_resolver(settings),
+                                       secrets=build_project_secrets(settings), naming=secret_naming(settings)),
         cache=SessionCache(max_messages=50),
         memory=build_session_memory(settings, SessionsRepository(chat=store), llm=llm),
         history=store.projects,
@@ -233,28 +239,83 @@ def build_reminder_deps(settings: Settings, *, scheduler_client: Any | None = No
     )
 
 
-def build_reminder_channel(settings: Settings, *, sns_client: Any | None = None) -> ReminderChannel:
+def build_reminder_channel(settings: Settings, *, sns_client: Any | None = None,
+                           secrets: ProjectSecretReader | None = None) -> ReminderChannel:
     """The delivery channels of the ReminderFunction: the ``REMINDER_TOPIC_ARN`` topic and the
-    project's webhook, its HMAC key read from Secrets Manager through Powertools Parameters."""
+    project's webhook, POSTed through the egress-guarded session (the egress policy on every
+    connection), signed with the project's own key (``{ReminderWebhookSecretPrefix}{project_id}``,
+    read through Powertools Parameters): a webhook record naming any other secret is refused."""
     from agent_memory.adapters.dynamo.reminders import ReminderRepository
+    from agent_memory.adapters.egress import guarded_session
     from agent_memory.adapters.reminder_channel import SnsWebhookChannel
+    from agent_memory.reminders.webhook import webhook_key
 
     _bind_tables(settings)
+    policy, naming = egress_policy(settings), secret_naming(settings)
+    reader = secrets if secrets is not None else build_project_secrets(settings)
+    return SnsWebhookChannel(
+        settings.reminder_topic_arn, webhook_of=ReminderRepository().webhook,
+        key_of=lambda project_id, name: webhook_key(reader, naming, project_id, name),
+        sns_client=sns_client, http=guarded_session(policy, host_resolver(settings)), policy=policy,
+    )
 
-    def secret_of(name: str) -> str:
-        from aws_lambda_powertools.utilities import parameters
 
-        return str(parameters.get_secret(name, max_age=300))
+def egress_policy(settings: Settings) -> EgressPolicy:
+    """The operator's egress policy (``EGRESS_ALLOW_PRIVATE``, ``EGRESS_LOCAL_RUNTIME``).
 
-    return SnsWebhookChannel(settings.reminder_topic_arn, webhook_of=ReminderRepository().webhook,
-                             secret_of=secret_of, sns_client=sns_client)
+    Raises:
+        ValueError: a malformed allow-list entry (at cold start, naming it).
+    """
+    from agent_memory.domain.egress import EgressPolicy
+
+    return EgressPolicy.parse(settings.egress_allow_private, local_runtime=settings.egress_local_runtime)
+
+
+def secret_naming(settings: Settings) -> SecretNaming:
+    """The project secrets' name prefixes; the Anthropic key's secret is reserved (no prefix may cover it).
+
+    Raises:
+        ValueError: a prefix covering another one or the Anthropic key's secret (at cold start).
+    """
+    from agent_memory.domain.secrets import SecretNaming
+
+    reserved = (settings.anthropic_secret_name,) if settings.anthropic_secret_name else ()
+    return SecretNaming(
+        redcap_token_prefix=settings.clinical_token_secret_prefix,
+        reminder_webhook_prefix=settings.reminder_webhook_secret_prefix,
+        channel_prefix=settings.channel_secret_prefix, reserved_names=reserved,
+    )
+
+
+def host_resolver(settings: Settings) -> HostResolver:
+    """DNS for the egress policy: the operating system's, or in the local runtime
+    (``EGRESS_LOCAL_RUNTIME``) a fixed table (``localhost`` and ``EGRESS_LOCAL_HOSTS``: it has no
+    network, so a URL typed there never makes a DNS query).
+
+    Raises:
+        ValueError: a malformed ``EGRESS_LOCAL_HOSTS`` entry (at cold start).
+    """
+    from agent_memory.adapters.resolver import StaticResolver, SystemResolver
+
+    if settings.egress_local_runtime:
+        return StaticResolver.parse(settings.egress_local_hosts)
+    return SystemResolver()
+
+
+def build_project_secrets(settings: Settings, *, client: Any | None = None) -> SecretsManagerProjectSecrets:
+    """The Secrets Manager store of the project secrets (``PROJECT_SECRETS_KMS_KEY_ARN``,
+    ``SECRET_RECOVERY_WINDOW_DAYS``)."""
+    from agent_memory.adapters.secrets import SecretsManagerProjectSecrets
+
+    return SecretsManagerProjectSecrets(client, kms_key_id=settings.project_secrets_kms_key_arn,
+                                        recovery_window_days=settings.secret_recovery_window_days)
 
 
 def build_governance_deps(settings: Settings) -> GovernanceDeps:
     """The governance function (and the worker's erase jobs): the admin store (project, hot memory,
     review queue), the erasure store with the idempotency table, the patients' references upkeep,
     the export and removal stores, the job queue for large erasures (``JOB_QUEUE_URL``; none:
-    inline)."""
+    inline), and the project secrets a removal deletes (with ``SECRET_RECOVERY_WINDOW_DAYS``)."""
     from agent_memory.adapters.dynamo.admin import AdminRepository
     from agent_memory.adapters.dynamo.erasure import ErasureRepository
     from agent_memory.adapters.dynamo.export import ExportRepository
@@ -270,6 +331,7 @@ def build_governance_deps(settings: Settings) -> GovernanceDeps:
         jobs=SqsJobQueue(settings.job_queue_url) if settings.job_queue_url else None,
         clock=lambda: datetime.now(UTC),
         schedules=_schedule_deleter(settings),
+        secrets=build_project_secrets(settings), naming=secret_naming(settings),
     )
 
 
@@ -380,16 +442,25 @@ def build_sessions_function() -> SessionsFunctionDeps:
 
 def build_admin_function() -> AdminFunctionDeps:
     """The admin function: the admin store, the projects and members store, the hot-memory cap,
-    the REDCap token secrets' prefix, the clock."""
+    the clock, and the writers of the project secrets (the REDCap token of the clinical source, the
+    reminder webhook's key) with the egress policy their URLs pass."""
     from agent_memory.adapters.dynamo.admin import AdminRepository
+    from agent_memory.adapters.dynamo.reminders import ReminderRepository
     from agent_memory.config import get_settings
     from agent_memory.http.routes.admin import AdminFunctionDeps
+    from agent_memory.projects.clinical_source import ClinicalSourceDeps
+    from agent_memory.reminders.webhook import WebhookDeps
 
     settings = get_settings()
     _bind_tables(settings)
+    policy, resolver, naming = egress_policy(settings), host_resolver(settings), secret_naming(settings)
+    secrets = build_project_secrets(settings)
     return AdminFunctionDeps(
         store=AdminRepository(), members=build_members(settings), hot_memory_token_cap=settings.hot_memory_token_cap,
-        clinical_token_secret_prefix=settings.clinical_token_secret_prefix, clock=lambda: datetime.now(UTC),
+        clinical=ClinicalSourceDeps(policy=policy, resolver=resolver, secrets=secrets, naming=naming),
+        webhooks=WebhookDeps(store=ReminderRepository(), secrets=secrets, naming=naming, policy=policy,
+                             resolver=resolver),
+        clock=lambda: datetime.now(UTC),
     )
 
 

@@ -393,7 +393,8 @@ def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list
     if source is not None and sources is not None:
         # The source may use a share of the time left when it is first asked, so that the model
         # still has time to answer (with "the data source is unavailable" if it came to that).
-        clinical = ClinicalToolSet(lambda: sources.open(source, deadline=source_deadline(deadline)))
+        clinical = ClinicalToolSet(lambda: sources.open(source, project_id=project.project_id,
+                                                        deadline=source_deadline(deadline)))
     else:
         clinical = ClinicalTools(deps.clinical, project.project_id)
     return [clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets)]

@@ -101,7 +101,8 @@ class RemovalRecord(BaseModel):
     ``counts`` kinds: ``memory`` (items of the project's MemoryTable partition: project, hot
     memory, revisions, reports, review, audit, members, reminders, webhook, erasure records,
     activity markers), ``session``, ``message``, ``diagnosis``, ``other`` (feedback and other
-    session-partition items), ``flow_log``, ``idempotency``, ``schedules``.
+    session-partition items), ``flow_log``, ``idempotency``, ``schedules``, ``secrets`` (project
+    secrets scheduled for deletion).
     """
 
     project_id: str

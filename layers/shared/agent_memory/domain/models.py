@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -118,12 +118,30 @@ class YearlySummary(BaseModel):
 
 
 class ClinicalDataSource(BaseModel):
-    """Where a project's clinical data lives: a REDCap API URL and the NAME of the Secrets Manager
-    secret holding the project's API token (the token itself is never stored or passed here)."""
+    """Where a project's clinical data lives: a REDCap API URL and whether the project's API token
+    is set. The token itself is a secret the service names and stores (``{ClinicalTokenSecretPrefix}
+    {project_id}``, docs/architecture.md, "Project secrets"); it is never held here.
+
+    - ``token_set`` / ``token_updated_at``: the service holds a token for ``api_url`` (UTC);
+    - ``token_secret``: legacy only, the NAME of a secret chosen by an admin before the service owned
+      the tokens; new writes never set it, the chat refuses to use it ("set the token again") and no
+      response shows it (``exclude``: the store writes it explicitly, :meth:`stored`), so the
+      operator's migration (``python -m infra.migrate_clinical_tokens``) can still read it.
+    """
 
     source: Literal["redcap"]
     api_url: str
-    token_secret: str
+    token_set: bool = False
+    token_updated_at: datetime | None = None
+    token_secret: str | None = Field(default=None, exclude=True)
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON the project record stores: every field, the legacy ``token_secret`` included
+        when there is one."""
+        data = self.model_dump(mode="json")
+        if self.token_secret is not None:
+            data["token_secret"] = self.token_secret
+        return data
 
 
 class Project(BaseModel):

@@ -60,6 +60,8 @@ class ReminderDelivery(BaseModel):
     fired_at: datetime
     scheduled_local: str
     recurring: bool
+    #: Fired more than a minute after the occurrence it delivers (``agent_memory.reminders.service.LATE_AFTER``).
+    late: bool = False
 
 
 __all__ = ["MAX_ACTIVE_REMINDERS", "REMINDER_TEXT_MAX_CHARS", "Reminder", "ReminderDelivery", "ReminderStatus"]

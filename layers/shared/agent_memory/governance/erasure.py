@@ -43,6 +43,7 @@ from agent_memory.domain.governance import (
     redact_id,
 )
 from agent_memory.domain.jobs import JobRequest, ReviewItem
+from agent_memory.domain.secrets import SecretNaming
 from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.editor import audit_record
 from agent_memory.ports import (
@@ -51,6 +52,7 @@ from agent_memory.ports import (
     ExportReader,
     JobSender,
     PatientRefsStore,
+    ProjectSecretWriter,
     ReminderScheduler,
     RemovalStore,
 )
@@ -82,6 +84,10 @@ class GovernanceDeps:
     batch_items: int = ERASURE_BATCH_ITEMS
     #: Deletes the reminder schedules of a removed project (None: no schedule group configured).
     schedules: ReminderScheduler | None = None
+    #: Deletes the secrets of a removed project (``naming.all_for``), with the recovery window
+    #: (docs/architecture.md, "Project secrets"); None: no secret store configured.
+    secrets: ProjectSecretWriter | None = None
+    naming: SecretNaming | None = None
 
 
 def request_erasure(

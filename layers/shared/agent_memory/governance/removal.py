@@ -8,7 +8,9 @@ leaves an item behind and nothing is written to the project meanwhile:
 1. the audit record (:class:`RemovalRecord`, MemoryTable ``_platform`` / ``REMOVED#{project}#{time}``,
    outside the removed partition) and then the ``PROJECT`` item are written / deleted: from then
    on the project is unknown to every route (404) and to the jobs (dropped);
-2. the reminder schedules (EventBridge Scheduler), read from the project's reminder items;
+2. the reminder schedules (EventBridge Scheduler), read from the project's reminder items, and
+   the project's secrets (its REDCap token, its webhook's key, its channels' credentials: scheduled
+   for deletion with the recovery window, ``SecretRecoveryWindowDays``);
 3. every session of the project (ProjectSessionsIndex): its partition in bounded batches, each
    message's flow-log item and cached reply with it (the erasure's own code path); then the
    patients' diagnosis references items (their own ProjectSessionsIndex partition);
@@ -144,6 +146,9 @@ def run_removal(deps: GovernanceDeps, *, project_id: str) -> RemovalRecord:
         for reminder in reminders:
             deps.schedules.delete(reminder)
         counts = add_counts(counts, {"schedules": len(reminders)})
+    if deps.secrets is not None and deps.naming is not None:
+        deleted = sum(deps.secrets.delete(ref) for ref in deps.naming.all_for(project_id))
+        counts = add_counts(counts, {"secrets": deleted})
     for session_id in store.project_session_ids(project_id):
         counts = add_counts(counts, erase_session_items(deps, project_id, session_id))
         record = record.model_copy(update={"counts": counts})

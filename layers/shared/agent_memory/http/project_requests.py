@@ -9,14 +9,16 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from agent_memory.domain.models import ClinicalDataSource, StudyRole
+from agent_memory.domain.models import StudyRole
+from agent_memory.domain.secrets import REDCAP_TOKEN
 from agent_memory.http.requests import ID_PATTERN
 from agent_memory.http.text_patterns import DISPLAY_TEXT
+from agent_memory.projects.clinical_source import ClinicalDataPatch
 
-#: A Secrets Manager secret NAME (never the secret itself): 1-512 of the characters AWS allows.
-SECRET_NAME_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"
+#: A REDCap API token (``agent_memory.domain.secrets.REDCAP_TOKEN``).
+REDCAP_TOKEN_PATTERN = REDCAP_TOKEN.pattern
 #: Hosts a clinical data source may reach over plain http (a local REDCap for development).
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1"})
 
@@ -41,14 +43,22 @@ def _display_text(value: str) -> str:
 
 
 def _api_url(value: str) -> str:
-    """An https URL, or http only to localhost / 127.0.0.1 (the token must never cross a network
-    in clear text)."""
+    """An https URL, or http only to localhost / 127.0.0.1 (a token or a signed body must never
+    cross a network in clear text); the egress policy decides the rest (docs/architecture.md,
+    "Egress policy")."""
     parts = urlsplit(value)
     host = (parts.hostname or "").lower()
     if not host or parts.scheme not in ("https", "http") or (parts.scheme == "http" and host not in LOCAL_HOSTS):
         raise ValueError("must be an https URL (http only for localhost or 127.0.0.1)")
     if parts.username is not None or parts.password is not None:
-        raise ValueError("must not carry credentials (the token is read from its secret)")
+        raise ValueError("must not carry credentials (user@host)")
+    return value
+
+
+def _redcap_token(value: SecretStr) -> SecretStr:
+    """A REDCap API token: 32 hexadecimal characters (the message never quotes it)."""
+    if not REDCAP_TOKEN.match(value.get_secret_value()):
+        raise ValueError("a REDCap API token is 32 hexadecimal characters")
     return value
 
 
@@ -84,31 +94,68 @@ class CreateProjectRequest(BaseModel):
 
 
 class ClinicalDataRequest(BaseModel):
-    """A project's clinical data source: a REDCap API URL and the NAME of the Secrets Manager
-    secret holding its token (the token value never passes this API)."""
+    """``clinical_data`` of ``PATCH /v1/projects/{project_id}``: the REDCap API URL and, write-only,
+    the project's REDCap API token (docs/architecture.md, "Project secrets"). The service stores the
+    token in the project's own secret and never returns it; a caller cannot name a secret
+    (``token_secret`` is refused with the reason)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    source: Literal["redcap"]
+    source: Literal["redcap"] = "redcap"
     api_url: Annotated[
         str,
-        Field(min_length=1, max_length=2048, json_schema_extra={"pattern": API_URL_PATTERN}),
+        Field(min_length=1, max_length=2048, json_schema_extra={"pattern": API_URL_PATTERN},
+              description="REDCap's API URL (https, ending with /api/); checked against the egress policy. "
+                          "Left out: the current one (a token is bound to its URL)."),
         AfterValidator(_api_url),
-    ]
-    token_secret: str = Field(pattern=SECRET_NAME_PATTERN, description="A secret NAME, not its value.")
+    ] | None = None
+    token: Annotated[
+        SecretStr,
+        Field(json_schema_extra={"pattern": REDCAP_TOKEN_PATTERN},
+              description="The project's REDCap API token (32 hexadecimal characters), write-only: stored in "
+                          "the project's own secret, never returned. Required for a new source and with a new "
+                          "api_url."),
+        AfterValidator(_redcap_token),
+    ] | None = None
 
-    def to_domain(self) -> ClinicalDataSource:
-        return ClinicalDataSource(source=self.source, api_url=self.api_url, token_secret=self.token_secret)
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secret_names(cls, data: Any) -> Any:
+        """A body naming a secret is refused with the reason (any secret of the account could be named)."""
+        if isinstance(data, dict) and "token_secret" in data:
+            raise ValueError("token_secret is no longer accepted: the service names and stores the project's "
+                             "token itself; send the token in `token` (write-only)")
+        return data
+
+    def to_patch(self) -> ClinicalDataPatch:
+        """The use case's input."""
+        return ClinicalDataPatch(source=self.source, api_url=self.api_url, token=self.token)
 
 
 class UpdateProjectRequest(BaseModel):
-    """Body of ``PATCH /v1/projects/{project_id}`` (project admins): fields left out stay."""
+    """Body of ``PATCH /v1/projects/{project_id}`` (project admins): fields left out stay;
+    ``clinical_data: null`` removes the clinical source (its token is deleted with the recovery
+    window)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: DisplayText | None = None
     time_zone: TimeZone | None = None
     clinical_data: ClinicalDataRequest | None = None
+
+
+class ReminderWebhookRequest(BaseModel):
+    """Body of ``PUT /v1/projects/{project_id}/reminder-webhook`` (project admins): where the
+    project's reminder firings are POSTed (signed with a key the service generates)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: Annotated[
+        str,
+        Field(min_length=1, max_length=2048, json_schema_extra={"pattern": API_URL_PATTERN},
+              description="https URL of the receiver; checked against the egress policy now and on every POST."),
+        AfterValidator(_api_url),
+    ]
 
 
 class PutMemberRequest(BaseModel):
@@ -123,5 +170,6 @@ class PutMemberRequest(BaseModel):
 
 
 __all__ = [
-    "ClinicalDataRequest", "CreateProjectRequest", "PutMemberRequest", "SECRET_NAME_PATTERN", "UpdateProjectRequest",
+    "REDCAP_TOKEN_PATTERN", "ClinicalDataRequest", "CreateProjectRequest", "PutMemberRequest", "ReminderWebhookRequest",
+    "UpdateProjectRequest",
 ]

@@ -13,9 +13,15 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from agent_memory.domain.errors import InvalidInput, NotFound
-from agent_memory.domain.models import ClinicalDataSource, Member, Project, StudyRole
+from agent_memory.domain.errors import NotFound, ProjectNotFound
+from agent_memory.domain.models import Member, Project, StudyRole
 from agent_memory.ports import MemberStore
+from agent_memory.projects.clinical_source import (
+    ClinicalDataPatch,
+    ClinicalSourceDeps,
+    apply_clinical_patch,
+    remove_clinical_source,
+)
 
 
 class MemberList(BaseModel):
@@ -53,29 +59,41 @@ def get_project(store: MemberStore, project_id: str) -> Project:
 
 def update_project(
     store: MemberStore, project_id: str, *, name: str | None = None, time_zone: str | None = None,
-    clinical_data: ClinicalDataSource | None = None, token_secret_prefix: str = "",
+    clinical_data: ClinicalDataPatch | None | Literal["keep"] = "keep", clinical: ClinicalSourceDeps | None = None,
+    now: datetime,
 ) -> Project:
     """Change the name, the time zone (activity markers and job periods follow it from the next
-    request on: every turn and job reads the project record) or the clinical data source (its
-    token secret by NAME only). Fields left None stay as they are.
+    request on: every turn and job reads the project record) or the clinical data source. ``name``
+    / ``time_zone`` None and ``clinical_data`` ``"keep"`` stay as they are; ``clinical_data`` None
+    removes the source.
 
-    ``token_secret_prefix``: the name prefix the functions may read token secrets under
-    (``CLINICAL_TOKEN_SECRET_PREFIX``; the chat role's IAM grant): a secret outside it is refused
-    here, so an admin cannot point the tools at another secret of the account.
+    The clinical source goes through :func:`~agent_memory.projects.clinical_source.apply_clinical_patch`
+    (``clinical``: its collaborators): the token is written to the project's own secret first, then
+    the record; a record write that finds the project gone (removed meanwhile) schedules the new
+    secret's deletion again, so no secret outlives its project. ``now``: UTC.
 
     Raises:
         ProjectNotFound: unknown project (404).
-        InvalidInput: a token secret outside ``token_secret_prefix`` (422).
+        InvalidInput / EgressRefused: the clinical source's rules (422, see ``apply_clinical_patch``).
+        ExternalServiceError: Secrets Manager failed (nothing stored in the record).
     """
-    if clinical_data is not None and not clinical_data.token_secret.startswith(token_secret_prefix):
-        raise InvalidInput(f"clinical_data.token_secret: must be a secret name starting with {token_secret_prefix!r}")
     project = store.get_project(project_id)
-    changes = {k: v for k, v in {"name": name, "time_zone": time_zone, "clinical_data": clinical_data}.items()
-               if v is not None}
-    if not changes:
+    updated = project.model_copy(update={k: v for k, v in {"name": name, "time_zone": time_zone}.items()
+                                         if v is not None})
+    written = False
+    if clinical_data != "keep":
+        if clinical is None:
+            raise RuntimeError("the clinical source's collaborators are required to change it")
+        change = apply_clinical_patch(updated, clinical_data, clinical, now=now)
+        updated, written = change.project, change.secret_written
+    if updated == project:
         return project
-    updated = project.model_copy(update=changes)
-    store.update_project(updated)
+    try:
+        store.update_project(updated)
+    except ProjectNotFound:
+        if written and clinical is not None:
+            remove_clinical_source(updated, clinical)
+        raise
     return updated
 
 

@@ -43,6 +43,9 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 #: A recurring reminder's firing this long before its stored next firing is a duplicate of the
 #: previous occurrence.
 EARLY_TOLERANCE = timedelta(minutes=5)
+#: A firing this long after its occurrence is marked ``late`` (EventBridge Scheduler fires on time,
+#: without a flexible window: later means a retry, or a local runtime that was stopped).
+LATE_AFTER = timedelta(minutes=1)
 
 
 class ReminderNotFound(NotFound):
@@ -229,9 +232,12 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
     duplicate delivery) is skipped. A delivery failure raises (the scheduler retries, then the DLQ);
     the item is only updated after a delivery, so nothing is lost.
 
+    A firing more than :data:`LATE_AFTER` after the occurrence it delivers (a scheduler retry, a
+    local runtime that was stopped meanwhile) is delivered once and marked ``late``.
+
     Returns:
-        ``{"status": "delivered" | "skipped", ...}``: ids, channels and, when delivered, the ``text``
-        (the caller must not log it).
+        ``{"status": "delivered" | "skipped", ...}``: ids, channels, ``late`` and, when delivered, the
+        ``text`` (the caller must not log it).
     """
     reminder = deps.store.get_reminder(project_id, reminder_id)
     if reminder is None or reminder.status != "active":
@@ -241,9 +247,10 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
         # Before the stored next firing: a duplicate delivery of an occurrence already delivered (a
         # one-time reminder is ``done`` after its delivery, so its duplicates stop above).
         return {"status": "skipped", "reason": "duplicate", "project_id": project_id, "reminder_id": reminder_id}
+    late = now - reminder.next_fire_at > LATE_AFTER
     delivery = ReminderDelivery(
         project_id=project_id, reminder_id=reminder_id, user_id=reminder.owner, text=reminder.text, fired_at=now,
-        scheduled_local=reminder.next_fire_local, recurring=reminder.recurring,
+        scheduled_local=reminder.next_fire_local, recurring=reminder.recurring, late=late,
     )
     channels = channel.deliver(delivery)
     update: dict[str, Any] = {"last_fired_at": now, "fired_count": reminder.fired_count + 1}
@@ -254,7 +261,7 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
         update["status"] = "done"
     deps.store.update_reminder(reminder.model_copy(update=update))
     return {"status": "delivered", "project_id": project_id, "reminder_id": reminder_id, "user_id": reminder.owner,
-            "channels": channels, "scheduled_local": reminder.next_fire_local, "text": reminder.text}
+            "channels": channels, "scheduled_local": reminder.next_fire_local, "late": late, "text": reminder.text}
 
 
 __all__ = [

@@ -46,14 +46,14 @@ HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 # ----------------------------------------------------------------------------------- project
 def project_to_item(project: Project) -> ProjectItem:
     return ProjectItem(project.project_id, keys.PROJECT_SK, **item_fields(project, ProjectItem,
-        clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
+        clinical_data=project.clinical_data.stored() if project.clinical_data else None,
     ))
 
 
 def project_update_actions(project: Project) -> list[Action]:
     """The UpdateItem actions that make the ``PROJECT`` item hold ``project``: every field the
     domain model has, so that an update keeps what only the store keeps (``patient_refs_since``)."""
-    clinical = project.clinical_data.model_dump(mode="json") if project.clinical_data else None
+    clinical = project.clinical_data.stored() if project.clinical_data else None
     return [
         ProjectItem.name.set(project.name),
         ProjectItem.time_zone.set(project.time_zone),

@@ -4,7 +4,7 @@ reminder as JSON, plus ``owner`` and ``status`` for filtering); the project's we
 
 from __future__ import annotations
 
-from pynamodb.exceptions import DoesNotExist
+from pynamodb.exceptions import DeleteError, DoesNotExist
 
 from agent_memory.adapters.dynamo.access import sdk_errors_as_domain
 from agent_memory.adapters.dynamo.fields import item_fields
@@ -68,8 +68,18 @@ class ReminderRepository:
         return item.url, item.secret_name
 
     def put_webhook(self, project_id: str, url: str, secret_name: str) -> None:
-        """Set the project's webhook (local runs and tests; no HTTP route sets it)."""
+        """Set the project's webhook (``PUT .../reminder-webhook``, after its key was stored)."""
         WebhookItem(project_id, WEBHOOK_SK, url=url, secret_name=secret_name).save()
+
+    def delete_webhook(self, project_id: str) -> bool:
+        """Remove the project's webhook (one DeleteItem on condition that it exists); False when there was none."""
+        try:
+            WebhookItem(project_id, WEBHOOK_SK).delete(condition=WebhookItem.sk.exists())
+        except DeleteError as exc:
+            if exc.cause_response_code == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
 
 __all__ = ["REMINDER_PREFIX", "ReminderRepository", "reminder_sk"]

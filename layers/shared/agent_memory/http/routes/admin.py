@@ -1,12 +1,13 @@
 """The admin function's routes: the hot-memory editor and its kill switch (delete any line, AI or
 admin), its revisions, the distillation review queue, the audit trail, weekly report corrections,
-the editor page, and the projects and their members (create a project, add / replace / remove
-members).
+the editor page, the projects and their members (create a project, add / replace / remove
+members), the project's clinical source and reminder webhook.
 
-Why a function of its own: it is the only HTTP path that WRITES the MemoryTable, so it alone gets
-write permissions there (and nothing on the sessions or flow-log tables, no secret, no LLM); the
-read-only ApiFunction stays read-only. Each route is one call into ``agent_memory.hot_memory``
-(editor, revisions, review), ``agent_memory.history.corrections`` or ``agent_memory.projects``.
+Why a function of its own: it is the only HTTP path that WRITES the MemoryTable and the project
+secrets, so it alone gets write permissions there (and nothing on the sessions or flow-log tables,
+no secret read, no LLM); the read-only ApiFunction stays read-only. Each route is one call into
+``agent_memory.hot_memory`` (editor, revisions, review), ``agent_memory.history.corrections``,
+``agent_memory.projects`` or ``agent_memory.reminders.webhook``.
 """
 
 # No ``from __future__ import annotations``: Powertools resolves the body, query and dependency
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from agent_memory.domain.records import Page, ReviewEntry
 from agent_memory.history import corrections
@@ -36,15 +37,23 @@ from agent_memory.http.admin_requests import (
     change_response,
 )
 from agent_memory.http.guard import CurrentCaller, guarded_resolver, member_lookup
-from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Response
+from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Response, content_types
 from agent_memory.http.powertools import Path as PathParameter
-from agent_memory.http.project_requests import CreateProjectRequest, PutMemberRequest, UpdateProjectRequest
+from agent_memory.http.project_requests import (
+    CreateProjectRequest,
+    PutMemberRequest,
+    ReminderWebhookRequest,
+    UpdateProjectRequest,
+)
 from agent_memory.http.requests import Limit
 from agent_memory.http.responses import created, etag, model_response
 from agent_memory.http.routing import Routes
 from agent_memory.observability import metrics
 from agent_memory.ports import AdminStore, MemberStore
 from agent_memory.projects import members
+from agent_memory.projects.clinical_source import ClinicalDataPatch, ClinicalSourceDeps
+from agent_memory.reminders import webhook
+from agent_memory.reminders.webhook import WebhookDeps
 
 routes = Routes()
 _P = "/v1/projects/<project_id>"
@@ -53,12 +62,14 @@ _P = "/v1/projects/<project_id>"
 @dataclass(frozen=True)
 class AdminFunctionDeps:
     """The admin function's collaborators (built by ``wiring.build_admin_function``): the only
-    HTTP writer of the MemoryTable (hot memory, reports, projects and members)."""
+    HTTP writer of the MemoryTable (hot memory, reports, projects and members) and of the project
+    secrets (``clinical``: the REDCap token; ``webhooks``: the reminder webhook and its key)."""
 
     store: AdminStore
     members: MemberStore
     hot_memory_token_cap: int
-    clinical_token_secret_prefix: str
+    clinical: ClinicalSourceDeps
+    webhooks: WebhookDeps
     clock: Callable[[], datetime]
 
 
@@ -274,18 +285,50 @@ def get_project(project_id: str, deps: Deps) -> Response[str]:
 
 
 @routes.patch(_P, "admin", rules={
-    422: "clinical_data.token_secret outside the deployment's secret prefix (CLINICAL_TOKEN_SECRET_PREFIX, "
-         "agent-memory/redcap/ by default)",
+    422: "clinical_data: token_secret given (the service names the token's secret); api_url refused by the egress "
+         "policy (https only; no link-local, metadata, loopback, multicast, reserved or unlisted private address, "
+         "EgressAllowPrivate) or not REDCap's .../api/; a new source, a changed api_url or a legacy source "
+         "(token_secret) without `token`",
 })
 def update_project(project_id: str, body: UpdateProjectRequest, deps: Deps) -> Response[str]:
-    """Change the name, the time zone or the clinical data source (admins; fields left out stay).
-    The REDCap token is named by its Secrets Manager secret, never sent here."""
+    """Change the name, the time zone or the clinical data source (admins; fields left out stay;
+    ``clinical_data: null`` removes the source). The REDCap token is write-only: stored in the
+    project's own secret, bound to the api_url it was sent with, never returned
+    (``token_set`` / ``token_updated_at`` say it is there)."""
+    clinical: ClinicalDataPatch | None | Literal["keep"] = "keep"
+    if "clinical_data" in body.model_fields_set:  # null: remove the source
+        clinical = body.clinical_data.to_patch() if body.clinical_data else None
     project = members.update_project(
-        deps.members, project_id, name=body.name, time_zone=body.time_zone,
-        clinical_data=body.clinical_data.to_domain() if body.clinical_data else None,
-        token_secret_prefix=deps.clinical_token_secret_prefix,
+        deps.members, project_id, name=body.name, time_zone=body.time_zone, clinical_data=clinical,
+        clinical=deps.clinical, now=deps.clock(),
     )
+    if clinical != "keep":
+        metrics.add_metric(name="ClinicalSourceChanges", unit="Count", value=1)
     return model_response(project)
+
+
+# ---------------------------------------------------------------------------- reminder webhook
+@routes.put(f"{_P}/reminder-webhook", "admin", rules={
+    422: "url refused by the egress policy (https only; no link-local, metadata, loopback, multicast, reserved or "
+         "unlisted private address, EgressAllowPrivate)",
+})
+def put_reminder_webhook(project_id: str, body: ReminderWebhookRequest, deps: Deps) -> Response[dict[str, Any]]:
+    """Set or replace the project's reminder webhook (admins): a new signing key is generated and
+    shown in this response only (``signing_key``); every firing is POSTed to ``url`` signed with it."""
+    members.get_project(deps.members, project_id)
+    done = webhook.put_reminder_webhook(deps.webhooks, project_id, body.url, now=deps.clock())
+    metrics.add_metric(name="ReminderWebhooksSet", unit="Count", value=1)
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=done.shown_once(),
+                    headers={"Cache-Control": "no-store"})
+
+
+@routes.delete(f"{_P}/reminder-webhook", "admin", status_code=204)
+def delete_reminder_webhook(project_id: str, deps: Deps) -> Response[str]:
+    """Remove the project's reminder webhook (admins; 204; 404 when there is none): deliveries stop
+    and its signing key is deleted (with the recovery window)."""
+    members.get_project(deps.members, project_id)
+    webhook.delete_reminder_webhook(deps.webhooks, project_id)
+    return Response(status_code=204, body="", headers={"Cache-Control": "no-store"})
 
 
 @routes.get(f"{_P}/members", "member")
