@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from datetime import date, datetime
 
-    from agent_memory.domain.clinical import DataDictionary
+    from agent_memory.domain.clinical import DataDictionary, IdentifierValue
     from agent_memory.domain.feedback import Feedback
     from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, RemovalRecord
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
@@ -91,6 +91,22 @@ class ClinicalSourcesPort(Protocol):
         Raises:
             ClinicalSourceAuthError: the token secret cannot be read or is unusable.
         """
+        ...
+
+
+class SubjectIdentifiersPort(Protocol):
+    """The values of a project's identifier fields, per subject (implemented on REDCap by
+    ``agent_memory.adapters.clinical.identifiers.RedcapSubjectIdentifiers``): what the identifier
+    firewall hashes into its subject identifier index (docs/architecture.md, "Identifiers").
+
+    Raises (``agent_memory.domain.clinical``): ``ClinicalSourceError`` subclasses, as
+    :class:`ClinicalRecordsPort` does.
+    """
+
+    def subject_identifiers(self, project: Project, *, deadline: float | None) -> list[IdentifierValue]:
+        """Every subject's identifier values (fields flagged as identifiers whose values are text:
+        names, phones, ID and record numbers, addresses, e-mail addresses), ``[]`` for a project
+        without a clinical source. Calls end by ``deadline`` (a ``time.monotonic()`` instant)."""
         ...
 
 

@@ -225,3 +225,19 @@ class SessionErased(SessionNotFound):
 
 class PatientNotFound(NotFound):
     """No session of this patient in the project, and no erasure of them (HTTP 404)."""
+
+
+class IdentifiersRejected(InvalidInput):
+    """The text holds identifiers and the project's policy is ``reject`` (HTTP 422
+    ``identifiers_rejected`` with ``kinds``); nothing of the request is stored.
+
+    ``kinds`` are the kinds found (``phone``, ``resident_id``, ...), sorted; the values are never
+    carried, logged or answered (docs/architecture.md, "Identifiers").
+    """
+
+    def __init__(self, kinds: tuple[str, ...]) -> None:
+        super().__init__(
+            "the text holds identifiers (" + ", ".join(kinds) + ") and this project does not accept them; "
+            "remove them and send it again"
+        )
+        self.kinds = kinds

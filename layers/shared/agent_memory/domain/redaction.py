@@ -1,73 +1,154 @@
-"""Identifier scrubbing of free text before it reaches the LLM (docs/architecture.md, "Clinical data").
+"""THE identifier scrubber: typed text and tool results alike (docs/architecture.md, "Identifiers").
 
-:func:`scrub_text` replaces, in this order: Chinese resident identity numbers (GB 11643-1999:
-17 digits and an ISO 7064 MOD 11-2 check character; only numbers whose check character is right
-are taken, so lab numbers and other long digit runs stay), e-mail addresses, mainland mobile
-numbers (``1[3-9]`` + 9 digits, optionally ``+86``, with or without spaces / hyphens) and
-landline numbers (a trunk ``0`` area code of 2-3 digits and a 7-8 digit number, optionally in
-parentheses or with an extension). Each is counted by kind, so a call can report what it withheld.
+:func:`scrub` finds identifiers with the pattern detectors of
+:mod:`agent_memory.domain.identifier_patterns` (resident IDs, phones, e-mail addresses, values
+after a record-number / insurance / passport / ID label) and, when given, a ``known`` finder
+(the project's subject identifier index: names, addresses, phones of its REDCap subjects),
+merges overlapping spans, and replaces each span with a placeholder that keeps the meaning in
+the text's language (``[电话已隐去]`` / ``[phone number withheld]``; ``[P004 的姓名已隐去]`` /
+``[P004's name withheld]`` when the subject is known). It returns the text and how many spans of
+each kind it withheld, never the values.
+
+:func:`scrub_text` is the tool results' form (English placeholders, ``Counter`` by kind).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
 
-#: What a withheld value becomes, by kind (the model sees that something was there, not what).
-PLACEHOLDER = {
-    "resident_id": "[resident ID withheld]",
-    "email": "[e-mail withheld]",
-    "phone": "[phone number withheld]",
-}
-
-_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-_ID_CHECK = "10X98765432"
-
-_RESIDENT_ID = re.compile(r"(?<![0-9A-Za-z])\d{17}[0-9Xx](?![0-9A-Za-z])")
-_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-_MOBILE = re.compile(r"(?<![\d+])(?:(?:\+|00)?86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}(?!\d)")
-_LANDLINE = re.compile(
-    r"(?<!\d)(?:\(0\d{2,3}\)\s?|0\d{2,3}[\s-]?)[2-9]\d{6,7}(?:\s?(?:ext\.?|转|-)\s?\d{1,5})?(?!\d)"
+from agent_memory.domain.identifier_patterns import (
+    Withheld,
+    find_pattern_identifiers,
+    fold_width,
+    is_resident_id,
+    resident_id_check_char,
 )
 
+Language = Literal["zh", "en"]
+#: A finder of known identifiers (the subject identifier index): spans of ``text``.
+KnownFinder = Callable[[str], Iterable[Withheld]]
 
-def resident_id_check_char(first17: str) -> str:
-    """The check character (``0``-``9`` or ``X``) of the 17 leading digits of a resident ID."""
-    total = sum(int(d) * w for d, w in zip(first17, _ID_WEIGHTS, strict=True))
-    return _ID_CHECK[total % 11]
+#: Every kind the scrubber withholds, with its name in each language.
+KINDS: dict[str, tuple[str, str]] = {
+    "resident_id": ("身份证号", "resident ID"),
+    "phone": ("电话", "phone number"),
+    "email": ("邮箱", "e-mail"),
+    "record_number": ("病历号", "record number"),
+    "insurance_number": ("医保/社保卡号", "insurance card number"),
+    "passport": ("护照号", "passport number"),
+    "name": ("姓名", "name"),
+    "address": ("地址", "address"),
+    "identifier": ("标识信息", "identifier"),
+}
+
+#: English placeholder by kind (tool results; the form earlier callers know).
+PLACEHOLDER = {kind: f"[{en} withheld]" for kind, (_zh, en) in KINDS.items()}
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
-def is_resident_id(text: str) -> bool:
-    """True when ``text`` is 18 characters with a valid GB 11643 check character."""
-    return (
-        len(text) == 18 and text[:17].isdigit() and text[17].upper() == resident_id_check_char(text[:17])
-    )
+def placeholder(kind: str, lang: Language, subject: str | None = None) -> str:
+    """What a withheld span becomes: ``[电话已隐去]`` / ``[phone number withheld]``, or with the
+    subject ``[P004 的电话已隐去]`` / ``[P004's phone number withheld]``."""
+    zh, en = KINDS.get(kind, KINDS["identifier"])
+    if lang == "zh":
+        return f"[{subject} 的{zh}已隐去]" if subject else f"[{zh}已隐去]"
+    return f"[{subject}'s {en} withheld]" if subject else f"[{en} withheld]"
+
+
+def text_language(text: str) -> Language:
+    """``zh`` when the text has at least as many CJK characters as Latin words (code-switched
+    Chinese chat counts as Chinese), else ``en``."""
+    return "zh" if len(_CJK.findall(text)) >= max(1, len(_LATIN_WORD.findall(text))) else "en"
+
+
+@dataclass(frozen=True)
+class Scrubbed:
+    """The result of :func:`scrub`.
+
+    Attributes:
+        text: the text with every span replaced by its placeholder.
+        counts: spans withheld by kind (``{"phone": 2}``); never the values.
+        spans: the withheld spans as offsets into the ORIGINAL text, in text order.
+    """
+
+    text: str
+    counts: dict[str, int] = field(default_factory=dict)
+    spans: tuple[Withheld, ...] = ()
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds withheld, sorted (what a ``reject`` policy reports)."""
+        return tuple(sorted(self.counts))
+
+    @property
+    def found(self) -> bool:
+        return bool(self.spans)
+
+
+def merge_spans(spans: Iterable[Withheld]) -> list[Withheld]:
+    """Overlapping spans as one span covering them all; its kind and subject are those of the
+    span of highest priority (then the longest): a subject's value over a checked resident ID
+    over a labelled value over a pattern."""
+    out: list[Withheld] = []
+    for s in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if s.end <= s.start:
+            continue
+        if out and s.start < out[-1].end:
+            last = out[-1]
+            best = max((last, s), key=lambda x: (x.priority, x.end - x.start))
+            out[-1] = Withheld(last.start, max(last.end, s.end), best.kind, best.subject, best.priority)
+        else:
+            out.append(s)
+    return out
+
+
+def find_identifiers(text: str, known: KnownFinder | None = None) -> list[Withheld]:
+    """The spans :func:`scrub` withholds in ``text`` (merged, in text order)."""
+    folded = fold_width(text)
+    spans = find_pattern_identifiers(folded)
+    if known is not None:
+        spans.extend(known(text))
+    return merge_spans(spans)
+
+
+def scrub(text: str, *, known: KnownFinder | None = None, lang: Language | None = None) -> Scrubbed:
+    """``text`` with its identifiers withheld (see the module docstring).
+
+    Args:
+        text: any text (a typed message, a transcript turn, a tool result's value).
+        known: the project's subject identifier finder (``IdentifierIndex.find``), or None for
+            the patterns alone.
+        lang: the placeholders' language; None = the text's own (:func:`text_language`).
+    """
+    spans = find_identifiers(text, known)
+    if not spans:
+        return Scrubbed(text)
+    language = lang or text_language(text)
+    parts: list[str] = []
+    at = 0
+    for s in spans:
+        parts.append(text[at:s.start])
+        parts.append(placeholder(s.kind, language, s.subject))
+        at = s.end
+    parts.append(text[at:])
+    counts = Counter(s.kind for s in spans)
+    return Scrubbed("".join(parts), dict(sorted(counts.items())), tuple(spans))
 
 
 def scrub_text(text: str) -> tuple[str, Counter[str]]:
-    """``text`` with resident IDs, e-mail addresses, mobile and landline numbers replaced by
-    :data:`PLACEHOLDER`, and how many of each kind were replaced (``Counter`` by kind:
-    ``resident_id``, ``email``, ``phone``)."""
-    counts: Counter[str] = Counter()
-
-    def ids(m: re.Match[str]) -> str:
-        if not is_resident_id(m.group(0)):
-            return m.group(0)
-        counts["resident_id"] += 1
-        return PLACEHOLDER["resident_id"]
-
-    def sub(kind: str) -> Callable[[re.Match[str]], str]:
-        def repl(m: re.Match[str]) -> str:
-            counts[kind] += 1
-            return PLACEHOLDER[kind]
-        return repl
-
-    out = _RESIDENT_ID.sub(ids, text)
-    out = _EMAIL.sub(sub("email"), out)
-    out = _MOBILE.sub(sub("phone"), out)
-    out = _LANDLINE.sub(sub("phone"), out)
-    return out, counts
+    """Tool results' form of :func:`scrub`: English placeholders, counts as a ``Counter``."""
+    result = scrub(text, lang="en")
+    return result.text, Counter(result.counts)
 
 
-__all__ = ["PLACEHOLDER", "is_resident_id", "resident_id_check_char", "scrub_text"]
+__all__ = [
+    "KINDS", "PLACEHOLDER", "KnownFinder", "Language", "Scrubbed", "Withheld", "find_identifiers",
+    "is_resident_id", "merge_spans", "placeholder", "resident_id_check_char", "scrub", "scrub_text",
+    "text_language",
+]
