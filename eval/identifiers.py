@@ -85,6 +85,9 @@ def score(path: Path, index: IdentifierIndex | None = None) -> dict[str, Any]:
                 misses.append(f"{row['id']}: {kind} {row['text'][start:end]!r}")
                 continue
             totals["kind_right"] += hit.kind == kind
+            if hit.kind != kind or (subject is not None and hit.subject != subject):
+                wrong.append(f"{row['id']}: labelled {kind}/{subject} got {hit.kind}/{hit.subject} "
+                             f"{row['text'][start:end]!r}")
             totals["with_subject"] += subject is not None
             totals["subject_right"] += subject is not None and hit.subject == subject
         for s in result.spans:

@@ -92,20 +92,28 @@ class Scrubbed:
 
 
 def merge_spans(spans: Iterable[Withheld]) -> list[Withheld]:
-    """Overlapping spans as one span covering them all; its kind and subject are those of the
-    span of highest priority (then the longest): a subject's value over a checked resident ID
-    over a labelled value over a pattern."""
-    out: list[Withheld] = []
+    """Overlapping spans as one span covering them all. Its kind is that of a span covering the
+    whole (a name inside an e-mail address is an e-mail address), of highest priority (a subject's
+    value over a checked resident ID over a labelled value over a pattern); its subject is that of
+    the highest-priority span of that kind (``+86`` widens a subject's phone, keeping the subject)."""
+    groups: list[list[Withheld]] = []
     for s in sorted(spans, key=lambda s: (s.start, -s.end)):
         if s.end <= s.start:
             continue
-        if out and s.start < out[-1].end:
-            last = out[-1]
-            best = max((last, s), key=lambda x: (x.priority, x.end - x.start))
-            out[-1] = Withheld(last.start, max(last.end, s.end), best.kind, best.subject, best.priority)
+        if groups and s.start < max(x.end for x in groups[-1]):
+            groups[-1].append(s)
         else:
-            out.append(s)
-    return out
+            groups.append([s])
+    return [_merged(g) for g in groups]
+
+
+def _merged(group: list[Withheld]) -> Withheld:
+    start, end = min(s.start for s in group), max(s.end for s in group)
+    covering = [s for s in group if s.start == start and s.end == end] or group
+    kind = max(covering, key=lambda s: (s.priority, s.end - s.start)).kind
+    same = [s for s in group if s.kind == kind and s.subject is not None]
+    subject = max(same, key=lambda s: s.priority).subject if same else None
+    return Withheld(start, end, kind, subject, max(s.priority for s in group))
 
 
 def find_identifiers(text: str, known: KnownFinder | None = None) -> list[Withheld]:

@@ -78,8 +78,8 @@ class IdentifierIndex:
 
     def __init__(self, values: Iterable[IdentifierValue], *, salt: bytes | None = None) -> None:
         self._salt = salt or PROCESS_SALT
-        #: digest -> (subject id or None when two subjects share the value, kind)
-        self._digests: dict[bytes, tuple[str | None, str]] = {}
+        #: digest -> (subject id or None when two subjects share the value, kind, derived)
+        self._digests: dict[bytes, tuple[str | None, str, bool]] = {}
         self._cjk_lengths: set[int] = set()
         self._code_lengths: set[int] = set()
         self._code_prefixes: set[bytes] = set()
@@ -98,10 +98,16 @@ class IdentifierIndex:
     def _digest(self, space: str, form: str) -> bytes:
         return hashlib.blake2b(f"{space}\x00{form}".encode(), key=self._salt, digest_size=16).digest()
 
-    def _put(self, space: str, form: str, subject: str, kind: str) -> None:
+    def _put(self, space: str, form: str, subject: str, kind: str, *, derived: bool = False) -> None:
+        """Store a form; ``derived``: made from the value (the pinyin of a Chinese name), not
+        written in it. A form two subjects share names neither of them, except that a written
+        form names its subject over a derived one (``ZHANG Wei`` over the pinyin of 张伟)."""
         key = self._digest(space, form)
         held = self._digests.get(key)
-        self._digests[key] = (subject if held is None or held[0] == subject else None, kind)
+        if held is None or (held[2] and not derived):
+            self._digests[key] = (subject, kind, derived)
+        elif held[0] != subject and held[2] == derived:
+            self._digests[key] = (None, kind, derived)
 
     def _add(self, v: IdentifierValue) -> None:
         if v.kind == "email":
@@ -118,17 +124,17 @@ class IdentifierIndex:
             self._cjk_lengths.add(len(cjk))
             self._put("cjk", cjk, v.subject_id, "name")
             for words in _pinyin_readings(cjk):
-                self._add_words(words, v.subject_id)
+                self._add_words(words, v.subject_id, derived=True)
         words = _WORD.findall(folded)
         if words:
             self._add_words(words, v.subject_id)
 
-    def _add_words(self, words: list[str], subject: str) -> None:
+    def _add_words(self, words: list[str], subject: str, *, derived: bool = False) -> None:
         if len(words) > _MAX_WORDS:
             return
         self._has_words = True
         for i in range(len(words)):
-            self._put("words", "".join(words[i:] + words[:i]), subject, "name")
+            self._put("words", "".join(words[i:] + words[:i]), subject, "name", derived=derived)
 
     def _add_code(self, v: IdentifierValue) -> None:
         form = _code_form(v.value)
