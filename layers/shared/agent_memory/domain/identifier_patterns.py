@@ -177,7 +177,7 @@ _NOT_PERSONAL = re.compile(
 )
 #: Labels naming a phone number: a 7-8 digit number right after one (same clause) is a phone.
 _PHONE_LABEL = re.compile(
-    r"(?:电话|座机|固话|手机|号码|联系方式|传真|(?<![A-Za-z])(?:tel|phone|landline|fax|mobile|call)(?![A-Za-z]))",
+    r"(?:电话|座机|固话|手机|联系方式|传真|(?<![A-Za-z])(?:tel|phone|landline|fax|mobile|call)(?![A-Za-z]))",
     re.IGNORECASE,
 )
 #: What ends a clause: a label before it does not reach a number after it.
@@ -196,15 +196,18 @@ def _clause_before(text: str, start: int) -> str:
 #: A run of digit groups separated by single spaces, hyphens or dots, optionally ending in X;
 #: not glued to letters and not the continuation of a code (``IIT-2025``, ``v2.13``, ``132/86``).
 _RUN = re.compile(
-    r"(?<![0-9A-Za-z_])(?<![0-9A-Za-z][-_/.])"
+    r"(?<![0-9A-Za-z_])(?<![0-9A-Za-z][-_/])(?<![0-9]\.)"
     r"\d+(?:[ .-]\d+)*(?:[Xx])?"
     r"(?![0-9A-Za-z_])(?![-_][A-Za-z])"
 )
 _GROUP = re.compile(r"\d+[Xx]?")
 _PHONE_LEFT = re.compile(r"(?:\(\+?(?:00)?86\)[ -]?|\+)$")
 _EXTENSION = re.compile(r"^\s?(?:转|ext\.?|分机|x)\s?\d{1,5}(?!\d)", re.IGNORECASE)
+#: An area code in parentheses, with its trunk 0 or after a country code without it:
+#: ``(021) 6234 5678``, ``+86 (571) 8765 4321``, ``+86 (0)571 8765 4321``.
 _PAREN_LANDLINE = re.compile(
-    r"(?<![0-9A-Za-z])\((0\d{2,3})\)\s?(\d{3,4})[ -]?(\d{4})(?!\d)"
+    r"(?:(?<![0-9A-Za-z])\((0\d{2,3})\)|(?:\+|(?<![0-9A-Za-z]))(?:00)?86[ -]?(?:\(0\)\s?|\((?=[1-9]\d{1,2}\)))"
+    r"([1-9]\d{1,2})\)?)\s?(\d{3,4})[ -]?(\d{4})(?!\d)"
 )
 
 
@@ -259,7 +262,8 @@ def _span(text: str, start: int, end: int, kind: str, priority: int) -> Withheld
 
 def _parenthesised_landlines(text: str) -> Iterator[Withheld]:
     for m in _PAREN_LANDLINE.finditer(text):
-        if _area_code(m.group(1) + m.group(2)) == len(m.group(1)) and m.group(2)[0] not in "01":
+        area = m.group(1) or "0" + m.group(2)
+        if _area_code(area + m.group(3)) == len(area) and m.group(3)[0] not in "01":
             yield _span(text, m.start(), m.end(), "phone", 0)
 
 
@@ -290,11 +294,16 @@ _LABELS: dict[str, str] = {
         r"医保卡号码?|医保号码?|医保卡|社保卡号码?|社保号码?|社保卡|社会保障卡号|社会保障号码?"
         rf"|{_EN}(?:medical\s+)?insurance(?:\s+card)?{_NO}|{_EN}social\s+security{_NO}"
     ),
-    "passport": rf"护照号码|护照号|护照|{_EN}passport{_NO}?",
+    "passport": (
+        r"护照号码|护照号|护照|(?:港澳|往来港澳|台湾|往来台湾|大陆居民往来台湾)?通行证(?:号码|号)?|台胞证(?:号码|号)?"
+        rf"|回乡证(?:号码|号)?|{_EN}passport{_NO}?|{_EN}travel\s+permit{_NO}?"
+    ),
     "resident_id": (
         r"身份证号码|身份证号|身份证|证件号码|证件号"
-        rf"|{_EN}ID\s+card{_NO}?|{_EN}ID{_NO}|{_EN}national\s+ID{_NO}?|{_EN}resident\s+ID{_NO}?"
+        rf"|{_EN}ID\s+card{_NO}?|{_EN}national\s+ID{_NO}?|{_EN}resident\s+ID{_NO}?"
     ),
+    # "ID number" alone also heads study ids (Subject ID No. 0032): only a whole ID's length counts.
+    "id_number": rf"{_EN}ID{_NO}",
 }
 #: Between a label and its value: separators and "the last four digits".
 _SEP = r"\s?(?:[:#=]|是|为|is|后四位|后4位|末四位|尾号)?\s?(?:是|为)?\s?"
@@ -303,13 +312,16 @@ _VALUES: dict[str, str] = {
     "insurance_number": r"(?:[A-Za-z]{1,4}-?)?\d[0-9A-Za-z]*(?:-[0-9A-Za-z]+)*",
     "passport": r"[A-Za-z]{1,2}\d{6,9}|\d{7,9}",
     "resident_id": r"[0-9*][0-9*]*(?:[ -][0-9*]+)*[Xx]?",
+    "id_number": r"[0-9*][0-9*]*(?:[ -][0-9*]+)*[Xx]?",
 }
 #: Least digits a labelled value has (a masked ID counts its ``*`` too).
-_MIN_DIGITS = {"record_number": 4, "insurance_number": 6, "passport": 6, "resident_id": 4}
+_MIN_DIGITS = {"record_number": 4, "insurance_number": 6, "passport": 6, "resident_id": 4, "id_number": 15}
+#: The kind a label's value is counted as.
+_LABEL_KIND = {"id_number": "resident_id"}
 _SPACED = re.compile(r"\d{2,6}(?: \d{2,})+")
 _LABELLED = {
     kind: re.compile(
-        rf"(?:{labels})(?:\s?[/、或]\s?(?:{'|'.join(_LABELS.values())}))*{_SEP}"
+        rf"(?:{labels})(?:号码|号|编号)?(?:\s?[/、或]\s?(?:{'|'.join(_LABELS.values())}))*{_SEP}"
         rf"(?P<value>{_SPACED.pattern}(?![0-9A-Za-z])|{_VALUES[kind]})(?![0-9A-Za-z*])",
         re.IGNORECASE,
     )
@@ -323,7 +335,7 @@ def _labelled_values(text: str) -> Iterator[Withheld]:
             value = m.group("value")
             if sum(c.isdigit() or c == "*" for c in value) < _MIN_DIGITS[kind]:
                 continue
-            yield Withheld(m.start("value"), m.end("value"), kind, priority=1)
+            yield Withheld(m.start("value"), m.end("value"), _LABEL_KIND.get(kind, kind), priority=1)
 
 
 def find_pattern_identifiers(folded: str) -> list[Withheld]:

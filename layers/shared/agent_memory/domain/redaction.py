@@ -39,7 +39,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "email": ("邮箱", "e-mail"),
     "record_number": ("病历号", "record number"),
     "insurance_number": ("医保/社保卡号", "insurance card number"),
-    "passport": ("护照号", "passport number"),
+    "passport": ("护照/通行证号", "passport number"),
     "name": ("姓名", "name"),
     "address": ("地址", "address"),
     "identifier": ("标识信息", "identifier"),

@@ -52,7 +52,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 _WORD_GAP = re.compile(r"[\s.,\-]{1,3}")
 _KEEP = re.compile(rf"[0-9a-z{_CJK_CHARS}]")
 _ADDRESS_BREAK = re.compile(r"[省市区县]")
-_MIN_CODE, _MIN_CJK_CODE, _MIN_ONE_WORD = 6, 4, 7
+_MIN_CODE, _MIN_CJK_CODE, _MIN_TAIL, _MIN_ONE_WORD = 6, 4, 6, 7
 _MAX_WORDS = 4
 _PREFIX = 4
 _MAX_PINYIN_READINGS = 16
@@ -142,7 +142,7 @@ class IdentifierIndex:
             form = _without_country_code(form)
         forms = [form]
         if v.kind == "address":
-            forms += [form[m.end():] for m in _ADDRESS_BREAK.finditer(form)]
+            forms += [tail for m in _ADDRESS_BREAK.finditer(form) if len(tail := form[m.end():]) >= _MIN_TAIL]
         for f in forms:
             if len(f) < (_MIN_CJK_CODE if _CJK_RUN.search(f) else _MIN_CODE):
                 continue
