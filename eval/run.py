@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         if key in symp:
             rows.append((f"symptoms: {key}", symp[key], target))
     for name, f in idents.items():
-        rows.append((f"identifiers: {name} recall (exact spans)", f"{f['recall']} ({f['labelled_spans']} spans)", "1.0"))
+        rows.append((f"identifiers: {name} recall (exact spans)", f"{f['recall']} ({f['labelled_spans']} spans)",
+                     "1.0"))
         rows.append((f"identifiers: {name} by kind", json.dumps(f["recall_by_kind"]), ""))
         rows.append((f"identifiers: {name} false positives", f"{f['false_positives']} ({f['clean_rows']} clean rows)",
                      "0"))

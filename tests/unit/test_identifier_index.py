@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from agent_memory.adapters.clinical.identifiers import RedcapSubjectIdentifiers
-from agent_memory.domain.clinical import DataDictionary, FieldDef, IdentifierValue, identifier_kind, subject_identifier_values
+from agent_memory.domain.clinical import (
+    DataDictionary,
+    FieldDef,
+    IdentifierValue,
+    identifier_kind,
+    subject_identifier_values,
+)
 from agent_memory.domain.models import ClinicalDataSource, Project
 from agent_memory.domain.redaction import scrub
 from agent_memory.identifiers.index import IdentifierIndex

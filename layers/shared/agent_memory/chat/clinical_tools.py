@@ -8,8 +8,9 @@
   of order between events, incomplete forms).
 
 What is withheld, always: the values of fields the data dictionary flags as identifiers (never
-even requested from the source), and in free text resident ID numbers, phone numbers and e-mail
-addresses (:func:`agent_memory.domain.redaction.scrub_text`). :attr:`ClinicalToolSet.redactions`
+even requested from the source), and in free text what the identifier scrubber withholds (resident
+ID numbers, phone numbers, e-mail addresses, labelled record / insurance / passport numbers:
+:func:`agent_memory.domain.redaction.scrub_text`). :attr:`ClinicalToolSet.redactions`
 counts them by kind for the call report.
 
 One tool set serves one turn: the data dictionary is read once and each subject's export is

@@ -60,6 +60,7 @@ def project_to_item(project: Project) -> ProjectItem:
         time_zone=project.time_zone,
         kind=project.kind,
         clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
+        identifiers=project.identifiers,
         created_at=project.created_at,
     )
 
@@ -74,6 +75,7 @@ def project_update_actions(project: Project) -> list[Action]:
         ProjectItem.kind.set(project.kind),
         ProjectItem.created_at.set(project.created_at),
         ProjectItem.clinical_data.set(clinical) if clinical is not None else ProjectItem.clinical_data.remove(),
+        ProjectItem.identifiers.set(project.identifiers),
     ]
 
 
@@ -92,6 +94,7 @@ def project_from_item(item: ProjectItem) -> Project:
         time_zone=item.time_zone,
         kind=item.kind,  # type: ignore[arg-type]
         clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
+        identifiers=item.identifiers or "redact",  # type: ignore[arg-type]
         created_at=item.created_at,
     )
 
