@@ -45,6 +45,13 @@ def test_long_numbers_without_a_plausible_birth_date_or_province_pass(number: st
     assert scrub(text).text == text
 
 
+def test_eighteen_digits_typed_one_by_one_are_no_resident_id() -> None:
+    # Given: scores listed with spaces (province 11, "date" 1111-11-11 once joined)
+    text = "ECOG 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1"
+    # Then: an ID is typed in groups of 2 or more, never digit by digit
+    assert scrub(text).text == text
+
+
 def test_an_id_with_a_valid_check_character_is_withheld_even_after_a_sample_label() -> None:
     # Given: a sample label, which blocks IDs without a valid check character
     assert scrub(f"样本号 {WRONG_CHECK_ID}").counts == {}

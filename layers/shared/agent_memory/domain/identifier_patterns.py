@@ -10,7 +10,8 @@ Kinds and their rules:
 - ``resident_id``: GB 11643 numbers: 18 characters (17 digits and a digit or ``X``) whose first
   two digits are a province code and whose digits 7-14 are a calendar date between 1900 and
   2099, with or without a valid check character; 15-digit numbers of the pre-1999 form (province
-  code, ``YYMMDD`` date). Groups may be separated by single spaces, hyphens or dots. A valid
+  code, ``YYMMDD`` date). Groups of 2 or more digits may be separated by single spaces, hyphens
+  or dots. A valid
   check character is withheld whatever surrounds it; the others are not withheld right after a
   label that names another kind of number (sample, lot, order, invoice: :data:`_NOT_PERSONAL`).
 - ``phone``: mainland mobiles (``1[3-9]`` + 9 digits) with an optional ``+86`` / ``0086`` /
@@ -201,6 +202,8 @@ _RUN = re.compile(
     r"(?![0-9A-Za-z_])(?![-_][A-Za-z])"
 )
 _GROUP = re.compile(r"\d+[Xx]?")
+#: The most digits a number looked for has (``0086`` and an 11-digit mobile; an 18-digit ID).
+_LONGEST = 18
 _PHONE_LEFT = re.compile(r"(?:\(\+?(?:00)?86\)[ -]?|\+)$")
 _EXTENSION = re.compile(r"^\s?(?:转|ext\.?|分机|x)\s?\d{1,5}(?!\d)", re.IGNORECASE)
 #: An area code in parentheses, with its trunk 0 or after a country code without it:
@@ -216,7 +219,8 @@ def _classify(text: str, groups: list[re.Match[str]], label: str) -> tuple[str, 
     parts = [g.group(0) for g in groups]
     digits = "".join(parts)
     blocked = _NOT_PERSONAL.search(label) is not None
-    shape = resident_id_shape(digits)
+    # An ID is typed in groups of 2 or more (6-8-4, 4-4-4-4-2), never digit by digit.
+    shape = resident_id_shape(digits) if all(len(p) >= 2 for p in parts) else None
     if shape == "checked":
         return "resident_id", 2
     if shape == "plausible" and not blocked:
@@ -238,7 +242,7 @@ def _digit_numbers(text: str) -> Iterator[Withheld]:
         i = 0
         while i < len(groups):
             label = _clause_before(text, groups[i].start())
-            for j in range(len(groups), i, -1):
+            for j in range(_last_group(groups, i), i, -1):
                 found = _classify(text, groups[i:j], label)
                 if found is not None:
                     yield _span(text, groups[i].start(), groups[j - 1].end(), *found)
@@ -246,6 +250,16 @@ def _digit_numbers(text: str) -> Iterator[Withheld]:
                     break
             else:
                 i += 1
+
+
+def _last_group(groups: list[re.Match[str]], i: int) -> int:
+    """The end (exclusive) of the longest group sequence from ``i`` that is not longer than any
+    number looked for (:data:`_LONGEST` digits), so that a long run costs linear time."""
+    total, j = 0, i
+    while j < len(groups) and total + len(groups[j].group(0)) <= _LONGEST:
+        total += len(groups[j].group(0))
+        j += 1
+    return max(j, i + 1)
 
 
 def _span(text: str, start: int, end: int, kind: str, priority: int) -> Withheld:
