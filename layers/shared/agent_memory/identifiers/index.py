@@ -64,6 +64,14 @@ def _fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
 
 
+def _fold_in_place(text: str) -> str:
+    """:func:`_fold` one character for one (a character whose folded form is longer stays as it
+    is), so that offsets into the result are offsets into ``text``."""
+    if text.isascii():
+        return text.lower()
+    return "".join(f if len(f := _fold(c)) == 1 else c for c in text)
+
+
 def _code_form(text: str) -> str:
     return "".join(_KEEP.findall(_fold(text)))
 
@@ -78,6 +86,7 @@ class IdentifierIndex:
 
     def __init__(self, values: Iterable[IdentifierValue], *, salt: bytes | None = None) -> None:
         self._salt = salt or PROCESS_SALT
+        self._keyed = hashlib.blake2b(key=self._salt, digest_size=16)
         #: digest -> (subject id or None when two subjects share the value, kind, derived)
         self._digests: dict[bytes, tuple[str | None, str, bool]] = {}
         self._cjk_lengths: set[int] = set()
@@ -94,9 +103,21 @@ class IdentifierIndex:
     def __repr__(self) -> str:
         return f"IdentifierIndex({len(self._digests)} digests)"
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without the keyed hash state (rebuilt from the salt)."""
+        return {k: v for k, v in vars(self).items() if k != "_keyed"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        vars(self).update(state)
+        self._keyed = hashlib.blake2b(key=self._salt, digest_size=16)
+
     # ------------------------------------------------------------------ building
     def _digest(self, space: str, form: str) -> bytes:
-        return hashlib.blake2b(f"{space}\x00{form}".encode(), key=self._salt, digest_size=16).digest()
+        """The keyed digest of a form in its name space (a copy of the keyed state: cheaper than
+        keying anew for every candidate)."""
+        h = self._keyed.copy()
+        h.update(f"{space}\x00{form}".encode())
+        return h.digest()
 
     def _put(self, space: str, form: str, subject: str, kind: str, *, derived: bool = False) -> None:
         """Store a form; ``derived``: made from the value (the pinyin of a Chinese name), not
@@ -156,9 +177,7 @@ class IdentifierIndex:
         the scrubber merges them), each with its kind and subject."""
         if not self._digests:
             return []
-        folded = _fold(text)
-        if len(folded) != len(text):  # a character whose decomposition is not one character
-            folded = fold_width(text).lower()
+        folded = _fold_in_place(text)
         spans = list(self._cjk_names(folded))
         if self._has_words:
             spans.extend(self._word_names(folded))
