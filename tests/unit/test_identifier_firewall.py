@@ -26,7 +26,7 @@ SOURCE = ClinicalDataSource(source="redcap", api_url="https://redcap.example.org
 
 
 def _project(policy: str = "redact", project_id: str = "iit") -> Project:
-    return Project(project_id=project_id, name="IIT", clinical_data=SOURCE, identifiers=policy,  # type: ignore[arg-type]
+    return Project(project_id=project_id, name="IIT", clinical_data=SOURCE, identifiers=policy,
                    created_at=datetime(2026, 3, 1, tzinfo=UTC))
 
 
@@ -143,7 +143,7 @@ def test_scrub_redacts_whatever_the_policy(source: InMemorySubjectIdentifiers) -
 def test_the_policy_defaults_to_redact_and_accepts_nothing_else() -> None:
     assert Project(project_id="p", name="P", created_at=datetime(2026, 3, 1, tzinfo=UTC)).identifiers == "redact"
     with pytest.raises(ValidationError):
-        Project(project_id="p", name="P", identifiers="mask", created_at=datetime(2026, 3, 1, tzinfo=UTC))  # type: ignore[arg-type]
+        Project(project_id="p", name="P", identifiers="mask", created_at=datetime(2026, 3, 1, tzinfo=UTC))
 
 
 def test_a_rejected_text_answers_422_with_the_kinds_and_no_value() -> None:
