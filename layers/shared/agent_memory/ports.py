@@ -541,6 +541,10 @@ class FeedbackStore(Protocol):
         """The member's study role (PI, CRC, ...) or None."""
         ...
 
+    def get_project(self, project_id: str) -> Project:
+        """The project record (its identifier policy). Raises ProjectNotFound."""
+        ...
+
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
         """The rating (replacing the rater's earlier one) and its flow-log event, in one transaction."""
         ...

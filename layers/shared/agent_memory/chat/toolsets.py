@@ -10,7 +10,7 @@ result; default: the result capped at :data:`COMPACT_RESULT_MAX_BYTES`) and ``re
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from agent_memory.domain.llm import ToolSpec
@@ -31,18 +31,33 @@ class ToolSet(Protocol):
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]: ...
 
 
-class ToolSets:
-    """Several tool sets as one (specs in the order of the sets; a tool name belongs to one set)."""
+#: Withholds identifiers from a tool result before the model reads it: (text, counts by kind).
+ResultScrubber = Callable[[str], tuple[str, dict[str, int]]]
 
-    def __init__(self, sets: Sequence[ToolSet]) -> None:
+
+class ToolSets:
+    """Several tool sets as one (specs in the order of the sets; a tool name belongs to one set).
+
+    ``scrub``: applied to every result before it is returned to the loop (the identifier
+    firewall: whatever a set returns, the model never reads an identifier); what it withholds is
+    counted in :meth:`redactions`. None = results as the sets return them.
+    """
+
+    def __init__(self, sets: Sequence[ToolSet], *, scrub: ResultScrubber | None = None) -> None:
         self._sets = list(sets)
+        self._scrub = scrub
+        self._withheld: Counter[str] = Counter()
         self.specs: list[ToolSpec] = [spec for s in self._sets for spec in s.specs]
 
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
         """Run ``name`` on the set that defines it; ``(reason, True)`` for an unknown tool."""
         for tool_set in self._sets:
             if any(spec.name == name for spec in tool_set.specs):
-                return tool_set.run(name, tool_input)
+                text, is_error = tool_set.run(name, tool_input)
+                if self._scrub is not None:
+                    text, withheld = self._scrub(text)
+                    self._withheld.update(withheld)
+                return text, is_error
         return f"unknown tool {name}", True
 
     def compact(self, name: str, text: str, answer: str = "") -> str:
@@ -53,8 +68,8 @@ class ToolSets:
         return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
 
     def redactions(self) -> Counter[str]:
-        """Values withheld so far by every set, by kind."""
-        total: Counter[str] = Counter()
+        """Values withheld so far by every set and by ``scrub``, by kind."""
+        total: Counter[str] = Counter(self._withheld)
         for tool_set in self._sets:
             counts = getattr(tool_set, "redactions", None)
             if isinstance(counts, Counter):
@@ -72,4 +87,4 @@ def compact_result(tool_set: ToolSet, name: str, text: str, answer: str = "") ->
     return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
 
 
-__all__ = ["COMPACT_RESULT_MAX_BYTES", "ToolSet", "ToolSets", "compact_result"]
+__all__ = ["COMPACT_RESULT_MAX_BYTES", "ResultScrubber", "ToolSet", "ToolSets", "compact_result"]

@@ -9,16 +9,19 @@ the text's language (``[电话已隐去]`` / ``[phone number withheld]``; ``[P00
 ``[P004's name withheld]`` when the subject is known). It returns the text and how many spans of
 each kind it withheld, never the values.
 
-:func:`scrub_text` is the tool results' form (English placeholders, ``Counter`` by kind).
+:func:`scrub_value` scrubs one value of a record with its label as context (``住院号: 123456``);
+:func:`scrub_data` every string value of a JSON-like structure (a REDCap row, a stored window or
+manifest). :func:`scrub_text` is the tool results' form (English placeholders, ``Counter`` by kind).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agent_memory.domain.identifier_patterns import (
     Withheld,
@@ -134,7 +137,32 @@ def scrub(text: str, *, known: KnownFinder | None = None, lang: Language | None 
             the patterns alone.
         lang: the placeholders' language; None = the text's own (:func:`text_language`).
     """
-    spans = find_identifiers(text, known)
+    return _withheld(text, find_identifiers(text, known), lang)
+
+
+def scrub_value(value: str, *, label: str | None = None, known: KnownFinder | None = None,
+                lang: Language | None = None) -> Scrubbed:
+    """One value of a record (a REDCap field, a JSON member) scrubbed as if written after its
+    label (``住院号: 123456``): the label gives a bare number its meaning, as it would in a sentence,
+    but only spans inside the value are withheld and counted (the label is never changed).
+
+    Args:
+        value: the value as stored (any field type: numbers, dates and codes pass untouched
+            unless they are identifiers).
+        label: the field's label or name (``住院号``, ``mrn``, ``Contact phone``); None = the value alone.
+        known, lang: as :func:`scrub`; ``lang`` None = the language of label and value together.
+    """
+    if not label:
+        return scrub(value, known=known, lang=lang)
+    prefix = f"{label}: "
+    at = len(prefix)
+    spans = [Withheld(max(0, s.start - at), s.end - at, s.kind, s.subject, s.priority)
+             for s in find_identifiers(prefix + value, known) if s.end > at]
+    return _withheld(value, spans, lang or text_language(prefix + value))
+
+
+def _withheld(text: str, spans: list[Withheld], lang: Language | None) -> Scrubbed:
+    """``text`` with each of ``spans`` (merged, in text order) replaced by its placeholder."""
     if not spans:
         return Scrubbed(text)
     language = lang or text_language(text)
@@ -149,6 +177,53 @@ def scrub(text: str, *, known: KnownFinder | None = None, lang: Language | None 
     return Scrubbed("".join(parts), dict(sorted(counts.items())), tuple(spans))
 
 
+#: Scrubs one string value given its label (the key it is stored under; None in a list).
+ValueScrubber = Callable[[str, str | None], Scrubbed]
+
+
+def scrub_data(data: Any, scrub_one: ValueScrubber, label: str | None = None) -> tuple[Any, Counter[str]]:
+    """Every string value in ``data`` (JSON-like: dicts, lists, strings, numbers) scrubbed by
+    ``scrub_one(value, label)``, a member's key being its label; a string that is itself a JSON
+    object or array (a stored tool result, a manifest) is scrubbed member by member and written
+    back compact. Keys, numbers and booleans are kept. Returns the new data (``data`` itself
+    when nothing was withheld) and the spans withheld by kind.
+    """
+    counts: Counter[str] = Counter()
+    if isinstance(data, str):
+        nested = _json_container(data)
+        if nested is not None:
+            inner, found = scrub_data(nested, scrub_one, label)
+            return (json.dumps(inner, ensure_ascii=False) if found else data), found
+        result = scrub_one(data, label)
+        return (result.text if result.found else data), Counter(result.counts)
+    if isinstance(data, dict):
+        out: dict[Any, Any] = {}
+        for key, value in data.items():
+            out[key], found = scrub_data(value, scrub_one, str(key))
+            counts.update(found)
+        return (out if counts else data), counts
+    if isinstance(data, list):
+        items = []
+        for value in data:
+            item, found = scrub_data(value, scrub_one, label)
+            items.append(item)
+            counts.update(found)
+        return (items if counts else data), counts
+    return data, counts
+
+
+def _json_container(text: str) -> dict[str, Any] | list[Any] | None:
+    """``text`` parsed when it is a JSON object or array, else None."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict | list) else None
+
+
 def scrub_text(text: str) -> tuple[str, Counter[str]]:
     """Tool results' form of :func:`scrub`: English placeholders, counts as a ``Counter``."""
     result = scrub(text, lang="en")
@@ -156,7 +231,7 @@ def scrub_text(text: str) -> tuple[str, Counter[str]]:
 
 
 __all__ = [
-    "KINDS", "PLACEHOLDER", "KnownFinder", "Language", "Scrubbed", "Withheld", "find_identifiers",
-    "is_resident_id", "merge_spans", "placeholder", "resident_id_check_char", "scrub", "scrub_text",
-    "text_language",
+    "KINDS", "PLACEHOLDER", "KnownFinder", "Language", "Scrubbed", "ValueScrubber", "Withheld",
+    "find_identifiers", "is_resident_id", "merge_spans", "placeholder", "resident_id_check_char", "scrub",
+    "scrub_data", "scrub_text", "scrub_value", "text_language",
 ]

@@ -13,8 +13,11 @@ policy (``Project.identifiers``):
   (HTTP 422 with the kinds) when anything was found;
 - :meth:`IdentifierFirewall.screen_all` - several texts of one request (a transcript): all are
   checked before any is returned, so a rejected request stores none of them;
-- :meth:`IdentifierFirewall.scrub` - always redact, whatever the policy (tool results, the jobs'
-  inputs: defence in depth).
+- :meth:`IdentifierFirewall.scrub` - always redact, whatever the policy (the model's own texts,
+  the jobs' inputs: defence in depth); :meth:`IdentifierFirewall.scrub_value` one value of a record
+  with its label as context (REDCap tool results, every field type);
+  :meth:`IdentifierFirewall.scrub_data` every string of a JSON-like structure (what the scrub job
+  rewrites).
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.domain.clinical import ClinicalSourceError
 from agent_memory.domain.errors import IdentifiersRejected
-from agent_memory.domain.redaction import Language, Scrubbed, scrub
+from agent_memory.domain.redaction import Language, Scrubbed, scrub, scrub_data, scrub_value
 from agent_memory.identifiers.index import IdentifierIndex
 from agent_memory.observability import logger
 
@@ -114,6 +117,24 @@ class IdentifierFirewall:
         the jobs' inputs). ``lang``: the placeholders' language (None: the text's own)."""
         index = self.index(project, deadline=deadline)
         return scrub(text, known=index.find if index is not None else None, lang=lang)
+
+    def scrub_value(self, project: Project, value: str, *, label: str | None = None, lang: Language | None = None,
+                    deadline: float | None = None) -> Scrubbed:
+        """One value of a record (a REDCap field of any type, a report member) with its
+        identifiers withheld, its ``label`` read as context (``domain.redaction.scrub_value``),
+        whatever the project's policy."""
+        index = self.index(project, deadline=deadline)
+        return scrub_value(value, label=label, known=index.find if index is not None else None, lang=lang)
+
+    def scrub_data(self, project: Project, data: Any, *, lang: Language | None = None,
+                   deadline: float | None = None) -> tuple[Any, dict[str, int]]:
+        """Every string value of ``data`` (JSON-like; JSON text inside it too) scrubbed with its
+        key as label (``domain.redaction.scrub_data``), whatever the policy. Returns the data
+        (``data`` itself when nothing was withheld) and the spans withheld by kind."""
+        index = self.index(project, deadline=deadline)
+        known = index.find if index is not None else None
+        clean, counts = scrub_data(data, lambda value, label: scrub_value(value, label=label, known=known, lang=lang))
+        return clean, dict(sorted(counts.items()))
 
     def screen(self, project: Project, text: str, *, lang: Language | None = None,
                deadline: float | None = None) -> Scrubbed:

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from agent_memory.domain.errors import InvalidInput, NotFound
-from agent_memory.domain.models import ClinicalDataSource, Member, Project, StudyRole
+from agent_memory.domain.models import ClinicalDataSource, IdentifierPolicy, Member, Project, StudyRole
 from agent_memory.ports import MemberStore
 
 
@@ -54,10 +54,13 @@ def get_project(store: MemberStore, project_id: str) -> Project:
 def update_project(
     store: MemberStore, project_id: str, *, name: str | None = None, time_zone: str | None = None,
     clinical_data: ClinicalDataSource | None = None, token_secret_prefix: str = "",
+    identifiers: IdentifierPolicy | None = None,
 ) -> Project:
     """Change the name, the time zone (activity markers and job periods follow it from the next
-    request on: every turn and job reads the project record) or the clinical data source (its
-    token secret by NAME only). Fields left None stay as they are.
+    request on: every turn and job reads the project record), the clinical data source (its
+    token secret by NAME only) or the identifier policy (``redact`` / ``reject``: every ingress
+    reads it from the project record on each request, so it applies from the next one). Fields
+    left None stay as they are.
 
     ``token_secret_prefix``: the name prefix the functions may read token secrets under
     (``CLINICAL_TOKEN_SECRET_PREFIX``; the chat role's IAM grant): a secret outside it is refused
@@ -70,8 +73,8 @@ def update_project(
     if clinical_data is not None and not clinical_data.token_secret.startswith(token_secret_prefix):
         raise InvalidInput(f"clinical_data.token_secret: must be a secret name starting with {token_secret_prefix!r}")
     project = store.get_project(project_id)
-    changes = {k: v for k, v in {"name": name, "time_zone": time_zone, "clinical_data": clinical_data}.items()
-               if v is not None}
+    changes = {k: v for k, v in {"name": name, "time_zone": time_zone, "clinical_data": clinical_data,
+                                 "identifiers": identifiers}.items() if v is not None}
     if not changes:
         return project
     updated = project.model_copy(update=changes)

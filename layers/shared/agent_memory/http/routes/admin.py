@@ -278,12 +278,13 @@ def get_project(project_id: str, deps: Deps) -> Response[str]:
          "agent-memory/redcap/ by default)",
 })
 def update_project(project_id: str, body: UpdateProjectRequest, deps: Deps) -> Response[str]:
-    """Change the name, the time zone or the clinical data source (admins; fields left out stay).
-    The REDCap token is named by its Secrets Manager secret, never sent here."""
+    """Change the name, the time zone, the clinical data source or the identifier policy
+    (``identifiers``: ``redact`` | ``reject``) (admins; fields left out stay). The REDCap token is
+    named by its Secrets Manager secret, never sent here."""
     project = members.update_project(
         deps.members, project_id, name=body.name, time_zone=body.time_zone,
         clinical_data=body.clinical_data.to_domain() if body.clinical_data else None,
-        token_secret_prefix=deps.clinical_token_secret_prefix,
+        token_secret_prefix=deps.clinical_token_secret_prefix, identifiers=body.identifiers,
     )
     return model_response(project)
 
