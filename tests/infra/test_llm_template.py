@@ -226,15 +226,17 @@ def test_no_other_function_may_invoke_bedrock_or_read_the_key(resources: dict[st
             continue
         assert _grants(resources, logical_id, "bedrock:") == [], logical_id
         secrets = _grants(resources, logical_id, "secretsmanager:")
-        # The ReminderFunction reads the webhooks' HMAC keys: only under their own prefix, never the API key.
+        # The ReminderFunction reads the webhooks' HMAC keys, the SessionsFunction the REDCap tokens (its
+        # identifier firewall's subject index): each only under its own prefix, never the API key.
         scoped = [json.dumps(s["Resource"]) for _, s in secrets]
-        assert all("AnthropicSecretName" not in r and "secret:agent-memory/reminder-webhook/*" in r
-                   for r in scoped), logical_id
-        assert secrets == [] or logical_id == "ReminderFunction", logical_id
+        prefix = {"ReminderFunction": "secret:agent-memory/reminder-webhook/*",
+                  "SessionsFunction": "secret:${ClinicalTokenSecretPrefix}*"}.get(logical_id)
+        assert all("AnthropicSecretName" not in r and prefix is not None and prefix in r for r in scoped), logical_id
 
 
 def test_worker_reads_the_key_only_with_the_anthropic_provider(resources: dict[str, Any]) -> None:
-    ((condition, statement),) = _grants(resources, "JobWorkerFunction", "secretsmanager:")
+    ((condition, statement),) = [(c, s) for c, s in _grants(resources, "JobWorkerFunction", "secretsmanager:")
+                                 if s.get("Sid") != "ClinicalTokenSecrets"]  # the REDCap tokens: any provider
     assert condition == "UsesAnthropicApi"
     assert _as_list(statement["Action"]) == ["secretsmanager:GetSecretValue"]
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.models import ClinicalDataSource, HotMemory, Member, Project, WeeklyReport, YearlySummary
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
+    from agent_memory.domain.scrub import ScrubRecord, StoredText
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
     from agent_memory.domain.when import Recurrence, When
@@ -507,6 +508,29 @@ class ExportReader(Protocol):
     def session_items(self, project_id: str, session_id: str) -> Iterator[dict[str, Any]]: ...
 
     def flow_log_items(self, project_id: str, utc_days: Iterable[str]) -> Iterator[dict[str, Any]]: ...
+
+
+class ScrubStore(Protocol):
+    """The identifier scrub of what a project stores (``adapters.dynamo.scrub.ScrubRepository``).
+    ``get_project`` raises ProjectNotFound; ``start_scrub`` stores the record unless its run has
+    one and returns the stored one; ``stored_texts`` yields every text attribute of the project
+    (the flow log of the UTC days ``since`` .. ``until``, every session's partition, the
+    MemoryTable partition); ``reread`` one as stored now (None: gone); ``rewrite`` writes
+    ``value`` over ``text`` on condition that it is unchanged (its version, if any, incremented)
+    and adds ``withheld`` and one item of ``text.area`` to the record's counts in ONE transaction
+    (False: it changed since read)."""
+
+    def get_project(self, project_id: str) -> Project: ...
+
+    def start_scrub(self, record: ScrubRecord) -> ScrubRecord: ...
+
+    def finish_scrub(self, record: ScrubRecord, *, at: datetime) -> ScrubRecord: ...
+
+    def stored_texts(self, project_id: str, *, since: date, until: date) -> Iterator[StoredText]: ...
+
+    def reread(self, text: StoredText) -> StoredText | None: ...
+
+    def rewrite(self, record: ScrubRecord, text: StoredText, value: Any, withheld: dict[str, int]) -> bool: ...
 
 
 class RemovalStore(Protocol):

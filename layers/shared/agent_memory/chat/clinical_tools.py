@@ -261,7 +261,8 @@ class ClinicalToolSet:
             s = subjects.setdefault(sid, {"subject_id": sid})
             for key, f in (("status", status_f), ("enrolment_date", enrol_f), ("screening_date", screen_f)):
                 if f is not None and r.get(f.name) and key not in s:
-                    s[key] = self.scrub(f.choices.get(str(r[f.name]), str(r[f.name])) if f.choices else str(r[f.name]), f)
+                    raw = str(r[f.name])
+                    s[key] = self.scrub(f.choices.get(raw, raw) if f.choices else raw, f)
         listed = list(subjects.values())
         wanted_status = args.get("status")
         if isinstance(wanted_status, str) and wanted_status.strip():

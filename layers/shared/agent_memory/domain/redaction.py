@@ -181,31 +181,44 @@ def _withheld(text: str, spans: list[Withheld], lang: Language | None) -> Scrubb
 ValueScrubber = Callable[[str, str | None], Scrubbed]
 
 
-def scrub_data(data: Any, scrub_one: ValueScrubber, label: str | None = None) -> tuple[Any, Counter[str]]:
+#: Keys whose values are never text a person wrote (ids, times, hashes, codes of the product's
+#: own): :func:`scrub_data` leaves them as they are.
+NOT_TEXT_KEYS = frozenset({
+    "message_id", "session_id", "project_id", "user_id", "patient_id", "subject_id", "line_id", "review_id",
+    "diagnosis_id", "reminder_id", "audit_id", "id", "tool_use_id", "evidence", "idempotency_hash", "at",
+    "created_at", "updated_at", "added_at", "stated_at", "decided_at", "role", "status", "source", "section",
+    "kind", "origin", "role_tag", "study_role", "version", "revision", "iso_week", "day", "type",
+})
+
+
+def scrub_data(data: Any, scrub_one: ValueScrubber, label: str | None = None, *,
+               skip: frozenset[str] = NOT_TEXT_KEYS) -> tuple[Any, Counter[str]]:
     """Every string value in ``data`` (JSON-like: dicts, lists, strings, numbers) scrubbed by
     ``scrub_one(value, label)``, a member's key being its label; a string that is itself a JSON
     object or array (a stored tool result, a manifest) is scrubbed member by member and written
-    back compact. Keys, numbers and booleans are kept. Returns the new data (``data`` itself
-    when nothing was withheld) and the spans withheld by kind.
+    back compact. Keys, numbers, booleans and the members named in ``skip`` (ids, times: never
+    typed text) are kept. Returns the new data (``data`` itself when nothing was withheld) and
+    the spans withheld by kind.
     """
     counts: Counter[str] = Counter()
     if isinstance(data, str):
         nested = _json_container(data)
         if nested is not None:
-            inner, found = scrub_data(nested, scrub_one, label)
+            inner, found = scrub_data(nested, scrub_one, label, skip=skip)
             return (json.dumps(inner, ensure_ascii=False) if found else data), found
         result = scrub_one(data, label)
         return (result.text if result.found else data), Counter(result.counts)
     if isinstance(data, dict):
         out: dict[Any, Any] = {}
         for key, value in data.items():
-            out[key], found = scrub_data(value, scrub_one, str(key))
+            out[key], found = (value, Counter[str]()) if key in skip else scrub_data(value, scrub_one, str(key),
+                                                                                      skip=skip)
             counts.update(found)
         return (out if counts else data), counts
     if isinstance(data, list):
         items = []
         for value in data:
-            item, found = scrub_data(value, scrub_one, label)
+            item, found = scrub_data(value, scrub_one, label, skip=skip)
             items.append(item)
             counts.update(found)
         return (items if counts else data), counts
@@ -231,7 +244,7 @@ def scrub_text(text: str) -> tuple[str, Counter[str]]:
 
 
 __all__ = [
-    "KINDS", "PLACEHOLDER", "KnownFinder", "Language", "Scrubbed", "ValueScrubber", "Withheld",
+    "KINDS", "NOT_TEXT_KEYS", "PLACEHOLDER", "KnownFinder", "Language", "Scrubbed", "ValueScrubber", "Withheld",
     "find_identifiers", "is_resident_id", "merge_spans", "placeholder", "resident_id_check_char", "scrub",
     "scrub_data", "scrub_text", "scrub_value", "text_language",
 ]
