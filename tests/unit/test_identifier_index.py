@@ -127,10 +127,18 @@ def test_name_parts_and_other_names_pass(index: IdentifierIndex, text: str) -> N
     assert scrub(text, known=index.find).text == text
 
 
-def test_a_chinese_name_is_matched_wherever_its_characters_stand_together(index: IdentifierIndex) -> None:
-    # Decided (docs/architecture.md, "Identifiers"): Chinese has no word boundaries, so 张伟 inside
-    # 张伟民 is withheld too; the other name is over-withheld, never a subject's name leaked.
-    assert _found(index, "张伟民医生") == [("张伟", "name", "P010")]
+@pytest.mark.parametrize(("text", "found"), [
+    ("张伟民医生是我们的影像评估医生", []),  # one more character, then a title: someone else's three-character name
+    ("张伟民老师说", []),
+    ("张伟医生说", [("张伟", "name", "P010")]),  # the name itself before a title
+    ("张伟来了", [("张伟", "name", "P010")]),
+    ("张伟明天来", [("张伟", "name", "P010")]),  # a character after it but no title: still the subject
+])
+def test_a_chinese_name_inside_a_longer_titled_name_is_not_the_subjects(
+    index: IdentifierIndex, text: str, found: list[tuple[str, str, str]]
+) -> None:
+    # Chinese has no word boundaries; a title ends a name, so 张伟民医生 names a three-character name
+    assert _found(index, text) == found
 
 
 # -------------------------------------------------------------------- codes, addresses, e-mail

@@ -66,7 +66,8 @@ def placeholder(kind: str, lang: Language, subject: str | None = None) -> str:
 
 def text_language(text: str) -> Language:
     """``zh`` when the text has at least as many CJK characters as Latin words (code-switched
-    Chinese chat counts as Chinese), else ``en``."""
+    Chinese chat counts as Chinese), else ``en``. :func:`scrub` reads it on the text without its
+    identifiers."""
     return "zh" if len(_CJK.findall(text)) >= max(1, len(_LATIN_WORD.findall(text))) else "en"
 
 
@@ -158,14 +159,14 @@ def scrub_value(value: str, *, label: str | None = None, known: KnownFinder | No
     at = len(prefix)
     spans = [Withheld(max(0, s.start - at), s.end - at, s.kind, s.subject, s.priority)
              for s in find_identifiers(prefix + value, known) if s.end > at]
-    return _withheld(value, spans, lang or text_language(prefix + value))
+    return _withheld(value, spans, lang or text_language(prefix + _without(value, spans)))
 
 
 def _withheld(text: str, spans: list[Withheld], lang: Language | None) -> Scrubbed:
     """``text`` with each of ``spans`` (merged, in text order) replaced by its placeholder."""
     if not spans:
         return Scrubbed(text)
-    language = lang or text_language(text)
+    language = lang or text_language(_without(text, spans))
     parts: list[str] = []
     at = 0
     for s in spans:
@@ -175,6 +176,13 @@ def _withheld(text: str, spans: list[Withheld], lang: Language | None) -> Scrubb
     parts.append(text[at:])
     counts = Counter(s.kind for s in spans)
     return Scrubbed("".join(parts), dict(sorted(counts.items())), tuple(spans))
+
+
+def _without(text: str, spans: list[Withheld]) -> str:
+    """``text`` without the spans: the identifiers themselves (an e-mail address, a pinyin name)
+    say nothing about the language the placeholders are written in."""
+    return " ".join(text[a:b] for a, b in zip([0, *(s.end for s in spans)], [*(s.start for s in spans), len(text)],
+                                              strict=True))
 
 
 #: Scrubs one string value given its label (the key it is stored under; None in a list).

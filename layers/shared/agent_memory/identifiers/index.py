@@ -201,7 +201,8 @@ class IdentifierIndex:
                 for n in lengths:
                     if i + n <= len(s) and (hit := self._hit("cjk", s[i:i + n], run.start() + i,
                                                             run.start() + i + n)):
-                        yield hit
+                        if not _longer_titled_name(s, i + n):
+                            yield hit
                         break
 
     def _word_names(self, folded: str) -> Iterator[Withheld]:
@@ -237,6 +238,19 @@ class IdentifierIndex:
                 if hit := self._hit("code", norm[p:p + n], start, end):
                     yield hit
                     break
+
+
+#: Titles written right after a person's name (a name ends where its title starts).
+_TITLES = ("医生", "大夫", "医师", "老师", "主任", "护士", "护师", "教授", "先生", "女士", "同学", "研究员", "药师",
+           "技师", "院长", "科长", "经理", "博士", "专员", "协调员", "监查员")
+
+
+def _longer_titled_name(run: str, end: int) -> bool:
+    """True when a subject's CJK name ending at ``end`` is only the start of a longer name: ONE
+    more CJK character and then a title (``张伟民医生`` is not 张伟). Chinese given names are one or
+    two characters, so a name followed by a single character and a title is a three-character
+    name of someone else; ``张伟医生`` and ``张伟来了`` still name the subject."""
+    return end + 1 < len(run) and run[end + 1:].startswith(_TITLES)
 
 
 def _glued(text: str, start: int, end: int) -> bool:
