@@ -385,11 +385,11 @@ def _patterns_only(value: str, label: str | None) -> Scrubbed:
 
 
 def _label(f: FieldDef | None) -> str | None:
-    """What a value of ``f`` is read after: its label and its name (``病案号 mrn``), either of which
-    may be the one that says what the number is."""
+    """What a value of ``f`` is read after: its name and its label (``mrn 病案号``), either of which
+    may be the one that says what the number is (the label, which people write, stands next to it)."""
     if f is None:
         return None
-    return f"{f.label} {f.name}".strip() if f.label and f.label != f.name else f.name
+    return f"{f.name} {f.label}".strip() if f.label and f.label != f.name else f.name
 
 
 def _quoted(value: Any, answer: str) -> bool:
