@@ -180,6 +180,9 @@ def test_a_reminder_text_is_scrubbed_before_it_is_scheduled_or_stored() -> None:
     (reminder,) = items.items.values()
     assert reminder.text == "给 [P004 的姓名已隐去] 回电话 [电话已隐去]"
     assert [r.text for r in scheduler.schedules.values()] == [reminder.text]
+    # and the model's own call, sent back to it and kept in the flow log, holds them too
+    assert "回电话 [电话已隐去]" in _everything(store, llm)
+    assert PHONE not in _everything(store, llm) and NAME not in _everything(store, llm)
 
 
 def test_under_reject_a_reminder_text_with_identifiers_is_not_scheduled() -> None:
@@ -194,7 +197,9 @@ def test_under_reject_a_reminder_text_with_identifiers_is_not_scheduled() -> Non
     send(deps, "明天上午十点提醒我回电话")
     assert items.items == {} and scheduler.schedules == {}
     tool_result = json.dumps(llm.requests[1].messages[-1], ensure_ascii=False)
-    assert "not scheduled" in tool_result and "phone" in tool_result and PHONE not in tool_result
+    assert "schedule_reminder not run" in tool_result and "(phone)" in tool_result and PHONE not in tool_result
+    sent_back = json.dumps(llm.requests[1].messages[-2], ensure_ascii=False)  # the model's own tool call
+    assert "回电话 [电话已隐去]" in sent_back and PHONE not in sent_back
 
 
 # --------------------------------------------------------------------------- transcript turns

@@ -467,7 +467,8 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
 
 def _call_tools(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> tuple[ToolSets, HistoryTools | None]:
     """The call's tool sets: the turn's, ``read_history`` unless the plan loads history or is QC,
-    the asker's reminder tools; every result passes the firewall before the model reads it."""
+    the asker's reminder tools; every result passes the firewall before the model reads it, and the
+    model's own text and tool inputs before they are run, kept or sent back."""
     history_tools: HistoryTools | None = None
     sets = list(shared)
     if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
@@ -477,7 +478,9 @@ def _call_tools(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> tupl
     if call.extra_tools is not None:  # the asker's reminder tools (first LLM context only)
         sets.append(call.extra_tools)
     project, firewall = call.project, deps.firewall
-    return ToolSets(sets, scrub=lambda text: firewall.scrub_data(project, text, lang="en")), history_tools
+    return ToolSets(sets, scrub=lambda text: firewall.scrub_data(project, text, lang="en"),
+                    scrub_written=lambda data: firewall.scrub_data(project, data),
+                    reject_written=project.identifiers == "reject"), history_tools
 
 
 def _record_usage(call: ModelCall) -> None:
