@@ -1,6 +1,6 @@
 """Identifier scrubber figures on a labelled file (``make eval`` section "identifiers").
 
-Each row of ``eval/identifiers.jsonl`` (and ``identifiers_holdout.jsonl``) is
+Each row of ``eval/identifiers.jsonl`` (and ``identifiers_holdout.jsonl``, ``identifiers_fresh.jsonl``) is
 ``{"id", "lang", "text", "withhold": [[span, kind] | [span, kind, subject]], "keep": [str]}``:
 the spans to withhold (the n-th listing of the same string is its n-th occurrence), and clinical
 values that must pass verbatim. The subject identifier index is built from
@@ -39,6 +39,8 @@ from agent_memory.identifiers.index import IdentifierIndex  # noqa: E402
 EVAL = ROOT / "eval"
 MAIN = EVAL / "identifiers.jsonl"
 HOLDOUT = EVAL / "identifiers_holdout.jsonl"
+#: Written after the tuning on MAIN and HOLDOUT, by another engineer, and scored untuned.
+FRESH = EVAL / "identifiers_fresh.jsonl"
 SUBJECTS = EVAL / "identifiers_subjects.json"
 
 

@@ -7,9 +7,10 @@
   loaded exactly as labelled: a QC + history message split into a QC context without history
   and a history context without QC; a ``reject`` row when the message is refused as empty);
 - symptoms: the offline extractor on ``../shared/data/dxy_train.jsonl`` (:mod:`bench.symptoms`);
-- identifiers: the identifier scrubber with the subject identifier index on ``eval/identifiers.jsonl``
-  and the held-out ``eval/identifiers_holdout.jsonl`` (:mod:`eval.identifiers`: exact-span recall
-  per kind, false positives, clinical values kept verbatim).
+- identifiers: the identifier scrubber with the subject identifier index on ``eval/identifiers.jsonl``,
+  the held-out ``eval/identifiers_holdout.jsonl`` and ``eval/identifiers_fresh.jsonl`` (a set
+  written after all tuning; :mod:`eval.identifiers`: exact-span recall per kind, false
+  positives, clinical values kept verbatim).
 
 Run: ``python -m eval.run [--month PATH] [--label before|after] [--provider offline|anthropic]``.
 ``--label`` keeps figures of several runs side by side in results.json (one key each).
@@ -74,10 +75,10 @@ def symptoms() -> dict[str, float]:
 
 def identifiers() -> dict[str, dict[str, Any]]:
     """The identifier figures of :mod:`eval.identifiers` on each labelled file present."""
-    from eval.identifiers import HOLDOUT, MAIN, build_index, score
+    from eval.identifiers import FRESH, HOLDOUT, MAIN, build_index, score
 
     index = build_index()
-    return {path.name: score(path, index) for path in (MAIN, HOLDOUT) if path.is_file()}
+    return {path.name: score(path, index) for path in (MAIN, HOLDOUT, FRESH) if path.is_file()}
 
 
 def main(argv: list[str] | None = None) -> int:
