@@ -147,6 +147,14 @@ def test_a_distribution_list_fragment_is_no_email() -> None:
     ("住院号２０２５０３０１，全角数字", "２０２５０３０１", "record_number"),
     ("医保号 1100 2233 4455 66，异地备案", "1100 2233 4455 66", "insurance_number"),
     ("社保卡号 M12345678 已复印", "M12345678", "insurance_number"),
+    # an English label ends in a number word or in the document's noun (ID, card)
+    ("Hospital ID 88123456 is on the wristband photo", "88123456", "record_number"),
+    ("Chart number 5566778 on the requisition", "5566778", "record_number"),
+    ("Clinic no. MZ2026031501 - nephrology", "MZ2026031501", "record_number"),
+    ("medical record ID: A0098712", "A0098712", "record_number"),
+    ("Insurance card 1234567890123 for the claim", "1234567890123", "insurance_number"),
+    ("Health insurance ID 330100123456789 expired", "330100123456789", "insurance_number"),
+    ("Social security card number: K33010619610302", "K33010619610302", "insurance_number"),
     ("护照号：E12345678，外籍", "E12345678", "passport"),
     ("Passport no. G98765432 - flying back", "G98765432", "passport"),
     ("家属用港澳通行证 C12345678 登记", "C12345678", "passport"),
@@ -168,6 +176,9 @@ def test_values_after_a_label_are_withheld_and_the_label_kept(text: str, span: s
     "身份证号开头是 3301 的那位",
     "Subject ID No. 0032 randomised to arm B",  # "ID No." heads study ids too: only a whole ID counts
     "病历号：P003",
+    "Patient ID P003 completed C3D1",
+    "SAE case no. 2026-0012 sent within 24 h",
+    "Hospital ID badges for the new CRCs arrive on 2026-04-01",
 ])
 def test_a_label_without_a_number_of_its_shape_withholds_nothing(text: str) -> None:
     assert scrub(text).text == text

@@ -23,8 +23,8 @@ Kinds and their rules:
   right after a :data:`_NOT_PERSONAL` label (``样本号 13512345678``) are not phones.
 - ``email``: ASCII addresses with a dotted domain.
 - ``record_number``, ``insurance_number``, ``passport``, ``resident_id``: the value right after
-  a label (``住院号`` / ``病案号`` / ``MRN`` / ``医保卡号`` / ``护照号`` / ``身份证号`` / ``ID
-  number`` ..., then ``:`` ``：`` ``是`` ``为`` ``#`` or nothing), when it has the shape of such a
+  a label (``住院号`` / ``病案号`` / ``MRN`` / ``hospital ID`` / ``医保卡号`` / ``insurance card`` /
+  ``护照号`` / ``身份证号`` / ``ID number`` ..., then ``:`` ``：`` ``是`` ``为`` ``#`` or nothing), when it has the shape of such a
   number (digits, optionally after 1-4 letters, with hyphens; :data:`_LABELS`).
 
 A digit run glued to letters or continuing a code (``NCT01234567``, ``IIT-2025-017-0032``,
@@ -297,16 +297,18 @@ def _emails(text: str) -> Iterator[Withheld]:
 # ---------------------------------------------------------------------------- label values
 _EN = r"(?<![A-Za-z])"
 _NO = r"(?:\s?(?:number|no\.?|num\.?|#))"
+#: What ends an English record or insurance label: a number word, or the document's noun ("hospital
+#: ID", "insurance card", "social security card number").
+_NOUN = rf"(?:{_NO}|\s?ID|\s?card{_NO}?)"
 #: kind -> label alternatives (Chinese, then English; matched case-insensitively).
 _LABELS: dict[str, str] = {
     "record_number": (
         r"住院号码|住院号|病案号码|病案号|病历号码|病历号|门诊号码|门诊号|就诊卡号|就诊号"
-        rf"|{_EN}MRN|{_EN}medical\s+record{_NO}|{_EN}hospital{_NO}|{_EN}inpatient{_NO}"
-        rf"|{_EN}outpatient{_NO}|{_EN}admission{_NO}"
+        rf"|{_EN}MRN|{_EN}(?:medical\s+record|hospital|inpatient|outpatient|admission|chart|clinic){_NOUN}"
     ),
     "insurance_number": (
         r"医保卡号码?|医保号码?|医保卡|社保卡号码?|社保号码?|社保卡|社会保障卡号|社会保障号码?"
-        rf"|{_EN}(?:medical\s+)?insurance(?:\s+card)?{_NO}|{_EN}social\s+security{_NO}"
+        rf"|{_EN}(?:(?:medical|health)\s+)?insurance{_NOUN}|{_EN}social\s+security{_NOUN}"
     ),
     "passport": (
         r"护照号码|护照号|护照|(?:港澳|往来港澳|台湾|往来台湾|大陆居民往来台湾)?通行证(?:号码|号)?|台胞证(?:号码|号)?"
