@@ -38,7 +38,8 @@ PATTERN_VALUES = {
     "resident_id_spaced": "110105 19491231 002X", "resident_id_old": "110105491231002", "mrn": "88123456",
     "case_no": "BA2024001", "outpatient_no": "MZ77889900", "insurance": "1234567890123",
     "email": "wang.jg@example.com", "mrn_en": "00123456", "passport": "E12345678", "phone_en": "138 0013 8000",
-    "office": "6512 3456", "resident_id": "11010519491231002X",
+    "office": "6512 3456", "resident_id": "11010519491231002X", "passport_zh": "G87654321",
+    "insurance_en": "330100123456789",
 }
 CLINICAL = ["P001", "P003", "C3D1", "2026-03-09", "132 μmol/L", "132/86 mmHg", "eGFR 45 mL/min/1.73m2",
             "NCT01234567", "IIT-2025-017 v2.1", "LOT-2025-0017", "IIT-2025-017-0032"]
@@ -78,10 +79,11 @@ def _messages(name1: str, name3: str, p3: dict[str, str]) -> list[str]:
     return [
         f"{name1}（P001）和{name3}下周复查，{name3}家属手机 +86 {v['mobile']}，座机 {v['landline']}，身份证 "
         f"{v['resident_id_spaced']}，老身份证 {v['resident_id_old']}，住院号 {v['mrn']}，病案号 {v['case_no']}，门诊号 "
-        f"{v['outpatient_no']}，医保卡号 {v['insurance']}，邮箱 {v['email']}。P003 C3D1 2026-03-09 肌酐 132 μmol/L，"
-        "血压 132/86 mmHg，eGFR 45 mL/min/1.73m2",
+        f"{v['outpatient_no']}，医保卡号 {v['insurance']}，护照号 {v['passport_zh']}，邮箱 {v['email']}。"
+        "P003 C3D1 2026-03-09 肌酐 132 μmol/L，血压 132/86 mmHg，eGFR 45 mL/min/1.73m2",
         f"Jianguo Wang (P001) called from {phone3}; ZHANG Zhiqiang's ID is {p3['resident_id']}. MRN {v['mrn_en']}, "
-        f"passport {v['passport']}, phone {v['phone_en']}, office (010) {v['office']}, ID {v['resident_id']}, "
+        f"passport {v['passport']}, insurance card {v['insurance_en']}, phone {v['phone_en']}, "
+        f"office (010) {v['office']}, ID {v['resident_id']}, "
         f"mail {p3['email']}. Study NCT01234567, protocol IIT-2025-017 v2.1, kit lot LOT-2025-0017, "
         "enrolment code IIT-2025-017-0032, visit C3D1 on 2026-03-09.",
     ]
@@ -137,7 +139,7 @@ def test_no_typed_identifier_reaches_the_model_the_tables_the_logs_or_any_answer
         assert any(value in q for q in questions), value
     # what was withheld is counted per kind, and the placeholders keep the meaning
     assert answers[0]["calls"][0]["redactions"] == {
-        "email": 1, "insurance_number": 1, "name": 3, "phone": 2, "record_number": 3, "resident_id": 2}
+        "email": 1, "insurance_number": 1, "name": 3, "passport": 1, "phone": 2, "record_number": 3, "resident_id": 2}
     assert "[P003 的姓名已隐去]家属手机 [电话已隐去]" in questions[0]
     assert "[P001's name withheld] (P001) called from [P003's phone number withheld]" in questions[1]
     reminders = _call(local_stack, "GET", "reminders")["reminders"]

@@ -24,8 +24,9 @@ Kinds and their rules:
 - ``email``: ASCII addresses with a dotted domain.
 - ``record_number``, ``insurance_number``, ``passport``, ``resident_id``: the value right after
   a label (``住院号`` / ``病案号`` / ``MRN`` / ``hospital ID`` / ``医保卡号`` / ``insurance card`` /
-  ``护照号`` / ``身份证号`` / ``ID number`` ..., then ``:`` ``：`` ``是`` ``为`` ``#`` or nothing), when it has the shape of such a
-  number (digits, optionally after 1-4 letters, with hyphens; :data:`_LABELS`).
+  ``护照号`` / ``身份证号`` / ``ID number`` ..., then ``:`` ``：`` ``是`` ``为`` ``#`` or nothing),
+  when it has the shape of such a number (digits, optionally after 1-4 letters, with hyphens;
+  :data:`_LABELS`).
 
 A digit run glued to letters or continuing a code (``NCT01234567``, ``IIT-2025-017-0032``,
 ``v2.13``, ``132/86``) is never a number of its own.
