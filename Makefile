@@ -73,10 +73,11 @@ token: venv
 
 ## job: run a background job by hand (backfill) for one project and the period DATE names:
 ##   make job JOB=distill|archive|prune PROJECT=<id> DATE=YYYY-MM-DD   (archive: the ISO week containing DATE)
+##   make job JOB=scrub PROJECT=<id> [DATE=YYYY-MM-DD]   (the one-off identifier scrub of what the project stores)
 ## against the running `make run` stack; AWS=1 sends it to the deployed queue of STAGE instead.
 job: venv
-	@test -n "$(JOB)" -a -n "$(PROJECT)" -a -n "$(DATE)" || { echo "usage: make job JOB=distill|archive|prune PROJECT=<id> DATE=YYYY-MM-DD [AWS=1 STAGE=dev]"; exit 2; }
-	$(PY) -m infra.jobs run --job $(JOB) --project $(PROJECT) --date $(DATE) $(if $(AWS),--aws --stage $(STAGE),)
+	@test -n "$(JOB)" -a -n "$(PROJECT)" -a \( -n "$(DATE)" -o "$(JOB)" = scrub \) || { echo "usage: make job JOB=distill|archive|prune|scrub PROJECT=<id> DATE=YYYY-MM-DD (optional for scrub) [AWS=1 STAGE=dev]"; exit 2; }
+	$(PY) -m infra.jobs run --job $(JOB) --project $(PROJECT) $(if $(DATE),--date $(DATE),) $(if $(AWS),--aws --stage $(STAGE),)
 
 ## dispatch: a scheduled run as EventBridge Scheduler triggers it (the schedule's Input), then the worker:
 ##   make dispatch JOB=distill [DATE=<run date>] [AWS=1 STAGE=dev]

@@ -6,7 +6,11 @@
   ``intents_dev.jsonl`` (a row is right when its intents are the labelled set and history is
   loaded exactly as labelled: a QC + history message split into a QC context without history
   and a history context without QC; a ``reject`` row when the message is refused as empty);
-- symptoms: the offline extractor on ``../shared/data/dxy_train.jsonl`` (:mod:`bench.symptoms`).
+- symptoms: the offline extractor on ``../shared/data/dxy_train.jsonl`` (:mod:`bench.symptoms`);
+- identifiers: the identifier scrubber with the subject identifier index on ``eval/identifiers.jsonl``,
+  the held-out ``eval/identifiers_holdout.jsonl`` and ``eval/identifiers_fresh.jsonl`` (a set
+  written after all tuning; :mod:`eval.identifiers`: exact-span recall per kind, false
+  positives, clinical values kept verbatim).
 
 Run: ``python -m eval.run [--month PATH] [--label before|after] [--provider offline|anthropic]``.
 ``--label`` keeps figures of several runs side by side in results.json (one key each).
@@ -69,6 +73,14 @@ def symptoms() -> dict[str, float]:
     return {k: round(v, 4) for k, v in run(verbose=False).items()}
 
 
+def identifiers() -> dict[str, dict[str, Any]]:
+    """The identifier figures of :mod:`eval.identifiers` on each labelled file present."""
+    from eval.identifiers import FRESH, HOLDOUT, MAIN, build_index, score
+
+    index = build_index()
+    return {path.name: score(path, index) for path in (MAIN, HOLDOUT, FRESH) if path.is_file()}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Compute, print and store the figures; exit status 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -80,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     distill = run_month(args.month, provider=args.provider)
     routes = {path.name: routing(path) for path in INTENT_FILES if path.is_file()}
     symp = {} if args.skip_symptoms else symptoms()
+    idents = identifiers()
     rows: list[tuple[str, Any, str]] = [
         ("distill: captured (share of directives)", f"{distill['captured']}/{distill['directives']} "
          f"= {distill['captured_share']}", ">= 0.9"),
@@ -107,13 +120,21 @@ def main(argv: list[str] | None = None) -> int:
                         ("symptom_flip_rate", "no higher than before (<= 0.3%)"), ("symptom_precision", "(reported)")):
         if key in symp:
             rows.append((f"symptoms: {key}", symp[key], target))
+    for name, f in idents.items():
+        rows.append((f"identifiers: {name} recall (exact spans)", f"{f['recall']} ({f['labelled_spans']} spans)",
+                     "1.0"))
+        rows.append((f"identifiers: {name} by kind", json.dumps(f["recall_by_kind"]), ""))
+        rows.append((f"identifiers: {name} false positives", f"{f['false_positives']} ({f['clean_rows']} clean rows)",
+                     "0"))
+        rows.append((f"identifiers: {name} boundary errors / values lost", f"{f['boundary_errors']} / "
+                     f"{f['keep_violations']}", "0 / 0"))
     width = max(len(r[0]) for r in rows)
     print(f"make eval [{args.label}] month={args.month.name} provider={args.provider}")
     for name, value, target in rows:
         print(f"  {name:<{width}}  {value!s:<28} {target}")
     stored = json.loads(RESULTS.read_text("utf-8")) if RESULTS.is_file() else {}
     stored[args.label] = {"month": args.month.name, "provider": args.provider, "distill": distill,
-                          "routing": routes, "symptoms": symp}
+                          "routing": routes, "symptoms": symp, "identifiers": idents}
     RESULTS.write_text(json.dumps(stored, ensure_ascii=False, indent=1, sort_keys=True) + "\n", "utf-8")
     print(f"misses: {json.dumps(distill['misses'], ensure_ascii=False)}")
     return 0

@@ -2,13 +2,16 @@
 
 Commands::
 
-    run      --job distill|archive|prune --project ID --date YYYY-MM-DD [--aws]
+    run      --job distill|archive|prune|scrub --project ID [--date YYYY-MM-DD] [--aws]
     dispatch --job distill|archive|prune [--date YYYY-MM-DD] [--project ID] [--aws]
 
 ``run`` is the backfill of one project. ``--date`` names the PERIOD: distill the local day DATE,
 archive the ISO week CONTAINING DATE, prune as of DATE. (A scheduled run processes the period
 before its run date: distill yesterday, archive the previous week; the request sent here carries
 the run date that makes the job process DATE, ``agent_memory.jobs.calendar.run_date_for``.)
+``scrub`` is the one-off identifier scrub of everything the project stores
+(``agent_memory.governance.scrub``); ``--date`` (default: today, UTC) names its run, so running it
+again with the same date answers the finished run's record.
 
 - locally (default): the JobWorkerFunction handler runs in this process with the SQS event Lambda
   would send for that one ``JobRequest``, against the running ``make run`` stack;
@@ -40,7 +43,7 @@ import os
 import sys
 import tomllib
 from collections.abc import Callable, Mapping
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,13 +89,16 @@ def schedule_input(job: str, template: Mapping[str, Any] | None = None) -> dict[
 
 
 def job_request(job: str, project_id: str, target: date) -> dict[str, Any]:
-    """The ``JobRequest`` (as JSON data) that makes ``job`` process the period named by ``target``."""
+    """The ``JobRequest`` (as JSON data) that makes ``job`` process the period named by ``target``
+    (``scrub``: the run named by ``target``)."""
     _layer_on_path()
     from pydantic import TypeAdapter
 
     from agent_memory.domain.jobs import JobName, JobRequest
     from agent_memory.jobs.calendar import run_date_for
 
+    if job == "scrub":
+        return JobRequest(job="scrub", project_id=project_id, date=target).model_dump(mode="json", exclude_none=True)
     name = TypeAdapter(JobName).validate_python(job)  # one of the scheduled jobs (raises otherwise)
     request = JobRequest(job=name, project_id=project_id, date=run_date_for(name, target))
     return request.model_dump(mode="json", exclude_none=True)
@@ -104,10 +110,18 @@ def _layer_on_path() -> None:
 
 
 def scheduled_jobs() -> tuple[str, ...]:
-    """The jobs ``run`` and ``dispatch`` offer: the scheduled jobs of the worker's job table
+    """The jobs ``dispatch`` offers: the scheduled jobs of the worker's job table
     (``agent_memory.events.jobs.JOB_TABLE``)."""
     _layer_on_path()
     from agent_memory.events.jobs import scheduled_jobs as table_jobs
+
+    return table_jobs()
+
+
+def project_jobs() -> tuple[str, ...]:
+    """The jobs ``run`` offers: the scheduled jobs and the one-off jobs of the job table."""
+    _layer_on_path()
+    from agent_memory.events.jobs import project_jobs as table_jobs
 
     return table_jobs()
 
@@ -333,10 +347,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m infra.jobs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="backfill: run a job for one project and a date (the period it names)")
-    run.add_argument("--job", choices=jobs, required=True)
+    run.add_argument("--job", choices=project_jobs(), required=True)
     run.add_argument("--project", required=True)
-    run.add_argument("--date", type=date.fromisoformat, required=True,
-                     help="distill: that local day; archive: the ISO week containing it; prune: as of it")
+    run.add_argument("--date", type=date.fromisoformat, default=None,
+                     help="distill: that local day; archive: the ISO week containing it; prune: as of it; "
+                          "scrub: the run's name (default today, UTC; required for the other jobs)")
     dispatch = sub.add_parser("dispatch", help="a scheduled run (the schedule's Input payload), then the worker")
     dispatch.add_argument("--job", choices=jobs, required=True)
     dispatch.add_argument("--date", type=date.fromisoformat, default=None,
@@ -354,6 +369,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    if args.command == "run" and args.date is None:
+        if args.job != "scrub":
+            print(f"error: --date is required for --job {args.job}", file=sys.stderr)
+            return 2
+        args.date = datetime.now(UTC).date()
     try:
         if args.aws:
             import boto3

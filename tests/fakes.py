@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, SecretStr
 
 from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES
-from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
+from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef, IdentifierValue
 from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
@@ -935,6 +935,23 @@ class InMemoryClinicalRecords:
                 continue
             out.append({k: v for k, v in r.items() if keep is None or k in keep or k.split("___")[0] in keep})
         return out
+
+
+@dataclass
+class InMemorySubjectIdentifiers:
+    """``SubjectIdentifiersPort`` over identifier values per project id; records every read
+    (project id, deadline). ``fail`` (an exception, e.g. ``ClinicalSourceUnavailable``) is raised
+    by every read while set."""
+
+    values: dict[str, list[IdentifierValue]] = field(default_factory=dict)
+    reads: list[tuple[str, float | None]] = field(default_factory=list)
+    fail: Exception | None = None
+
+    def subject_identifiers(self, project: Project, *, deadline: float | None) -> list[IdentifierValue]:
+        self.reads.append((project.project_id, deadline))
+        if self.fail is not None:
+            raise self.fail
+        return list(self.values.get(project.project_id, []))
 
 
 @dataclass

@@ -42,6 +42,8 @@ VIOLATIONS: list[tuple[str, str, str]] = [
     ("agent_memory.chat.prompt", "agent_memory.wiring", TIERS),  # a feature imports wiring
     ("agent_memory.http.guard", "agent_memory.events.jobs", TIERS),  # http and events are independent
     ("agent_memory.adapters.dynamo.chat", "agent_memory.chat.turn", TIERS),  # an adapter imports a feature
+    ("agent_memory.identifiers.firewall", "agent_memory.conversation.append", TIERS),  # the firewall reaches up
+    ("agent_memory.adapters.clinical.identifiers", "agent_memory.identifiers.index", TIERS),  # an adapter, the firewall
     ("agent_memory.chat.context_view", "agent_memory.adapters.dynamo.chat", ADAPTERS_PROTECTED),
     ("agent_memory.http.errors", "agent_memory.adapters.sqs", ADAPTERS_PROTECTED),
     ("agent_memory.adapters.sns", "agent_memory.structured", ADAPTERS_DOWN),
@@ -51,6 +53,7 @@ VIOLATIONS: list[tuple[str, str, str]] = [
     ("agent_memory.chat.agent", "anthropic", NO_SDK),
     ("agent_memory.reminders.service", "requests", NO_SDK),
     ("agent_memory.projects.members", "redcap", NO_SDK),
+    ("agent_memory.identifiers.index", "redcap", NO_SDK),
     ("agent_memory.http.auth", "jwt", NO_SDK),
     ("agent_memory.consultation.summary", "aws_lambda_powertools.utilities.parameters", NO_POWERTOOLS),
     ("agent_memory.domain.models", "agent_memory.ports", DOMAIN_PURE),

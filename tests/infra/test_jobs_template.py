@@ -222,14 +222,17 @@ def test_only_the_worker_can_read_the_flow_log(resources: dict[str, Any]) -> Non
     assert readers == {"JobWorkerFunction", "GovernanceFunction"}
 
 
-def test_worker_reads_the_flow_log_by_query_only_and_never_writes_it(resources: dict[str, Any]) -> None:
+def test_worker_reads_the_flow_log_by_query_only_and_never_adds_to_it(resources: dict[str, Any]) -> None:
     statements, other = _policy_statements(resources["JobWorkerFunction"])
     assert other == []
     flow_log_actions = _actions(_statements_referencing_flow_log(statements))
-    # Query to read; BatchWriteItem only to delete an erased message's item (erase jobs).
-    assert flow_log_actions == {"dynamodb:Query", "dynamodb:BatchWriteItem"}
+    # Query to read; BatchWriteItem only to delete an erased message's item (erase jobs);
+    # UpdateItem only for the identifier scrub's conditional rewrite of an item's text. Never PutItem.
+    assert flow_log_actions == {"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem"}
     (erase,) = [s for s in statements if s.get("Sid") == "EraseFlowLogItems"]
     assert _as_list(erase["Action"]) == ["dynamodb:BatchWriteItem"]
+    (scrub,) = [s for s in statements if s.get("Sid") == "ScrubStoredTexts"]
+    assert _as_list(scrub["Action"]) == ["dynamodb:UpdateItem"]
 
 
 def test_no_function_may_scan_a_table(resources: dict[str, Any]) -> None:
@@ -249,7 +252,7 @@ def test_dispatcher_may_only_query_the_activity_index_and_enqueue(resources: dic
     }
 
 
-def test_worker_grants_are_memory_table_sns_topic_and_the_secret(resources: dict[str, Any]) -> None:
+def test_worker_grants_are_memory_table_sns_topic_and_the_secrets(resources: dict[str, Any]) -> None:
     statements, _ = _policy_statements(resources["JobWorkerFunction"])
     by_resource: dict[str, set[str]] = {}
     for s in statements:
@@ -258,16 +261,18 @@ def test_worker_grants_are_memory_table_sns_topic_and_the_secret(resources: dict
     assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"} <= memory
     assert by_resource[json.dumps({"Ref": "AdminAlertsTopic"})] == {"sns:Publish"}
     # Sessions and cached replies only for erase jobs: find and delete (and rewrite the facts
-    # that referred to an erased session's diagnoses).
+    # that referred to an erased session's diagnoses); UpdateItem only for the identifier scrub.
     sessions = {a for r, actions in by_resource.items() if "SessionsTable" in r for a in actions}
     assert sessions == {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem",
-                        "dynamodb:BatchWriteItem"}
+                        "dynamodb:BatchWriteItem", "dynamodb:UpdateItem"}
     idempotency = {a for r, actions in by_resource.items() if "IdempotencyTable" in r for a in actions}
     assert idempotency == {"dynamodb:BatchWriteItem"}
     assert all(not any("*" in a for a in actions) for actions in by_resource.values())
     # (a removal's DeleteSecret of the project secrets: test_project_secrets_template.py)
-    secret = [r for r, actions in by_resource.items() if actions == {"secretsmanager:GetSecretValue"}]
-    assert len(secret) == 1 and "${AnthropicSecretName}-??????" in secret[0]
+    # the Anthropic key (anthropic provider) and the REDCap tokens (the identifier firewall's index)
+    secret = sorted(r for r, actions in by_resource.items() if actions == {"secretsmanager:GetSecretValue"})
+    assert len(secret) == 2
+    assert "${AnthropicSecretName}-??????" in secret[0] and "secret:${ClinicalTokenSecretPrefix}*" in secret[1]
 
 
 def test_read_actions_checked_include_query(resources: dict[str, Any]) -> None:

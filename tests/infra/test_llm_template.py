@@ -225,16 +225,20 @@ def test_no_other_function_may_invoke_bedrock_or_read_the_key(resources: dict[st
         if resource["Type"] != "AWS::Serverless::Function" or logical_id in ("ChatFunction", "JobWorkerFunction"):
             continue
         assert _grants(resources, logical_id, "bedrock:") == [], logical_id
-        reads = _grants(resources, logical_id, "secretsmanager:GetSecretValue")
-        # The ReminderFunction reads the webhooks' HMAC keys: only under their own prefix, never the API key.
-        scoped = [json.dumps(s["Resource"]) for _, s in reads]
-        assert all("AnthropicSecretName" not in r and "secret:${ReminderWebhookSecretPrefix}*" in r
-                   for r in scoped), logical_id
-        assert reads == [] or logical_id == "ReminderFunction", logical_id
+        secrets = _grants(resources, logical_id, "secretsmanager:GetSecretValue")
+        # The ReminderFunction reads the webhooks' HMAC keys, the SessionsFunction the REDCap tokens (its
+        # identifier firewall's subject index): each only under its own prefix, never the API key (the
+        # admin and governance functions' writes and deletions: test_project_secrets_template.py).
+        scoped = [json.dumps(s["Resource"]) for _, s in secrets]
+        prefix = {"ReminderFunction": "secret:${ReminderWebhookSecretPrefix}*",
+                  "SessionsFunction": "secret:${ClinicalTokenSecretPrefix}*"}.get(logical_id)
+        assert all("AnthropicSecretName" not in r and prefix is not None and prefix in r for r in scoped), logical_id
 
 
 def test_worker_reads_the_key_only_with_the_anthropic_provider(resources: dict[str, Any]) -> None:
-    ((condition, statement),) = _grants(resources, "JobWorkerFunction", "secretsmanager:GetSecretValue")
+    # (the REDCap tokens, read with any provider, and the removal's secret deletions aside)
+    reads = _grants(resources, "JobWorkerFunction", "secretsmanager:GetSecretValue")
+    ((condition, statement),) = [(c, s) for c, s in reads if s.get("Sid") != "ClinicalTokenSecrets"]
     assert condition == "UsesAnthropicApi"
     assert _as_list(statement["Action"]) == ["secretsmanager:GetSecretValue"]
 

@@ -488,8 +488,12 @@ def test_chat_reads_only_the_anthropic_secret(resources: dict[str, Any]) -> None
     }
 
 
-def test_chat_reads_the_redcap_token_secrets_under_their_prefix_only(resources: dict[str, Any]) -> None:
-    statements = _conditional_statements(resources["ChatFunction"])
+@pytest.mark.parametrize("function", ["ChatFunction", "SessionsFunction", "JobWorkerFunction"])
+def test_the_firewall_functions_read_the_redcap_token_secrets_under_their_prefix_only(
+    resources: dict[str, Any], function: str
+) -> None:
+    # the chat's tools and every function whose identifier firewall builds a project's subject index
+    statements = _conditional_statements(resources[function])
     (statement,) = [s for _, s in statements if s.get("Sid") == "ClinicalTokenSecrets"]
     assert _as_list(statement["Action"]) == ["secretsmanager:GetSecretValue"]
     assert statement["Resource"] == {

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.leaks import collected_logs  # noqa: F401 (a fixture: every log record of a test)
+
 
 @pytest.fixture(autouse=True)
 def fresh_parameter_providers() -> Iterator[None]:

@@ -1089,7 +1089,8 @@ def test_a_redcap_project_sends_claude_the_three_tools_and_no_identifier(chat: C
     assert [t["name"] for t in first["tools"]][:3] == ["read_clinical_data", "list_subjects", "qc_check"]
     (result,) = second["messages"][-1]["content"]
     assert result["is_error"] is False and "2026-03-05" in result["content"]
-    assert "[resident ID withheld]" in result["content"] and "[e-mail withheld]" in result["content"]
+    # the values are P005's own (the subject identifier index knows them): the placeholders say whose
+    assert "[P005's resident ID withheld]" in result["content"] and "[P005's e-mail withheld]" in result["content"]
     sent = json.dumps([r.body for r in chat.api.requests], ensure_ascii=False)
     stored = json.dumps(chat.snapshot(), ensure_ascii=False)
     for field in ("subj_name", "resident_id", "phone", "email"):

@@ -6,7 +6,6 @@ or sent."""
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 from tests.support.container_hooks import LLM_REQUEST_LOG_ENV
+from tests.support.leaks import LogCollector, scan_all
 
 PROJECT = "demo-iit"
 IDENTIFIER_FIELDS = ["subj_name", "resident_id", "phone", "email"]
@@ -98,42 +98,6 @@ def test_the_turn_still_answers_when_redcap_is_down(local_stack: LocalStack) -> 
     assert "临床数据源（REDCap）暂时无法访问" in body["reply"]
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(f"{record.getMessage()} {json.dumps(record.__dict__, default=str, ensure_ascii=False)}")
-
-
-@pytest.fixture
-def collected_logs() -> Iterator[_Collect]:
-    handler = _Collect()
-    loggers = [logging.getLogger(), logging.getLogger("agent-memory"), logging.getLogger("infra.local")]
-    for lg in loggers:
-        lg.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        for lg in loggers:
-            lg.removeHandler(handler)
-
-
-def _scan_all(stack: LocalStack) -> str:
-    client = stack.aws_client("dynamodb")
-    out: list[str] = []
-    for table in stack.table_names.values():
-        kwargs: dict[str, Any] = {"TableName": table}
-        while True:
-            page = client.scan(**kwargs)
-            out += [json.dumps(item, ensure_ascii=False) for item in page["Items"]]
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    return "\n".join(out)
-
-
 @pytest.fixture
 def prompts(local_stack: LocalStack, tmp_path: Path) -> Iterator[Callable[[], list[str]]]:
     """Reads every request the offline provider received while the test ran, as JSON: recorded
@@ -146,7 +110,7 @@ def prompts(local_stack: LocalStack, tmp_path: Path) -> Iterator[Callable[[], li
 
 
 def test_no_identifier_of_any_subject_is_stored_sent_or_logged(
-    local_stack: LocalStack, collected_logs: _Collect, capsys: pytest.CaptureFixture[str],
+    local_stack: LocalStack, collected_logs: LogCollector, capsys: pytest.CaptureFixture[str],
     prompts: Callable[[], list[str]],
 ) -> None:
     # Given every subject's identifier values, exported through the REDCap API as REDCap holds them
@@ -177,7 +141,7 @@ def test_no_identifier_of_any_subject_is_stored_sent_or_logged(
     sent = prompts()
     assert any("tool_result" in p and "[phone number withheld]" in p for p in sent)  # results were sent
     captured = capsys.readouterr()  # the containers' stdout and stderr come out in this process's
-    everything = "\n".join([*sent, *seen, _scan_all(local_stack), *collected_logs.lines,
+    everything = "\n".join([*sent, *seen, scan_all(local_stack), *collected_logs.lines,
                             captured.out, captured.err])
     assert "P010" in everything and "2026-02-05" in everything  # the data itself did flow
     for sid, (name, resident_id, phone, email) in identifiers.items():

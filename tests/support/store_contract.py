@@ -131,6 +131,15 @@ class StoreContract:
         assert (stores.members.get_project("p-new").name, stores.jobs.get_project("p-new").time_zone) == (
             "新项目", "Asia/Tokyo")
 
+    def test_a_projects_identifier_policy_is_stored_and_redact_by_default(self, stores: Stores) -> None:
+        # Given a project created without a policy
+        stores.members.create_project(Project(project_id="p-ids", name="P", created_at=T0))
+        assert stores.members.get_project("p-ids").identifiers == "redact"
+        # When an admin's update sets reject, Then every reader sees it
+        stores.members.update_project(stores.members.get_project("p-ids").model_copy(update={"identifiers": "reject"}))
+        assert (stores.members.get_project("p-ids").identifiers, stores.jobs.get_project("p-ids").identifiers) == (
+            "reject", "reject")
+
     def test_members_are_put_listed_replaced_and_removed(self, stores: Stores) -> None:
         # Given a project with an admin
         project(stores)

@@ -187,7 +187,7 @@ class _Projects:
 
 
 def _update(store: _Projects, deps: ClinicalSourceDeps, clinical: ClinicalDataPatch | Literal["keep"],
-            **fields: str) -> Project:
+            **fields: Any) -> Project:
     fake: Any = store  # it holds only what update_project calls of a MemberStore
     return members.update_project(fake, "p1", clinical_data=clinical, clinical=deps, now=NOW, **fields)
 

@@ -21,6 +21,7 @@ from agent_memory.domain.clinical import (
     ClinicalSourceTokenUnreadable,
     ClinicalSourceUnavailable,
 )
+from agent_memory.domain.redaction import Scrubbed
 from tests.fakes import InMemoryClinicalRecords
 
 
@@ -278,3 +279,47 @@ def test_the_compact_form_keeps_what_the_answer_quoted_first_and_stays_valid_jso
     data = json.loads(compact)
     assert data["values"]["lab_79"] == "1079.5 mmol/L" and list(data["values"])[0] == "lab_79"
     assert data["more"] is True and len(compact.encode("utf-8")) <= 1_200
+
+
+# ---------------------------------------------------- every string value, whatever its field type
+UNFLAGGED = [
+    _m("record_id", "demo"),
+    _m("contact", "demo", label="家属电话", text_validation_type_or_show_slider_number="number"),  # not flagged
+    _m("hosp_no", "demo", label="住院号"),  # a record number in a plain text field
+    _m("lot", "demo", label="Kit lot"),
+    _m("crea", "demo", label="肌酐 (μmol/L)", text_validation_type_or_show_slider_number="number"),
+    _m("visit_code", "demo", label="Visit"),
+    _m("site", "demo", "dropdown", select_choices_or_calculations="1, 中心 01 | 2, 中心 02"),
+]
+
+
+def test_every_string_value_is_scrubbed_whatever_its_field_type_and_read_after_its_label() -> None:
+    # Given identifier values in fields the data dictionary does not flag (a number field, a text field)
+    row = _row("S9", "base_arm_1", contact="13912345678", hosp_no="88123456", lot="LOT-2025-0017", crea="132",
+               visit_code="C3D1", site="1")
+    port = InMemoryClinicalRecords(UNFLAGGED, [row], EVENTS)
+    tools = ClinicalToolSet(lambda: port)
+
+    # When the subject is read
+    text, _ = tools.run("read_clinical_data", {"subject_id": "S9"})
+
+    # Then the phone and the record number (a bare number, known by its field's label) are withheld,
+    # the lot, the lab value, the visit code and the choice label are not
+    values = json.loads(text)["events"][0]["forms"][0]["values"]
+    assert values == {"contact": "[phone number withheld]", "hosp_no": "[record number withheld]",
+                      "lot": "LOT-2025-0017", "crea": "132", "visit_code": "C3D1", "site": "中心 01"}
+    assert +tools.redactions == {"phone": 1, "record_number": 1}  # no identifier field to leave out
+
+
+def test_the_tool_set_scrubs_with_the_scrubber_it_is_given() -> None:
+    # the chat gives the firewall with the project's subject identifier index (a subject's name)
+    port = InMemoryClinicalRecords(METADATA, ROWS, EVENTS, frozenset({"ae"}))
+    seen: list[tuple[str, str | None]] = []
+
+    def scrub(value: str, label: str | None) -> Scrubbed:
+        seen.append((value, label))
+        return Scrubbed(value.replace("Rash", "[name withheld]"), {"name": 1} if "Rash" in value else {})
+
+    tools = ClinicalToolSet(lambda: port, scrub=scrub)
+    text, _ = tools.run("read_clinical_data", {"subject_id": "S1", "fields": ["ae"]})
+    assert "Rash" not in text and ("Rash", "ae_term") in seen and tools.redactions["name"] == 1

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from pydantic import SecretStr
 
-    from agent_memory.domain.clinical import DataDictionary
+    from agent_memory.domain.clinical import DataDictionary, IdentifierValue
     from agent_memory.domain.feedback import Feedback
     from agent_memory.domain.governance import ErasureKind, ErasureRecord, MessageRef, RemovalRecord
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.models import ClinicalDataSource, HotMemory, Member, Project, WeeklyReport, YearlySummary
     from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
+    from agent_memory.domain.scrub import ScrubRecord, StoredText
     from agent_memory.domain.secrets import ProjectSecretRef
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
@@ -99,6 +100,22 @@ class ClinicalSourcesPort(Protocol):
             ClinicalSourceEgressRefused: the URL is refused by the egress policy;
             ClinicalSourceAuthError: the URL or token is misconfigured.
         """
+        ...
+
+
+class SubjectIdentifiersPort(Protocol):
+    """The values of a project's identifier fields, per subject (implemented on REDCap by
+    ``agent_memory.adapters.clinical.identifiers.RedcapSubjectIdentifiers``): what the identifier
+    firewall hashes into its subject identifier index (docs/architecture.md, "Identifiers").
+
+    Raises (``agent_memory.domain.clinical``): ``ClinicalSourceError`` subclasses, as
+    :class:`ClinicalRecordsPort` does.
+    """
+
+    def subject_identifiers(self, project: Project, *, deadline: float | None) -> list[IdentifierValue]:
+        """Every subject's identifier values (fields flagged as identifiers whose values are text:
+        names, phones, ID and record numbers, addresses, e-mail addresses), ``[]`` for a project
+        without a clinical source. Calls end by ``deadline`` (a ``time.monotonic()`` instant)."""
         ...
 
 
@@ -500,6 +517,29 @@ class ExportReader(Protocol):
     def flow_log_items(self, project_id: str, utc_days: Iterable[str]) -> Iterator[dict[str, Any]]: ...
 
 
+class ScrubStore(Protocol):
+    """The identifier scrub of what a project stores (``adapters.dynamo.scrub.ScrubRepository``).
+    ``get_project`` raises ProjectNotFound; ``start_scrub`` stores the record unless its run has
+    one and returns the stored one; ``stored_texts`` yields every text attribute of the project
+    (the flow log of the UTC days ``since`` .. ``until``, every session's partition, the
+    MemoryTable partition); ``reread`` one as stored now (None: gone); ``rewrite`` writes
+    ``value`` over ``text`` on condition that it is unchanged (its version, if any, incremented)
+    and adds ``withheld`` and one item of ``text.area`` to the record's counts in ONE transaction
+    (False: it changed since read)."""
+
+    def get_project(self, project_id: str) -> Project: ...
+
+    def start_scrub(self, record: ScrubRecord) -> ScrubRecord: ...
+
+    def finish_scrub(self, record: ScrubRecord, *, at: datetime) -> ScrubRecord: ...
+
+    def stored_texts(self, project_id: str, *, since: date, until: date) -> Iterator[StoredText]: ...
+
+    def reread(self, text: StoredText) -> StoredText | None: ...
+
+    def rewrite(self, record: ScrubRecord, text: StoredText, value: Any, withheld: dict[str, int]) -> bool: ...
+
+
 class RemovalStore(Protocol):
     """The project removal's record, reads and deletes
     (``agent_memory.adapters.dynamo.removal.RemovalRepository``)."""
@@ -530,6 +570,10 @@ class FeedbackStore(Protocol):
 
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
         """The member's study role (PI, CRC, ...) or None."""
+        ...
+
+    def get_project(self, project_id: str) -> Project:
+        """The project record (its identifier policy). Raises ProjectNotFound."""
         ...
 
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:

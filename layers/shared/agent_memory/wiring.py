@@ -35,13 +35,16 @@ if TYPE_CHECKING:
     from agent_memory.events.jobs import WorkerDeps
     from agent_memory.events.reminders import ReminderFunctionDeps
     from agent_memory.governance.erasure import GovernanceDeps
+    from agent_memory.governance.scrub import ScrubDeps
     from agent_memory.http.routes.admin import AdminFunctionDeps
     from agent_memory.http.routes.api import ApiFunctionDeps
     from agent_memory.http.routes.chat import ChatFunctionDeps
     from agent_memory.http.routes.governance import GovernanceFunctionDeps
     from agent_memory.http.routes.sessions import SessionsFunctionDeps
+    from agent_memory.identifiers import IdentifierFirewall
     from agent_memory.jobs.deps import JobDeps
     from agent_memory.ports import (
+        ClinicalSourcesPort,
         ContextStore,
         FeedbackStore,
         HostResolver,
@@ -113,6 +116,29 @@ def build_llm(settings: Settings) -> LLMClient:
     )
 
 
+def build_clinical_sources(settings: Settings) -> ClinicalSourcesPort:
+    """The REDCap sources of a function: each project's own token from its own secret, every
+    connection through the egress policy (docs/architecture.md, "Egress policy")."""
+    from agent_memory.adapters.clinical.redcap import RedcapSources
+
+    return RedcapSources(egress=egress_policy(settings), resolver=host_resolver(settings),
+                         secrets=build_project_secrets(settings), naming=secret_naming(settings))
+
+
+def build_firewall(settings: Settings, sources: ClinicalSourcesPort | None = None) -> IdentifierFirewall:
+    """The identifier firewall of a function (docs/architecture.md, "Identifiers"): the patterns,
+    and each project's subject identifier index read from its REDCap (``Project.clinical_data``)
+    through ``sources`` (default: a new ``RedcapSources``; the chat function passes its own, so the
+    data dictionary is read once per container), with the project's own token
+    (:func:`build_clinical_sources`)."""
+    from agent_memory.adapters.clinical.identifiers import RedcapSubjectIdentifiers
+    from agent_memory.identifiers import IdentifierFirewall
+
+    if sources is None:
+        sources = build_clinical_sources(settings)
+    return IdentifierFirewall(RedcapSubjectIdentifiers(sources))
+
+
 def _real_llm(llm: LLMClient | None) -> LLMClient | None:
     """``llm`` unless it is missing or offline (the offline provider answers no structured call)."""
     return llm if llm is not None and llm.provider != "offline" else None
@@ -145,7 +171,6 @@ def build_session_memory(settings: Settings, repo: SessionsRepository, *, llm: L
 def build_chat_deps(settings: Settings) -> ChatDeps:
     """The chat function: everything a turn needs (LLM provider, classifier, clinical data, caps)."""
     from agent_memory.adapters.clinical.demo import DemoClinicalData, load_clinical_file
-    from agent_memory.adapters.clinical.redcap import RedcapSources
     from agent_memory.adapters.dynamo.chat import ChatRepository
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
@@ -162,13 +187,14 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         else rules
     )
     store = ChatRepository(session_retention_days=settings.session_retention_days)
+    sources = build_clinical_sources(settings)
     return ChatDeps(
         store=store,
         llm=llm,
         classifier=classifier,
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
-        clinical_sources=RedcapSources(egress=egress_policy(settings), resolver=host_resolver(settings),
-                                       secrets=build_project_secrets(settings), naming=secret_naming(settings)),
+        clinical_sources=sources,
+        firewall=build_firewall(settings, sources),
         cache=SessionCache(max_messages=50),
         memory=build_session_memory(settings, SessionsRepository(chat=store), llm=llm),
         history=store.projects,
@@ -191,7 +217,8 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
 
 
 def build_sessions_deps(settings: Settings) -> SessionsDeps:
-    """The sessions function: no LLM at all (rule extractor, extractive summary)."""
+    """The sessions function: no LLM at all (rule extractor, extractive summary); the identifier
+    firewall of transcript turns and feedback reasons."""
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.consultation.sessions import SessionsConfig, SessionsDeps
 
@@ -200,6 +227,7 @@ def build_sessions_deps(settings: Settings) -> SessionsDeps:
     return SessionsDeps(
         store=repo,
         memory=build_session_memory(settings, repo, llm=None),
+        firewall=build_firewall(settings),
         config=SessionsConfig(
             max_message_bytes=settings.max_message_bytes,
             max_transcript_bytes=settings.max_transcript_bytes,
@@ -335,6 +363,16 @@ def build_governance_deps(settings: Settings) -> GovernanceDeps:
     )
 
 
+def build_scrub_deps(settings: Settings) -> ScrubDeps:
+    """The identifier scrub (the worker's scrub jobs): its store on the tables, the firewall with
+    the projects' subject identifier indexes, the clock."""
+    from agent_memory.adapters.dynamo.scrub import ScrubRepository
+    from agent_memory.governance.scrub import ScrubDeps
+
+    _bind_tables(settings)
+    return ScrubDeps(store=ScrubRepository(), firewall=build_firewall(settings), clock=lambda: datetime.now(UTC))
+
+
 def _schedule_deleter(settings: Settings) -> ReminderScheduler | None:
     """The reminder schedules of a removed project are deleted through this (only ``delete`` is
     used: no target function, role or DLQ is needed); None without ``REMINDER_SCHEDULE_GROUP``."""
@@ -378,6 +416,7 @@ def build_job_deps(
         llm=llm,
         notifier=notifier,
         clock=utc_now,
+        firewall=build_firewall(settings),
         caps=JobCaps(
             hot_memory_token_cap=settings.hot_memory_token_cap,
             llm_model_id=settings.fast_model_id,
@@ -491,13 +530,15 @@ def build_job_dispatcher() -> DispatcherDeps:
 
 def build_job_worker() -> WorkerDeps:
     """The job worker: the jobs' collaborators (:func:`build_job_deps`) and, made on the first
-    erase job of the container, the governance use cases' (:func:`build_governance_deps`)."""
+    erase job of the container, the governance use cases' (:func:`build_governance_deps`), on the
+    first scrub job the identifier scrub's (:func:`build_scrub_deps`)."""
     from agent_memory.config import get_settings
     from agent_memory.events.jobs import WorkerDeps
 
     settings = get_settings()
     return WorkerDeps(
-        jobs=build_job_deps(settings), governance=functools.cache(lambda: build_governance_deps(settings))
+        jobs=build_job_deps(settings), governance=functools.cache(lambda: build_governance_deps(settings)),
+        scrub=functools.cache(lambda: build_scrub_deps(settings)),
     )
 
 

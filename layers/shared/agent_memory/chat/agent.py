@@ -179,13 +179,15 @@ def run_agent(
         last = step >= max_steps - 1
         uses = response.tool_uses
         if response.stop_reason == "tool_use" and uses and tools is not None and not last:
-            messages = _with_assistant(messages, response.content)
+            content = _scrubbed(tools, response.content)
+            messages = _with_assistant(messages, content)
+            uses = [b for b in content if b.get("type") == "tool_use"]
             messages = [*messages, {"role": "user", "content": _run_tools(tools, uses, result)}]
             paused_text = []
             step += 1
             continue
         if response.stop_reason == "pause_turn" and not last:
-            messages = _with_assistant(messages, response.content)
+            messages = _with_assistant(messages, _scrubbed(tools, response.content))
             paused_text.append(response.text)
             step += 1
             continue
@@ -194,6 +196,13 @@ def run_agent(
         if retried:
             raise LLMEmptyReply("the model's reply had no text, twice")
         retried = True
+
+
+def _scrubbed(tools: ToolSet | None, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model's blocks as the tool sets' firewall lets them be run, kept and sent back
+    (``ToolSets.scrub_blocks``; a set without one: as they are)."""
+    scrub = getattr(tools, "scrub_blocks", None)
+    return list(scrub(content)) if callable(scrub) else content
 
 
 def _call(
@@ -241,12 +250,15 @@ def _compact_with_answer(tools: ToolSet | None, result: AgentResult) -> None:
 
 
 def _run_tools(tools: ToolSet, uses: list[dict[str, Any]], result: AgentResult) -> list[dict[str, Any]]:
-    """Run the requested tools; record each call on ``result`` with the COMPACT result (what the
-    session window and the flow log keep); the ``tool_result`` blocks carry the full result."""
+    """Run the requested tools (a call the tool sets' ``refusal`` names is answered with it as an
+    error, not run); record each call on ``result`` with the COMPACT result (what the session
+    window and the flow log keep); the ``tool_result`` blocks carry the full result."""
     blocks: list[dict[str, Any]] = []
+    refusal = getattr(tools, "refusal", None)  # ToolSets: calls the identifier firewall refuses
     for use in uses:
         tool_input = use.get("input") or {}
-        text, is_error = tools.run(use["name"], tool_input)
+        refused = refusal(use["id"], use["name"]) if callable(refusal) else None
+        text, is_error = (refused, True) if refused is not None else tools.run(use["name"], tool_input)
         result.tool_calls.append(
             ToolCall(id=use["id"], name=use["name"], input=tool_input, result=compact_result(tools, use["name"], text),
                      is_error=is_error)

@@ -54,9 +54,11 @@ class CallReport(BaseModel):
     history_tool_weeks: int = 0
     #: lines of an over-budget hot memory were left out of this context (oldest AI lines first)
     hot_memory_trimmed: bool = False
-    #: Values the tools withheld from the model in this context, by kind (``identifier_fields``:
-    #: identifier-flagged fields left out per subject read; ``resident_id``, ``phone``, ``email``:
-    #: values scrubbed from free text). Empty when nothing was withheld.
+    #: What the identifier firewall withheld in this context, by kind: from the user's message at
+    #: ingress, from the tool results and from the reply (``resident_id``, ``phone``, ``email``,
+    #: ``record_number``, ``insurance_number``, ``passport``, ``name``, ``address``, ``identifier``),
+    #: and ``identifier_fields``: identifier-flagged REDCap fields left out per subject read.
+    #: Empty when nothing was withheld. Never the values.
     redactions: dict[str, int] = Field(default_factory=dict)
 
 
@@ -119,6 +121,7 @@ class CallOutcome:
             ],
             "truncated": self.result.truncated,
             "refused": self.result.refused,
+            "redactions": self.redactions,
             **({"read_history": {"weeks": self.history_weeks_read}} if self.history_weeks_read else {}),
         }
 

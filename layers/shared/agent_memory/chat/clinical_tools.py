@@ -8,9 +8,12 @@
   of order between events, incomplete forms).
 
 What is withheld, always: the values of fields the data dictionary flags as identifiers (never
-even requested from the source), and in free text resident ID numbers, phone numbers and e-mail
-addresses (:func:`agent_memory.domain.redaction.scrub_text`). :attr:`ClinicalToolSet.redactions`
-counts them by kind for the call report.
+even requested from the source), and in EVERY string value of a record, whatever its field type
+(a number field may hold a phone, a text field a name), what the identifier scrubber withholds
+(resident ID numbers, phone numbers, e-mail addresses, labelled record / insurance / passport
+numbers, and with the project's subject identifier index its subjects' names, phones and
+addresses), each value read after its field's label (:func:`agent_memory.domain.redaction.scrub_value`).
+:attr:`ClinicalToolSet.redactions` counts them by kind for the call report.
 
 One tool set serves one turn: the data dictionary is read once and each subject's export is
 reused by every later call that needs the same or fewer fields (one export per subject per turn).
@@ -38,7 +41,7 @@ from agent_memory.domain.clinical import (
     FieldDef,
 )
 from agent_memory.domain.llm import ToolSpec
-from agent_memory.domain.redaction import scrub_text
+from agent_memory.domain.redaction import Scrubbed, ValueScrubber, scrub_value
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.ports import ClinicalRecordsPort
 
@@ -98,12 +101,15 @@ class ClinicalToolSet:
     Args:
         open_records: opens the project's source (reads the token secret) on first use; raises
             ``ClinicalSourceError`` subclasses.
+        scrub: withholds identifiers from one value given its field's label (the identifier
+            firewall with the project's index); default: the patterns alone, English placeholders.
     """
 
     specs: list[ToolSpec] = [READ_CLINICAL_DATA, LIST_SUBJECTS, QC_CHECK]
 
-    def __init__(self, open_records: Callable[[], ClinicalRecordsPort]) -> None:
+    def __init__(self, open_records: Callable[[], ClinicalRecordsPort], *, scrub: ValueScrubber | None = None) -> None:
         self._open = open_records
+        self._scrub: ValueScrubber = scrub or _patterns_only
         self._records: ClinicalRecordsPort | None = None
         self._dd: DataDictionary | None = None
         #: subject id as exported ("*" = every subject) -> (fields exported, rows)
@@ -239,22 +245,20 @@ class ClinicalToolSet:
         return values
 
     def _show(self, f: FieldDef, row: dict[str, Any]) -> Any:
+        """The field's value as the model reads it: choice labels for coded values; every string
+        scrubbed, whatever the field type (``docs/architecture.md``, "Identifiers")."""
         if f.field_type == "checkbox":
-            return [f.choices.get(c, c) for c in f.choices if str(row.get(f"{f.name}___{c}", "")) == "1"]
+            return [self.scrub(f.choices.get(c, c), f) for c in f.choices if str(row.get(f"{f.name}___{c}", "")) == "1"]
         raw = str(row.get(f.name, "") or "")
         if not raw:
             return None
-        if f.choices:
-            return f.choices.get(raw, raw)
-        if f.is_free_text:
-            return self.scrub(raw)
-        return raw
+        return self.scrub(f.choices.get(raw, raw) if f.choices else raw, f)
 
-    def scrub(self, text: str) -> str:
-        """``text`` without resident IDs, phone numbers and e-mail addresses (counted)."""
-        clean, counts = scrub_text(text)
-        self.redactions.update(counts)
-        return clean
+    def scrub(self, text: str, f: FieldDef | None = None) -> str:
+        """``text`` (a value of field ``f``, read after its label) with its identifiers withheld (counted)."""
+        result = self._scrub(text, _label(f))
+        self.redactions.update(result.counts)
+        return result.text
 
     # ----------------------------------------------------------------- list_subjects
     def _list(self, args: dict[str, Any]) -> tuple[str, bool]:
@@ -271,7 +275,8 @@ class ClinicalToolSet:
             s = subjects.setdefault(sid, {"subject_id": sid})
             for key, f in (("status", status_f), ("enrolment_date", enrol_f), ("screening_date", screen_f)):
                 if f is not None and r.get(f.name) and key not in s:
-                    s[key] = f.choices.get(str(r[f.name]), str(r[f.name])) if f.choices else str(r[f.name])
+                    raw = str(r[f.name])
+                    s[key] = self.scrub(f.choices.get(raw, raw) if f.choices else raw, f)
         listed = list(subjects.values())
         wanted_status = args.get("status")
         if isinstance(wanted_status, str) and wanted_status.strip():
@@ -319,7 +324,7 @@ class ClinicalToolSet:
         findings = qc_findings(dd, rows, forms=forms)
         for f in findings:
             if "value" in f and isinstance(f["value"], str):
-                f["value"] = self.scrub(f["value"])
+                f["value"] = self.scrub(f["value"], dd.field(str(f.get("field", ""))))
         result = {
             "checked_subjects": len(found),
             "not_found": missing,
@@ -387,6 +392,18 @@ class ClinicalToolSet:
             for i in ids:  # keyed as asked: "p001" found nothing, "P001" may find the record
                 self._cache[i] = (wanted, [r for r in rows if _rid(dd, r) == i.upper()])
         return _drop(dd, rows)
+
+
+def _patterns_only(value: str, label: str | None) -> Scrubbed:
+    return scrub_value(value, label=label, lang="en")
+
+
+def _label(f: FieldDef | None) -> str | None:
+    """What a value of ``f`` is read after: its name and its label (``mrn 病案号``), either of which
+    may be the one that says what the number is (the label, which people write, stands next to it)."""
+    if f is None:
+        return None
+    return f"{f.name} {f.label}".strip() if f.label and f.label != f.name else f.name
 
 
 def _quoted(value: Any, answer: str) -> bool:

@@ -9,6 +9,7 @@ context shows what its model calls cost (docs/architecture.md, "Prompt caching")
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.domain.errors import MessageNotFound
@@ -32,6 +33,8 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
         has ``"read_history": {"weeks": [...]}`` and a last block ``read_history`` with the reports read.
         Messages-API call's stop reason and usage. ``asker``: who asked (``user_id``,
         ``display_name``, ``study_role`` when the turn ran; null for turns recorded before).
+        ``redactions``: what the identifier firewall withheld, by kind (never the values), per
+        call (from the message, the tool results and the reply) and for the turn (their sum).
 
     Raises:
         ProjectNotFound, MessageNotFound.
@@ -40,8 +43,8 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
     message, manifest = store.get_message(project_id, session_id, message_id)
     if manifest is None:
         raise MessageNotFound(f"message {message_id} has no recorded context (not an assistant reply)")
-    calls_out = []
-    for call in manifest.get("calls", []):
+    calls_out: list[dict[str, Any]] = []
+    for i, call in enumerate(manifest.get("calls", [])):
         blocks_out = []
         for block in call.get("blocks", []):
             text, changed = _rebuild(store, project_id, session_id, block)
@@ -65,9 +68,23 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
             **({"read_history": {"weeks": list(read.get("weeks", []))}} if read else {}),
             "blocks": blocks_out, "usage": call.get("usage"), "model_calls": call.get("model_calls", []),
             "truncated": bool(call.get("truncated", False)), "refused": bool(call.get("refused", False)),
+            "redactions": _redactions(manifest, i, call),
         })
+    total: Counter[str] = Counter()
+    for call in calls_out:
+        total.update(call["redactions"])
     return {"message_id": message.message_id, "intents": manifest.get("intents", []),
-            "asker": manifest.get("asker"), "calls": calls_out}
+            "asker": manifest.get("asker"), "calls": calls_out, "redactions": dict(sorted(total.items()))}
+
+
+def _redactions(manifest: dict[str, Any], i: int, call: dict[str, Any]) -> dict[str, int]:
+    """What the firewall withheld in call ``i``, by kind: the call's manifest entry, or for turns
+    recorded before it kept them there, the answer's ``calls[i].redactions``."""
+    found = call.get("redactions")
+    if found is None:
+        answered = ((manifest.get("answer") or {}).get("calls") or [])
+        found = (answered[i] if i < len(answered) else {}).get("redactions")
+    return {str(k): int(v) for k, v in (found or {}).items()}
 
 
 def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[str, Any]) -> tuple[str, bool]:

@@ -10,9 +10,10 @@ result; default: the result capped at :data:`COMPACT_RESULT_MAX_BYTES`) and ``re
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from agent_memory.domain.errors import IdentifiersRejected
 from agent_memory.domain.llm import ToolSpec
 from agent_memory.domain.text import truncate_utf8
 
@@ -31,19 +32,66 @@ class ToolSet(Protocol):
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]: ...
 
 
-class ToolSets:
-    """Several tool sets as one (specs in the order of the sets; a tool name belongs to one set)."""
+#: Withholds identifiers from JSON-like data (a tool result's text, a tool call's input): (data, counts by kind).
+DataScrubber = Callable[[Any], tuple[Any, dict[str, int]]]
 
-    def __init__(self, sets: Sequence[ToolSet]) -> None:
+
+class ToolSets:
+    """Several tool sets as one (specs in the order of the sets; a tool name belongs to one set).
+
+    ``scrub``: applied to every result before it is returned to the loop (English placeholders);
+    ``scrub_written``: to the model's own blocks before they are run, kept or sent back
+    (:meth:`scrub_blocks`; placeholders in their language). The identifier firewall, so whatever a
+    set returns or the model writes, no identifier is sent, run or stored; what they withhold is
+    counted in :meth:`redactions`. None = as they are. ``reject_written``: the project's policy is
+    ``reject`` (docs/architecture.md, "Identifiers"): a tool call whose input held identifiers is
+    not run at all (:meth:`refusal`), as a typed text holding them is refused.
+    """
+
+    def __init__(self, sets: Sequence[ToolSet], *, scrub: DataScrubber | None = None,
+                 scrub_written: DataScrubber | None = None, reject_written: bool = False) -> None:
         self._sets = list(sets)
+        self._scrub = scrub
+        self._scrub_written = scrub_written
+        self._reject_written = reject_written
+        self._refused: dict[str, tuple[str, ...]] = {}
+        self._withheld: Counter[str] = Counter()
         self.specs: list[ToolSpec] = [spec for s in self._sets for spec in s.specs]
 
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
         """Run ``name`` on the set that defines it; ``(reason, True)`` for an unknown tool."""
         for tool_set in self._sets:
             if any(spec.name == name for spec in tool_set.specs):
-                return tool_set.run(name, tool_input)
+                text, is_error = tool_set.run(name, tool_input)
+                if self._scrub is not None:
+                    text, withheld = self._scrub(text)
+                    self._withheld.update(withheld)
+                return text, is_error
         return f"unknown tool {name}", True
+
+    def scrub_blocks(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The model's content blocks with identifiers withheld from their text and tool inputs
+        (thinking blocks, which the API wants back unchanged, and the ids are kept)."""
+        if self._scrub_written is None:
+            return content
+        out: list[dict[str, Any]] = []
+        for block in content:
+            field = {"text": "text", "tool_use": "input"}.get(str(block.get("type")))
+            if field is None or field not in block:
+                out.append(block)
+                continue
+            clean, withheld = self._scrub_written(block[field])
+            self._withheld.update(withheld)
+            if withheld and field == "input" and self._reject_written:
+                self._refused[str(block.get("id"))] = tuple(sorted(withheld))
+            out.append({**block, field: clean} if withheld else block)
+        return out
+
+    def refusal(self, tool_use_id: str, name: str) -> str | None:
+        """Why the call ``tool_use_id`` (of tool ``name``) is not run: its input held identifiers
+        (the kinds, never the values) under the ``reject`` policy; None = run it."""
+        kinds = self._refused.get(tool_use_id)
+        return None if kinds is None else f"{name} not run: {IdentifiersRejected(kinds).reason}"
 
     def compact(self, name: str, text: str, answer: str = "") -> str:
         """The window's form of a result of ``name`` (see :func:`compact_result`)."""
@@ -53,8 +101,8 @@ class ToolSets:
         return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
 
     def redactions(self) -> Counter[str]:
-        """Values withheld so far by every set, by kind."""
-        total: Counter[str] = Counter()
+        """Values withheld so far by every set and by ``scrub``, by kind."""
+        total: Counter[str] = Counter(self._withheld)
         for tool_set in self._sets:
             counts = getattr(tool_set, "redactions", None)
             if isinstance(counts, Counter):
@@ -72,4 +120,4 @@ def compact_result(tool_set: ToolSet, name: str, text: str, answer: str = "") ->
     return truncate_utf8(text, COMPACT_RESULT_MAX_BYTES)
 
 
-__all__ = ["COMPACT_RESULT_MAX_BYTES", "ToolSet", "ToolSets", "compact_result"]
+__all__ = ["COMPACT_RESULT_MAX_BYTES", "DataScrubber", "ToolSet", "ToolSets", "compact_result"]

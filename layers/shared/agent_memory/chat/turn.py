@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -50,6 +50,7 @@ from agent_memory.domain.llm import Effort, LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, Member, Project, WeeklyReport, YearlySummary
 from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext
+from agent_memory.identifiers import IdentifierFirewall
 from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
 from agent_memory.reminders.service import ReminderDeps
 from agent_memory.reminders.tools import ReminderTools
@@ -108,6 +109,9 @@ class ChatDeps:
     tool_sets: list[Callable[[str, float | None], ToolSet]] = field(default_factory=list)
     #: The reminder tools' collaborators (schedules, reminder items). None = no reminder tools.
     reminders: ReminderDeps | None = None
+    #: The identifier firewall (docs/architecture.md, "Identifiers"): the message at ingress, the
+    #: tool results, the reminder texts and the replies. Default: the patterns alone (no index).
+    firewall: IdentifierFirewall = field(default_factory=lambda: IdentifierFirewall(None))
 
 
 def validate_message(content: str, max_bytes: int) -> None:
@@ -159,8 +163,15 @@ def handle_message(
 
     Who may send a turn is decided before it runs, by the route guard (``agent_memory.http.guard``).
 
+    The message is screened by the identifier firewall right after the read, before anything is
+    classified, sent or stored: under the project's ``redact`` policy every later step sees the
+    scrubbed text (and ``calls[].redactions`` counts what was withheld); under ``reject`` a message
+    holding identifiers ends the turn.
+
     Raises:
         InvalidInput, PayloadTooLarge, ProjectNotFound: nothing is written.
+        IdentifiersRejected: the project's policy is ``reject`` and the message holds identifiers
+            (422 with the kinds); nothing is written.
         LLMError (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, LLMAuthError,
             LLMModelNotFound, LLMBadResponse, LLMEmptyReply): the user message was recorded as
             failed (exactly once), nothing else.
@@ -171,11 +182,14 @@ def handle_message(
                            now=now, prefetched=prefetched)
     if patient_id and ctx.session.patient_id and ctx.session.patient_id != patient_id:
         raise InvalidInput("this session belongs to another patient")
+    screened = deps.firewall.screen(ctx.project, content, deadline=source_deadline(deadline))
+    content = screened.text
     answered = _answered_retry(ctx.session.window, idempotency_hash)
     if answered is not None:
         return _replay(deps, project_id, session_id, content, *answered)
     turn = _start_turn(deps, ctx, ctx.asker, user_id=user_id, content=content, patient_id=patient_id, now=now,
                        deadline=deadline, idempotency_hash=idempotency_hash)
+    turn.withheld = screened.counts
     classification = deps.classifier.classify(content, deadline=pre_chat_deadline(deadline))
     plans = plan_calls(classification.intents)
     reports, yearly = _read_history(deps, ctx, plans)
@@ -200,6 +214,8 @@ class _Turn:
     reused: MessageRecord | None
     session: SessionState
     memory: TurnMemory | None = None
+    #: what the firewall withheld from the message at ingress, by kind
+    withheld: dict[str, int] = field(default_factory=dict)
 
     @property
     def project(self) -> Project:
@@ -265,13 +281,14 @@ def _answer(
     reminder_tools = None if deps.reminders is None else ReminderTools(
         deps.reminders, project_id=project.project_id, time_zone=project.time_zone, user_id=turn.user_id,
         study_role=turn.asker.study_role if turn.asker else None, hot_lines=turn.ctx.hot_memory.lines,
+        screen=lambda text: deps.firewall.screen(project, text).text,
     )
     outcomes: list[CallOutcome] = []
     try:
         for i, plan in enumerate(plans):
             outcomes.append(_run_call(deps, _CallInput(
-                turn.ctx.hot_memory, turn.session, plan, reports, yearly, turn.content, project.project_id,
-                project.time_zone, turn.now, turn.deadline, turn.asker, reminder_tools if i == 0 else None,
+                turn.ctx.hot_memory, turn.session, plan, reports, yearly, turn.content, project,
+                turn.now, turn.deadline, turn.asker, reminder_tools if i == 0 else None, turn.withheld,
             ), tools))
     except LLMError:
         if turn.reused is None:
@@ -369,7 +386,8 @@ def _failed_retry(window: Sequence[MessageRecord], idempotency_hash: str | None)
 
 @dataclass(frozen=True)
 class _CallInput:
-    """What one LLM context of the turn is built from."""
+    """What one LLM context of the turn is built from (``withheld``: what the firewall took out of
+    the user's message, by kind)."""
 
     hot: HotMemory
     session: SessionState
@@ -377,40 +395,39 @@ class _CallInput:
     reports: list[WeeklyReport] | None
     yearly: list[YearlySummary]
     content: str
-    project_id: str
-    time_zone: str
+    project: Project
     now: datetime
     deadline: float | None
     asker: Member | None = None
     extra_tools: ToolSet | None = None
+    withheld: dict[str, int] = field(default_factory=dict)
 
 
 def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list[ToolSet]:
     """The tool sets every call of one turn shares: the project's own clinical source when it has
-    one (REDCap, opened on first use), else the demo clinical data; then ``deps.tool_sets``."""
+    one (REDCap, opened on first use; every string value of a record scrubbed with its field's
+    label, the project's subject identifier index included), else the demo clinical data; then
+    ``deps.tool_sets``."""
     clinical: ToolSet
     source, sources = project.clinical_data, deps.clinical_sources
     if source is not None and sources is not None:
+        firewall = deps.firewall
         # The source may use a share of the time left when it is first asked, so that the model
         # still has time to answer (with "the data source is unavailable" if it came to that).
-        clinical = ClinicalToolSet(lambda: sources.open(source, project_id=project.project_id,
-                                                        deadline=source_deadline(deadline)))
+        clinical = ClinicalToolSet(
+            lambda: sources.open(source, project_id=project.project_id, deadline=source_deadline(deadline)),
+            scrub=lambda value, label: firewall.scrub_value(project, value, label=label, lang="en"),
+        )
     else:
         clinical = ClinicalTools(deps.clinical, project.project_id)
     return [clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets)]
 
 
 def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOutcome:
+    """One LLM context: its prompt, the ReAct loop, the reply with its identifiers withheld;
+    ``redactions`` counts what was withheld from the message, the tool results and the reply."""
     cfg = deps.config
-    history_tools: HistoryTools | None = None
-    sets = list(shared)
-    if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
-        # A question the router did not send to history can still read it; a QC call never can.
-        history_tools = HistoryTools(deps.history, call.project_id)
-        sets.append(history_tools)
-    if call.extra_tools is not None:  # the asker's reminder tools (first LLM context only)
-        sets.append(call.extra_tools)
-    tools = ToolSets(sets)
+    tools, history_tools = _call_tools(deps, call, shared)
     withheld_before = tools.redactions()
     prompt = assemble_prompt(
         hot_memory=call.hot,
@@ -423,7 +440,7 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
         tools=tools.specs,
         min_cacheable_tokens=cfg.cacheable_from(),
         now=call.now,
-        time_zone=call.time_zone,
+        time_zone=call.project.time_zone,
         asker=call.asker,
     )
     request = LLMRequest(
@@ -437,10 +454,33 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
         metadata={"intents": [i.value for i in call.plan.intents]},
     )
     result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
+    reply = deps.firewall.scrub(call.project, result.text)
+    if reply.found:
+        result = replace(result, text=reply.text)
     weeks = list(history_tools.weeks_read) if history_tools is not None else []
     withheld = tools.redactions() - withheld_before
+    withheld.update(call.withheld)
+    withheld.update(reply.counts)
     return CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks,
                        redactions=dict(sorted(withheld.items())))
+
+
+def _call_tools(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> tuple[ToolSets, HistoryTools | None]:
+    """The call's tool sets: the turn's, ``read_history`` unless the plan loads history or is QC,
+    the asker's reminder tools; every result passes the firewall before the model reads it, and the
+    model's own text and tool inputs before they are run, kept or sent back."""
+    history_tools: HistoryTools | None = None
+    sets = list(shared)
+    if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
+        # A question the router did not send to history can still read it; a QC call never can.
+        history_tools = HistoryTools(deps.history, call.project.project_id)
+        sets.append(history_tools)
+    if call.extra_tools is not None:  # the asker's reminder tools (first LLM context only)
+        sets.append(call.extra_tools)
+    project, firewall = call.project, deps.firewall
+    return ToolSets(sets, scrub=lambda text: firewall.scrub_data(project, text, lang="en"),
+                    scrub_written=lambda data: firewall.scrub_data(project, data),
+                    reject_written=project.identifiers == "reject"), history_tools
 
 
 def _record_usage(call: ModelCall) -> None:

@@ -59,6 +59,7 @@ from agent_memory.domain.session_models import (
 )
 from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext
+from agent_memory.identifiers import IdentifierFirewall
 from agent_memory.ports import SessionsStore
 
 #: DynamoDB's limit of items in one TransactWriteItems.
@@ -92,6 +93,9 @@ class SessionsDeps:
     memory: SessionMemory
     config: SessionsConfig = field(default_factory=SessionsConfig)
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    #: The identifier firewall of the transcript turns (docs/architecture.md, "Identifiers");
+    #: default: the patterns alone (no subject identifier index).
+    firewall: IdentifierFirewall = field(default_factory=lambda: IdentifierFirewall(None))
 
 
 # ---------------------------------------------------------------- views
@@ -228,7 +232,9 @@ def import_transcript(
 
     The session is created on first use (type ``consultation``), like a chat session. The doctor's
     turns are the importing member's: they carry ``user_id`` and ``study_role`` (the member's study
-    role at the time of the import); the patient, who is no member, has no study role.
+    role at the time of the import); the patient, who is no member, has no study role. Every turn
+    passes the identifier firewall under the project's policy before anything is stored (all turns
+    are checked before the first write).
 
     Raises:
         InvalidInput (422): no turns, too many, an empty one, or a time (``at``, resolved in the
@@ -236,12 +242,16 @@ def import_transcript(
             previous turn's (the reason names the turn index).
         PayloadTooLarge (413): a turn over ``max_message_bytes`` or the request over
             ``max_transcript_bytes``.
+        IdentifiersRejected (422): the project's policy is ``reject`` and a turn holds identifiers
+            (the kinds found in all the turns).
         ProjectNotFound (404). Nothing is written in any of these cases.
     """
     cfg = deps.config
     _validate_transcript(turns, cfg)
     now = deps.now()
     ctx = deps.store.load_turn_context(project_id, session_id, now=now)
+    screened = deps.firewall.screen_all(ctx.project, [t.content for t in turns])
+    turns = [t.model_copy(update={"content": r.text}) if r.found else t for t, r in zip(turns, screened, strict=True)]
     tz = ctx.project.time_zone
     messages = _transcript_messages(turns, user_id=user_id, now=now, zone=ZoneInfo(tz), study_role=study_role)
     updates = deps.memory.extract(messages, prior=ctx.session.window, time_zone=tz)

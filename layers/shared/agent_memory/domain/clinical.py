@@ -7,6 +7,8 @@ them. Nothing here performs I/O.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +198,86 @@ class DataDictionary:
         return len(self.events)
 
 
+# ------------------------------------------------------------------ identifier-field values
+#: (kind, pattern on "field_name field_label" lowercased), first match wins: what an identifier
+#: field holds. ``surname`` / ``given_name`` parts are joined into one ``name`` per subject.
+_IDENTIFIER_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern)) for kind, pattern in (
+        ("email", r"e-?mail|邮箱|邮件"),
+        ("phone", r"phone|(?<![a-z])tel(?![a-z])|mobile|(?<![a-z])cell|(?<![a-z])fax|手机|电话|联系方式|传真"),
+        ("passport", r"passport|护照"),
+        ("insurance_number", r"insurance|医保|社保"),
+        ("resident_id", r"resident|national.?id|id.?card|(?<![a-z])id.?(?:number|no)|身份证|证件"),
+        ("record_number", r"(?<![a-z])mrn|住院号|病案|病历号|门诊号|hosp(?:ital)?.?(?:no|num|id)|medical.?record"
+                          r"|inpatient|outpatient"),
+        ("address", r"address|(?<![a-z])addr|地址|住址|residence"),
+        ("surname", r"last.?name|surname|family.?name|姓氏|(?<!\w)姓(?!\w)"),
+        ("given_name", r"first.?name|given.?name|(?<!\w)名(?!\w)"),
+        ("name", r"name|姓名|名字"),
+    )
+)
+
+
+def identifier_kind(f: FieldDef) -> str | None:
+    """What an identifier field holds, as a scrubber kind (``name``, ``phone``, ``email``,
+    ``resident_id``, ``record_number``, ``insurance_number``, ``passport``, ``address``,
+    ``surname`` / ``given_name`` parts, or ``identifier`` for any other text), or None for a field
+    that is not an identifier or whose values are dates, numbers or choices: those are everywhere
+    in clinical text and would withhold visit dates and lab values (docs/architecture.md, "Identifiers")."""
+    if not f.identifier or f.field_type not in FREE_TEXT_TYPES or f.choices:
+        return None
+    if f.validation == "email":
+        return "email"
+    if f.validation.startswith("phone"):
+        return "phone"
+    if f.is_date or f.is_number or f.validation in ("time", "time_mm_ss", "zipcode", "postalcode_china"):
+        return None
+    key = f"{f.name} {f.label}".lower()
+    for kind, pattern in _IDENTIFIER_KINDS:
+        if pattern.search(key):
+            return kind
+    return "identifier"
+
+
+@dataclass(frozen=True)
+class IdentifierValue:
+    """One value of a subject's identifier field, as read from the source; held only while the
+    subject identifier index hashes it (``value`` is left out of ``repr``)."""
+
+    subject_id: str
+    kind: str
+    value: str = field(repr=False)
+
+
+def subject_identifier_values(dd: DataDictionary, rows: Iterable[dict[str, Any]]) -> list[IdentifierValue]:
+    """The identifier values of exported records (REDCap flat rows): one per subject, kind and
+    distinct value; a surname and a given name of one subject become one ``name`` (a name part
+    alone is not kept: a surname matches half the text of a project)."""
+    kinds = {f.name: k for f in dd.fields if (k := identifier_kind(f)) is not None}
+    out: dict[tuple[str, str, str], IdentifierValue] = {}
+    parts: dict[str, dict[str, str]] = {}
+    for row in rows:
+        subject = str(row.get(dd.record_id_field, "")).strip()
+        if not subject:
+            continue
+        for name, kind in kinds.items():
+            value = str(row.get(name) or "").strip()
+            if not value:
+                continue
+            if kind in ("surname", "given_name"):
+                parts.setdefault(subject, {})[kind] = value
+            else:
+                out.setdefault((subject, kind, value), IdentifierValue(subject, kind, value))
+    for subject, p in parts.items():
+        if "surname" in p and "given_name" in p:
+            sep = "" if p["surname"].isalpha() and not p["surname"].isascii() else " "
+            value = f"{p['surname']}{sep}{p['given_name']}"
+            out.setdefault((subject, "name", value), IdentifierValue(subject, "name", value))
+    return list(out.values())
+
+
 __all__ = [
     "ClinicalEvent", "ClinicalSourceAuthError", "ClinicalSourceError", "ClinicalSourceRejected",
-    "ClinicalSourceUnavailable", "DataDictionary", "FieldDef", "parse_choices",
+    "ClinicalSourceUnavailable", "DataDictionary", "FieldDef", "IdentifierValue", "identifier_kind", "parse_choices",
+    "subject_identifier_values",
 ]

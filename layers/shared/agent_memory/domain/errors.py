@@ -260,3 +260,17 @@ class SecretNotSet(DomainError):
 class SecretUnreadable(DomainError):
     """A project's secret exists but cannot be used: access denied, its KMS key refused, or a value
     that is not what the service stored. The reason never holds the value."""
+class IdentifiersRejected(InvalidInput):
+    """The text holds identifiers and the project's policy is ``reject`` (HTTP 422
+    ``identifiers_rejected`` with ``kinds``); nothing of the request is stored.
+
+    ``kinds`` are the kinds found (``phone``, ``resident_id``, ...), sorted; the values are never
+    carried, logged or answered (docs/architecture.md, "Identifiers").
+    """
+
+    def __init__(self, kinds: tuple[str, ...]) -> None:
+        super().__init__(
+            "the text holds identifiers (" + ", ".join(kinds) + ") and this project does not accept them; "
+            "remove them and send it again"
+        )
+        self.kinds = kinds

@@ -165,11 +165,14 @@ class ScheduleInput(BaseModel):
 
 
 class JobRequest(BaseModel):
-    """One SQS message of the fan-out: run ``job`` for ``project_id`` as of ``date``."""
+    """One SQS message of the fan-out: run ``job`` for ``project_id`` as of ``date``.
+
+    ``scrub``: the one-off identifier scrub of what the project stores
+    (``agent_memory.governance.scrub``); ``date`` names its run (``SCRUB#{date}``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    job: JobName | Literal["erase"]
+    job: JobName | Literal["erase", "scrub"]
     project_id: str = Field(pattern=ID_PATTERN)
     date: date
     #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record

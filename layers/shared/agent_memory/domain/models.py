@@ -144,14 +144,22 @@ class ClinicalDataSource(BaseModel):
         return data
 
 
+#: What the identifier firewall does with a text holding identifiers (docs/architecture.md,
+#: "Identifiers"): ``redact`` withholds them behind placeholders, ``reject`` refuses the request
+#: (HTTP 422 with the kinds found) and stores nothing.
+IdentifierPolicy = Literal["redact", "reject"]
+
+
 class Project(BaseModel):
-    """A tenant. ``time_zone`` is the IANA zone of the project's calendar."""
+    """A tenant. ``time_zone`` is the IANA zone of the project's calendar; ``identifiers`` the
+    project's :data:`IdentifierPolicy` (admins set it; default ``redact``)."""
 
     project_id: str
     name: str
     time_zone: str = "Asia/Shanghai"
     kind: Literal["iit", "clinic", "consultation"] = "iit"
     clinical_data: ClinicalDataSource | None = None
+    identifiers: IdentifierPolicy = "redact"
     created_at: datetime
 
 

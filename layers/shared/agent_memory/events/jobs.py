@@ -27,6 +27,7 @@ from agent_memory.domain.errors import ProjectNotFound
 from agent_memory.domain.jobs import JobReport, JobRequest
 from agent_memory.governance.erasure import GovernanceDeps, run_erasure
 from agent_memory.governance.removal import run_removal
+from agent_memory.governance.scrub import ScrubDeps, run_scrub
 from agent_memory.jobs.archive import run_archive
 from agent_memory.jobs.deps import JobDeps
 from agent_memory.jobs.distill import run_distill
@@ -36,13 +37,19 @@ from agent_memory.observability import logger, metrics
 from agent_memory.tracing import tracer
 
 
+def _no_scrub() -> ScrubDeps:
+    raise RuntimeError("this worker was built without the identifier scrub's collaborators")
+
+
 @dataclass(frozen=True)
 class WorkerDeps:
-    """The job worker's collaborators (built by ``wiring.build_job_worker``): the jobs', and the
-    governance use cases' for the erase jobs (made on the first one of the container)."""
+    """The job worker's collaborators (built by ``wiring.build_job_worker``): the jobs', the
+    governance use cases' for the erase jobs and the identifier scrub's (each made on the first
+    job of its kind in the container)."""
 
     jobs: JobDeps
     governance: Callable[[], GovernanceDeps]
+    scrub: Callable[[], ScrubDeps] = _no_scrub
 
 
 @dataclass(frozen=True)
@@ -62,10 +69,12 @@ JobRunner = Callable[[WorkerDeps, JobRequest], JobOutcome]
 class Job:
     """One entry of the job table: how the worker runs it and, for a scheduled job (one that
     processes a period of one project: ``make job`` and ``make dispatch`` offer those), the job
-    of ``agent_memory.jobs`` it runs (``period``; None for the others)."""
+    of ``agent_memory.jobs`` it runs (``period``; None for the others). ``by_hand``: a one-off
+    job of one project that ``make job`` offers too (the identifier scrub)."""
 
     run: JobRunner
     period: PeriodJob | None = None
+    by_hand: bool = False
 
     @property
     def scheduled(self) -> bool:
@@ -111,6 +120,17 @@ def _erase(deps: WorkerDeps, request: JobRequest) -> JobOutcome:
     )
 
 
+def _scrub(deps: WorkerDeps, request: JobRequest) -> JobOutcome:
+    """The one-off identifier scrub of what the project stores (docs/architecture.md,
+    "Identifiers"); its run is named by the request's date, so a redelivery continues it."""
+    record = run_scrub(deps.scrub(), project_id=request.project_id, run_date=request.date, actor="job")
+    return JobOutcome(
+        result={"project_id": request.project_id, "status": record.status, "run_key": record.run_key,
+                "withheld": record.withheld, "items": record.items},
+        metrics=("ScrubJobsRun",),
+    )
+
+
 #: THE job table: every job a ``JobRequest`` can name -> how the worker runs it. The worker,
 #: ``make job`` / ``make dispatch`` (``infra/jobs.py``), ``make bench`` and ``make eval`` take their
 #: jobs from here.
@@ -119,12 +139,19 @@ JOB_TABLE: Mapping[str, Job] = {
     "archive": _scheduled(run_archive),
     "prune": _scheduled(run_prune),
     "erase": Job(run=_erase),
+    "scrub": Job(run=_scrub, by_hand=True),
 }
 
 
 def scheduled_jobs() -> tuple[str, ...]:
     """The names of the scheduled jobs of :data:`JOB_TABLE` (the period jobs of one project)."""
     return tuple(name for name, job in JOB_TABLE.items() if job.scheduled)
+
+
+def project_jobs() -> tuple[str, ...]:
+    """The jobs of :data:`JOB_TABLE` that ``make job`` runs for one project: the scheduled ones
+    and the one-off jobs run by hand."""
+    return tuple(name for name, job in JOB_TABLE.items() if job.scheduled or job.by_hand)
 
 
 def run_scheduled(deps: JobDeps, request: JobRequest) -> JobReport:
@@ -195,5 +222,6 @@ class JobWorker:
 
 
 __all__ = [
-    "JOB_TABLE", "Job", "JobOutcome", "JobRecord", "JobWorker", "WorkerDeps", "run_scheduled", "scheduled_jobs",
+    "JOB_TABLE", "Job", "JobOutcome", "JobRecord", "JobWorker", "WorkerDeps", "project_jobs", "run_scheduled",
+    "scheduled_jobs",
 ]

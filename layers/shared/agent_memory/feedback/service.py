@@ -3,8 +3,10 @@
 Rules: one rating per user per assistant message (a second rating replaces it); an unknown message
 is 404 and a user message 422 (only answers are rated); a reason over
 :data:`~agent_memory.domain.feedback.FEEDBACK_REASON_MAX_CHARS` characters is 422; nothing is
-written on any of these. The rating is stored with the message and as a feedback event in the
-flow log, in one transaction (the chat never reads it; the jobs do).
+written on any of these. The reason and the tags pass the identifier firewall under the project's
+policy first (docs/architecture.md, "Identifiers"): scrubbed, or under ``reject`` refused (422)
+with nothing written. The rating is stored with the message and as a feedback event in the flow
+log, in one transaction (the chat never reads it; the jobs do).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from agent_memory.domain.feedback import (
     Rating,
 )
 from agent_memory.domain.text import content_problem
+from agent_memory.identifiers import IdentifierFirewall
 from agent_memory.observability import MetricUnit, metrics, single_metric
 from agent_memory.ports import FeedbackStore
 
@@ -66,9 +69,12 @@ def rate_message(
     now: datetime,
     study_role: str | None = None,
     flow_log_retention_days: int = 0,
+    firewall: IdentifierFirewall | None = None,
 ) -> Feedback:
     """Store ``user_id``'s rating of assistant message ``message_id`` (replacing an earlier one).
     ``study_role``: the rater's study role; None = the project's membership item says (or unknown).
+    ``firewall``: screens the reason and the tags (None: the patterns alone); the project record
+    is read for its policy only when there is text to screen.
 
     Returns:
         The stored Feedback.
@@ -76,8 +82,16 @@ def rate_message(
     Raises:
         MessageNotFound: no such message in that session (404).
         InvalidInput: the message is a user message, or the reason / tags are invalid (422).
+        IdentifiersRejected: the project's policy is ``reject`` and the reason or a tag holds
+            identifiers (422 with the kinds).
+        ProjectNotFound: a reason or tags for an unknown project (404).
     """
     text, clean_tags = check_feedback(reason, tags)
+    if text is not None or clean_tags:
+        texts = [t for t in [text, *clean_tags] if t is not None]
+        screened = (firewall or IdentifierFirewall(None)).screen_all(store.get_project(project_id), texts)
+        clean = [r.text for r in screened]
+        text, clean_tags = (clean[0], clean[1:]) if text is not None else (None, clean)
     message = store.get_message(project_id, session_id, message_id)
     if message.role != "assistant":
         raise InvalidInput("only an assistant message can be rated")

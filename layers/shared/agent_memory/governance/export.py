@@ -6,7 +6,7 @@ included, so ``python -m infra.data_import`` can load the file into an empty sta
 
 - MemoryTable: ``project``, ``hot_memory`` (the lines with their provenance),
   ``hot_memory_revision``, ``weekly_report``, ``report_revision``, ``yearly_summary``,
-  ``review_item``, ``audit``, ``erasure``, ``member`` (when the member store holds any);
+  ``review_item``, ``audit``, ``erasure``, ``identifier_scrub``, ``member`` (when the member store holds any);
   operational markers (activity, job runs, alerts sent) are left out;
 - SessionsTable: ``session`` (window, facts, summary), ``message`` (with its context manifest),
   ``diagnosis`` (report and snapshot); the patients' diagnosis references items are derived from
@@ -43,6 +43,7 @@ _MEMORY_KINDS: tuple[tuple[str, str | None], ...] = (
     ("REVIEW#", "review_item"),
     ("AUDIT#", "audit"),
     ("ERASURE#", "erasure"),
+    ("SCRUB#", "identifier_scrub"),
     ("MEMBER#", "member"),
     ("ACTIVE#", None),
     ("JOBRUN#", None),

@@ -204,6 +204,13 @@ def _register_domain_errors(app: ApiGatewayResolver) -> None:
     def _already_decided(exc: e.AlreadyDecided) -> Response:
         return error_response(app, HTTPStatus.CONFLICT, "already_decided", exc.reason, extra={"status": exc.status})
 
+    @app.exception_handler(e.IdentifiersRejected)
+    def _identifiers_rejected(exc: e.IdentifiersRejected) -> Response:
+        # The kinds found only; the values are never answered or logged.
+        return error_response(
+            app, HTTPStatus.UNPROCESSABLE_ENTITY, "identifiers_rejected", exc.reason, extra={"kinds": list(exc.kinds)},
+        )
+
     @app.exception_handler(e.ConfirmationRequired)
     def _confirmation_required(exc: e.ConfirmationRequired) -> Response:
         # The rules are the admin's own lines, shown to the admin; nothing is logged.

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, model_validator
 
-from agent_memory.domain.models import StudyRole
+from agent_memory.domain.models import IdentifierPolicy, StudyRole
 from agent_memory.domain.secrets import REDCAP_TOKEN
 from agent_memory.http.requests import ID_PATTERN
 from agent_memory.http.text_patterns import DISPLAY_TEXT
@@ -142,6 +142,12 @@ class UpdateProjectRequest(BaseModel):
     name: DisplayText | None = None
     time_zone: TimeZone | None = None
     clinical_data: ClinicalDataRequest | None = None
+    identifiers: IdentifierPolicy | None = Field(default=None, description=(
+        "What the identifier firewall does with a chat message, transcript turn, feedback reason or reminder "
+        "text that holds identifiers (resident IDs, phones, e-mail addresses, labelled record / insurance / "
+        "passport numbers, the REDCap subjects' names, phones and addresses): `redact` stores and sends it with "
+        "each one replaced by a placeholder (the default); `reject` answers 422 `identifiers_rejected` with "
+        "the kinds found and stores nothing."))
 
 
 class ReminderWebhookRequest(BaseModel):

@@ -284,7 +284,8 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         progress.details["existing_report"] = True
         return progress.report(False)
     # Feedback events are not conversation: they become the report's feedback section.
-    messages, feedback = split_feedback(deps.store.read_flow_log(project.project_id, start, end))
+    messages, feedback = split_feedback(
+        progress.scrubbed(deps, project, deps.store.read_flow_log(project.project_id, start, end)))
     progress.counts["messages"] = len(messages)
     if not messages:
         return progress.report(False)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from agent_memory.domain.errors import VersionConflict
-from agent_memory.domain.jobs import Alert, JobName, JobReport
+from agent_memory.domain.jobs import Alert, FlowLogEntry, JobName, JobReport
 from agent_memory.domain.llm import Effort
+from agent_memory.domain.models import Project
+from agent_memory.identifiers import IdentifierFirewall
 from agent_memory.jobs.notifier import cap_alert
 from agent_memory.observability import MetricUnit, logger, metrics
 from agent_memory.ports import JobStore, LLMClient, Notifier
@@ -64,7 +66,10 @@ class JobDeps:
       (an ``offline`` provider is treated as None: it cannot answer structured calls);
     - ``notifier``: admin alerts (SNS adapter, in-memory fake);
     - ``clock``: returns the current aware UTC datetime;
-    - ``caps``: :class:`JobCaps`.
+    - ``caps``: :class:`JobCaps`;
+    - ``firewall``: the identifier firewall the jobs' inputs pass again (defence in depth: what
+      was stored before the firewall, or reached the flow log another way); default: the
+      patterns alone.
     """
 
     store: JobStore
@@ -72,6 +77,7 @@ class JobDeps:
     notifier: Notifier
     clock: Callable[[], datetime] = utc_now
     caps: JobCaps = field(default_factory=JobCaps)
+    firewall: IdentifierFirewall = field(default_factory=lambda: IdentifierFirewall(None))
 
     @property
     def structured_llm(self) -> LLMClient | None:
@@ -102,6 +108,22 @@ class JobProgress:
             return False
         self.details["already_done"] = done.status
         return True
+
+    def scrubbed(self, deps: JobDeps, project: Project, entries: Sequence[FlowLogEntry]) -> list[FlowLogEntry]:
+        """``entries`` (the flow log a job read) with their identifiers withheld, whatever the
+        project's policy, before any extractor, summary or LLM reads them; what was withheld is
+        counted as ``identifiers_withheld`` (the number of values, never the values)."""
+        out: list[FlowLogEntry] = []
+        withheld = 0
+        for entry in entries:
+            result = deps.firewall.scrub(project, entry.content)
+            if result.found:
+                withheld += len(result.spans)
+                entry = entry.model_copy(update={"content": result.text})
+            out.append(entry)
+        if withheld:
+            self.counts["identifiers_withheld"] = self.counts.get("identifiers_withheld", 0) + withheld
+        return out
 
     def report(self, changed: bool) -> JobReport:
         """The job's report (``llm_calls`` and ``llm_usage`` in the details when the LLM was called)."""

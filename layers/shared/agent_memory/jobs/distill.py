@@ -140,7 +140,7 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     final = period_over(end, deps.clock())  # False: the day is not over, so no marker
     if not final:
         progress.details["reason"] = "period_not_over"
-    messages = deps.store.read_flow_log(project.project_id, start, end)
+    messages = progress.scrubbed(deps, project, deps.store.read_flow_log(project.project_id, start, end))
     users = day_statements(messages)
     progress.counts.update(messages=len(messages), user_messages=len(users))
     if not users:

@@ -63,7 +63,8 @@ def summarise_years(deps: JobDeps, project: Project, run_date: date) -> list[int
     """Write the missing ``YEAR#`` summaries; returns the years written (idempotent).
 
     Calls: none when no year is due; else one Query of ``YEAR#`` and, when a due year lacks
-    its summary, one Query of that range of reports.
+    its summary, one Query of that range of reports. The reports' text is scrubbed of identifiers
+    before the summary is built from it.
     """
     store, caps = deps.store, deps.caps
     due = years_due(project, run_date, caps.yearly_after_weeks)
@@ -80,7 +81,9 @@ def summarise_years(deps: JobDeps, project: Project, run_date: date) -> list[int
     written = []
     now = deps.clock()
     for year in missing:
-        reps = sorted(by_year.get(year, []), key=lambda r: r.iso_week)
+        # the summary's input passes the identifier firewall again (reports written before it)
+        reps = [r.model_copy(update={"summary": deps.firewall.scrub(project, r.summary).text})
+                for r in sorted(by_year.get(year, []), key=lambda r: r.iso_week)]
         summary = YearlySummary(
             project_id=project.project_id,
             year=year,

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from agent_memory.domain.errors import NotFound, ProjectNotFound
-from agent_memory.domain.models import Member, Project, StudyRole
+from agent_memory.domain.models import IdentifierPolicy, Member, Project, StudyRole
 from agent_memory.ports import MemberStore
 from agent_memory.projects.clinical_source import (
     ClinicalDataPatch,
@@ -60,12 +60,13 @@ def get_project(store: MemberStore, project_id: str) -> Project:
 def update_project(
     store: MemberStore, project_id: str, *, name: str | None = None, time_zone: str | None = None,
     clinical_data: ClinicalDataPatch | None | Literal["keep"] = "keep", clinical: ClinicalSourceDeps | None = None,
-    now: datetime,
+    identifiers: IdentifierPolicy | None = None, now: datetime,
 ) -> Project:
     """Change the name, the time zone (activity markers and job periods follow it from the next
-    request on: every turn and job reads the project record) or the clinical data source. ``name``
-    / ``time_zone`` None and ``clinical_data`` ``"keep"`` stay as they are; ``clinical_data`` None
-    removes the source.
+    request on: every turn and job reads the project record), the clinical data source or the
+    identifier policy (``redact`` / ``reject``: every ingress reads it from the project record on
+    each request, so it applies from the next one). ``name`` / ``time_zone`` / ``identifiers``
+    None and ``clinical_data`` ``"keep"`` stay as they are; ``clinical_data`` None removes the source.
 
     The clinical source goes through :func:`~agent_memory.projects.clinical_source.apply_clinical_patch`
     (``clinical``: its collaborators): the token is written to the project's own secret first, then
@@ -78,8 +79,8 @@ def update_project(
         ExternalServiceError: Secrets Manager failed (nothing stored in the record).
     """
     project = store.get_project(project_id)
-    updated = project.model_copy(update={k: v for k, v in {"name": name, "time_zone": time_zone}.items()
-                                         if v is not None})
+    updated = project.model_copy(update={k: v for k, v in {"name": name, "time_zone": time_zone,
+                                                           "identifiers": identifiers}.items() if v is not None})
     written = False
     if clinical_data != "keep":
         if clinical is None:

@@ -11,7 +11,7 @@ is scheduled then.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent_memory.domain.errors import DomainError
@@ -57,7 +57,12 @@ REMINDER_TOOL_NAMES = frozenset({SCHEDULE_REMINDER.name, LIST_REMINDERS.name, CA
 
 
 class ReminderTools:
-    """The reminder tool set of one turn (see the module docstring)."""
+    """The reminder tool set of one turn (see the module docstring).
+
+    ``screen``: the identifier firewall under the project's policy, applied to a reminder's text
+    before anything is scheduled or stored (it returns the scrubbed text, or raises
+    ``IdentifiersRejected``, answered to the model as "not scheduled" with the kinds found).
+    """
 
     specs: list[ToolSpec] = [SCHEDULE_REMINDER, LIST_REMINDERS, CANCEL_REMINDER]
 
@@ -70,8 +75,10 @@ class ReminderTools:
         user_id: str,
         study_role: str | None = None,
         hot_lines: Sequence[HotMemoryLine] = (),
+        screen: Callable[[str], str] | None = None,
     ) -> None:
         self._deps = deps
+        self._screen = screen
         self._project_id = project_id
         self._time_zone = time_zone
         self._user_id = user_id
@@ -86,6 +93,8 @@ class ReminderTools:
                 text, when = args.get("text"), args.get("when")
                 if not isinstance(text, str) or not isinstance(when, str):
                     return "schedule_reminder needs 'text' and 'when' as strings", True
+                if self._screen is not None:  # the identifier firewall (raises IdentifiersRejected)
+                    text = self._screen(text)
                 done = schedule_reminder(
                     self._deps, project_id=self._project_id, time_zone=self._time_zone, owner=self._user_id,
                     text=text, when=when, study_role=self._study_role, hot_lines=self._hot_lines,

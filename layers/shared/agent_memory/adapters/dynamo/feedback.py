@@ -20,8 +20,10 @@ from agent_memory.adapters.dynamo.conversation_tables import FeedbackItem, FlowL
 from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.adapters.dynamo.members import study_role_of
 from agent_memory.adapters.dynamo.message_mappers import message_from_item
+from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.domain.errors import MessageNotFound
 from agent_memory.domain.feedback import FEEDBACK_SOURCE, Feedback
+from agent_memory.domain.models import Project
 from agent_memory.domain.turns import MessageRecord
 
 
@@ -89,6 +91,11 @@ class FeedbackRepository:
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
         """The member's study role, or None (:func:`.members.study_role_of`: one GetItem)."""
         return study_role_of(project_id, user_id)
+
+    def get_project(self, project_id: str) -> Project:
+        """The project record: its identifier policy and clinical source (one GetItem). Raises
+        ProjectNotFound."""
+        return ProjectRepository().get_project(project_id)
 
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
         """The rating (replacing the rater's earlier one) and its flow-log event, in ONE

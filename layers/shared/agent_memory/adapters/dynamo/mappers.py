@@ -60,6 +60,7 @@ def project_update_actions(project: Project) -> list[Action]:
         ProjectItem.kind.set(project.kind),
         ProjectItem.created_at.set(project.created_at),
         ProjectItem.clinical_data.set(clinical) if clinical is not None else ProjectItem.clinical_data.remove(),
+        ProjectItem.identifiers.set(project.identifiers),
     ]
 
 
@@ -75,6 +76,7 @@ def project_from_item(item: ProjectItem) -> Project:
     return Project(**read_fields(item, Project,
         project_id=item.pk,
         clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
+        identifiers=item.identifiers or "redact",  # absent on items written before the policy
     ))
 
 

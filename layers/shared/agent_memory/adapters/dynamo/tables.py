@@ -78,6 +78,8 @@ class ProjectItem(BaseItem):
     created_at = UTCDateTimeAttribute()
     #: ``ClinicalDataSource`` as JSON (source, api_url, token_secret name); absent = none.
     clinical_data = Utf8JSONAttribute(null=True)
+    #: ``Project.identifiers`` (``redact`` / ``reject``); absent (items written before it) = redact.
+    identifiers = UnicodeAttribute(null=True)
     #: Since when every diagnosis of the project is referenced by its patient's
     #: :class:`PatientRefsItem` (set at creation, or by the backfill of a project that had
     #: diagnoses before those items existed). Absent: a patient without the item may still have

@@ -291,16 +291,17 @@ def get_project(project_id: str, deps: Deps) -> Response[str]:
          "(token_secret) without `token`",
 })
 def update_project(project_id: str, body: UpdateProjectRequest, deps: Deps) -> Response[str]:
-    """Change the name, the time zone or the clinical data source (admins; fields left out stay;
-    ``clinical_data: null`` removes the source). The REDCap token is write-only: stored in the
-    project's own secret, bound to the api_url it was sent with, never returned
-    (``token_set`` / ``token_updated_at`` say it is there)."""
+    """Change the name, the time zone, the clinical data source or the identifier policy
+    (``identifiers``: ``redact`` | ``reject``) (admins; fields left out stay; ``clinical_data: null``
+    removes the source). The REDCap token is write-only: stored in the project's own secret, bound
+    to the api_url it was sent with, never returned (``token_set`` / ``token_updated_at`` say it is
+    there)."""
     clinical: ClinicalDataPatch | None | Literal["keep"] = "keep"
     if "clinical_data" in body.model_fields_set:  # null: remove the source
         clinical = body.clinical_data.to_patch() if body.clinical_data else None
     project = members.update_project(
         deps.members, project_id, name=body.name, time_zone=body.time_zone, clinical_data=clinical,
-        clinical=deps.clinical, now=deps.clock(),
+        clinical=deps.clinical, identifiers=body.identifiers, now=deps.clock(),
     )
     if clinical != "keep":
         metrics.add_metric(name="ClinicalSourceChanges", unit="Count", value=1)

@@ -158,7 +158,9 @@ Turns = Annotated[ChatTurns, Depends(chat_turns)]
 
 @routes.post("/v1/projects/<project_id>/sessions/<session_id>/messages", "member", rules={
     413: "content over MAX_MESSAGE_BYTES UTF-8 bytes (32,768 by default)",
-    422: "patient_id other than the session's patient; an Idempotency-Key reused with another body",
+    422: "patient_id other than the session's patient; an Idempotency-Key reused with another body; "
+         "the project's identifier policy is `reject` and the message holds identifiers (`identifiers_rejected` "
+         "with `kinds`; nothing stored)",
 })
 def post_message(
     project_id: str, session_id: str, body: ChatRequest, caller: CurrentCaller, turns: Turns, request: Request,

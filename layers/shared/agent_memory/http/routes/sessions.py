@@ -94,7 +94,9 @@ def get_session(project_id: str, session_id: str, deps: Deps) -> dict[str, Any]:
 @routes.post(f"{_P}/sessions/<session_id>/transcript", "member", rules={
     413: "a turn over MAX_MESSAGE_BYTES (32,768 by default), or all turns over MAX_TRANSCRIPT_BYTES (1,000,000 by "
          "default), in UTF-8 bytes",
-    422: "a turn's `at` before 2000-01-01, more than a day after the import, or earlier than the turn before it",
+    422: "a turn's `at` before 2000-01-01, more than a day after the import, or earlier than the turn before it; "
+         "the project's identifier policy is `reject` and a turn holds identifiers (`identifiers_rejected` with "
+         "`kinds`; no turn stored)",
 })
 def post_transcript(
     project_id: str, session_id: str, body: TranscriptRequest, caller: CurrentCaller, deps: Deps
@@ -165,7 +167,10 @@ def compare(
     ).model_dump(mode="json", by_alias=True)
 
 
-@routes.put(f"{_P}/sessions/<session_id>/messages/<message_id>/feedback", "member")
+@routes.put(f"{_P}/sessions/<session_id>/messages/<message_id>/feedback", "member", rules={
+    422: "the project's identifier policy is `reject` and the reason or a tag holds identifiers "
+         "(`identifiers_rejected` with `kinds`; nothing stored)",
+})
 def put_feedback(
     project_id: str, session_id: str, message_id: str, body: FeedbackRequest, caller: CurrentCaller, deps: Deps
 ) -> dict[str, Any]:
@@ -174,7 +179,7 @@ def put_feedback(
         deps.feedback, project_id=project_id, session_id=session_id, message_id=message_id,
         user_id=caller.user_id, rating=body.rating, reason=body.reason, tags=body.tags, now=datetime.now(UTC),
         study_role=caller.member.study_role if caller.member else None,
-        flow_log_retention_days=deps.flow_log_retention_days,
+        flow_log_retention_days=deps.flow_log_retention_days, firewall=deps.sessions.firewall,
     ).model_dump(mode="json")
 
 
