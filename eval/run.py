@@ -6,7 +6,10 @@
   ``intents_dev.jsonl`` (a row is right when its intents are the labelled set and history is
   loaded exactly as labelled: a QC + history message split into a QC context without history
   and a history context without QC; a ``reject`` row when the message is refused as empty);
-- symptoms: the offline extractor on ``../shared/data/dxy_train.jsonl`` (:mod:`bench.symptoms`).
+- symptoms: the offline extractor on ``../shared/data/dxy_train.jsonl`` (:mod:`bench.symptoms`);
+- judgement on unseen wording (eval/SETS.md): time-anchored history questions (:mod:`eval.anchors`:
+  the weeks a real turn loads, and the time-anchor resolver), directives vs tasks, scope,
+  relaxations against the baseline System Rules and conflicts (:mod:`eval.judgement`).
 
 Run: ``python -m eval.run [--month PATH] [--label before|after] [--provider offline|anthropic]``.
 ``--label`` keeps figures of several runs side by side in results.json (one key each).
@@ -25,6 +28,7 @@ for p in (ROOT / "layers" / "shared", ROOT):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
+from eval import anchors, judgement  # noqa: E402
 from eval.month import DEFAULT_MONTH, SHARED, run_month  # noqa: E402
 
 RESULTS = ROOT / "eval" / "results.json"
@@ -80,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     distill = run_month(args.month, provider=args.provider)
     routes = {path.name: routing(path) for path in INTENT_FILES if path.is_file()}
     symp = {} if args.skip_symptoms else symptoms()
+    judged = judgement.run()
+    anchored = anchors.run()
     rows: list[tuple[str, Any, str]] = [
         ("distill: captured (share of directives)", f"{distill['captured']}/{distill['directives']} "
          f"= {distill['captured_share']}", ">= 0.9"),
@@ -107,13 +113,15 @@ def main(argv: list[str] | None = None) -> int:
                         ("symptom_flip_rate", "no higher than before (<= 0.3%)"), ("symptom_precision", "(reported)")):
         if key in symp:
             rows.append((f"symptoms: {key}", symp[key], target))
+    rows += anchors.table_rows(anchored) + judgement.table_rows(judged)
     width = max(len(r[0]) for r in rows)
     print(f"make eval [{args.label}] month={args.month.name} provider={args.provider}")
     for name, value, target in rows:
         print(f"  {name:<{width}}  {value!s:<28} {target}")
     stored = json.loads(RESULTS.read_text("utf-8")) if RESULTS.is_file() else {}
     stored[args.label] = {"month": args.month.name, "provider": args.provider, "distill": distill,
-                          "routing": routes, "symptoms": symp}
+                          "routing": routes, "symptoms": symp,
+                          "anchors": anchored, "judgement": judged}
     RESULTS.write_text(json.dumps(stored, ensure_ascii=False, indent=1, sort_keys=True) + "\n", "utf-8")
     print(f"misses: {json.dumps(distill['misses'], ensure_ascii=False)}")
     return 0
