@@ -112,7 +112,7 @@ def _count(text: str | None) -> int | None:
         return None
     if text.isdigit():
         return int(text)
-    return {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}.get(text)
+    return dict(zip("一两二三四五六七八九十", (1, 2, 2, 3, 4, 5, 6, 7, 8, 9, 10), strict=True)).get(text)
 
 
 def _modifier_after(text: str, end: int) -> tuple[str, int | None]:

@@ -42,9 +42,11 @@ _EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5
 _EN_NUMBER = r"(?:\d{1,3}|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|couple of|few|several)"
 MONTHS_EN = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
              "november", "december")
-_MONTH_EN = r"(?:" + "|".join(m[:3] + f"(?:{m[3:]})?" if len(m) > 3 else m for m in MONTHS_EN) + r")\b"
+_MONTH_EN = (r"(?:" + "|".join(m[:3] + f"(?:{m[3:]})?" for m in MONTHS_EN if m not in ("march", "may"))
+             + r"|(?:" + "|".join(f"(?<={w})" for w in ("in ", "by ", "of ", "since ", "early ", "until ", "during ",
+                                                         "mid-", "mid ", "late ", "from ", "to "))
+             + r")(?:march|may)|(?:march|may)(?=\s+\d))(?![a-z])")
 _MONTH_ZH = r"(?:1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
-_FUTURE = re.compile(r"下(?:个|一)?(?:周|星期|月|季度)|明年|\bnext (?:week|month|quarter|year)\b")
 
 
 def number(text: str) -> int | None:
@@ -149,7 +151,8 @@ def _year_prefix(text: str, at: int, today: date) -> int | None:
 
 # ------------------------------------------------------------------ ISO weeks
 _ISO_WEEK = re.compile(
-    r"(?:(?P<y1>\d{4})\s*-?\s*)?(?:第\s*(?P<n1>" + NUM + r")\s*(?:周|个?星期)|\bw(?:ee)?ks?\s*(?P<m1>\d{1,2})\b"
+    r"(?:(?P<y1>\d{4})\s*-?\s*)?(?:第\s*(?P<n1>" + NUM + r")\s*(?:周|个?星期)"
+    r"|(?<![a-z])w(?:ee)?ks?\s*(?P<m1>\d{1,2})(?!\d)"
     r"|(?<![a-z0-9])w\s?(?P<k1>\d{1,2})(?![\d.]))"
     r"(?:\s*(?:到|至|和|与|~|-|–|to|and|through|until)\s*(?:(?P<y2>\d{4})\s*-?\s*)?"
     r"(?:第\s*(?P<n2>" + NUM + r")\s*(?:周|个?星期)|\bw(?:ee)?k?s?\s*(?P<m2>\d{1,2})\b|w?\s?(?P<k2>\d{1,2})(?![\d.])))?"
@@ -193,12 +196,13 @@ def iso_weeks(text: str, today: Today) -> Period | None:
 
 # ------------------------------------------------------------------ dates and months
 _DATE_ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:\s*(?:到|至|~|-|–|to|until|and)\s*(\d{4})-(\d{1,2})-(\d{1,2}))?")
+_DAY_ZH = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 _DATE_ZH = re.compile(
-    r"(?P<m1>" + _MONTH_ZH + r")\s*月\s*(?P<d1>\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号]"
-    r"(?:\s*(?:到|至|~|-|–)\s*(?:(?P<m2>" + _MONTH_ZH + r")\s*月\s*)?(?P<d2>\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号])?"
+    r"(?P<m1>" + _MONTH_ZH + r")\s*月\s*(?P<d1>" + _DAY_ZH + r")\s*[日号]"
+    r"(?:\s*(?:到|至|~|-|–)\s*(?:(?P<m2>" + _MONTH_ZH + r")\s*月\s*)?(?P<d2>" + _DAY_ZH + r")\s*[日号])?"
 )
 _DATE_EN = re.compile(
-    r"(?P<m1>" + _MONTH_EN + r")\s+(?P<d1>\d{1,2})(?:st|nd|rd|th)?"
+    r"(?<![a-z])(?P<m1>" + _MONTH_EN + r")\s+(?P<d1>\d{1,2})(?:st|nd|rd|th)?"
     r"(?:\s*(?:to|and|until|through|-|–)\s*(?:(?P<m2>" + _MONTH_EN + r")\s+)?(?P<d2>\d{1,2})(?:st|nd|rd|th)?\b)?"
 )
 
@@ -228,9 +232,12 @@ _PART = r"(?P<part>上旬|中旬|下旬|初|底|末|\s*(?:early|mid|late))?"
 _PART_DAYS = {"上旬": (1, 10), "初": (1, 10), "early": (1, 10), "中旬": (11, 20), "mid": (11, 20),
               "下旬": (21, 31), "底": (21, 31), "末": (21, 31), "late": (21, 31)}
 _REL_MONTH = re.compile(r"(?P<back>上上个?月|上个?月|last month|the month before last)" + _PART)
+#: the start (January) or the end (December) of a year: 年初 / 去年年底 / the end of last year
+_YEAR_END = re.compile(r"(?P<y>去年|今年|前年)?\s*(?P<w>年初|年底|年末|年尾)"
+                       r"|(?P<e>start|beginning|end) of (?P<ey>this|last) year")
 _NAMED_MONTH = re.compile(
     r"(?<![\d上下个第])(?P<m>" + _MONTH_ZH + r")\s*月份?(?![\d日号])" + _PART
-    + r"|(?P<p>early |mid-?|late )?\b(?P<e>" + _MONTH_EN + r")(?!\s+\d)"
+    + r"|(?P<p>early |mid-?|late )?(?<![a-z])(?P<e>" + _MONTH_EN + r")(?!\s+\d)"
 )
 
 
@@ -249,6 +256,12 @@ def months(text: str, today: Today) -> Period | None:
         back = 2 if m["back"].startswith("上上") or "before last" in m["back"] else 1
         first = _shift_months(today.day.replace(day=1), -back)
         return _part_period(first.year, first.month, m["part"])
+    m = _YEAR_END.search(text)
+    if m is not None:
+        january = m["w"] == "年初" or m["e"] in ("start", "beginning")
+        back = {"去年": 1, "前年": 2, "last": 1}.get(m["y"] or m["ey"] or "", 0)
+        year = today.day.year - back if back or january else today.day.year - 1
+        return (date(year, 1, 1), date(year, 1, 31)) if january else (date(year, 12, 1), date(year, 12, 31))
     m = _NAMED_MONTH.search(text)
     if m is None:
         return None
@@ -263,7 +276,7 @@ def months(text: str, today: Today) -> Period | None:
 # ------------------------------------------------------------------ quarters, halves, years
 _QUARTER = re.compile(
     r"(?P<rel>上上个?季度|上个?季度?|上一季度?|本季度|这个?季度|last quarter|previous quarter|this quarter)"
-    r"|(?:(?P<y>\d{4})\s*年\s*)?第?(?P<n>[一二三四1-4])\s*季度|\bq(?P<q>[1-4])\b(?:\s*(?P<qy>\d{4}))?"
+    r"|(?:(?P<y>\d{4})\s*年\s*)?第?(?P<n>[一二三四1-4])\s*季度|(?<![a-z0-9])q(?P<q>[1-4])(?![a-z0-9])(?:\s*(?P<qy>\d{4}))?"
 )
 
 
@@ -287,7 +300,7 @@ def quarters(text: str, today: Today) -> Period | None:
 
 _HALF = re.compile(
     r"(?P<zh>上半年|前半年|下半年|后半年)"
-    r"|(?P<en>first|second) half(?: of)?(?: (?P<which>this|last|the) year)?|\bh(?P<h>[12])\b"
+    r"|(?P<en>first|second) half(?: of)?(?: (?P<which>this|last|the) year)?|(?<![a-z0-9])h(?P<h>[12])(?![a-z0-9])"
     r"|(?P<whose>this|last) year'?s (?P<en2>first|second) half"
 )
 
@@ -304,8 +317,9 @@ def halves(text: str, today: Today) -> Period | None:
 
 
 _YEAR = re.compile(
-    r"(?P<same>去年(?:这个|同一?)?(?:时候|时间|会儿|同期)|this time last year|a year ago)"
-    r"|(?P<since>今年以来|今年到现在|(?:so far )?this year(?: so far)?|year to date|since (?:the start of )?january)"
+    r"(?P<same>去年(?:这个|同一?)?(?:时候|时间|会儿|同期)|this time last year|(?P<ago>" + NUM + r"|a|one|two|three)\s*"
+    r"(?:个)?(?:年|years?)\s*(?:前|以前|之前|ago))"
+    r"|(?P<since>今年(?:以来|到现在)?|(?:so far )?this year(?: so far)?|year to date|since (?:the start of )?january)"
     r"|(?P<last>去年(?:全年|一整年|一年)?|last year|前年)|(?P<explicit>\d{4})\s*年(?!\s*\d)"
 )
 
@@ -316,32 +330,45 @@ def years(text: str, today: Today) -> Period | None:
     if m is None:
         return None
     if m["same"]:
-        center = today.day.replace(year=today.day.year - 1) if (today.day.month, today.day.day) != (2, 29) \
-            else date(today.day.year - 1, 2, 28)
+        center = _shift_months(today.day, -12 * ((number(m["ago"]) or 1) if m["ago"] else 1))
         return center - timedelta(days=7), center + timedelta(days=7)
     if m["since"]:
         return date(today.day.year, 1, 1), today.day
-    if m["explicit"]:
-        year = int(m["explicit"])
-    else:
-        year = today.day.year - (2 if m["last"] == "前年" else 1)
+    year = int(m["explicit"]) if m["explicit"] else today.day.year - (2 if m["last"] == "前年" else 1)
     return date(year, 1, 1), date(year, 12, 31)
 
 
 # ------------------------------------------------------------------ relative weeks and spans
 _SPAN = re.compile(
-    r"(?P<zh>(?:最近|过去|近|前|这)\s*(?P<n>" + NUM + r"|半)\s*(?:个)?(?P<u>周|星期|礼拜|月|年))"
-    r"|(?P<en>(?:past|last|previous|recent)\s+(?P<en_n>" + _EN_NUMBER + r")\s+(?P<en_u>weeks?|months?))"
+    r"(?P<zh>(?:最近|过去|近|前|这)\s*(?P<n>" + NUM + r"|半)\s*(?:个)?(?P<u>周|星期|礼拜|月|年|天|日))"
+    r"|(?P<en>(?:past|last|previous|recent)\s+(?P<en_n>" + _EN_NUMBER + r")\s+(?P<en_u>weeks?|months?|days?))"
 )
 _AGO = re.compile(
-    r"(?P<n>" + NUM + r")\s*(?:个)?(?P<u>周|星期|礼拜|月)(?:前|以前|之前)"
-    r"|\b(?P<en_n>" + _EN_NUMBER + r")\s+(?P<en_u>weeks?|months?)\s+ago\b"
+    r"(?P<n>" + NUM + r")\s*(?:个)?(?P<u>周|星期|礼拜|月|天)(?:前|以前|之前)"
+    r"|\b(?P<en_n>" + _EN_NUMBER + r")\s+(?P<en_u>weeks?|months?|days?)\s+ago\b"
 )
 _LAST_WEEK = re.compile(r"上上(?:个)?(?:周|星期|礼拜)|the week before last|上(?:个|一)?(?:周|星期|礼拜)|\blast week\b")
 
 
-def _unit_days(unit: str) -> str:
-    return "week" if unit[0] in "周星礼w" else "year" if unit in ("年",) else "month"
+def _unit(unit: str) -> str:
+    """``week`` / ``month`` / ``year`` / ``day`` of a unit word."""
+    if unit[0] in "周星礼w":
+        return "week"
+    return "year" if unit == "年" else "day" if unit[0] in "天日d" else "month"
+
+
+def _back(n: int | None, half: bool, unit: str, today: Today) -> Period | None:
+    """The days of the last ``n`` units (``half``: half of one unit) up to ``today``."""
+    if unit == "week" and not half and n:
+        return today.monday - timedelta(days=7 * n), today.last_sunday
+    if unit == "day" and n:
+        return today.day - timedelta(days=n), today.day
+    if half:  # 半年 = six months, 半个月 = 15 days, 半周 = 3 days
+        start = {"year": _shift_months(today.day, -6), "month": today.day - timedelta(days=15)}.get(
+            unit, today.day - timedelta(days=3))
+        return start, today.day
+    months_back = {"year": 12, "month": 1}.get(unit, 0) * (n or 0)
+    return (_shift_months(today.day, -months_back), today.day) if months_back else None
 
 
 def spans(text: str, today: Today) -> Period | None:
@@ -349,18 +376,18 @@ def spans(text: str, today: Today) -> Period | None:
     date N months back) / N 周前, N weeks ago (that week) / N 个月前 (that month) / 上周 / 上上周."""
     m = _SPAN.search(text)
     if m is not None:
-        n = 6 if m["n"] == "半" else number(m["n"] or m["en_n"])
-        unit = _unit_days(m["u"] or m["en_u"])
-        if n:
-            if unit == "week":
-                return today.monday - timedelta(days=7 * n), today.last_sunday
-            months_back = 12 * n if unit == "year" else n
-            return _shift_months(today.day, -months_back), today.day
+        period = _back(number(m["n"] or m["en_n"]), m["n"] == "半", _unit(m["u"] or m["en_u"]), today)
+        if period is not None:
+            return period
     m = _AGO.search(text)
     if m is not None:
         n = number(m["n"] or m["en_n"])
+        unit = _unit(m["u"] or m["en_u"])
+        if n and unit == "day":
+            day = today.day - timedelta(days=n)
+            return day, day
         if n:
-            if _unit_days(m["u"] or m["en_u"]) == "week":
+            if unit == "week":
                 monday = today.monday - timedelta(days=7 * n)
                 return monday, monday + timedelta(days=6)
             first = _shift_months(today.day.replace(day=1), -n)
@@ -375,7 +402,8 @@ def spans(text: str, today: Today) -> Period | None:
 
 # ------------------------------------------------------------------ resolve
 _FINDERS: tuple[tuple[str, Callable[[str, Today], Period | None]], ...] = (
-    ("weeks", iso_weeks), ("dates", dates), ("halves", halves), ("quarters", quarters), ("months", months), ("spans", spans), ("years", years),
+    ("weeks", iso_weeks), ("dates", dates), ("halves", halves), ("quarters", quarters), ("months", months),
+    ("spans", spans), ("years", years),
 )
 
 
@@ -428,11 +456,6 @@ def resolve_anchor(question: str, now: datetime, time_zone: str,
     first, last = iso_week(start), iso_week(end)
     return WeekRange(first=first, last=last, start=start, end=end,
                      label=f"{name}: {start.isoformat()}..{end.isoformat()} ({first}..{last})")
-
-
-def is_future_only(question: str) -> bool:
-    """True when the question's only period words point ahead (下周, next month)."""
-    return bool(_FUTURE.search(normalise(question)))
 
 
 __all__ = ["WeekRange", "iso_week", "normalise", "number", "resolve_anchor"]
