@@ -29,5 +29,5 @@ def test_baseline_lines_are_admin_system_rules_in_the_projects_language() -> Non
 
 def test_the_baseline_leaves_most_of_the_hot_memory_cap_to_the_project() -> None:
     for language in ("zh", "en"):
-        total = sum(estimate_tokens(ln.text) for ln in baseline_rule_lines(language, now=NOW))  # type: ignore[arg-type]
+        total = sum(estimate_tokens(ln.text) for ln in baseline_rule_lines(language, now=NOW))
         assert total < 400, (language, total)  # of the 2,000-token cap
