@@ -106,12 +106,12 @@ def turn_weeks(row: dict[str, Any]) -> list[str]:
     return sorted(weeks)
 
 
-def loading() -> dict[str, Any]:
+def loading(path: str = "history_anchors.jsonl") -> dict[str, Any]:
     """Share of rows whose turn loaded exactly the labelled weeks, by kind; ids of the misses."""
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
     wrong: list[str] = []
-    for row in rows("history_anchors.jsonl"):
+    for row in rows(path):
         kind = row["kind"]
         total[kind] += 1
         ok = turn_weeks(row) == expected_weeks(row)
@@ -158,7 +158,11 @@ def table_rows(a: dict[str, Any]) -> list[tuple[str, Any, str]]:
         ("anchors: turn loads exactly the labelled weeks", f"{ld['accuracy']} ({ld['rows']} rows)", "1.0"),
         ("anchors: anchored questions loading only their period", ld["anchored_right"], "all"),
     ]
-    for name in ("resolver", "resolver_heldout"):
+    held = a.get("loading_heldout")
+    if held:
+        out.append(("anchors: turn loads exactly the labelled weeks [held out]",
+                    f"{held['accuracy']} ({held['rows']} rows)", "1.0"))
+    for name in ("resolver", "resolver_heldout", "resolver_heldout_b"):
         rs = a.get(name)
         if rs and rs.get("rows"):
             out.append((f"anchors: {name} right", f"{rs['accuracy']} ({rs['rows']} rows)", "1.0"))
@@ -170,6 +174,9 @@ def run() -> dict[str, Any]:
     out = {"loading": loading(), "resolver": resolver()}
     if (Path(__file__).parent / "history_anchors_heldout.jsonl").is_file():
         out["resolver_heldout"] = resolver("history_anchors_heldout.jsonl")
+    if (Path(__file__).parent / "heldout" / "history_anchors.jsonl").is_file():
+        out["resolver_heldout_b"] = resolver("heldout/history_anchors.jsonl")
+        out["loading_heldout"] = loading("heldout/history_anchors.jsonl")
     return out
 
 

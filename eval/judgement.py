@@ -63,7 +63,7 @@ def _new_lines(result: Any, before: Iterable[Any] = ()) -> list[Any]:
 
 
 # ------------------------------------------------------------ directives vs tasks
-def directives_tasks() -> dict[str, Any]:
+def directives_tasks(name: str = "directives_tasks.jsonl") -> dict[str, Any]:
     """Routing of standing directives, tasks and both (see the module docstring)."""
     from agent_memory.chat.intents import RuleIntentClassifier
     from agent_memory.domain.jobs import FlowLogEntry
@@ -75,7 +75,7 @@ def directives_tasks() -> dict[str, Any]:
     found_right: Counter[str] = Counter()
     triggered: Counter[str] = Counter()
     wrong: list[str] = []
-    for row in rows("directives_tasks.jsonl"):
+    for row in rows(name):
         label = row["label"]
         total[label] += 1
         tasks = {str(i) for i in rules.classify(row["text"]).intents} & TASK_INTENTS
@@ -113,14 +113,14 @@ def _scope_of(line: Any, speaker: dict[str, str]) -> str:
     return f"role:{tag}"
 
 
-def scope() -> dict[str, Any]:
+def scope(name: str = "scope.jsonl") -> dict[str, Any]:
     """Scope tags of distilled preferences against the labelled scope."""
     right: Counter[str] = Counter()
     total: Counter[str] = Counter()
     got: Counter[str] = Counter()
     speaker_role_tagged = not_captured = 0
     wrong: list[str] = []
-    for row in rows("scope.jsonl"):
+    for row in rows(name):
         exp = row["expected"]
         want = exp["scope"] if exp["scope"] != "role" else f"role:{exp['role']}"
         total[exp["scope"]] += 1
@@ -150,13 +150,13 @@ def scope() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------ relaxations
-def _relaxations_on(language: str) -> dict[str, Any]:
+def _relaxations_on(language: str, name: str) -> dict[str, Any]:
     from agent_memory.domain.baseline_rules import baseline_rule_lines
 
     rules = baseline_rule_lines(language, now=datetime(2026, 1, 5, tzinfo=UTC))  # type: ignore[arg-type]
     relax = benign = queued = named_right = named_total = promoted = silent = false_alarms = 0
     wrong: list[str] = []
-    for row in rows("relaxations.jsonl"):
+    for row in rows(name):
         result = _distil(row["text"], role=row["speaker_role"], lines=rules)
         review = [r for r in result.reviews if r.reason in ("relaxes_system_rules", "contradicts_admin_line",
                                                              "targets_admin_line", "proposes_system_rule")]
@@ -183,9 +183,9 @@ def _relaxations_on(language: str) -> dict[str, Any]:
     }
 
 
-def relaxations() -> dict[str, Any]:
+def relaxations(name: str = "relaxations.jsonl") -> dict[str, Any]:
     """The distiller's relaxation judgement against the Chinese and the English baseline rules."""
-    return {language: _relaxations_on(language) for language in ("zh", "en")}
+    return {language: _relaxations_on(language, name) for language in ("zh", "en")}
 
 
 # ------------------------------------------------------------ conflicts
@@ -203,7 +203,7 @@ def _outcome(result: Any, active: Any) -> str:
     return "duplicate" if result.duplicates else "nothing"
 
 
-def conflicts() -> dict[str, Any]:
+def conflicts(name: str = "conflicts.jsonl") -> dict[str, Any]:
     """Supersession of an active line by a new statement of the same scope."""
     from agent_memory.domain.models import HotMemoryLine
 
@@ -212,7 +212,7 @@ def conflicts() -> dict[str, Any]:
     outcomes: dict[str, Counter[str]] = {}
     both_active = 0
     wrong: list[str] = []
-    for row in rows("conflicts.jsonl"):
+    for row in rows(name):
         a = row["active"]
         active = HotMemoryLine(line_id="hm-active", section=a["section"], text=a["text"], source="distilled",
                                role_tag=a["role_tag"], created_at=datetime(2026, 4, 1, tzinfo=UTC),
@@ -237,8 +237,16 @@ def conflicts() -> dict[str, Any]:
     }
 
 
-def table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
-    """The lines of the `make eval` table for these sections (name, value, target)."""
+def table_rows(j: dict[str, Any], suffix: str = "") -> list[tuple[str, Any, str]]:
+    """The lines of the `make eval` table for these sections (name, value, target); ``suffix`` is
+    added to each section name (" [held out]" for the sets of eval/heldout/)."""
+    rows = _table_rows(j)
+    if "heldout" in j:
+        rows += [(f"{name} [held out]", value, target) for name, value, target in _table_rows(j["heldout"])]
+    return rows
+
+
+def _table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
     dt, sc, cf = j["directives_tasks"], j["scope"], j["conflicts"]
     out: list[tuple[str, Any, str]] = [
         ("directives/tasks: routing right", f"{dt['accuracy']} ({dt['rows']} rows)", "1.0"),
@@ -268,10 +276,17 @@ def table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
     return out
 
 
+def _sections(folder: str = "") -> dict[str, Any]:
+    return {"directives_tasks": directives_tasks(f"{folder}directives_tasks.jsonl"),
+            "scope": scope(f"{folder}scope.jsonl"), "relaxations": relaxations(f"{folder}relaxations.jsonl"),
+            "conflicts": conflicts(f"{folder}conflicts.jsonl")}
+
+
 def run() -> dict[str, Any]:
-    """Every section of this module: ``{"directives_tasks", "scope", "relaxations", "conflicts"}``."""
-    return {"directives_tasks": directives_tasks(), "scope": scope(), "relaxations": relaxations(),
-            "conflicts": conflicts()}
+    """Every section of this module on the sets of eval/ (``{"directives_tasks", "scope",
+    "relaxations", "conflicts"}``) and the same on the held-out sets of eval/heldout/ (``"heldout"``:
+    new sentences written before the second phase of the work and never tuned on)."""
+    return {**_sections(), "heldout": _sections("heldout/")}
 
 
 __all__ = ["conflicts", "directives_tasks", "relaxations", "rows", "run", "scope", "table_rows"]
