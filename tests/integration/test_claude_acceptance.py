@@ -374,7 +374,7 @@ def test_history_question(make_chat: MakeChat, capsys: pytest.CaptureFixture[str
     assert call["usage"] == HISTORY_USAGE
 
 
-SPLIT_Q = "对 P005 做质控，并告诉我上个月为什么调整了随访计划"
+SPLIT_Q = "对 P005 做质控，并告诉我之前为什么调整了随访计划"
 QC_USAGE = _usage(1902, 55, 0, 0)
 HIST_USAGE = _usage(3377, 63, 0, 0)
 

@@ -212,6 +212,11 @@ class ChatStore(ConversationStore, Protocol):
         self, project_id: str, *, limit_weeks: int, page_size: int | None = None
     ) -> list[WeeklyReport]: ...
 
+    def list_reports_between(self, project_id: str, first_week: str, last_week: str) -> list[WeeklyReport]:
+        """Reports with ``first_week <= iso_week <= last_week`` (``YYYY-Www``), oldest first (one
+        Query): the history of a question that names a period."""
+        ...
+
     def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
     def get_message(

@@ -320,12 +320,15 @@ _YEAR = re.compile(
     r"(?P<same>去年(?:这个|同一?)?(?:时候|时间|会儿|同期)|this time last year|(?P<ago>" + NUM + r"|a|one|two|three)\s*"
     r"(?:个)?(?:年|years?)\s*(?:前|以前|之前|ago))"
     r"|(?P<since>今年(?:以来|到现在)?|(?:so far )?this year(?: so far)?|year to date|since (?:the start of )?january)"
+    r"|(?P<from>去年|前年|last year|the year before)\s*(?:以来|至今|到现在|until now|to date)"
+    r"|since (?P<from_en>last year|the start of last year|the year before last)"
     r"|(?P<last>去年(?:全年|一整年|一年)?|last year|前年)|(?P<explicit>\d{4})\s*年(?!\s*\d)"
 )
 
 
 def years(text: str, today: Today) -> Period | None:
-    """去年这个时候 (± 7 days) / 今年以来 / this year / 去年 / last year / 前年 / 2025年."""
+    """去年这个时候 (± 7 days) / 今年以来 / this year / 去年以来, since last year (to now) / 去年 /
+    last year / 前年 / 2025年."""
     m = _YEAR.search(text)
     if m is None:
         return None
@@ -334,6 +337,10 @@ def years(text: str, today: Today) -> Period | None:
         return center - timedelta(days=7), center + timedelta(days=7)
     if m["since"]:
         return date(today.day.year, 1, 1), today.day
+    start = m["from"] or m["from_en"]
+    if start:  # 去年以来 / since last year: from its first day to now
+        back = 2 if start in ("前年", "the year before", "the year before last") else 1
+        return date(today.day.year - back, 1, 1), today.day
     year = int(m["explicit"]) if m["explicit"] else today.day.year - (2 if m["last"] == "前年" else 1)
     return date(year, 1, 1), date(year, 12, 31)
 
@@ -412,6 +419,22 @@ def normalise(text: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
+#: The reference day :func:`names_period` reads a phrase against: every period a phrase can name
+#: (a month, a week, a festival of a recent year) lies before it, so only the wording decides.
+_REFERENCE_DAY = Today(date(2100, 6, 30))
+
+
+def names_period(text: str) -> bool:
+    """True when ``text`` names a past period of any kind the resolver reads (relative, absolute,
+    a festival), whatever the date: the intent classifier's time-anchor detection. Milestones need
+    the project's hot memory and are left to :func:`resolve_anchor`; future and current-period
+    words (下周, next month, 这周) name none."""
+    norm = normalise(text)
+    if has_event_word(norm, ()):
+        return True
+    return any(finder(norm, _REFERENCE_DAY) is not None for _, finder in _FINDERS)
+
+
 def resolve_anchor(question: str, now: datetime, time_zone: str,
                    milestones: Sequence[str] = ()) -> WeekRange | None:
     """The ISO-week range a history question names, or None when it names no past period.
@@ -458,4 +481,4 @@ def resolve_anchor(question: str, now: datetime, time_zone: str,
                      label=f"{name}: {start.isoformat()}..{end.isoformat()} ({first}..{last})")
 
 
-__all__ = ["WeekRange", "iso_week", "normalise", "number", "resolve_anchor"]
+__all__ = ["WeekRange", "iso_week", "names_period", "normalise", "number", "resolve_anchor"]

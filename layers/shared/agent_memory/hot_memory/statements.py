@@ -36,7 +36,7 @@ from collections.abc import Sequence
 
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
-from agent_memory.hot_memory.analysis import SUBJECT_ID, language_of, nfkc
+from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import relaxed_concepts
 
@@ -101,9 +101,10 @@ _DURABLE_ZH = re.compile(
     r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起|从下(?:周|个?月)起|"
     r"下次(?=别|不要|注意|一定|记得|务必)"
 )
-#: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后"), not a standing instruction
+#: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后", "吃了药以后"), not a standing instruction
 _AFTER_EVENT = re.compile(
-    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$",
+    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$"
+    r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
     _I,
 )
 #: a fragment before a topic-first cue that names the topic ("汇报的时候，以后先给结论")
@@ -121,8 +122,9 @@ _CHANGE = re.compile(
     _I,
 )
 _REMEMBER = re.compile(
-    r"(?<!我)(?<!已)(?:请|你|要)?(?:记住|牢记|记得)(?!了|住了)\s*[:：]?\s*|"
-    r"\b(?:please\s+)?(?:remember(?: this(?: one)?| that)?|keep in mind(?: that)?)\b\s*[:：,]?\s*",
+    r"(?<!我)(?<!已)(?<!还)(?<!你)(?:请|要)?(?:记住|牢记|记得)(?!了|住了|吗|不)\s*[:：]?\s*|"
+    r"(?<!do you )(?<!you )\b(?:please\s+)?(?:remember(?: this(?: one)?| that)?|keep in mind(?: that)?)\b"
+    r"(?!\s+(?:what|when|how|why|whether|if)\b)\s*[:：,]?\s*",
     _I,
 )
 _NOTE = re.compile(
@@ -135,17 +137,28 @@ _LESSON = re.compile(
     r"\blessons?\b|\blearned\b|\bthe hard way\b",
     _I,
 )
-_LESSON_LABEL = re.compile(r"^\s*(?:这个|这条|一个|个)?(?:教训|经验|坑|lesson)\s*[:：]?\s*", _I)
+_LESSON_LABEL = re.compile(
+    r"^\s*(?:这个|这条|一个|个)?(?:教训|经验|坑|lesson)(?:\s*(?:for|给)\s*(?:the\s+)?(?:team|大家|全组))?"
+    r"\s*[:：]?\s*", _I)
 _IMPERATIVE = re.compile(
     r"别|不要|不用|不必|不能|禁止|必须|务必|一律|只|要|请|应|需|用|按|发|写|列|给|放|"
     r"\b(?:don'?t|do not|never|always|only|must|should|please|use|send|put|list|write|give|report)\b",
+    _I,
+)
+#: a fragment asking for something NOW ("这周的先发我", "现在先帮我跑一下01中心的", "先把P015的数据给我看看",
+#: "send me this week's now"): a task of the message, never part of a standing statement
+ACT_NOW = re.compile(
+    r"现在|今天|马上|立刻|这周的|本周的|这个月的|这次|先(?:把|对|帮|给我看|查一下|查一遍|跑|发我|生成|出一)"
+    r"|\bnow\b|\btoday\b|\bright away\b|\bthis week'?s\b",
     _I,
 )
 _ACK = re.compile(r"(?:我|已|已经)?(?:记住了|记下了|知道了|了解了?|明白了?|收到)|\b(?:noted|got it|will do)\b", _I)
 
 # ------------------------------------------------------------------ traps
 _HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bif\b|\bin case\b|\bsuppose\b|\bwhat if\b", _I)
-_QUESTION_WORDS = re.compile(r"是不是|要不要|能不能|可不可以|需不需要|有没有|[吗么]\s*$|\bshould we\b|\bdo we\b", _I)
+_QUESTION_WORDS = re.compile(
+    r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|谁|哪位|什么时候|何时|[吗么]\s*$"
+    r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
 _POSTPONE = re.compile(
     r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
 )
@@ -180,7 +193,7 @@ _OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^
 #: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory
 _REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
-_DECISION = re.compile(r"决定|决议|会上定|\bdecided\b|\bagreed\b", _I)
+_DECISION = re.compile(r"决定|决议|会上定|拍板|定的|定下|\bdecided\b|\bagreed\b", _I)
 _BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b", _I)
 
 # ------------------------------------------------------------------ sections
@@ -251,6 +264,8 @@ def _body(head: str, rest_fragments: list[str]) -> str:
         rest_fragments = rest_fragments[1:]
     for frag in rest_fragments:
         bare = _LEAD_FILLER.sub("", frag)
+        if ACT_NOW.search(nfkc(frag)):
+            break  # what the message asks for now ends the standing statement
         if _REASON.search(frag) and not _CONTINUE.match(frag):
             continue
         if _CONTINUE.match(frag) or _CONTINUE.match(bare) or _ENDS_IMPERATIVE.search(frag) or _ALSO.search(frag):
@@ -415,6 +430,57 @@ def find_statements(text: str) -> list[_Found]:
     return out
 
 
+def _has_cue(fragment: str) -> bool:
+    norm = nfkc(fragment)
+    return any(rx.search(norm) for rx in (_DURABLE_ZH, _DURABLE_EN, _REMEMBER, _NOTE, _CHANGE)) or bool(
+        _ALWAYS_EN.match(norm))
+
+
+def _covered(fragment: str, statements: Sequence[str]) -> bool:
+    """The fragment's content words / bigrams are (mostly) in one of the statements' texts."""
+    grams = analyse(fragment).grams
+    core = analyse(fragment).core
+    for s in statements:
+        info = analyse(s)
+        if (grams and len(grams & info.grams) >= 0.6 * len(grams)) or (core and core in info.core):
+            return True
+    return False
+
+
+def directive_parts(text: str) -> tuple[list[str], list[str]]:
+    """A message cut into its standing statements and what it asks for now.
+
+    Returns:
+        ``(statements, task)``: the texts :func:`find_statements` finds (withdrawals included:
+        they ask nothing of the current turn), and the fragments of the message outside them, in
+        order (sentences without a statement whole; in a sentence with one, the comma fragments
+        that carry no cue and are not part of the statement, e.g. "这周的先发我" in "以后周报周一发，
+        这周的先发我"). Deterministic; nothing logged.
+    """
+    masked_all = _mask_quotes(text)
+    norm_all = nfkc(masked_all)
+    note = _NOTE.search(norm_all) if len(norm_all) == len(masked_all) else _NOTE.search(masked_all)
+    if note and text[note.end():].strip():
+        noted = find_statements(text)
+        if noted:
+            head = text[: note.start()].strip(" ，,。.：:")
+            return [f.text for f in noted], [head] if head else []
+    statements: list[str] = []
+    task: list[str] = []
+    for start, end, question in _sentences(text):
+        sentence = text[start:end].strip()
+        if not sentence:
+            continue
+        said = [f.text for f in find_statements(sentence + ("?" if question else ""))]
+        if not said:
+            task.append(sentence)
+            continue
+        statements.extend(said)
+        task.extend(f for f in _fragments(sentence) if not _has_cue(f) and not _LESSON_LABEL.fullmatch(f + "：")
+                    and (ACT_NOW.search(nfkc(f)) or not _covered(f, said)))
+    return statements, task
+
+
 def _body_note(rest: str) -> str:
     """A noted lesson: its sentences joined, each cleaned of its cue."""
     parts = []
@@ -547,7 +613,9 @@ def _order_key(m: FlowLogEntry) -> str:
 
 
 __all__ = [
+    "ACT_NOW",
     "classify_section",
+    "directive_parts",
     "extract_rule_candidates",
     "find_statement",
     "find_statements",
