@@ -299,8 +299,11 @@ class MemberStore(MemberReader, Protocol):
         """The project record. Raises ProjectNotFound."""
         ...
 
-    def create_project(self, project: Project) -> None:
-        """Store a new project. Raises AlreadyExists when its id is taken."""
+    def create_project(self, project: Project, *, rules: HotMemory | None = None, actor: str = "",
+                       tokens: int = 0) -> None:
+        """Store a new project and, with ``rules``, its first hot memory (version 1, revision by
+        ``actor``, ``tokens`` of the rendered document) in the same write: all or nothing.
+        Raises AlreadyExists when its id is taken (nothing written)."""
         ...
 
     def update_project(self, project: Project) -> None:
