@@ -247,8 +247,8 @@ class InMemoryStore:
         if (project.project_id,) in self.tables.projects:
             raise AlreadyExists(f"project {project.project_id} already exists")
         if rules is not None:
-            self.save_hot_memory(rules, expected_version=0, actor=actor, reason="baseline System Rules of a new project",
-                                 now=project.created_at, tokens=tokens)
+            self.save_hot_memory(rules, expected_version=0, actor=actor, now=project.created_at, tokens=tokens,
+                                 reason="baseline System Rules of a new project")
         self.put_project(project)
 
     def update_project(self, project: Project) -> None:

@@ -77,6 +77,10 @@ class Candidate(BaseModel):
     stated_at: datetime | None = None
     #: the speaker's user id (scope of a replacement besides the role)
     speaker: str | None = None
+    #: whom a preference is for, as its extractor read it (agent_memory.hot_memory.scope):
+    #: ``"everyone"``, ``"speaker"`` or a study role; None when the statement names none (the
+    #: speaker's study role from the flow log applies)
+    scope: str | None = None
 
 
 class ReviewItem(BaseModel):

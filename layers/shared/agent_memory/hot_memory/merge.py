@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from typing import get_args
 
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
-from agent_memory.domain.models import HotMemory, HotMemoryLine
+from agent_memory.domain.models import HotMemory, HotMemoryLine, StudyRole
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.hot_memory.analysis import (
     Analysis,
@@ -37,6 +38,8 @@ from agent_memory.hot_memory.guards import relaxed_rules
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
+#: The study roles a preference's scope may name.
+STUDY_ROLES: frozenset[str] = frozenset(get_args(StudyRole)) - {"Other"}
 PRUNER = "pruner"
 
 
@@ -105,8 +108,9 @@ def merge_candidates(
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
        ``language`` (Chinese stays Chinese);
-    4. provenance: a preference's role tag is the speaker's study role from the flow-log record
-       of its evidence (whatever an extractor proposed); the line keeps the statement's time;
+    4. provenance: a preference's role tag is its scope (``Candidate.scope``: a study role, the
+       speaker's user id, none for everyone), else the speaker's study role from the flow-log
+       record of its evidence; the line keeps the statement's time;
     5. System Rules guard: a candidate the LLM marks ``relaxes_rule``, one that names the rules
        and asks to relax them, one that permits what a rule forbids or waives what it requires
        (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
@@ -147,6 +151,9 @@ class _Statement:
     text: str
     evidence: list[str]
     said: list[FlowLogEntry]
+    #: the speaker's own line on the subject (tagged with their user id) a statement naming no
+    #: scope restates or changes: the statement keeps that scope
+    own_scope: bool = False
 
     @cached_property
     def info(self) -> Analysis:
@@ -158,8 +165,20 @@ class _Statement:
 
     @property
     def role(self) -> str | None:
-        """A preference's role tag: the speaker's study role from the flow-log record."""
-        return self.speaker.study_role if self.cand.section == "User Preferences" else None
+        """A preference's role tag (docs/architecture.md, "Hot memory"): the study role its scope
+        names, the speaker's user id for a preference of the speaker alone, None for everyone;
+        the speaker's study role from the flow-log record when the statement names no scope (or
+        an extractor names one that is not a study role)."""
+        if self.cand.section != "User Preferences":
+            return None
+        if self.own_scope:
+            return self.speaker.user_id
+        scope = self.cand.scope
+        if scope == "everyone":
+            return None
+        if scope == "speaker":
+            return self.speaker.user_id
+        return scope if scope in STUDY_ROLES else self.speaker.study_role
 
     @property
     def feedback(self) -> list[FlowLogEntry]:
@@ -195,6 +214,7 @@ class _Merge:
             return
         said = [self.by_rater.get((e, cand.speaker), self.day_messages[e]) for e in evidence]
         statement = _Statement(cand, text, evidence, said)
+        statement.own_scope = self._speaker_own_subject(statement)
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target,
@@ -208,6 +228,19 @@ class _Merge:
         elif not self._duplicate(statement):
             self._place(statement, target)
 
+    def _speaker_own_subject(self, statement: _Statement) -> bool:
+        """A preference naming no scope, on the subject of a line of the speaker alone (tagged with
+        their user id): the speaker speaks of their own preference again ("随访提醒提前3天发我" then
+        "随访提醒以后提前1天发就够了")."""
+        if statement.cand.section != "User Preferences" or statement.cand.scope is not None:
+            return False
+        own = statement.speaker.user_id
+        probe = HotMemoryLine(line_id="", section=statement.cand.section, text=statement.text, source="distilled",
+                              role_tag=own, created_at=self.now, created_by=DISTILLER, stated_by=own)
+        return any(ln.role_tag == own and (same_subject(probe, ln, change=statement.cand.kind == "change")
+                                          or is_duplicate(statement.info, analyse(ln.text)))
+                   for ln in self.lines if ln.source != "admin")
+
     def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None) -> None:
         _queue(self.result, self.queued, self.hot.project_id, cand, text, evidence, self.day, self.now, reason,
                detail)
@@ -219,8 +252,8 @@ class _Merge:
             _note_removed(self.result, target)
             self.result.withdrawn.extend(statement.evidence)
         else:
-            _withdraw(self.result, self.lines, statement.text, statement.role, statement.cand.section,
-                      statement.evidence)
+            _withdraw(self.result, self.lines, statement.text, (statement.role, statement.speaker.user_id),
+                      statement.cand.section, statement.evidence)
 
     def _duplicate(self, statement: _Statement) -> bool:
         """A line (or one added earlier in this merge) says it already: counted, the line keeps its
@@ -371,8 +404,9 @@ def _same_scope(line: HotMemoryLine, section: str, role: str | None, *, text: st
         return False
     if section != "User Preferences":
         return True
-    if line.role_tag and role and line.role_tag != role:
-        return False
+    if line.role_tag != role and not (role == speaker and line.stated_by == speaker and _FOR_ME.search(line.text)):
+        return False  # a role's, one user's and everyone's preferences are lines of their own (a line of
+        # the speaker "for me" tagged with their role before scopes were read is theirs too)
     personal = bool(_FOR_ME.search(text) or _FOR_ME.search(line.text))
     return not (personal and speaker and line.stated_by and line.stated_by != speaker)
 
@@ -409,13 +443,15 @@ def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
         result.removed.append(line.line_id)
 
 
-def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, role: str | None, section: str,
-              evidence: list[str]) -> None:
-    """Remove what a withdrawal takes back: the newest AI line of the same scope sharing at least
-    two content words / bigrams with it (a statement made earlier the same day first)."""
+def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
+              section: str, evidence: list[str]) -> None:
+    """Remove what a withdrawal takes back: the newest AI line of the same scope (``scopes``: the
+    statement's role tag and the speaker's user id — their own lines) sharing at least two content
+    words / bigrams with it (a statement made earlier the same day first)."""
+    role, speaker = scopes
     scoped = [ln for ln in lines if ln.source != "admin" and (
         ln.section == section or ln.line_id in result.added) and (
-        ln.section != "User Preferences" or not role or ln.role_tag in (None, role))]
+        ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker))]
     scored = sorted(((shared_grams(text, ln.text), ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
                     key=lambda t: (t[1], t[0], t[2]), reverse=True)
     best = next((t[3] for t in scored if t[0] >= 2), None)

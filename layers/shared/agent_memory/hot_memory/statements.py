@@ -24,7 +24,8 @@ A withdrawal ("早上说的那个…先不要了", "never mind the …") becomes
 
 Sections by meaning: a lesson cue in the message (教训 / 坑 / lesson) -> Lessons Learned; a note
 about the project's state, the current focus or a risk -> Active Context; else User Preferences,
-tagged with the speaker's study role from the flow-log record (never guessed from text or ids).
+with the scope its sentence names (:mod:`agent_memory.hot_memory.scope`: a role as its audience,
+the speaker alone, everyone), else the speaker's study role from the flow-log record.
 Lines are clean: cue, fillers, emoji, complaints and reasons after the instruction are dropped;
 the statement keeps its language. Deterministic and offline; nothing is logged.
 """
@@ -39,6 +40,7 @@ from agent_memory.domain.jobs import Candidate, FlowLogEntry
 from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import relaxed_concepts
+from agent_memory.hot_memory.scope import preference_scope
 
 _I = re.IGNORECASE
 
@@ -157,7 +159,9 @@ _ACK = re.compile(r"(?:我|已|已经)?(?:记住了|记下了|知道了|了解�
 # ------------------------------------------------------------------ traps
 _HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bif\b|\bin case\b|\bsuppose\b|\bwhat if\b", _I)
 _QUESTION_WORDS = re.compile(
-    r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|谁|哪位|什么时候|何时|[吗么]\s*$"
+    r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|何时|[吗么]\s*$|"
+    # 谁 / 哪位 / 什么时候 are a universal, not a question, after 不管 / 无论 or before …都 ("谁问偏离都带上日期")
+    r"(?<!不管)(?<!无论)(?<!不论)(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
     r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
 _POSTPONE = re.compile(
     r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
@@ -168,6 +172,8 @@ _LATER = re.compile(r"再(?:说|议|讨论|商量|研究|看看?)[吧啊哈了]*
 _ANAPHORA = re.compile(r"^(?:这个|那个|这样|那样|就)?(?:都|也)?(?:这么|这样|那样|照此)(?:办|做|来|处理)?。?$")
 _CONDITIONAL_HEAD = re.compile(r"^(?:要是|如果|凡是|只要|一旦|每当|\bif\b|\bwhen(?:ever)?\b)", _I)
 _TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十两几]+(?:天|周|个月|年))")
+#: what makes "以后的X" a standing instruction after all ("大家以后的提醒都用中文"): a rule of how X is done
+_RULE_AFTER_TIME_WORD = re.compile(r"都|一律|统一|全部|必须|务必|别|不要|不用|只")
 _REPORTED = re.compile(
     r"(?:说|讲|提到|表示|建议|要求|问)[:：]?\s*$|\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
 )
@@ -279,6 +285,8 @@ class _Found:
         self.text = text
         self.kind = kind  # "durable" | "change" | "remember" | "note" | "withdraw"
         self.section_hint = section_hint
+        #: the sentence the statement was found in, before cleaning (its scope words are kept)
+        self.sentence = text
 
 
 def _fragment_at(norm: str, start: int, end: int) -> str:
@@ -319,7 +327,9 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
     """A statement led by a durable cue (以后 / from now on …) wherever it stands."""
     for m in sorted([*_DURABLE_ZH.finditer(norm), *_DURABLE_EN.finditer(norm)], key=lambda x: x.start()):
         after = norm[m.start():]
-        if _TIME_WORD.match(after) or _POSTPONE.match(after) or _POSTPONE.search(norm[m.end(): m.end() + 8]):
+        time_word = _TIME_WORD.match(after) and not (
+            after.startswith("以后的") and _RULE_AFTER_TIME_WORD.search(_fragment_at(norm, m.start(), m.end())))
+        if time_word or _POSTPONE.match(after) or _POSTPONE.search(norm[m.end(): m.end() + 8]):
             continue
         if _DURABLE_ZH.match(after) and _AFTER_EVENT.search(norm[: m.start()]):
             continue
@@ -328,6 +338,9 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
             return _TRAPPED
         rest = sentence[m.end():]
         if _DURABLE_EN.match(after):
+            if not re.sub(r"[\W_]", "", rest) and re.sub(r"[\W_]", "", sentence[: m.start()]):
+                # the cue closes the statement ("Answer me in English from now on")
+                return _Found(sentence[: m.start()], "durable")
             if language_of(rest) == "en":
                 return _Found(rest, "durable")
             frags = _fragments(rest)
@@ -340,6 +353,8 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
             if _TOPIC_FRAGMENT.match(topic) and not (_REMEMBER.search(topic) or _LESSON.search(topic)):
                 head = f"{topic}，{head}"
         head, rest_frags = head.replace("\x01", "").strip(), frags[idx + 1:]
+        if idx > 0 and _ANAPHORA.match(head):  # the cue points back ("我看报告喜欢先看表格，以后都这样")
+            head = "，".join(_LEAD_FILLER.sub("", f).strip() for f in frags[:idx])
         if not head and rest_frags:  # the cue stands alone ("从下周起，周报改成…")
             head, rest_frags = rest_frags[0], rest_frags[1:]
         return _Found(_body(head, rest_frags), "durable")
@@ -389,9 +404,9 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
             return None
         if found is not None:
             return found
-    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*", norm))]:
+    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*|,\s*", norm))]:
         always = _ALWAYS_EN.match(norm, start)
-        if always and not question:
+        if always and not question and not _HYPOTHETICAL.search(norm[:start]):
             return _Found(sentence[always.start("kw"):], "durable")
     return None
 
@@ -412,7 +427,9 @@ def find_statements(text: str) -> list[_Found]:
         # a lesson with its rule: the rule sentence carries a durable cue; keep the whole note
         cleaned = _clean(_body_note(rest) if lesson else body)
         if cleaned:
-            out.append(_Found(cleaned, "note", hint))
+            noted = _Found(cleaned, "note", hint)
+            noted.sentence = rest
+            out.append(noted)
         return out
     for start, end, question in _sentences(text):
         sentence, masked = text[start:end], masked_all[start:end]
@@ -421,6 +438,7 @@ def find_statements(text: str) -> list[_Found]:
         found = _find_in_sentence(sentence, masked, text, question=question)
         if found is None:
             continue
+        found.sentence = sentence
         found.text = _clean(found.text) if found.kind != "withdraw" else found.text
         if len(re.sub(r"\W", "", found.text)) < 4 or _OWN_PROMISE.match(found.text) or _ANAPHORA.match(found.text):
             continue
@@ -598,6 +616,7 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
                 kind="withdraw" if f.kind == "withdraw" else ("change" if f.kind == "change" else "statement"),
                 stated_at=m.at,
                 speaker=m.user_id,
+                scope=_scope_name(f.sentence) if section == "User Preferences" else None,
             ))
         if named and not found:
             out.append(Candidate(
@@ -606,6 +625,14 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
                 stated_at=m.at, speaker=m.user_id,
             ))
     return out
+
+
+def _scope_name(sentence: str) -> str | None:
+    """The ``Candidate.scope`` of a preference stated in ``sentence`` (None: none named)."""
+    scope = preference_scope(sentence)
+    if scope is None:
+        return None
+    return scope.role if scope.kind == "role" else scope.kind
 
 
 def _order_key(m: FlowLogEntry) -> str:
