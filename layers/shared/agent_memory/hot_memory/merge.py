@@ -116,7 +116,8 @@ def merge_candidates(
        (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
        names the rule), one targeting an admin line or contradicting one -> review queue naming
        the rule, never applied (one item per message);
-       a candidate from down-vote reasons only (flow-log ``source == "feedback"``) whose reasons
+       a ``relaxation_probe`` (a message stating nothing durable) no guard holds is rejected
+       ``not_a_statement``; a candidate from down-vote reasons only (flow-log ``source == "feedback"``) whose reasons
        state no preference (a bare judgement such as "wrong") -> ``not_a_preference``;
     6. a withdrawal removes the speaker's statement on that subject (made earlier the same day,
        or an AI line of the same scope);
@@ -221,6 +222,8 @@ class _Merge:
                                "\n".join(m.content for m in said), asks_output=bool(feedback))
         if held is not None:
             self._queue(cand, text, evidence, *held)
+        elif cand.kind == "relaxation_probe":
+            self.result.rejected["not_a_statement"] += 1
         elif cand.kind == "withdraw":
             self._withdraw(statement, target)
         elif feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
@@ -326,6 +329,11 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
     return "language" if language != "other" and spoken and language not in spoken else None
 
 
+#: a System Rule is long: a statement sharing fewer of its words / bigrams only touches its topic
+#: ("list protocol deviations by category"); relaxing it by meaning is the guards' judgement
+_RULE_CLASH_GRAMS = 3
+
+
 def _held_for_admin(
     cand: Candidate, text: str, info: Analysis, lines: list[HotMemoryLine], rules: list[HotMemoryLine],
     target: HotMemoryLine | None, context: str, *, asks_output: bool = False,
@@ -346,7 +354,8 @@ def _held_for_admin(
             cand.replaces if target is not None else None)
     if target is not None and target.source == "admin":
         return "targets_admin_line", target.line_id
-    clash = next((ln for ln in lines if ln.source == "admin" and _conflicts(info, analyse(ln.text))), None)
+    clash = next((ln for ln in lines if ln.source == "admin" and _conflicts(info, analyse(ln.text)) and (
+        ln.section != SYSTEM_RULES or len(info.grams & analyse(ln.text).grams) >= _RULE_CLASH_GRAMS)), None)
     return ("contradicts_admin_line", clash.line_id) if clash is not None else None
 
 

@@ -39,7 +39,7 @@ from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
 from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
-from agent_memory.hot_memory.guards import relaxed_concepts
+from agent_memory.hot_memory.guards import names_rules_to_relax, relaxed_concepts
 from agent_memory.hot_memory.scope import preference_scope
 
 _I = re.IGNORECASE
@@ -578,8 +578,11 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
     Assistant messages are skipped (the assistant's own words never become memory). Each
     candidate cites the message it came from, carries its time (``stated_at``) and, for a
     preference, the speaker's study role from the flow-log record. A sentence naming the rules
-    and asking to relax them (a question included) becomes a candidate too: the guards send it
-    to the review queue.
+    and asking to relax them (a question included) becomes a probe too.
+
+    A message stating nothing durable that relaxes a safeguard by meaning, or names the rules and
+    asks to relax them, becomes a ``relaxation_probe`` (:func:`_relaxation_probe`): held for review
+    when a System Rule is relaxed, else dropped.
 
     A feedback event (``source == "feedback"``: a down-vote's reason, evidence = the rated
     answer) is the rater's implicit "from now on, answer like this": a directive in it is found
@@ -601,8 +604,7 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
             elif not found and relaxed_concepts(m.content, asks_output=True):
                 # unsure whether it asks for what a rule forbids: the guards queue it for review
                 found = [_Found(_clean(m.content), "durable", "User Preferences")]
-        named = [s for s, _ in split_statements(m.content) if relaxes_system_rules(s)
-                 or (re.search(r"规则|\brule", s, _I) and re.search(r"松|放宽|\brelax|\bwaive|\bexception", s, _I))]
+        named = [s for s, _ in split_statements(m.content) if relaxes_system_rules(s) or names_rules_to_relax(s)]
         for position, f in enumerate(found):
             section = classify_section(f.text, kind=f.kind, hint=f.section_hint)
             text = _label(f.text, section, f.kind)
@@ -618,13 +620,23 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
                 speaker=m.user_id,
                 scope=_scope_name(f.sentence) if section == "User Preferences" else None,
             ))
-        if named and not found:
+        probe = None if found else _relaxation_probe(m.content, named)
+        if probe is not None:
             out.append(Candidate(
-                text=_clean(named[0]), section="User Preferences", role_tag=m.study_role,
-                evidence=[m.message_id], origin="rules", order=(_order_key(m), len(found)),
-                stated_at=m.at, speaker=m.user_id,
+                text=probe, section="User Preferences", role_tag=m.study_role, evidence=[m.message_id],
+                origin="rules", order=(_order_key(m), 0), kind="relaxation_probe", stated_at=m.at, speaker=m.user_id,
             ))
     return out
+
+
+def _relaxation_probe(message: str, named: list[str]) -> str | None:
+    """The sentence of a message stating nothing durable that names the rules and asks to relax them
+    or asks, by meaning, for what a safeguard forbids ("给我的名单里把患者全名加上", "SAE要不要上报你看着
+    办"): proposed so the guards can hold it for review naming the rule (a one-off ask is never a line)."""
+    if named:
+        return _clean(named[0])
+    risky = [s for s, _ in split_statements(message) if relaxed_concepts(s, message)]
+    return _clean(risky[0]) if risky else None
 
 
 def _scope_name(sentence: str) -> str | None:
