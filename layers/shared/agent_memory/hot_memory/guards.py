@@ -90,20 +90,25 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("ae_decision", "forbidden", (
         re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
                    r"\bcausality\b|\brelatedness\b|\bexpedited\b|\badverse events?\b", _I),
-        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|"
-                   r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify)\w*\b", _I),
+        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|"
+                   r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify|mark|label)\w*\b", _I),
     ), needs_permission=True),
     # no medical advice to patients or subjects
     _Concept("medical_advice", "forbidden", (
-        re.compile(r"医疗建议|停药|加量|减量|换药|用药|吃药|止痛药|药量|要不要紧|严不严重|症状|治疗调整|诊断|"
+        re.compile(r"医疗建议|停药|加量|减量|换药|用药|吃药|止痛药|止吐药|退烧药|感冒药|药量|吃什么药|要不要紧|严不严重|症状|"
+                   r"治疗调整|诊断|"
                    r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
                    r"\bdrugs?\b|\bpills?\b|\btreatment\b", _I),
         re.compile(r"患者|病人|受试者|家属|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|\bfamil(?:y|ies)\b", _I),
+        # the act of advising them
+        re.compile(r"回答|答复|回复|回(?=家属|患者|病人|受试者|他们|她们)|告诉|建议|判断|指导|提供|"
+                   r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
     )),
     # protocol deviations are recorded and reported: hiding, dropping or not reporting one waives it
     _Concept("deviation_report", "hidden", (
         re.compile(r"偏离|超窗|\bdeviations?\b|\bvisit[- ]window\b|\bout[- ]of[- ]window\b", _I),
-        re.compile(r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
+        re.compile(r"(?:别|不|不用|不必|不再)(?:再)?(?:算|计|当|作为|列为|记为|记录)(?:成|为|作)?(?=偏离|\S{0,4}偏离)|当没发生|"
+                   r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
                    r"别让.{0,8}看到|能不报|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"
                    r"\bnot count|\bhidden\b|\bhide\b|\bplayed down\b|\bunreported\b|\bleave (?:them |it )?out\b|"
@@ -148,7 +153,7 @@ _NAMES_RULES = re.compile(
 )
 _RELAX_ASK = re.compile(
     r"松一下|放宽|放松|取消|解除|不适用|例外|通融|忽略|无视|别管|不用管|不用遵守|不必遵守|绕过|跳过|放一放|先放|别较真|"
-    r"不算数|太死板|"
+    r"不算数|太死板|别执行|不执行|不用执行|不必执行|不用严格执行|免了|当参考|"
     r"\brelax|\blift\b|\bwaive|\bexception|\bignore|\bbypass|\bskip\b|\byou can\b|\bit'?s fine\b|"
     r"\bdoesn'?t apply|\bnot apply|\bsuspend|\bdrop\b",
     _I,
@@ -287,4 +292,22 @@ def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str =
     return _named_rules(whole, rules) if names_rules_to_relax(whole) else []
 
 
-__all__ = ["concepts_of", "names_rules_to_relax", "relaxed_concepts", "relaxed_rules", "topics_of"]
+def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemoryLine | None:
+    """The System Rule a statement only says again: every clause of it forbids (negates) a concept
+    the rule forbids ("记住 报告里不要出现患者名字" beside the identifiers rule); None otherwise.
+    Such a statement adds nothing to hot memory (the merge counts it as a duplicate)."""
+    clauses = [c for c in re.split(r"[，,；;。.]", nfkc(statement)) if c.strip()]
+    found: HotMemoryLine | None = None
+    for clause in clauses:
+        named = [c for c in _CONCEPTS if c.kind == "forbidden" and _hits(c, clause)]
+        if not named or any(_free(c, clause, _hits(c, clause)) for c in named):
+            return None
+        held = next((r for r in rules if {c.name for c in named} & concepts_of(r.text)), None)
+        if held is None:
+            return None
+        found = found or held
+    return found
+
+
+__all__ = ["concepts_of", "names_rules_to_relax", "reinforced_rule", "relaxed_concepts", "relaxed_rules",
+           "topics_of"]

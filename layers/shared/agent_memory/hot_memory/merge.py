@@ -34,7 +34,7 @@ from agent_memory.hot_memory.analysis import (
 )
 from agent_memory.hot_memory.document import document_tokens, stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
-from agent_memory.hot_memory.guards import relaxed_rules
+from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
@@ -259,12 +259,14 @@ class _Merge:
                       statement.cand.section, statement.evidence)
 
     def _duplicate(self, statement: _Statement) -> bool:
-        """A line (or one added earlier in this merge) says it already: counted, the line keeps its
-        provenance; a down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
+        """A line (or one added earlier in this merge) says it already, or a System Rule does (the
+        statement only forbids what the rule forbids): counted, the line keeps its provenance; a
+        down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
         info = statement.info
         dup = next((ln for ln in self.lines if is_duplicate(info, analyse(ln.text))
                     or _restates(statement.text, statement.role, statement.cand.section, ln,
                                  statement.speaker.user_id)), None)
+        dup = dup or reinforced_rule(statement.text, self.rules)
         if dup is None:
             return False
         self.result.duplicates += 1
@@ -388,7 +390,11 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
             result.removed.remove(extra.line_id)
 
 
-_FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：]", re.IGNORECASE)
+#: a line naming the current focus, labelled or not ("当前重点：…", "这个月的重点改成…")
+_FOCUS = re.compile(
+    r"^(?:当前重点|重点|current focus|focus)\s*[:：]|"
+    r"(?:当前|目前|现在|这个月|本月|这周|本周|近期)的?重点(?:是|改成|换成|转到|放在|为)|"
+    r"\b(?:current )?focus (?:is|now|shifts?|moves?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
 
 
@@ -397,6 +403,8 @@ def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, sp
     words / bigrams shared, covering 60 % of the shorter one's, and no new value of the same kind."""
     if not _same_scope(line, section, role, text=text, speaker=speaker) or changes_value(text, line.text):
         return False
+    if analyse(text).negative != analyse(line.text).negative:
+        return False  # the opposite of the line ("周报里别放曲线图了" against "周报里附上曲线图"): not a restatement
     a, b = analyse(text).grams, analyse(line.text).grams
     shared = len(a & b)
     return shared >= 4 and shared >= 0.6 * min(len(a), len(b))
@@ -413,9 +421,9 @@ def _same_scope(line: HotMemoryLine, section: str, role: str | None, *, text: st
         return False
     if section != "User Preferences":
         return True
-    if line.role_tag != role and not (role == speaker and line.stated_by == speaker and _FOR_ME.search(line.text)):
-        return False  # a role's, one user's and everyone's preferences are lines of their own (a line of
-        # the speaker "for me" tagged with their role before scopes were read is theirs too)
+    if line.role_tag != role and not (role == speaker and line.stated_by == speaker):
+        return False  # a role's, one user's and everyone's preferences are lines of their own; a line the
+        # speaker stated themself is theirs to change for themself ("report to me in English")
     personal = bool(_FOR_ME.search(text) or _FOR_ME.search(line.text))
     return not (personal and speaker and line.stated_by and line.stated_by != speaker)
 
@@ -431,8 +439,8 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     if changes_value(new.text, line.text):
         return True
     if new.section == "Active Context":
-        if _FOCUS_LABEL.match(new.text) and _FOCUS_LABEL.match(line.text):
-            return True
+        if _FOCUS.search(new.text) and _FOCUS.search(line.text):
+            return True  # the project has one current focus
         if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
             return True
         if shared_grams(new.text, line.text) >= 3:
@@ -440,7 +448,7 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     a, b = analyse(new.text), analyse(line.text)
     if a.reply_language and b.reply_language:
         return contradicts(a, b)
-    return supersedes(a, b)
+    return contradicts(a, b) or supersedes(a, b)
 
 
 def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
