@@ -217,17 +217,28 @@ def test_a_qc_call_never_gets_the_history_tool(store: InMemoryStore) -> None:
     assert result.calls[0].history_tool_weeks == 0
 
 
-def test_split_turn_offers_the_tool_to_neither_call(store: InMemoryStore) -> None:
-    # Given: QC + history: the QC call must not see history, the history call has it loaded already
+def test_split_turn_offers_the_tool_only_to_the_history_call(store: InMemoryStore) -> None:
+    # Given: QC + history: the QC call must not see history; the history call has its weeks loaded and
+    # the same tools as every other call (the cached prefix starts with the tools)
     seed_project(store, weeks=2)
     llm = ScriptedLLM(text_reply("done"))
     deps = _deps(store, llm, Intent.QC_TASK, Intent.QUERY_HISTORY)
     # When: the turn runs
     send(deps, "对P001做质控，并告诉我第1周为什么暂停筛选")
-    # Then: two calls, neither with read_history; only the second has the history block
+    # Then: two calls, read_history only in the second; only the second has the history block
     assert len(llm.requests) == 2
-    assert all("read_history" not in [t.name for t in r.tools] for r in llm.requests)
+    assert ["read_history" in [t.name for t in r.tools] for r in llm.requests] == [False, True]
     assert [any(b.name == "history" for b in r.system) for r in llm.requests] == [False, True]
+
+
+def test_a_history_call_offers_the_same_tools_as_a_call_without_history(store: InMemoryStore) -> None:
+    # Given: a project with history, a question routed to history and one that is not
+    seed_project(store, weeks=2)
+    llm = ScriptedLLM(text_reply("done"))
+    send(_deps(store, llm, Intent.QUERY_HISTORY), "第1周为什么暂停筛选？")
+    send(_deps(store, llm, Intent.GENERAL), "你好")
+    # Then: the same tool names in the same order (the prompt cache's prefix holds)
+    assert [[t.name for t in r.tools] for r in llm.requests][0] == [[t.name for t in r.tools] for r in llm.requests][1]
 
 
 def test_without_a_history_reader_the_tools_are_unchanged(store: InMemoryStore) -> None:

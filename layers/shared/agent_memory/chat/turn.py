@@ -409,8 +409,11 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
     cfg = deps.config
     history_tools: HistoryTools | None = None
     sets = list(shared)
-    if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
-        # A question the router did not send to history can still read it; a QC call never can.
+    if deps.history is not None and Intent.QC_TASK not in call.plan.intents:
+        # A question the router did not send to history can still read it, and a history call other weeks
+        # than those loaded; a QC call never can. Every other call offers the same tools, so the cached
+        # prefix (tools first) holds across history and non-history turns (docs/architecture.md,
+        # "Prompt caching").
         lines = [ln.text for ln in call.hot.lines]
         history_tools = HistoryTools(deps.history, call.project_id,
                                      resolve=lambda phrase: anchor_of(phrase, call.now, call.time_zone, lines))
