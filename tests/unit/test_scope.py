@@ -9,7 +9,7 @@ import pytest
 
 from agent_memory.domain.jobs import FlowLogEntry
 from agent_memory.domain.models import HotMemory, HotMemoryLine
-from agent_memory.hot_memory.merge import merge_candidates
+from agent_memory.hot_memory.merge import MergeResult, merge_candidates
 from agent_memory.hot_memory.scope import Scope, preference_scope
 from agent_memory.hot_memory.statements import extract_rule_candidates
 
@@ -50,7 +50,7 @@ def _said(text: str, *, user_id: str = "u-pi", role: str = "PI", message_id: str
                         study_role=role)
 
 
-def _merge(lines: list[HotMemoryLine], said: list[FlowLogEntry]):  # type: ignore[no-untyped-def]
+def _merge(lines: list[HotMemoryLine], said: list[FlowLogEntry]) -> MergeResult:
     return merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates(said),
                             day_messages={m.message_id: m for m in said}, day="2026-09-14", now=T,
                             max_line_tokens=200)

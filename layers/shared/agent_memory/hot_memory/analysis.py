@@ -204,6 +204,11 @@ def _language_values_agree(new: str, old: str) -> bool:
     return new.startswith("not-") and not old.startswith("not-") and new[4:] != old
 
 
+def conflicts(candidate: Analysis, line: Analysis) -> bool:
+    """Same subject, different content: a contradiction or a changed detail (newer wins)."""
+    return contradicts(candidate, line) or supersedes(candidate, line)
+
+
 def contradicts(candidate: Analysis, line: Analysis) -> bool:
     """Same subject with the opposite polarity, or a different reply language (the newer
     statement wins)."""
@@ -217,6 +222,7 @@ __all__ = [
     "Analysis",
     "analyse",
     "changes_value",
+    "conflicts",
     "contradicts",
     "is_duplicate",
     "language_of",
