@@ -164,11 +164,14 @@ class AssembledPrompt:
 
 
 def tool_tokens(tools: Sequence[ToolSpec]) -> int:
-    """Estimated tokens of the tool definitions (the start of every cached prefix)."""
-    if not tools:
-        return 0
-    specs = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
-    return estimate_tokens(json.dumps(specs, ensure_ascii=False, sort_keys=True))
+    """Estimated tokens of the tool definitions (the start of every cached prefix): each definition as
+    compact JSON, so that the estimate does not count layout the model never sees and a breakpoint is
+    not placed on a prefix that only the layout brought over the minimum."""
+    return sum(
+        estimate_tokens(json.dumps({"name": t.name, "description": t.description, "input_schema": t.input_schema},
+                                   ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+        for t in tools
+    )
 
 
 # ----------------------------------------------------------------- hot memory

@@ -26,6 +26,7 @@ context per plan), record the answer (one TransactWriteItems).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,10 +81,17 @@ class ChatConfig:
     effort: Effort | None = None
 
     def cacheable_from(self) -> int:
-        """Tokens a prefix needs before a cache breakpoint is placed at its end."""
+        """Tokens a prefix needs before a cache breakpoint is placed at its end: the model's published
+        minimum with a margin of :data:`CACHE_ESTIMATE_MARGIN` (our token counts are estimates; a
+        breakpoint on a prefix the API counts below its minimum is never written)."""
         if self.min_cacheable_tokens is not None:
             return self.min_cacheable_tokens
-        return min_cacheable_tokens(self.chat_model_id)
+        return math.ceil(min_cacheable_tokens(self.chat_model_id) * CACHE_ESTIMATE_MARGIN)
+
+
+#: How far an estimated prefix must clear the model's minimum cacheable length (docs/architecture.md,
+#: "Prompt caching").
+CACHE_ESTIMATE_MARGIN = 1.05
 
 
 @dataclass

@@ -246,19 +246,22 @@ def _by_ordinal(norm: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine
 
 def _named_rules(statement: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
     """The rules a statement that names rules and asks to relax them refers to: by place ("第二条"),
-    by the concepts it names in full, by their topic ("AE因果那条"), by shared words; else all
-    (unsure -> queue every rule it may mean)."""
+    by the concepts it names in full, by shared words, by a concept's topic alone ("AE因果那条");
+    else all (unsure -> queue every rule it may mean)."""
     norm = nfkc(statement)
     by_place = _by_ordinal(norm, rules)
     if by_place:
         return by_place
-    for concepts in (concepts_of(statement), topics_of(statement)):
-        near = ([r for r in rules if concepts_of(r.text) & concepts]
-                or [r for r in rules if topics_of(r.text) & concepts])
-        if concepts and near:
-            return near
+    named = concepts_of(statement)
+    near = [r for r in rules if concepts_of(r.text) & named]
+    if near:
+        return near
     info = analyse(statement)
-    return [r for r in rules if len(analyse(r.text).grams & info.grams) >= 2] or list(rules)
+    near = [r for r in rules if len(analyse(r.text).grams & info.grams) >= 2]
+    if near:
+        return near
+    topics = topics_of(statement)
+    return [r for r in rules if (concepts_of(r.text) | topics_of(r.text)) & topics] or list(rules)
 
 
 def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str = "", *,
@@ -302,11 +305,27 @@ def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemory
         named = [c for c in _CONCEPTS if c.kind == "forbidden" and _hits(c, clause)]
         if not named or any(_free(c, clause, _hits(c, clause)) for c in named):
             return None
-        held = next((r for r in rules if {c.name for c in named} & concepts_of(r.text)), None)
+        held = next((r for r in rules if {c.name for c in named} & concepts_of(r.text)
+                     and _same_items(clause, r.text)), None)
         if held is None:
             return None
         found = found or held
     return found
+
+
+#: the items of a safeguard a rule may list one by one: a statement forbidding full names says again
+#: a rule listing names, not one listing ID numbers and phone numbers only
+_ITEMS = (
+    re.compile(r"姓名|名字|全名|真名|\bnames?\b", _I),
+    re.compile(r"身份证|\bid numbers?\b", _I),
+    re.compile(r"手机号|电话|\bphone", _I),
+    re.compile(r"住址|地址|\baddress", _I),
+)
+
+
+def _same_items(statement: str, rule: str) -> bool:
+    """Every listed item the statement names, the rule names too."""
+    return all(item.search(rule) for item in _ITEMS if item.search(statement))
 
 
 __all__ = ["concepts_of", "names_rules_to_relax", "reinforced_rule", "relaxed_concepts", "relaxed_rules",
