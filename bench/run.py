@@ -22,6 +22,14 @@ Figures (and their targets):
 - token_ratio_non_history: prompt tokens of a non-history turn / tokens of a naive prompt
   holding every report and the whole flow log of a project with 3 years of history
   (target <= 0.05);
+- token_ratio_history / token_ratio_history_anchored: the same ratio for the history turns of
+  that session (the newest weeks up to the cap), and for a question naming its period ("上个季度…":
+  only that quarter's reports are loaded) against the naive prompt holding every report (reported);
+- cache_read_share_20_turns: over a 20-turn session through the REAL anthropic SDK and the chat
+  model's id against the local Messages-API test server (tests/support/messages_api.py: a cache
+  that honours prefixes, the model's minimum cacheable length and the 20-block lookback), the
+  share of all input tokens read from the cache (target >= 0.70); cache_write_share_20_turns: the
+  share written (reported);
 - import_ratio_no_llm_handler: CPU time of importing functions/api/app.py / of `import boto3`,
   as deployed (the function and the layer byte-compiled like `make build` does, no bytecode
   written at run time); paired and interleaved: each pair is two fresh interpreters, boto3 and
@@ -382,10 +390,13 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
     all_reports_tokens = estimate_tokens(render_history_block(reports))
 
     ratios: list[tuple[int, int]] = []
+    history_turns: list[bool] = []
+    last_50 = 0
     for i in range(30):
         result = turn(_MATURE_MIX[i % len(_MATURE_MIX)], "bench-mature")
         if i < 20:
             continue  # the session is mature from here on: its window is full
+        history_turns.append(any(c.history_weeks for c in result.calls))
         previous = store.messages_between("demo-iit", "bench-mature", after_id=None, before_id=result.user_message_id,
                                           limit=50)
         last_50 = sum(estimate_tokens(m.content) + sum(estimate_tokens(tc.model_dump_json()) for tc in m.tool_calls)
@@ -398,7 +409,65 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
     print(f"  mature session (hot memory {hot_tokens} tokens of {cap}, {len(reports)} reports = "
           f"{all_reports_tokens} tokens), last 10 of 30 turns: prompt / naive per turn {min(per_turn):.3f} .. "
           f"{max(per_turn):.3f}; all their tokens / all naive tokens {overall:.3f}")
-    return {"token_ratio_realistic": round(overall, 4)}
+    history = [(o, n) for (o, n), h in zip(ratios, history_turns, strict=True) if h]
+    history_ratio = sum(o for o, _ in history) / sum(n for _, n in history)
+    anchored = turn("上个季度我们做了哪些决定？", "bench-mature")
+    anchored_naive = anchored.calls[0].layers.get("system", 0) + hot_tokens + last_50 + all_reports_tokens
+    anchored_ratio = sum(c.prompt_tokens for c in anchored.calls) / anchored_naive
+    print(f"  history turns of it: {len(history)}, prompt / naive {history_ratio:.3f}; an anchored question "
+          f"(上个季度): {anchored.calls[-1].history_weeks} weeks loaded ({anchored.calls[-1].history_period}), "
+          f"prompt / naive {anchored_ratio:.4f}")
+    return {"token_ratio_realistic": round(overall, 4), "token_ratio_history": round(history_ratio, 4),
+            "token_ratio_history_anchored": round(anchored_ratio, 4)}
+
+
+#: A working session of 20 distinct turns: data, history (no period, and periods named), memory
+#: recall, small talk and a directive.
+_CACHE_SESSION = (
+    "你好，今天有什么安排？", "P001 入组了吗？", "我们为什么暂停了筛选？", "P002 有没有不良事件？",
+    "以后周报周一发", "我上次跟你说的那个只要看结果的规矩，你记得吗？", "P003 最近一次访视的数据齐了吗？",
+    "上个月我们做了哪些决定？", "谢谢，还有别的要注意的吗？", "P004 的随访窗口是哪天？",
+    "P005 的知情同意签了吗？", "上个季度出过哪些问题？", "P006 有没有超窗？", "今天要跟进哪些受试者？",
+    "最近两周进展怎么样？", "P007 的化验结果出来了吗？", "帮我想想这周还有什么要准备的", "P008 入组了吗？",
+    "第10周发生了什么？", "好的，谢谢",
+)
+
+
+def cache_figures(turns: int = 20) -> dict[str, float]:
+    """Prompt-cache reads and writes over one session of ``turns`` turns: the chat path with the
+    real anthropic SDK and the default chat model against the local Messages-API test server,
+    whose cache honours prefixes, the model's minimum cacheable length and the lookback."""
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
+    from agent_memory.adapters.llm.anthropic import AnthropicClient
+    from agent_memory.chat.turn import handle_message
+    from agent_memory.config import get_settings
+    from agent_memory.wiring import build_chat_deps, build_members
+    from infra.local.demo.seed import seed_demo
+    from tests.support.messages_api import MessagesAPIServer
+
+    server = MessagesAPIServer().start()
+    try:
+        with moto_stack():
+            get_settings.cache_clear()
+            deps = build_chat_deps(get_settings())
+            seed_demo(ProjectRepository(), now=datetime.now(UTC), members=build_members(get_settings()))
+            deps.llm = AnthropicClient("sk-bench-local", base_url=server.base_url, max_retries=0)
+            totals = Counter[str]()
+            for i in range(turns):
+                result = handle_message(deps, project_id="demo-iit", session_id="bench-cache", user_id="crc-li",
+                                        content=_CACHE_SESSION[i % len(_CACHE_SESSION)], patient_id=None,
+                                        deadline=None)
+                for call in result.calls:
+                    if call.usage is not None:
+                        totals.update(call.usage.model_dump())
+    finally:
+        server.stop()
+    prompt = totals["input_tokens"] + totals["cache_creation_input_tokens"] + totals["cache_read_input_tokens"]
+    read, written = totals["cache_read_input_tokens"] / prompt, totals["cache_creation_input_tokens"] / prompt
+    print(f"  {turns} turns, {len(server.requests)} Messages-API calls, {prompt} input tokens: read from the cache "
+          f"{totals['cache_read_input_tokens']} ({read:.1%}), written {totals['cache_creation_input_tokens']} "
+          f"({written:.1%}), uncached {totals['input_tokens']}")
+    return {"cache_read_share_20_turns": round(read, 4), "cache_write_share_20_turns": round(written, 4)}
 
 
 def _deployed_copy(tmp: Path) -> dict[str, str]:
@@ -473,6 +542,7 @@ TARGETS: dict[str, tuple[str, float]] = {
     "ddb_round_trips_non_history": ("<=", 2), "ddb_round_trips_history": ("<=", 3),
     "ddb_round_trips_history_3y": ("<=", 3), "ddb_round_trips_first_patient_turn": ("<=", 2),
     "token_ratio_non_history": ("<=", 0.05), "token_ratio_realistic": ("<=", 0.25),
+    "cache_read_share_20_turns": (">=", 0.70),
     "import_ratio_no_llm_handler": ("<=", 1.7),
     "warm_turn_ratio": ("<=", 4),
     "local_rps_c8": (">=", 20), "local_rss_growth_mb_1000_turns": ("<=", 100),
@@ -490,6 +560,7 @@ def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     results: dict[str, float] = {}  # this run's figures only: nothing is carried over from an earlier run
     _section(results, "chat path on demo-iit (moto server over HTTP, offline LLM):", chat_figures)
+    _section(results, "prompt cache over a 20-turn session (real SDK, local Messages-API server):", cache_figures)
     _section(results, "cold import (as deployed: byte-compiled, CPU time, paired and interleaved):", import_figures)
     from bench.symptoms import run as symptoms_run
 

@@ -271,6 +271,7 @@ class _Scorer:
         self.promotes = [(d, p) for d, e in expected["per_day"].items() for p in e.get("promote", [])]
         self.relax_ids = {r["message_id"] for e in expected["per_day"].values() for r in e.get("review_queue", [])}
         self.dup_ids = {d["message_id"] for e in expected["per_day"].values() for d in e.get("duplicates", [])}
+        self.speaker_of = {m["id"]: m.get("user_id") for m in month["messages"]}
         self.all_lines: dict[str, dict[str, Any]] = {}
         for snap in rep.snapshots.values():
             for ln in snap.lines:
@@ -284,19 +285,28 @@ class _Scorer:
         ids = self.final_of.get(message_id, set()) | {message_id}
         return [ln for ln in (snap.lines if snap else []) if _cites(ln, ids)]
 
+    def _scope_right(self, line: dict[str, Any], promote: dict[str, Any]) -> bool:
+        """The line's tag is the labelled role; where the label is the speaker's own study role, the
+        speaker's user id is right too (a preference of the speaker alone: "给我", "for me")."""
+        if line["role_tag"] == promote["user_role"]:
+            return True
+        speaker = self.speaker_of.get(promote["message_id"])
+        own_role = self.month.get("users", {}).get(speaker or "", {}).get("user_role")
+        return speaker is not None and line["role_tag"] == speaker and promote["user_role"] == own_role
+
     def captures(self) -> dict[str, Any]:
         captured = loose = role_ok = role_total = 0
         for day, p in self.promotes:
             lines = self._lines_for(day, p["message_id"])
             in_section = [ln for ln in lines if ln["section"] == p["section"]]
             loose += bool(in_section)
-            if any(p["section"] != "User Preferences" or ln["role_tag"] == p["user_role"] for ln in in_section):
+            if any(p["section"] != "User Preferences" or self._scope_right(ln, p) for ln in in_section):
                 captured += 1
             else:
                 self.misses["not_captured"].append(p["message_id"])
             if p["section"] == "User Preferences" and in_section:
                 role_total += 1
-                ok = any(ln["role_tag"] == p["user_role"] for ln in in_section)
+                ok = any(self._scope_right(ln, p) for ln in in_section)
                 role_ok += ok
                 if not ok:
                     self.misses["wrong_role"].append(p["message_id"])

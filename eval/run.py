@@ -11,6 +11,9 @@
   the held-out ``eval/identifiers_holdout.jsonl`` and ``eval/identifiers_fresh.jsonl`` (a set
   written after all tuning; :mod:`eval.identifiers`: exact-span recall per kind, false
   positives, clinical values kept verbatim).
+- judgement on unseen wording (eval/SETS.md): time-anchored history questions (:mod:`eval.anchors`:
+  the weeks a real turn loads, and the time-anchor resolver), directives vs tasks, scope,
+  relaxations against the baseline System Rules and conflicts (:mod:`eval.judgement`).
 
 Run: ``python -m eval.run [--month PATH] [--label before|after] [--provider offline|anthropic]``.
 ``--label`` keeps figures of several runs side by side in results.json (one key each).
@@ -29,6 +32,7 @@ for p in (ROOT / "layers" / "shared", ROOT):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
+from eval import anchors, judgement  # noqa: E402
 from eval.month import DEFAULT_MONTH, SHARED, run_month  # noqa: E402
 
 RESULTS = ROOT / "eval" / "results.json"
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     routes = {path.name: routing(path) for path in INTENT_FILES if path.is_file()}
     symp = {} if args.skip_symptoms else symptoms()
     idents = identifiers()
+    judged = judgement.run()
+    anchored = anchors.run()
     rows: list[tuple[str, Any, str]] = [
         ("distill: captured (share of directives)", f"{distill['captured']}/{distill['directives']} "
          f"= {distill['captured_share']}", ">= 0.9"),
@@ -128,13 +134,15 @@ def main(argv: list[str] | None = None) -> int:
                      "0"))
         rows.append((f"identifiers: {name} boundary errors / values lost", f"{f['boundary_errors']} / "
                      f"{f['keep_violations']}", "0 / 0"))
+    rows += anchors.table_rows(anchored) + judgement.table_rows(judged)
     width = max(len(r[0]) for r in rows)
     print(f"make eval [{args.label}] month={args.month.name} provider={args.provider}")
     for name, value, target in rows:
         print(f"  {name:<{width}}  {value!s:<28} {target}")
     stored = json.loads(RESULTS.read_text("utf-8")) if RESULTS.is_file() else {}
     stored[args.label] = {"month": args.month.name, "provider": args.provider, "distill": distill,
-                          "routing": routes, "symptoms": symp, "identifiers": idents}
+                          "routing": routes, "symptoms": symp, "identifiers": idents,
+                          "anchors": anchored, "judgement": judged}
     RESULTS.write_text(json.dumps(stored, ensure_ascii=False, indent=1, sort_keys=True) + "\n", "utf-8")
     print(f"misses: {json.dumps(distill['misses'], ensure_ascii=False)}")
     return 0

@@ -245,10 +245,14 @@ class InMemoryStore:
             raise ProjectNotFound(f"unknown project {project_id}")
         return _load(Project, raw)
 
-    def create_project(self, project: Project) -> None:
-        """Store a new project. Raises AlreadyExists when the id is taken."""
+    def create_project(self, project: Project, *, rules: HotMemory | None = None, actor: str = "",
+                       tokens: int = 0) -> None:
+        """Store a new project (and its first hot memory). Raises AlreadyExists when the id is taken."""
         if (project.project_id,) in self.tables.projects:
             raise AlreadyExists(f"project {project.project_id} already exists")
+        if rules is not None:
+            self.save_hot_memory(rules, expected_version=0, actor=actor, now=project.created_at, tokens=tokens,
+                                 reason="baseline System Rules of a new project")
         self.put_project(project)
 
     def update_project(self, project: Project) -> None:

@@ -174,6 +174,18 @@ def test_effort_parameters_offer_exactly_the_api_values(template: dict[str, Any]
         assert template["Parameters"][name]["AllowedValues"] == ["", *typing.get_args(EffortSetting)], name
 
 
+def test_the_intent_and_symptom_efforts_apply_only_where_the_model_decides(template: dict[str, Any]) -> None:
+    from agent_memory.config import Settings
+
+    # By default the rules read intents and symptoms: their effort parameters have no reader
+    default = Settings.model_validate(_environment(template))
+    assert (default.intent_classifier, default.symptom_extractor) == ("rules", "rules")
+    # and the template's switches hand them to the fast model, with the effort it is given
+    llm = Settings.model_validate(_environment(template, IntentClassifier="llm", SymptomExtractor="llm",
+                                               LlmEffortIntent="medium"))
+    assert (llm.intent_classifier, llm.symptom_extractor, llm.llm_effort_intent) == ("llm", "llm", "medium")
+
+
 # ---------------------------------------------------------------------------------------- grants
 def _resolve_bedrock_arn(resource: Any, parameters: dict[str, str]) -> str:
     """The ARN a Bedrock resource of the template names, for the given parameter values (``Fn::Sub`` with

@@ -338,8 +338,8 @@ DATA_Q = "P001 入组了吗"
 QC_Q = "帮我做一下数据质控"
 MEMORY_Q = "我上次跟你说的规矩你记得吗"
 HISTORY_Q = "我们之前为什么暂停筛选"
-TREND_Q = "回顾下去年的入组情况"
-QC_AND_TREND_Q = "帮我做一下数据质控，顺便回顾下去年的入组情况"
+TREND_Q = "回顾一下入组趋势"
+QC_AND_TREND_Q = "帮我做一下数据质控，顺便回顾下入组趋势"
 
 
 ROUTING = [  # (message, its intent, whether the history book must be sent)

@@ -262,12 +262,13 @@ def _assert_structured(req: RecordedRequest, output: type[BaseModel], *, effort:
 
 def _assert_chat_request(req: RecordedRequest, *, effort: str | None) -> None:
     """A chat call on the chat model: the tools offered with ``tool_choice`` auto, no output format;
-    ``read_history`` only in a call that has no history book and no QC task."""
+    ``read_history`` in every call but a QC call (a history call keeps it beside its loaded weeks: the
+    same tools keep the cached prefix)."""
     _assert_common(req, CHAT_MODEL)
     assert req.body["tool_choice"] == {"type": "auto"}
     offered = [t["name"] for t in req.body["tools"]]
-    without_history = not _has_history(req) and "QC_TASK" not in json.dumps(req.body["messages"][-1])
-    assert offered == [READ_CLINICAL_DATA.name, *(["read_history"] if without_history else [])]
+    qc = "QC_TASK" in json.dumps(req.body["messages"][-1])
+    assert offered == [READ_CLINICAL_DATA.name, *([] if qc else ["read_history"])]
     config = req.body.get("output_config", {})
     assert "format" not in config and config.get("effort") == effort
 
@@ -374,7 +375,7 @@ def test_history_question(make_chat: MakeChat, capsys: pytest.CaptureFixture[str
     assert call["usage"] == HISTORY_USAGE
 
 
-SPLIT_Q = "对 P005 做质控，并告诉我上个月为什么调整了随访计划"
+SPLIT_Q = "对 P005 做质控，并告诉我之前为什么调整了随访计划"
 QC_USAGE = _usage(1902, 55, 0, 0)
 HIST_USAGE = _usage(3377, 63, 0, 0)
 

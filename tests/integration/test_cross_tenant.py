@@ -260,8 +260,9 @@ ATTEMPTS: dict[str, Attempts] = {
     "GET /v1/projects/{project_id}/memory/revisions": _both(_on_a("GET", f"{_P}/memory/revisions"),
                                                             _on_b(("GET", f"{_B}/memory/revisions", None))),
     "GET /v1/projects/{project_id}/memory/revisions/{version}": _both(
-        _on_a("GET", f"{_P}/memory/revisions/1"),
-        _on_b(("GET", f"{_B}/memory/revisions/1", None, "admin", _NOT_FOUND))),
+        # A's version 2 holds the canary; B (baseline rules at version 1) has none of that number
+        _on_a("GET", f"{_P}/memory/revisions/2"),
+        _on_b(("GET", f"{_B}/memory/revisions/2", None, "admin", _NOT_FOUND))),
     "POST /v1/projects/{project_id}/memory/revisions/{version}/restore": _both(
         _on_a("POST", f"{_P}/memory/revisions/1/restore", {}, **_IF),
         _on_b(("POST", f"{_B}/memory/revisions/1/restore", {}, "admin", _REFUSED, {"If-Match": '"0"'}))),

@@ -139,6 +139,22 @@ class StoreContract:
         stores.members.update_project(stores.members.get_project("p-ids").model_copy(update={"identifiers": "reject"}))
         assert (stores.members.get_project("p-ids").identifiers, stores.jobs.get_project("p-ids").identifiers) == (
             "reject", "reject")
+    def test_a_project_created_with_its_rules_stores_both_or_neither(self, stores: Stores) -> None:
+        # Given a new project created with a first hot memory (baseline System Rules)
+        created = Project(project_id="p-rules", name="IIT", created_at=T0)
+        rule = HotMemoryLine(line_id="br-x", section="System Rules", text="不得修改数据。", source="admin",
+                             created_at=T0, created_by="baseline")
+        stores.members.create_project(created, rules=HotMemory(project_id="p-rules", lines=[rule]),
+                                      actor="baseline", tokens=9)
+        # Then both are stored: hot memory version 1 with the rule
+        hot = stores.jobs.load_hot_memory("p-rules")
+        assert (hot.version, [ln.text for ln in hot.lines]) == (1, ["不得修改数据。"])
+        # When the id is taken, Then AlreadyExists and the hot memory is unchanged
+        other = HotMemory(project_id="p-rules", lines=[rule.model_copy(update={"text": "另一条。"})])
+        with pytest.raises(AlreadyExists):
+            stores.members.create_project(created, rules=other, actor="baseline", tokens=5)
+        hot = stores.jobs.load_hot_memory("p-rules")
+        assert (hot.version, [ln.text for ln in hot.lines]) == (1, ["不得修改数据。"])
 
     def test_members_are_put_listed_replaced_and_removed(self, stores: Stores) -> None:
         # Given a project with an admin

@@ -142,8 +142,8 @@ def test_qc_with_a_history_question_runs_qc_without_history(store: InMemoryStore
     seed_project(store, "p1")
     deps = deps_with(store)
 
-    # When one message asks for a QC of P005 AND about last month's history
-    result = send(deps, "对 P005 做质控，并告诉我上个月为什么调整了随访计划")
+    # When one message asks for a QC of P005 AND about the project's past (no period named)
+    result = send(deps, "对 P005 做质控，并告诉我之前为什么调整了随访计划")
 
     # Then two LLM contexts ran: the QC one with no history block at all (not even empty) ...
     qc = [r for r in llm_requests(deps) if r.metadata["intents"] == ["QC_TASK"]]
@@ -381,7 +381,7 @@ def test_b15a_trend_question_prompt_keeps_the_newest_weeks_within_history_tokens
     deps = deps_with(store)
 
     # When a trend question is asked
-    result = send(deps, "回顾过去一年每周的入组趋势")
+    result = send(deps, "回顾一下每周的入组趋势")
 
     # Then the prompt holds the newest weeks that fit (newest kept when trimming) ...
     sent = history_weeks_sent(llm_requests(deps)[0])
@@ -398,7 +398,7 @@ def test_b15a_trend_question_with_room_sends_all_50_newest_weeks(store: InMemory
     deps = deps_with(store, budget=PromptBudget(history_tokens=1_000_000))
 
     # When a trend question is asked
-    result = send(deps, "回顾过去一年每周的入组趋势")
+    result = send(deps, "回顾一下每周的入组趋势")
 
     # Then exactly the 50 newest weeks are in the prompt, oldest first, and reported
     assert history_weeks_sent(llm_requests(deps)[0]) == list(reversed(newest_first[:50]))

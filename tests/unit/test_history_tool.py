@@ -56,9 +56,10 @@ def test_reads_the_reports_of_the_range_oldest_first_for_its_project_only() -> N
     tools = HistoryTools(reader, "p1")
     # When: the model asks for 2025-W52..2026-W02
     text, is_error = tools.run("read_history", {"from_week": "2025-W52", "to_week": "2026-W02"})
-    # Then: the two weeks in range, oldest first, for the fixed project, recorded as read
+    # Then: the two weeks in range, oldest first, for the fixed project, recorded as read; the week
+    # of the range without a report is named
     assert not is_error
-    assert text == "[2025-W52] [进度] 入组 3 人\n[2026-W01] [决策] 暂停筛选 [m1]"
+    assert text == "[2025-W52] [进度] 入组 3 人\n[2026-W01] [决策] 暂停筛选 [m1]\nNo weekly report for: 2026-W02"
     assert reader.asked == [("p1", "2025-W52", "2026-W02")]
     assert tools.weeks_read == ["2025-W52", "2026-W01"]
 
@@ -84,6 +85,43 @@ def test_invalid_input_is_an_error_result_and_reads_nothing(tool_input: Any, rea
     # Then: an error result saying why; no read
     assert is_error and reason in text
     assert reader.asked == []
+
+
+def _resolver(now: datetime = datetime(2026, 5, 13, 2, 20, tzinfo=UTC)) -> Any:
+    from agent_memory.history.loading import anchor_of
+
+    return lambda phrase: anchor_of(phrase, now, "Asia/Shanghai", ["首例入组：2025-10-28"])
+
+
+def test_a_period_in_the_users_words_reads_the_weeks_the_history_book_resolves_it_to() -> None:
+    # Given: reports of April 2026 (2026-W14..W18) and of March; asked on 2026-05-13 (Shanghai)
+    reader = _Reader([_report("2026-W13"), _report("2026-W14", "[问题] 03中心超窗"), _report("2026-W18")])
+    tools = HistoryTools(reader, "p1", resolve=_resolver())
+    # When: the model passes the question's own period, "上个月"
+    text, is_error = tools.run("read_history", {"period": "上个月"})
+    # Then: exactly April's weeks are read, and the weeks of it without a report are named
+    assert not is_error
+    assert reader.asked == [("p1", "2026-W14", "2026-W18")]
+    assert text == "[2026-W14] [问题] 03中心超窗\n[2026-W18] [决策] 暂停筛选 [m1]\n" \
+                   "No weekly report for: 2026-W15, 2026-W16, 2026-W17"
+
+
+def test_a_period_longer_than_fifty_weeks_reads_its_newest_fifty_and_says_so() -> None:
+    # Given: a milestone 2025-10-28 and the question's "去年以来" (2025-01-01 to now: 70 weeks)
+    reader = _Reader([_report("2026-W19")])
+    tools = HistoryTools(reader, "p1", resolve=_resolver())
+    # When
+    text, is_error = tools.run("read_history", {"period": "去年以来"})
+    # Then: the newest 50 weeks of it, and the answer says the period was cut
+    assert not is_error
+    assert reader.asked == [("p1", "2025-W22", "2026-W19")]
+    assert text.startswith("Period years: 2025-01-01..") and "its newest 50 weeks:" in text
+
+
+def test_a_period_naming_no_past_weeks_is_an_error() -> None:
+    reader = _Reader([])
+    text, is_error = HistoryTools(reader, "p1", resolve=_resolver()).run("read_history", {"period": "下个月"})
+    assert is_error and "names no past weeks" in text and reader.asked == []
 
 
 def test_fifty_weeks_is_the_largest_range_even_across_a_53_week_year() -> None:
@@ -179,17 +217,28 @@ def test_a_qc_call_never_gets_the_history_tool(store: InMemoryStore) -> None:
     assert result.calls[0].history_tool_weeks == 0
 
 
-def test_split_turn_offers_the_tool_to_neither_call(store: InMemoryStore) -> None:
-    # Given: QC + history: the QC call must not see history, the history call has it loaded already
+def test_split_turn_offers_the_tool_only_to_the_history_call(store: InMemoryStore) -> None:
+    # Given: QC + history: the QC call must not see history; the history call has its weeks loaded and
+    # the same tools as every other call (the cached prefix starts with the tools)
     seed_project(store, weeks=2)
     llm = ScriptedLLM(text_reply("done"))
     deps = _deps(store, llm, Intent.QC_TASK, Intent.QUERY_HISTORY)
     # When: the turn runs
     send(deps, "对P001做质控，并告诉我第1周为什么暂停筛选")
-    # Then: two calls, neither with read_history; only the second has the history block
+    # Then: two calls, read_history only in the second; only the second has the history block
     assert len(llm.requests) == 2
-    assert all("read_history" not in [t.name for t in r.tools] for r in llm.requests)
+    assert ["read_history" in [t.name for t in r.tools] for r in llm.requests] == [False, True]
     assert [any(b.name == "history" for b in r.system) for r in llm.requests] == [False, True]
+
+
+def test_a_history_call_offers_the_same_tools_as_a_call_without_history(store: InMemoryStore) -> None:
+    # Given: a project with history, a question routed to history and one that is not
+    seed_project(store, weeks=2)
+    llm = ScriptedLLM(text_reply("done"))
+    send(_deps(store, llm, Intent.QUERY_HISTORY), "第1周为什么暂停筛选？")
+    send(_deps(store, llm, Intent.GENERAL), "你好")
+    # Then: the same tool names in the same order (the prompt cache's prefix holds)
+    assert [[t.name for t in r.tools] for r in llm.requests][0] == [[t.name for t in r.tools] for r in llm.requests][1]
 
 
 def test_without_a_history_reader_the_tools_are_unchanged(store: InMemoryStore) -> None:

@@ -41,6 +41,25 @@ def test_create_project_stores_it_without_members_and_refuses_a_taken_id(store: 
         members.create_project(store, project_id="berlin-iit", name="x", time_zone="UTC", kind="iit", now=T0)
 
 
+def test_an_iit_project_starts_with_the_baseline_system_rules_in_its_language(store: InMemoryStore) -> None:
+    # Given a new IIT project with English rules and a new consultation project
+    members.create_project(store, project_id="iit-en", name="IIT", time_zone="UTC", kind="iit", now=T0,
+                           rules_language="en")
+    members.create_project(store, project_id="clinic", name="门诊", time_zone="UTC", kind="consultation", now=T0)
+    # Then the IIT project's hot memory is version 1 holding the five baseline admin rules
+    hot = store.load_hot_memory("iit-en")
+    assert hot.version == 1
+    assert [(ln.line_id, ln.section, ln.source) for ln in hot.lines] == [
+        (rule_id, "System Rules", "admin") for rule_id in (
+            "br-identifiers", "br-data-changes", "br-ae-causality", "br-deviations", "br-medical-advice")]
+    assert "EDC" in hot.lines[1].text and "approval" in hot.lines[1].text
+    # and a consultation project has none; a taken id writes no second baseline
+    assert store.load_hot_memory("clinic").lines == []
+    with pytest.raises(AlreadyExists):
+        members.create_project(store, project_id="iit-en", name="x", time_zone="UTC", kind="iit", now=T0)
+    assert store.load_hot_memory("iit-en").version == 1
+
+
 def test_put_member_says_whether_it_created_and_a_replacement_keeps_when_and_by_whom(store: InMemoryStore) -> None:
     members.create_project(store, project_id="p9", name="p9", time_zone="UTC", kind="iit", now=T0)
     first = members.put_member(store, "p9", "u-pi", project_role="admin", study_role="PI", display_name="张主任",

@@ -41,7 +41,7 @@ def test_trend_question_beyond_fifty_weeks_gets_the_older_years_summaries(store:
 
     # When a trend question is asked
     result = handle_message(deps, project_id="p1", session_id="s1", user_id="u1",
-                            content="回顾下去年的入组情况", patient_id=None, deadline=None)
+                            content="回顾一下入组趋势", patient_id=None, deadline=None)
 
     # Then the 50 newest weeks and both older years are in the history block, years first
     assert result.calls[0].history_weeks == 50

@@ -236,6 +236,11 @@ class ChatStore(ConversationStore, Protocol):
         self, project_id: str, *, limit_weeks: int, page_size: int | None = None
     ) -> list[WeeklyReport]: ...
 
+    def list_reports_between(self, project_id: str, first_week: str, last_week: str) -> list[WeeklyReport]:
+        """Reports with ``first_week <= iso_week <= last_week`` (``YYYY-Www``), oldest first (one
+        Query): the history of a question that names a period."""
+        ...
+
     def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
     def get_message(
@@ -318,8 +323,11 @@ class MemberStore(MemberReader, Protocol):
         """The project record. Raises ProjectNotFound."""
         ...
 
-    def create_project(self, project: Project) -> None:
-        """Store a new project. Raises AlreadyExists when its id is taken."""
+    def create_project(self, project: Project, *, rules: HotMemory | None = None, actor: str = "",
+                       tokens: int = 0) -> None:
+        """Store a new project and, with ``rules``, its first hot memory (version 1, revision by
+        ``actor``, ``tokens`` of the rendered document) in the same write: all or nothing.
+        Raises AlreadyExists when its id is taken (nothing written)."""
         ...
 
     def update_project(self, project: Project) -> None:

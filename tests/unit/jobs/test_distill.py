@@ -603,10 +603,11 @@ def test_sections_and_role_tags_come_from_the_statement(store: InMemoryStore) ->
     # When distilled
     run(make_deps(store, clock=FakeClock(NOW)), "distill", "p1", "2026-03-10")
 
-    # Then each line sits in its section, the preference tagged with the speaker's study role
+    # Then each line sits in its section, the preference (别给我派任务: the speaker alone) tagged with
+    # the speaker's user id
     got = [(ln.section, ln.role_tag, ln.evidence) for ln in hot_lines(store)]
     assert got == [
-        ("User Preferences", "CRC", ["m-1"]),
+        ("User Preferences", "u-42", ["m-1"]),
         ("Active Context", None, ["m-2"]),
         ("Lessons Learned", None, ["m-3"]),
     ]

@@ -50,6 +50,9 @@ TRUNCATED_STOP_REASONS = frozenset({"max_tokens", "pause_turn", "model_context_w
 #: ``tool_choice`` of every step: current models reject a forced choice, and every step of a loop is
 #: the same request but for the messages it appends (docs/architecture.md, "Prompt caching").
 TOOL_CHOICE_AUTO: dict[str, str] = {"type": "auto"}
+#: ``tool_choice`` of a call that must call no tool (a message that only states standing directives):
+#: the tools stay in the request, so the cached prefix (tools, system) is the same as every turn's.
+TOOL_CHOICE_NONE: dict[str, str] = {"type": "none"}
 
 READ_CLINICAL_DATA = ToolSpec(
     name="read_clinical_data",
@@ -148,6 +151,7 @@ def run_agent(
     *,
     max_steps: int,
     on_call: Callable[[ModelCall], None] | None = None,
+    tool_choice: dict[str, str] | None = None,
 ) -> AgentResult:
     """Run the loop (see the module docstring): call the model, execute the tools it asks for,
     send the results back, repeat.
@@ -159,6 +163,8 @@ def run_agent(
         max_steps: at most this many model calls (>= 1), not counting the one retry of an empty reply.
         on_call: told of every model call as soon as it returned (usage metrics count the calls of a
             loop that fails later too).
+        tool_choice: the choice sent with the tools (default ``auto``); ``TOOL_CHOICE_NONE``: the
+            model may call no tool.
 
     Returns:
         AgentResult with the final text, the tool calls made and every model call's usage.
@@ -174,7 +180,8 @@ def run_agent(
     retried = False
     step = 0
     while True:
-        req = replace(request, messages=messages, tools=specs, tool_choice=dict(TOOL_CHOICE_AUTO) if specs else None)
+        choice = dict(tool_choice or TOOL_CHOICE_AUTO) if specs else None
+        req = replace(request, messages=messages, tools=specs, tool_choice=choice)
         response = _call(llm, req, result, on_call)
         last = step >= max_steps - 1
         uses = response.tool_uses

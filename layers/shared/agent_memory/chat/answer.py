@@ -52,6 +52,9 @@ class CallReport(BaseModel):
     model_calls: int = 0
     usage: TokenUsage | None = None
     history_tool_weeks: int = 0
+    #: the period the question named and the weeks loaded for it (``2026-W14..2026-W18 (months:
+    #: 2026-04-01..2026-04-30 ...)``); null when no period was named or no history was loaded
+    history_period: str | None = None
     #: lines of an over-budget hot memory were left out of this context (oldest AI lines first)
     hot_memory_trimmed: bool = False
     #: What the identifier firewall withheld in this context, by kind: from the user's message at
@@ -101,6 +104,7 @@ class CallOutcome:
             model_calls=self.result.model_calls,
             usage=TokenUsage.of(self.result.usage),
             history_tool_weeks=len(self.history_weeks_read),
+            history_period=self.prompt.history_period,
             hot_memory_trimmed=self.prompt.hot_memory_trimmed,
             redactions=self.redactions,
         )

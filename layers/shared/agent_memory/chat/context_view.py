@@ -25,7 +25,9 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
 
     Returns:
         ``{"message_id", "intents", "asker", "calls": [{"intents", "load_history", "blocks":
-        [{"name", "tokens", "text"}], "usage", "model_calls"}]}``; a block whose source changed
+        [{"name", "tokens", "text"}], "usage", "model_calls"}]}``; a call whose question named a
+        period has ``"history_period": {"text", "first", "last", "missing"}`` (the weeks loaded and
+        those of them without a report; its history block names them too); a block whose source changed
         since the turn (a corrected report) carries ``"changed_since_turn": true``, one that a
         cache breakpoint ended ``"cache": true``. ``usage`` is the context's summed token usage
         (null offline, and for turns recorded before usage was kept), ``model_calls`` lists each
@@ -63,8 +65,11 @@ def turn_context(store: ContextStore, project_id: str, session_id: str, message_
             reports = sorted(store.get_reports(project_id, weeks), key=lambda r: r.iso_week)
             text = render_reports(reports)
             blocks_out.append({"name": "read_history", "tokens": estimate_tokens(text), "text": text})
+        period = next((b.get("ref", {}).get("period") for b in call.get("blocks", []) if b.get("name") == "history"),
+                      None)
         calls_out.append({
             "intents": call.get("intents", []), "load_history": call.get("load_history", False),
+            **({"history_period": period} if period else {}),
             **({"read_history": {"weeks": list(read.get("weeks", []))}} if read else {}),
             "blocks": blocks_out, "usage": call.get("usage"), "model_calls": call.get("model_calls", []),
             "truncated": bool(call.get("truncated", False)), "refused": bool(call.get("refused", False)),
@@ -117,7 +122,9 @@ def _rebuild(store: ContextStore, project_id: str, session_id: str, block: dict[
         )
         wanted_years = set(ref.get("years", []))
         years = [y for y in store.load_yearly_summaries(project_id) if y.year in wanted_years] if wanted_years else []
-        return render_history_block(reports, years), changed
+        period = ref.get("period") or {}
+        text = render_history_block(reports, years, period=period.get("text"), missing=period.get("missing", []))
+        return text, changed
     if name == "recent_turns":
         ids = list(ref.get("message_ids", []))
         found = store.get_messages(project_id, session_id, ids)

@@ -9,9 +9,9 @@ history, through the prompt or through a tool.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import date, timedelta
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.domain.errors import InvalidInput
 from agent_memory.domain.llm import ToolSpec
@@ -19,6 +19,9 @@ from agent_memory.domain.models import WeeklyReport
 from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.history.reports import check_iso_week
 from agent_memory.ports import HistoryReader
+
+if TYPE_CHECKING:
+    from agent_memory.history.anchors import WeekRange
 
 #: Most weeks one ``read_history`` call may ask for (the chat's history cap).
 MAX_TOOL_WEEKS = 50
@@ -32,16 +35,18 @@ READ_HISTORY = ToolSpec(
     description=(
         "Read the project's history book: the weekly reports (progress, decisions, problems) of an ISO-week "
         "range, oldest first. Use it for questions about the project's past (what happened, was decided or "
-        "learned in a past week or period, trends over weeks). At most 50 weeks per call; weeks look like "
-        "2024-W09. Never use it for quality-control tasks."
+        "learned in a past week or period, trends over weeks). Give either the period as the user named it "
+        "(period: e.g. 上个月, last quarter, 国庆节前后, week 46, since the first subject was enrolled), which is "
+        "resolved to ISO weeks in the project's time zone as the history book itself resolves it, or from_week "
+        "and to_week. At most 50 weeks per call; weeks look like 2024-W09. Never use it for quality-control tasks."
     ),
     input_schema={
         "type": "object",
         "properties": {
+            "period": {"type": "string", "description": "The period in the user's words (any language)."},
             "from_week": {"type": "string", "description": "First ISO week, YYYY-Www (e.g. 2024-W01)."},
             "to_week": {"type": "string", "description": "Last ISO week, YYYY-Www, not before from_week."},
         },
-        "required": ["from_week", "to_week"],
         "additionalProperties": False,
     },
 )
@@ -81,44 +86,62 @@ class HistoryTools:
 
     specs: list[ToolSpec] = [READ_HISTORY]
 
-    def __init__(self, reader: HistoryReader, project_id: str) -> None:
+    def __init__(self, reader: HistoryReader, project_id: str,
+                 resolve: Callable[[str], WeekRange | None] | None = None) -> None:
+        """``resolve``: the period phrase -> its ISO-week range (the turn's clock, the project's zone
+        and hot memory, as :func:`agent_memory.history.loading.anchor_of` resolves a question);
+        None: only ``from_week`` / ``to_week`` are accepted."""
         self._reader = reader
         self._project_id = project_id
+        self._resolve = resolve
         self.weeks_read: list[str] = []
 
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
         """Run one ``read_history`` call.
 
         Returns:
-            ``(text, False)`` with the reports of the range (or a sentence saying there are none);
-            ``(reason, True)`` for an unknown tool or invalid input: not an object, unknown keys,
-            a week that is not a real ISO week ``YYYY-Www``, ``from_week`` after ``to_week``, or
-            more than :data:`MAX_TOOL_WEEKS` weeks.
+            ``(text, False)`` with the reports of the range (the weeks of it without a report named,
+            or a sentence saying there are none); ``(reason, True)`` for an unknown tool or invalid
+            input: not an object, unknown keys, a period naming no past period, a week that is not a
+            real ISO week ``YYYY-Www``, ``from_week`` after ``to_week``, or more than
+            :data:`MAX_TOOL_WEEKS` weeks from ``from_week`` to ``to_week``. A period longer than
+            that gives its newest :data:`MAX_TOOL_WEEKS` weeks and says so.
         """
         if name != READ_HISTORY.name:
             return f"unknown tool {name}", True
         try:
-            first, last = self._range(tool_input)
+            first, last, note = self._range(tool_input)
         except InvalidInput as exc:
             return str(exc), True
         reports = self._reader.list_reports_between(self._project_id, first, last)
+        have = {r.iso_week for r in reports}
+        missing = [w for w in _weeks(first, last) if w not in have]
         if not reports:
-            return f"no weekly reports between {first} and {last}", False
+            return f"{note}no weekly reports between {first} and {last}", False
         self.weeks_read.extend(r.iso_week for r in reports if r.iso_week not in self.weeks_read)
-        return render_reports(reports), False
+        more = " ..." if len(missing) > 12 else ""
+        gap = f"\nNo weekly report for: {', '.join(missing[:12])}{more}" if missing else ""
+        return note + render_reports(reports) + gap, False
 
-    @staticmethod
-    def _range(tool_input: Any) -> tuple[str, str]:
+    def _range(self, tool_input: Any) -> tuple[str, str, str]:
         if not isinstance(tool_input, dict):
-            raise InvalidInput("input must be an object with from_week and to_week")
-        extra = sorted(set(tool_input) - {"from_week", "to_week"})
+            raise InvalidInput("input must be an object with period, or from_week and to_week")
+        extra = sorted(set(tool_input) - {"from_week", "to_week", "period"})
         if extra:
             raise InvalidInput(f"unknown input keys: {', '.join(extra)}")
+        period = tool_input.get("period")
+        if isinstance(period, str) and period.strip() and self._resolve is not None:
+            found = self._resolve(period)
+            if found is None:
+                raise InvalidInput("the period names no past weeks; give from_week and to_week")
+            weeks = found.weeks()
+            note = f"Period {found.label}; its newest {MAX_TOOL_WEEKS} weeks:\n" if len(weeks) > MAX_TOOL_WEEKS else ""
+            return weeks[-MAX_TOOL_WEEKS:][0], weeks[-1], note
         weeks = []
         for key in ("from_week", "to_week"):
             value = tool_input.get(key)
             if not isinstance(value, str):
-                raise InvalidInput(f"{key} is required: an ISO week YYYY-Www")
+                raise InvalidInput(f"{key} is required (or period): an ISO week YYYY-Www")
             weeks.append(check_iso_week(value.strip().upper(), key))
         first, last = weeks
         if first > last:
@@ -126,7 +149,17 @@ class HistoryTools:
         span = week_span(first, last)
         if span > MAX_TOOL_WEEKS:
             raise InvalidInput(f"{span} weeks asked for; at most {MAX_TOOL_WEEKS} per call")
-        return first, last
+        return first, last, ""
+
+
+def _weeks(first: str, last: str) -> list[str]:
+    """Every ISO week from ``first`` to ``last`` (valid ``YYYY-Www``), oldest first."""
+    start = date.fromisocalendar(int(first[:4]), int(first[6:]), 1)
+    out = []
+    for n in range(week_span(first, last)):
+        year, week, _ = (start + timedelta(days=7 * n)).isocalendar()
+        out.append(f"{year}-W{week:02d}")
+    return out
 
 
 __all__ = ["MAX_TOOL_WEEKS", "READ_HISTORY", "HistoryReader", "HistoryTools", "render_reports", "week_span"]

@@ -16,14 +16,20 @@ counts are reported to the client and kept in the turn's context manifest.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from agent_memory.chat.agent import REFUSAL_REPLY
+from agent_memory.chat.history_block import (
+    neutralise_block_tags,
+    render_history_block,
+    render_report,
+    select_history,
+    select_yearly,
+)
 from agent_memory.domain.llm import SystemBlock, ToolSpec
 from agent_memory.domain.models import (
     HOT_MEMORY_SECTIONS,
@@ -36,6 +42,9 @@ from agent_memory.domain.models import (
 )
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.domain.turns import MessageRecord, SessionState
+
+if TYPE_CHECKING:
+    from agent_memory.history.loading import HistorySpan
 
 #: The layers in the order they are sent.
 LAYER_NAMES: tuple[str, ...] = ("system", "hot_memory", "history", "recent_turns", "session", "user_message")
@@ -145,16 +154,24 @@ class AssembledPrompt:
         return any(b.name == "hot_memory" and b.ref and b.ref.get("complete") is False for b in self.blocks)
 
     @property
+    def history_period(self) -> str | None:
+        """The period the history block names (a question naming one), else None."""
+        return next((b.ref["period"]["text"] for b in self.blocks if b.name == "history" and "period" in b.ref), None)
+
+    @property
     def breakpoints(self) -> list[str]:
         return [b.name for b in self.blocks if b.cache]
 
 
 def tool_tokens(tools: Sequence[ToolSpec]) -> int:
-    """Estimated tokens of the tool definitions (the start of every cached prefix)."""
-    if not tools:
-        return 0
-    specs = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
-    return estimate_tokens(json.dumps(specs, ensure_ascii=False, sort_keys=True))
+    """Estimated tokens of the tool definitions (the start of every cached prefix): each definition as
+    compact JSON, so that the estimate does not count layout the model never sees and a breakpoint is
+    not placed on a prefix that only the layout brought over the minimum."""
+    return sum(
+        estimate_tokens(json.dumps({"name": t.name, "description": t.description, "input_schema": t.input_schema},
+                                   ensure_ascii=False, sort_keys=True, separators=(",", ":")))
+        for t in tools
+    )
 
 
 # ----------------------------------------------------------------- hot memory
@@ -183,82 +200,10 @@ def select_hot_memory_lines(hot: HotMemory, cap_tokens: int) -> list[HotMemoryLi
     return sorted(keep, key=lambda ln: order[ln.line_id])
 
 
-#: An opening or closing tag of one of the prompt's delimited blocks, as stored text might carry it.
-_BLOCK_TAG = re.compile(r"<(\s*/?\s*(?:hot_memory|history_book|session)\b)", re.IGNORECASE)
-
-
-def neutralise_block_tags(text: str) -> str:
-    """``text`` with every tag of the prompt's own blocks (``<hot_memory>``, ``</session>``, ...)
-    written with a full-width ``＜``: what users, admins or the distiller wrote can never close a
-    block and speak from outside it (docs/architecture.md, "Prompt caching")."""
-    return _BLOCK_TAG.sub(lambda m: "\uff1c" + m.group(1), text)
-
-
 def render_hot_memory_block(hot: HotMemory, lines: Sequence[HotMemoryLine]) -> str:
     """The delimited hot-memory block (its own block, admin rules inside it)."""
     doc = neutralise_block_tags(HotMemory(project_id=hot.project_id, version=hot.version, lines=list(lines)).render())
     return f'<hot_memory project="{hot.project_id}" version="{hot.version}">\n{doc}\n</hot_memory>'
-
-
-# -------------------------------------------------------------------- history
-def select_history(reports: Sequence[WeeklyReport], *, max_weeks: int, max_tokens: int) -> list[WeeklyReport]:
-    """The newest reports that fit: at most ``max_weeks`` and ``max_tokens``; when trimming,
-    the newest weeks are kept. Returned oldest first (reading order)."""
-    newest_first = sorted(reports, key=lambda r: r.iso_week, reverse=True)[:max_weeks]
-    kept: list[WeeklyReport] = []
-    used = 0
-    for r in newest_first:
-        cost = estimate_tokens(render_report(r))
-        if used + cost > max_tokens:
-            break
-        kept.append(r)
-        used += cost
-    return list(reversed(kept))
-
-
-def render_report(report: WeeklyReport) -> str:
-    """One week in the history block: ``## 2026-W05`` then the summary."""
-    return f"## {report.iso_week}\n{report.summary.strip()}"
-
-
-def select_yearly(
-    yearly: Sequence[YearlySummary], weeks: Sequence[WeeklyReport], *, max_tokens: int
-) -> list[YearlySummary]:
-    """Yearly summaries for the periods older than the loaded weeks, newest year first within
-    ``max_tokens``; returned oldest first. A year is used when it is older than the oldest
-    loaded week's ISO year, or is that year but the loaded weeks do not start at its W01."""
-    if not yearly:
-        return []
-    if weeks:
-        oldest = min(r.iso_week for r in weeks)
-        oldest_year, oldest_week = int(oldest[:4]), int(oldest[6:])
-    else:
-        oldest_year, oldest_week = 10_000, 1
-    eligible = [
-        y for y in yearly if y.year < oldest_year or (y.year == oldest_year and oldest_week > 1)
-    ]
-    kept: list[YearlySummary] = []
-    used = 0
-    for y in sorted(eligible, key=lambda y: y.year, reverse=True):
-        cost = estimate_tokens(render_yearly(y))
-        if used + cost > max_tokens:
-            break
-        kept.append(y)
-        used += cost
-    return sorted(kept, key=lambda y: y.year)
-
-
-def render_yearly(summary: YearlySummary) -> str:
-    """One year in the history block: ``## 2025 (yearly summary)`` then the summary."""
-    return f"## {summary.year} (yearly summary)\n{summary.summary.strip()}"
-
-
-def render_history_block(reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary] = ()) -> str:
-    """The delimited history block: yearly summaries of older years, then the weeks, oldest first."""
-    parts = [render_yearly(y) for y in yearly] + [render_report(r) for r in reports]
-    body = neutralise_block_tags("\n\n".join(parts))
-    years = f' years="{len(yearly)}"' if yearly else ""
-    return f'<history_book weeks="{len(reports)}"{years}>\n{body}\n</history_book>'
 
 
 # -------------------------------------------------------------------- session
@@ -270,9 +215,11 @@ def render_session_block(
     now: datetime | None = None,
     time_zone: str | None = None,
     asker: Member | None = None,
+    directives: Sequence[str] = (),
 ) -> str:
-    """The current time, the asker, session facts, rolling summary and the task note of this call:
-    the block that changes every turn, sent with the user's message after the last cache breakpoint."""
+    """The current time, the asker, session facts, rolling summary and the task note of this call
+    (with the standing directives the message states, :func:`render_directives`): the block that
+    changes every turn, sent with the user's message after the last cache breakpoint."""
     patient = f' patient="{session.patient_id}"' if session.patient_id else ""
     parts = [f'<session id="{session.session_id}"{patient}>']
     if now is not None:
@@ -303,14 +250,29 @@ def render_session_block(
         parts.append("Summary of earlier turns:\n" + session.summary)
     notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
     parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
+    if directives:
+        parts.append(render_directives(directives))
     text = "\n".join([parts[0], *(neutralise_block_tags(part) for part in parts[1:]), "</session>"])
     if estimate_tokens(text) > max_tokens and session.summary:
         # The summary is the only unbounded part; drop it before the facts.
         return render_session_block(
             session.model_copy(update={"summary": ""}), intents, max_tokens, now=now, time_zone=time_zone,
-            asker=asker,
+            asker=asker, directives=directives,
         )
     return text
+
+
+#: The first words of the session block's line naming the message's standing directives.
+DIRECTIVES_HEAD = "Standing directives in this message:"
+
+
+def render_directives(directives: Sequence[str]) -> str:
+    """The session block's note on the standing directives a message states: acknowledged, kept by
+    the nightly distillation, never carried out by this reply (docs/architecture.md, "Intents")."""
+    listed = " | ".join(directives)
+    return (f"{DIRECTIVES_HEAD} {listed}\nThey are standing instructions for the future: acknowledge them in one short"
+            " sentence (the nightly distillation keeps them in hot memory); do not carry them out now, and do"
+            " only what the task above asks.")
 
 
 def render_asker(asker: Member) -> str:
@@ -335,7 +297,8 @@ def is_refused_turn(turn: Sequence[MessageRecord]) -> bool:
 
 
 def select_recent_turns(
-    window: Sequence[MessageRecord], max_turns: int, *, turn_block: int = 1, first_position: int = 0
+    window: Sequence[MessageRecord], max_turns: int, *, turn_block: int = 1, first_position: int = 0,
+    without_history: bool = False,
 ) -> list[list[MessageRecord]]:
     """Group the window into turns and keep the recent ones.
 
@@ -351,6 +314,8 @@ def select_recent_turns(
     and every turn from the start of the block holding the ``max_turns``-th newest turn is kept
     (docs/architecture.md, "Prompt caching"): at least ``max_turns`` turns, at most
     ``max_turns + turn_block - 1``, and the first one changes only once every ``turn_block`` turns.
+    ``without_history``: turns whose reply drew on the history book (``MessageRecord.history``)
+    are left out (a QC context never sees history, also not through earlier answers).
     """
     if max_turns <= 0:
         return []
@@ -362,7 +327,8 @@ def select_recent_turns(
             turns.append((position, [m]))
         elif turns:
             turns[-1][1].append(m)
-    complete = [(position, t) for position, t in turns if len(t) > 1 and not is_refused_turn(t)]
+    complete = [(position, t) for position, t in turns if len(t) > 1 and not is_refused_turn(t)
+                and not (without_history and any(m.history for m in t))]
     if len(complete) <= max_turns:
         return [t for _, t in complete]
     span = 2 * max(1, turn_block)
@@ -403,6 +369,29 @@ def turns_to_messages(turns: Sequence[Sequence[MessageRecord]]) -> list[dict[str
     return out
 
 
+def _history_block(
+    reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary], budget: PromptBudget,
+    span: HistorySpan | None,
+) -> tuple[PromptBlock, list[str]]:
+    """The history block (the newest weeks that fit, then the yearly summaries of older periods in
+    the tokens left) and its ISO weeks, oldest first; with ``span`` (a question naming a period)
+    the block names that period and its weeks without a report, and so does its ``ref``."""
+    selected = select_history(reports, max_weeks=budget.history_weeks, max_tokens=budget.history_tokens)
+    weeks = [r.iso_week for r in selected]
+    used = sum(estimate_tokens(render_report(r)) for r in selected)
+    years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
+    period = span.describe() if span is not None else None
+    missing = list(span.missing) if span is not None else []
+    text = render_history_block(selected, years, period=period, missing=missing)
+    ref: dict[str, Any] = {"weeks": weeks, "revisions": {r.iso_week: r.revision for r in selected},
+                           "years": [y.year for y in years]}
+    if span is not None:
+        ref["period"] = {"text": period, "first": span.first, "last": span.last, "missing": missing}
+    return PromptBlock("history", text, estimate_tokens(text), ref=ref), weeks
+
+
+
+
 def _message_tokens(messages: Sequence[dict[str, Any]]) -> int:
     total = 0
     for msg in messages:
@@ -432,6 +421,8 @@ def assemble_prompt(
     now: datetime | None = None,
     time_zone: str | None = None,
     asker: Member | None = None,
+    history_span: HistorySpan | None = None,
+    directives: Sequence[str] = (),
 ) -> AssembledPrompt:
     """Assemble one LLM context.
 
@@ -449,6 +440,10 @@ def assemble_prompt(
         now, time_zone: the time the session block states (none when ``now`` is None).
         asker: the member asking; the session block names them and the preference lines that
             apply to them (none when None).
+        history_span: the period the question named (the history block names it and its weeks
+            without a report); None: the newest weeks were loaded.
+        directives: the standing directives the message states (the session block asks for an
+            acknowledgement only).
 
     Returns:
         The system blocks (with cache flags), the messages (a cache breakpoint on the last block
@@ -461,11 +456,11 @@ def assemble_prompt(
     assembly.add_system(_hot_memory_block(hot_memory, budget), cacheable=True)
     history_weeks: list[str] = []
     if reports is not None:
-        history, history_weeks = _history_block(reports, yearly, budget)
+        history, history_weeks = _history_block(reports, yearly, budget, history_span)
         assembly.add_system(history, cacheable=True)
-    turns, messages = assembly.add_recent_turns(session, budget)
+    turns, messages = assembly.add_recent_turns(session, budget, without_history=Intent.QC_TASK in intents)
     session_text = render_session_block(session, intents, budget.session_tokens, now=now, time_zone=time_zone,
-                                        asker=asker)
+                                        asker=asker, directives=directives)
     messages.append(assembly.add_question(session_text, user_text))
     return AssembledPrompt(
         system=assembly.system,
@@ -495,14 +490,15 @@ class _Assembly:
         self.system.append(SystemBlock(block.name, block.text, cache=block.cache))
 
     def add_recent_turns(
-        self, session: SessionState, budget: PromptBudget
+        self, session: SessionState, budget: PromptBudget, *, without_history: bool = False
     ) -> tuple[list[list[MessageRecord]], list[dict[str, Any]]]:
         """The recent turns of the session's window (:func:`select_recent_turns`, numbered from
-        its ``message_count``) and their messages; a breakpoint ends the last one (the previous
+        its ``message_count``; ``without_history``: a QC context's, without the turns whose reply
+        drew on the history book) and their messages; a breakpoint ends the last one (the previous
         turn's end: the next turn repeats everything up to here) when the prefix is long enough."""
         turns = select_recent_turns(
             session.window, budget.recent_turns, turn_block=budget.turn_block,
-            first_position=max(0, session.message_count - len(session.window)),
+            first_position=max(0, session.message_count - len(session.window)), without_history=without_history,
         )
         messages = turns_to_messages(turns)
         if messages:
@@ -536,23 +532,6 @@ def _hot_memory_block(hot_memory: HotMemory, budget: PromptBudget) -> PromptBloc
     )
 
 
-def _history_block(
-    reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary], budget: PromptBudget
-) -> tuple[PromptBlock, list[str]]:
-    """The history block (the newest weeks that fit, then the yearly summaries of older periods in
-    the tokens left) and its ISO weeks, oldest first."""
-    selected = select_history(reports, max_weeks=budget.history_weeks, max_tokens=budget.history_tokens)
-    weeks = [r.iso_week for r in selected]
-    used = sum(estimate_tokens(render_report(r)) for r in selected)
-    years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
-    text = render_history_block(selected, years)
-    return PromptBlock(
-        "history", text, estimate_tokens(text),
-        ref={"weeks": weeks, "revisions": {r.iso_week: r.revision for r in selected},
-             "years": [y.year for y in years]},
-    ), weeks
-
-
 __all__ = [
     "HOT_MEMORY_SECTIONS",
     "LAYER_NAMES",
@@ -561,8 +540,11 @@ __all__ = [
     "PromptBudget",
     "assemble_prompt",
     "is_refused_turn",
+    "DIRECTIVES_HEAD",
     "render_asker",
+    "render_directives",
     "render_history_block",
+    "neutralise_block_tags",
     "render_hot_memory_block",
     "render_report",
     "render_session_block",

@@ -26,6 +26,7 @@ context per plan), record the answer (one TransactWriteItems).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,11 +34,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from agent_memory.chat.agent import ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.agent import TOOL_CHOICE_NONE, ClinicalTools, ModelCall, run_agent
 from agent_memory.chat.answer import CallOutcome, CallReport, ChatResult, TokenUsage, combine_replies, turn_manifest
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
+from agent_memory.chat.intents.directives import TASK_INTENTS
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
 from agent_memory.chat.read import TurnRead, context_for_turn
 from agent_memory.chat.toolsets import ToolSet, ToolSets
@@ -47,9 +49,10 @@ from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.llm import Effort, LLMRequest
-from agent_memory.domain.models import HotMemory, Intent, Member, Project, WeeklyReport, YearlySummary
+from agent_memory.domain.models import HotMemory, Intent, Member, Project
 from agent_memory.domain.text import content_problem, utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext
+from agent_memory.history.loading import HistoryLoad, anchor_of, load_history_for
 from agent_memory.identifiers import IdentifierFirewall
 from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
 from agent_memory.reminders.service import ReminderDeps
@@ -79,10 +82,17 @@ class ChatConfig:
     effort: Effort | None = None
 
     def cacheable_from(self) -> int:
-        """Tokens a prefix needs before a cache breakpoint is placed at its end."""
+        """Tokens a prefix needs before a cache breakpoint is placed at its end: the model's published
+        minimum with a margin of :data:`CACHE_ESTIMATE_MARGIN` (our token counts are estimates; a
+        breakpoint on a prefix the API counts below its minimum is never written)."""
         if self.min_cacheable_tokens is not None:
             return self.min_cacheable_tokens
-        return min_cacheable_tokens(self.chat_model_id)
+        return math.ceil(min_cacheable_tokens(self.chat_model_id) * CACHE_ESTIMATE_MARGIN)
+
+
+#: How far an estimated prefix must clear the model's minimum cacheable length (docs/architecture.md,
+#: "Prompt caching").
+CACHE_ESTIMATE_MARGIN = 1.05
 
 
 @dataclass
@@ -192,8 +202,8 @@ def handle_message(
     turn.withheld = screened.counts
     classification = deps.classifier.classify(content, deadline=pre_chat_deadline(deadline))
     plans = plan_calls(classification.intents)
-    reports, yearly = _read_history(deps, ctx, plans)
-    outcomes = _answer(deps, turn, plans, reports, yearly)
+    history = _read_history(deps, turn, plans)
+    outcomes = _answer(deps, turn, plans, history, classification.directives)
     return _record_answer(deps, turn, outcomes, classification.intents)
 
 
@@ -249,28 +259,29 @@ def _start_turn(
     return turn
 
 
-def _read_history(
-    deps: ChatDeps, ctx: TurnContext, plans: Sequence[CallPlan]
-) -> tuple[list[WeeklyReport] | None, list[YearlySummary]]:
-    """The weekly reports (None: no plan loads history) and, when the week cap is reached, the
-    yearly summaries of older periods: those the turn's BatchGetItem read, or (a project older
-    than the years that read covers) one Query (docs/architecture.md, "Request path")."""
+def _read_history(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan]) -> HistoryLoad | None:
+    """The history of the turn's history context (None: no plan loads history): the reports of the
+    period the question names, in the project's zone (a milestone dated by a hot-memory line
+    counts), else the newest weeks, with the yearly summaries that stand for older periods: those
+    the turn's BatchGetItem read, or (a project older than the years that read covers) one Query
+    (docs/architecture.md, "Request path" and "History")."""
     if not any(p.load_history for p in plans):
-        return None, []
-    cap = deps.config.budget.history_weeks
-    reports = deps.store.load_history(ctx.project.project_id, limit_weeks=cap)
-    if len(reports) < cap:
-        return reports, []
+        return None
+    ctx = turn.ctx
+    project_id = ctx.project.project_id
+    anchor = anchor_of(turn.content, turn.now, ctx.project.time_zone, [ln.text for ln in ctx.hot_memory.lines])
     read = ctx.yearly_summaries
-    return reports, read if read is not None else deps.store.load_yearly_summaries(ctx.project.project_id)
+    return load_history_for(
+        deps.store, project_id, anchor, cap=deps.config.budget.history_weeks,
+        yearly_read=lambda: read if read is not None else deps.store.load_yearly_summaries(project_id),
+    )
 
 
-def _answer(
-    deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], reports: list[WeeklyReport] | None,
-    yearly: list[YearlySummary],
-) -> list[CallOutcome]:
+def _answer(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], history: HistoryLoad | None,
+            directives: Sequence[str] = ()) -> list[CallOutcome]:
     """One LLM context per plan, sharing the turn's tool sets (one export per subject per turn);
-    the asker's reminder tools go to the first context only (one request, one schedule).
+    the asker's reminder tools and the message's standing directives (to acknowledge) go to the
+    first context only (one request, one schedule, one acknowledgement).
 
     Raises:
         LLMError: a context failed; the user message was recorded as failed (once: a reused one
@@ -287,8 +298,9 @@ def _answer(
     try:
         for i, plan in enumerate(plans):
             outcomes.append(_run_call(deps, _CallInput(
-                turn.ctx.hot_memory, turn.session, plan, reports, yearly, turn.content, project,
+                turn.ctx.hot_memory, turn.session, plan, history, turn.content, project,
                 turn.now, turn.deadline, turn.asker, reminder_tools if i == 0 else None, turn.withheld,
+                tuple(directives) if i == 0 else (),
             ), tools))
     except LLMError:
         if turn.reused is None:
@@ -307,6 +319,7 @@ def _record_answer(deps: ChatDeps, turn: _Turn, outcomes: list[CallOutcome], int
         message_id=new_message_id(reply_at), role="assistant", content=combine_replies(outcomes), at=reply_at,
         tool_calls=[tc for o in outcomes for tc in o.result.tool_calls],
         truncated=any(o.result.truncated for o in outcomes),
+        history=any(o.prompt.history_weeks or o.prompt.history_period or o.history_weeks_read for o in outcomes),
     )
     user_msg = turn.user_msg
     result = ChatResult(
@@ -392,8 +405,7 @@ class _CallInput:
     hot: HotMemory
     session: SessionState
     plan: CallPlan
-    reports: list[WeeklyReport] | None
-    yearly: list[YearlySummary]
+    history: HistoryLoad | None
     content: str
     project: Project
     now: datetime
@@ -401,6 +413,8 @@ class _CallInput:
     asker: Member | None = None
     extra_tools: ToolSet | None = None
     withheld: dict[str, int] = field(default_factory=dict)
+    #: the standing directives the message states (acknowledged; nothing is carried out for them)
+    directives: tuple[str, ...] = ()
 
 
 def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list[ToolSet]:
@@ -429,10 +443,12 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
     cfg = deps.config
     tools, history_tools = _call_tools(deps, call, shared)
     withheld_before = tools.redactions()
+    history = call.history if call.plan.load_history else None  # a QC call never sees history
     prompt = assemble_prompt(
         hot_memory=call.hot,
-        reports=call.reports if call.plan.load_history else None,  # a QC call never sees history
-        yearly=call.yearly if call.plan.load_history else [],
+        reports=history.reports if history is not None else None,
+        yearly=history.yearly if history is not None else [],
+        history_span=history.span if history is not None else None,
         session=call.session,
         user_text=call.content,
         intents=call.plan.intents,
@@ -442,6 +458,7 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
         now=call.now,
         time_zone=call.project.time_zone,
         asker=call.asker,
+        directives=call.directives,
     )
     request = LLMRequest(
         model=cfg.chat_model_id,
@@ -453,7 +470,10 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
         effort=cfg.effort,
         metadata={"intents": [i.value for i in call.plan.intents]},
     )
-    result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
+    # a message that only states standing directives asks for no tool call (docs/architecture.md, "Intents")
+    only_directives = bool(call.directives) and not TASK_INTENTS & set(call.plan.intents)
+    result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage,
+                       tool_choice=TOOL_CHOICE_NONE if only_directives else None)
     reply = deps.firewall.scrub(call.project, result.text)
     if reply.found:
         result = replace(result, text=reply.text)
@@ -471,9 +491,14 @@ def _call_tools(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> tupl
     model's own text and tool inputs before they are run, kept or sent back."""
     history_tools: HistoryTools | None = None
     sets = list(shared)
-    if deps.history is not None and not call.plan.load_history and Intent.QC_TASK not in call.plan.intents:
-        # A question the router did not send to history can still read it; a QC call never can.
-        history_tools = HistoryTools(deps.history, call.project.project_id)
+    if deps.history is not None and Intent.QC_TASK not in call.plan.intents:
+        # A question the router did not send to history can still read it, and a history call other weeks
+        # than those loaded; a QC call never can. Every other call offers the same tools, so the cached
+        # prefix (tools first) holds across history and non-history turns (docs/architecture.md,
+        # "Prompt caching").
+        lines = [ln.text for ln in call.hot.lines]
+        history_tools = HistoryTools(deps.history, call.project.project_id,
+                                     resolve=lambda phrase: anchor_of(phrase, call.now, call.project.time_zone, lines))
         sets.append(history_tools)
     if call.extra_tools is not None:  # the asker's reminder tools (first LLM context only)
         sets.append(call.extra_tools)

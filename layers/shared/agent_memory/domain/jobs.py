@@ -50,7 +50,7 @@ class FlowLogEntry(BaseModel):
 
 #: What a candidate asks: a statement to add, a change of a value, a withdrawal, a relaxation of a
 #: System Rule (held for review).
-CandidateKind = Literal["statement", "change", "withdraw", "relaxes_rule"]
+CandidateKind = Literal["statement", "change", "withdraw", "relaxes_rule", "relaxation_probe"]
 
 
 class Candidate(BaseModel):
@@ -71,12 +71,18 @@ class Candidate(BaseModel):
     origin: Literal["rules", "llm"] = "rules"
     order: tuple[str, int] = ("", 0)
     #: ``statement`` (a line to add), ``change`` (a new value for a subject), ``withdraw`` (the
-    #: speaker takes back a statement), ``relaxes_rule`` (the LLM says it relaxes a System Rule)
+    #: speaker takes back a statement), ``relaxes_rule`` (the LLM says it relaxes a System Rule),
+    #: ``relaxation_probe`` (a message stating nothing durable that may ask for what a rule
+    #: forbids: held for review when the guards find the rule, else never a line)
     kind: CandidateKind = "statement"
     #: when the statement was made (its newest evidence message); the line's provenance keeps it
     stated_at: datetime | None = None
     #: the speaker's user id (scope of a replacement besides the role)
     speaker: str | None = None
+    #: whom a preference is for, as its extractor read it (agent_memory.hot_memory.scope):
+    #: ``"everyone"``, ``"speaker"`` or a study role; None when the statement names none (the
+    #: speaker's study role from the flow log applies)
+    scope: str | None = None
 
 
 class ReviewItem(BaseModel):

@@ -49,6 +49,9 @@ class MessageRecord(BaseModel):
     truncated: bool = False
     idempotency_hash: str | None = None
     source: Literal["chat", "transcript"] = "chat"
+    #: an assistant reply that drew on the history book (loaded into its prompt or read with
+    #: ``read_history``): a QC context leaves its turn out of the recent turns it replays
+    history: bool = False
 
 
 class SessionState(BaseModel):

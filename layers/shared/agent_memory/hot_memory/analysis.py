@@ -59,7 +59,7 @@ def languages_present(text: str) -> set[str]:
 
 # ------------------------------------------------------------ text analysis
 _NEGATION = re.compile(
-    r"不要|不得|不准|不许|不能|不可|不用|不必|不再|禁止|严禁|切勿|请勿|勿|别|避免|杜绝|"
+    r"不要|不得|不准|不许|不能|不可|不用|不必|不再|禁止|严禁|切勿|请勿|勿|(?<![类区分个特级性识鉴差组告辨])别|避免|杜绝|"
     r"不(?=[写发用提输给让做说回列加填录打联])|"
     r"\b(?:do not|don't|dont|never|no longer|avoid|must not|mustn't|should not|shouldn't|stop)\b|\bnot\b",
     re.IGNORECASE,
@@ -204,6 +204,11 @@ def _language_values_agree(new: str, old: str) -> bool:
     return new.startswith("not-") and not old.startswith("not-") and new[4:] != old
 
 
+def conflicts(candidate: Analysis, line: Analysis) -> bool:
+    """Same subject, different content: a contradiction or a changed detail (newer wins)."""
+    return contradicts(candidate, line) or supersedes(candidate, line)
+
+
 def contradicts(candidate: Analysis, line: Analysis) -> bool:
     """Same subject with the opposite polarity, or a different reply language (the newer
     statement wins)."""
@@ -217,6 +222,7 @@ __all__ = [
     "Analysis",
     "analyse",
     "changes_value",
+    "conflicts",
     "contradicts",
     "is_duplicate",
     "language_of",
@@ -246,13 +252,63 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                              r"([0-9]+)\s*days?\s+(?:before|ahead|in advance|early)",
                              re.IGNORECASE), {}),
     "daypart": (re.compile(r"上午|下午|早上|晚上|中午|\bmornings?\b|\bafternoons?\b|\bevenings?\b", re.IGNORECASE), {}),
+    # how a list is arranged: the key it is sorted, grouped or broken down by
+    "arrangement": (re.compile(
+        r"按(?:照)?\s*([^，,。；;按]{1,12}?)\s*(?:排序|排列|排|分组|分开|分|列出|列|归类|汇总)|"
+        r"\b(?:sort|order|group|arrang|list|split|break)\w*\b[^,.;]{0,30}?\bby ([a-z][a-z -]{1,25}?)"
+        r"(?=\s+(?:rather|instead|not|and|then|with|in|for)\b|[,.;]|$)|"
+        r"\bper (form|visit|site|centre|center|subject|patient|week|month|arm|investigator)s?\b",
+        re.IGNORECASE), {}),
+    # how much an answer says
+    "detail": (re.compile(r"(详细|详尽|展开说|简短|简洁|简单点|精简|只给结论|一句话|\bdetailed\b|\bin detail\b|"
+                          r"\bbrief\b|\bshort\b|\bconcise\b|\bjust the conclusion)", re.IGNORECASE), {}),
+    # how a list is delivered: a file attached, or pasted in the message
+    "delivery": (re.compile(r"(附件|\battach\w*|\bas a file\b|贴在|直接贴|贴到|正文里|\binline\b|\bin the chat\b|"
+                            r"\bpaste\w*)", re.IGNORECASE), {}),
+    "date_format": (re.compile(r"(?<![A-Za-z])([YMD]{2,4}[-/.][YMD]{1,2}[-/.][YMD]{2,4})(?![A-Za-z])", re.IGNORECASE),
+                    {}),
+    "month_day": (re.compile(r"每月\s*(\d{1,2})\s*[号日]|每月的?(最后一个工作日|最后一天|月底|月初|第一个工作日)|"
+                             r"\b(\d{1,2})(?:st|nd|rd|th) of (?:each|every|the) month|"
+                             r"\b(last (?:working |business )?day) of (?:each|every|the) month", re.IGNORECASE), {}),
 }
-_VALUE_WORDS = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _FAMILIES.values()) + r"|每", re.IGNORECASE)
+#: one value under several names (the arrangement keys, the detail and delivery values)
+_SAME_VALUE: dict[str, str] = {
+    "中心": "site", "centre": "site", "center": "site", "site": "site", "各中心": "site",
+    "受试者编号": "subject", "受试者": "subject", "编号": "subject", "subject number": "subject", "subject": "subject",
+    "详细": "detailed", "详尽": "detailed", "展开说": "detailed", "in detail": "detailed",
+    "简短": "brief", "简洁": "brief", "简单点": "brief", "精简": "brief", "只给结论": "brief", "一句话": "brief",
+    "short": "brief", "concise": "brief", "just the conclusion": "brief",
+    "附件": "attachment", "as a file": "attachment", "贴在": "inline", "直接贴": "inline", "贴到": "inline",
+    "正文里": "inline", "in the chat": "inline",
+}
+#: value words taken out before comparing subjects; an arrangement keeps its verb and subject
+#: ("sort the deviation log by type"): only its key goes
+_VALUE_WORDS = re.compile("|".join(f"(?:{p.pattern})" for f, (p, _) in _FAMILIES.items() if f != "arrangement")
+                          + r"|每", re.IGNORECASE)
+
+
+def _without_values(norm: str) -> str:
+    """``norm`` without its value words and arrangement keys."""
+    keys = _FAMILIES["arrangement"][0]
+    kept = keys.sub(lambda m: m.group().replace(next((g for g in m.groups() if g), ""), " "), norm)
+    return _VALUE_WORDS.sub(" ", kept)
+
+
+def _value(raw: str, aliases: dict[str, str]) -> str:
+    """One value's canonical name (aliases, shared names, plural and "the" dropped)."""
+    key = re.sub(r"^(?:the|each|every)\s+", "", raw.strip().casefold())
+    key = aliases.get(key, _SAME_VALUE.get(key, key))
+    if key.startswith("attach"):
+        return "attachment"
+    if key.startswith("paste") or key == "inline":
+        return "inline"
+    return key[:-1] if key.endswith("s") and len(key) > 3 and key.isascii() else key
 
 
 def values(text: str) -> dict[str, frozenset[str]]:
     """The values a statement sets, by family (file format, weekday, clock hour, lead days, part of
-    the day); a negated value ("别用 xlsx", "rather than PDF") is not a value the statement sets."""
+    the day, arrangement key, level of detail, delivery, date format, day of the month); a negated
+    value ("别用 xlsx", "rather than PDF", "not per form") is not a value the statement sets."""
     norm = nfkc(text).casefold()
     out: dict[str, frozenset[str]] = {}
     for family, (pattern, aliases) in _FAMILIES.items():
@@ -261,7 +317,7 @@ def values(text: str) -> dict[str, frozenset[str]]:
             if _NEG_BEFORE.search(norm[: m.start()]):
                 continue
             raw = next((g for g in m.groups() if g), m.group()) if m.groups() else m.group()
-            found.add(aliases.get(raw, raw))
+            found.add(_value(raw, aliases))
         if found:
             out[family] = frozenset(found)
     return out
@@ -275,9 +331,14 @@ def changes_value(candidate: str, line: str) -> bool:
     a, b = values(candidate), values(line)
     if not any(a[f] != b[f] for f in a.keys() & b.keys()):
         return False
-    ga = set(_grams(_VALUE_WORDS.sub(" ", nfkc(candidate).casefold())))
-    gb = set(_grams(_VALUE_WORDS.sub(" ", nfkc(line).casefold())))
+    ga = _stems(_grams(_without_values(nfkc(candidate).casefold())))
+    gb = _stems(_grams(_without_values(nfkc(line).casefold())))
     return bool(ga & gb)
+
+
+def _stems(grams: Iterable[str]) -> set[str]:
+    """Words without a plural -s ("deviations" and "deviation" are one subject)."""
+    return {g[:-1] if g.endswith("s") and len(g) > 3 and g.isascii() else g for g in grams}
 
 
 def shared_grams(a: str, b: str) -> int:

@@ -33,50 +33,110 @@ _I = re.IGNORECASE
 
 @dataclass(frozen=True)
 class _Concept:
-    """A safeguard concept: ``all_of`` patterns must each match (an action and its object)."""
+    """A safeguard concept: ``all_of`` patterns must each match (an action and its object).
+
+    ``kind``: ``forbidden`` (a rule forbids it: relaxed by a permission or an output request that
+    does not negate it), ``required`` (a rule requires it: relaxed by a waiver before it) or
+    ``hidden`` (a rule requires it reported: relaxed when the statement hides, drops or waives it
+    anywhere). ``topic``: the index of the pattern that names the concept when a statement only
+    refers to a rule ("AE因果那条", "the identifier rule"). ``removable``: naming it together with a
+    removal ("身份证号那一列删掉") keeps the safeguard."""
 
     name: str
-    kind: str  # "forbidden" | "required"
+    kind: str  # "forbidden" | "required" | "hidden"
     all_of: tuple[re.Pattern[str], ...]
+    topic: int = 0
+    removable: bool = False
+    #: relaxed only by a permission (a decision handed to the assistant), not by an output request
+    needs_permission: bool = False
 
 
+#: a removal of what is named: the safeguard is kept ("身份证号那一列删掉", "mask the phone numbers")
+#: unless the removal is waived ("手机号不用打码了")
+_REMOVAL = re.compile(
+    r"删掉|删除|删了|去掉|拿掉|隐藏|打码|脱敏|遮住|不显示|不要显示|"
+    r"\b(?:removed?|drop(?:ped)?|hidden|hide|mask(?:ed)?|redact(?:ed)?|strip(?:ped)?|left out)\b",
+    _I,
+)
+_REMOVAL_WAIVED = re.compile(r"不用|不必|无需|不需要|别|不要|\bno need\b|\bdon'?t\b|\bwithout\b|\bstop\b", _I)
+
+
+def _removed_after(text: str) -> bool:
+    """A removal of what stands at the start of ``text`` in the same clause, not waived."""
+    clause = re.split(r"[，,。；;]", text, maxsplit=1)[0][:16]
+    m = _REMOVAL.search(clause)
+    return m is not None and not _REMOVAL_WAIVED.search(clause[: m.start()])
 _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (re.compile(
-        r"姓名|(?<!文件)名字|全名|真名|身份证|手机号|电话号码|住址|病人名|患者名|"
+        r"姓名|(?<!文件)名字|全名|真名|身份证|身份标识|手机号|电话号码|住址|病人名|患者名|隐私|"
         r"\b(?:patient|subject|participant|full|real|first|last|family)(?:'s|s')? names?\b|\bnames? of\b|"
-        r"\bphone numbers?\b|\bid numbers?\b|\bidentif", _I),)),
+        r"\bphone numbers?\b|\bid numbers?\b|\bidentif|\bprivacy\b|\bthe names\b", _I),), removable=True),
     _Concept("record_write", "forbidden", (
-        re.compile(r"修改|删除|删掉|删了|删|改掉|改了|改|更正|编辑|\b(?:edit|modify|delete|remove|change|correct|fix|"
-                   r"overwrite|update)\w*\b", _I),
-        re.compile(r"EDC|eCRF|记录|数据|受试者|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|\bsubjects?\b", _I),
-    )),
+        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改|更正|编辑|"
+                   r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|fill(?:s|ed|ing)? in|"
+                   r"clean(?:s|ed|ing)? up)\w*\b", _I),
+        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
+                   r"\bsubjects?\b|\bdatabase\b", _I),
+    ), topic=1),
     _Concept("external_send", "forbidden", (
         re.compile(r"发|抄送|抄给|转给|\b(?:send|sent|forward|cc|share|e-?mail)\w*\b", _I),
         re.compile(r"院外|外部|对外|CRA|药企|申办方|伦理|其他中心|\bsponsor|\bethics|\bexternal|\boutside", _I),
-    )),
+    ), topic=1),
     _Concept("dosing", "forbidden", (re.compile(r"剂量|用量|给药方案|\bdos(?:e|es|ing|age)\b|\bmg\b", _I),)),
     _Concept("arm_split", "forbidden", (re.compile(
         r"双盲|揭盲|破盲|治疗组|按组|组别|\bby arms?\b|\bper arm\b|\bsplit by arm|\btreatment (?:arm|group)s?\b|"
         r"\bunblind|\bblinding\b|\ballocation\b", _I),)),
+    # AE causality and SAE reporting are the investigators' decisions
+    _Concept("ae_decision", "forbidden", (
+        re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
+                   r"\bcausality\b|\brelatedness\b|\bexpedited\b|\badverse events?\b", _I),
+        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|"
+                   r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify|mark|label)\w*\b", _I),
+    ), needs_permission=True),
+    # no medical advice to patients or subjects
+    _Concept("medical_advice", "forbidden", (
+        re.compile(r"医疗建议|停药|加量|减量|换药|用药|吃药|止痛药|止吐药|退烧药|感冒药|药量|吃什么药|要不要紧|严不严重|症状|"
+                   r"治疗调整|诊断|"
+                   r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
+                   r"\bdrugs?\b|\bpills?\b|\btreatment\b", _I),
+        re.compile(r"患者|病人|受试者|家属|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|\bfamil(?:y|ies)\b", _I),
+        # the act of advising them
+        re.compile(r"回答|答复|回复|回(?=家属|患者|病人|受试者|他们|她们)|告诉|建议|判断|指导|提供|"
+                   r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
+    )),
+    # protocol deviations are recorded and reported: hiding, dropping or not reporting one waives it
+    _Concept("deviation_report", "hidden", (
+        re.compile(r"偏离|超窗|\bdeviations?\b|\bvisit[- ]window\b|\bout[- ]of[- ]window\b", _I),
+        re.compile(r"(?:别|不|不用|不必|不再)(?:再)?(?:算|计|当|作为|列为|记为|记录)(?:成|为|作)?(?=偏离|\S{0,4}偏离)|当没发生|"
+                   r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
+                   r"别让.{0,8}看到|能不报|"
+                   r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"
+                   r"\bnot count|\bhidden\b|\bhide\b|\bplayed down\b|\bunreported\b|\bleave (?:them |it )?out\b|"
+                   r"\bomit\w*|\bwithout reporting\b", _I),
+    )),
     _Concept("sign_off", "required", (re.compile(
         r"签字|签名|确认|批准|审批|点头|同意|过目|\bsign(?:ed|ing|-off| off|ature)?\b|\bapprov\w*|\bconfirm\w*", _I),)),
 )
 
 _PERMISSION = re.compile(
     r"直接|不用|不必|无需|用不着|不需要|跳过|省得|省去|免得|就行|就好|就可以|没关系|没事|可以|松一下|放宽|例外|通融|反正|"
+    r"看着办|你自己|你来|由AI|让AI|AI来|自己补|自己定|自己判|"
     r"\bjust\b|\bskip\b|\bno need\b|\bdon'?t need\b|\bneedn'?t\b|\byou can\b|\bit'?s fine\b|\bis fine\b|\bok to\b|"
-    r"\bokay to\b|\ballowed\b|\bgo ahead\b|\bdirectly\b|\bwithout\b|\banyway\b",
+    r"\bokay to\b|\ballowed\b|\bgo ahead\b|\bdirectly\b|\bwithout\b|\banyway\b|\byourself\b|\byou decide\b|"
+    r"\bfeel free\b|\bup to you\b|\bon your own\b|\byou may\b",
     _I,
 )
 #: asking the assistant to output something: with a forbidden object and no negation, a request
-#: to do what the rule forbids ("编号后面写上名字", "include the name")
+#: to do what the rule forbids ("编号后面写上名字", "include the name", "answer patients' questions")
 _OUTPUT_ASK = re.compile(
-    r"写上|写|加上|标上|标注|显示|列出|给我|告诉|提供|放上|附上|"
-    r"\b(?:show|include|add|list|give|tell|provide|put|display|break down|split)\b",
+    r"写上|写|加上|标上|标注|显示|列出|给我|告诉|提供|放上|附上|回答|答复|给建议|"
+    r"\b(?:show|include|add|list|give|tell|provide|put|display|break down|split|answer|advise|recommend)\b",
     _I,
 )
+#: a negation before a concept; an A-not-A question ("能不能停药", "要不要加量") negates nothing
 _NEGATION_BEFORE = re.compile(
-    r"(?:不要|不能|不得|不准|不许|不可|禁止|严禁|别|勿|不|\bno\b|\bnot\b|\bnever\b|n't|\bwithout\b)"
+    r"(?:(?<!要)不要|(?<!能)不能|不得|不准|不许|(?<!可)不可|禁止|严禁|别|勿|(?<![能要是可会算有用])不(?![能要是可会算有用]\S)|"
+    r"\bno\b|\bnot\b|\bnever\b|n't|\bwithout\b)"
     r"[^，,。；;]{0,8}$",
     _I,
 )
@@ -88,13 +148,33 @@ _WAIVE_BEFORE = re.compile(
 )
 _TOO_SLOW = re.compile(r"太慢|太麻烦|麻烦|来不及|\btoo slow\b|\btakes? too long\b", _I)
 _NAMES_RULES = re.compile(
-    r"系统规则|规则里|那条规则|这条规则|管理员的?(?:规定|规则|禁令|要求)|禁令|\brules?\b|\bpolicy\b|\bprohibition", _I
+    r"系统规则|规则里|那条规则|这条规则|管理员的?(?:规定|规则|禁令|要求)|禁令|规矩|那(?:一|几)?条|这(?:一|几)?条|"
+    r"第[一二三四五六七八九十\d]+条|\brules?\b|\bpolicy\b|\bprohibition", _I
 )
 _RELAX_ASK = re.compile(
-    r"松一下|放宽|放松|取消|解除|不适用|例外|通融|忽略|无视|别管|不用管|不用遵守|绕过|跳过|"
-    r"\brelax|\blift\b|\bwaive|\bexception|\bignore|\bbypass|\bskip\b|\byou can\b|\bit'?s fine\b|\bdoesn'?t apply",
+    r"松一下|放宽|放松|取消|解除|不适用|例外|通融|忽略|无视|别管|不用管|不用遵守|不必遵守|绕过|跳过|放一放|先放|别较真|"
+    r"不算数|太死板|别执行|不执行|不用执行|不必执行|不用严格执行|免了|当参考|"
+    r"\brelax|\blift\b|\bwaive|\bexception|\bignore|\bbypass|\bskip\b|\byou can\b|\bit'?s fine\b|"
+    r"\bdoesn'?t apply|\bnot apply|\bsuspend|\bdrop\b",
     _I,
 )
+#: a rule noun ("规矩", "the identifier rule"); 那条 / 这条 / 第N条 name a rule only beside a safeguard's
+#: topic ("AE因果那条", "方案偏离那条") or a rule noun
+_RULE_NOUN = re.compile(r"系统规则|规则|规矩|规定|禁令|\brules?\b|\bpolicy\b|\bprohibition", _I)
+
+
+def names_rules_to_relax(text: str) -> bool:
+    """True when ``text`` names the System Rules (a rule noun, or 那条 / 第N条 beside a safeguard's
+    topic) and asks to relax them ("AE因果那条对非严重AE就不用管了", "ignore the admin rules")."""
+    norm = nfkc(text)
+    if not _RELAX_ASK.search(norm) or not _NAMES_RULES.search(norm):
+        return False
+    return bool(_RULE_NOUN.search(norm) or _ORDINAL.search(norm) or topics_of(norm))
+
+
+#: a rule named by its place in the System Rules ("第二条", "rule 2")
+_ORDINAL = re.compile(r"第([一二三四五六七八九十\d]+)条|\brule (?:no\.? ?|#)?(\d+)\b", _I)
+_CN_DIGITS = "一二三四五六七八九十"
 
 
 def _hits(concept: _Concept, text: str) -> list[re.Match[str]]:
@@ -108,6 +188,32 @@ def concepts_of(text: str) -> set[str]:
     """The safeguard concepts a text mentions (a rule's or a statement's)."""
     norm = nfkc(text)
     return {c.name for c in _CONCEPTS if _hits(c, norm)}
+
+
+def topics_of(text: str) -> set[str]:
+    """The concepts a text names by their topic alone (a reference to a rule: "AE因果那条")."""
+    norm = nfkc(text)
+    return {c.name for c in _CONCEPTS if c.all_of[c.topic].search(norm)}
+
+
+def _free(concept: _Concept, norm: str, matches: list[re.Match[str]]) -> bool:
+    """A forbidden concept named without a negation before it, nor (for a removable one) a removal
+    after it."""
+    return any(not _NEGATION_BEFORE.search(norm[: m.start()])
+               and not (concept.removable and _removed_after(norm[m.end():])) for m in matches)
+
+
+def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks: bool) -> bool:
+    """Whether the statement ``norm`` (of the message ``whole``) relaxes ``concept`` (its patterns
+    all matched the message)."""
+    own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
+    if concept.kind == "forbidden":
+        return (permission or (asks and not concept.needs_permission)) and _free(concept, norm, own)
+    if concept.kind == "hidden":  # hiding it anywhere in the message ("偏离能不报就不报吧，以后你别列出来")
+        hides = concept.all_of[-1].finditer(whole)
+        return any(not _NEGATION_BEFORE.search(whole[: m.start()]) for m in hides)
+    waived = [m for m in own if _WAIVE_BEFORE.search(norm[: m.start()])]
+    return bool(waived) or any(_TOO_SLOW.search(norm[m.end(): m.end() + 12]) for m in own)
 
 
 def relaxed_concepts(statement: str, context: str = "", *, asks_output: bool = False) -> set[str]:
@@ -125,52 +231,102 @@ def relaxed_concepts(statement: str, context: str = "", *, asks_output: bool = F
         for m in sign_off.all_of[0].finditer(norm)
     )
     asks = (asks_output or bool(_OUTPUT_ASK.search(norm))) and not affirms_sign_off
-    out: set[str] = set()
-    for concept in _CONCEPTS:
-        if not all(p.search(whole) for p in concept.all_of):
-            continue
-        own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
-        if concept.kind == "forbidden":
-            free = [m for m in own if not _NEGATION_BEFORE.search(norm[: m.start()])]
-            if (permission or asks) and free:
-                out.add(concept.name)
-        else:
-            waived = [m for m in own if _WAIVE_BEFORE.search(norm[: m.start()])]
-            slow = any(_TOO_SLOW.search(norm[m.end(): m.end() + 12]) for m in own)
-            if waived or slow:
-                out.add(concept.name)
-    return out
+    return {c.name for c in _CONCEPTS
+            if all(p.search(whole) for p in c.all_of) and _relaxes(c, norm, whole, permission=permission, asks=asks)}
+
+
+def _by_ordinal(norm: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+    m = _ORDINAL.search(norm)
+    if m is None:
+        return []
+    raw = m.group(1) or m.group(2)
+    n = int(raw) if raw.isdigit() else (_CN_DIGITS.index(raw) + 1 if raw in _CN_DIGITS else 0)
+    return [rules[n - 1]] if 0 < n <= len(rules) else []
+
+
+def _named_rules(statement: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+    """The rules a statement that names rules and asks to relax them refers to: by place ("第二条"),
+    by the concepts it names in full, by shared words, by a concept's topic alone ("AE因果那条");
+    else all (unsure -> queue every rule it may mean)."""
+    norm = nfkc(statement)
+    by_place = _by_ordinal(norm, rules)
+    if by_place:
+        return by_place
+    named = concepts_of(statement)
+    near = [r for r in rules if concepts_of(r.text) & named]
+    if near:
+        return near
+    info = analyse(statement)
+    near = [r for r in rules if len(analyse(r.text).grams & info.grams) >= 2]
+    if near:
+        return near
+    topics = topics_of(statement)
+    return [r for r in rules if (concepts_of(r.text) | topics_of(r.text)) & topics] or list(rules)
 
 
 def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str = "", *,
                   asks_output: bool = False) -> list[HotMemoryLine]:
     """The System Rules ``statement`` would relax, best match first; [] when it relaxes none.
 
-    A rule is relaxed when it holds a concept the statement relaxes (a waived requirement counts
-    only together with a forbidden concept, or when no rule shares a forbidden one), or when the
-    statement names the rules and asks to relax them (then the rules it shares words or concepts
-    with, else all rules: unsure -> queue). ``asks_output``: see :func:`relaxed_concepts`.
+    A rule is relaxed when it holds a concept the statement relaxes (a waived requirement alone
+    counts only when the message also names one of the rule's forbidden concepts: "you don't need
+    my approval to send reminders" waives no data rule), or when the statement names the rules and
+    asks to relax them (:func:`_named_rules`). ``asks_output``: see :func:`relaxed_concepts`.
     """
     if not rules:
         return []
     relaxed = relaxed_concepts(statement, context, asks_output=asks_output)
+    mentioned = concepts_of(f"{context}\n{statement}") | topics_of(statement)
+    required = {c.name for c in _CONCEPTS if c.kind == "required"}
     scored: list[tuple[int, int, HotMemoryLine]] = []
     for i, rule in enumerate(rules):
-        shared = relaxed & concepts_of(rule.text)
+        held = concepts_of(rule.text)
+        shared = relaxed & held
+        if shared and shared <= required and not (held - required) & mentioned:
+            continue
         if shared:
-            forbidden = sum(1 for c in _CONCEPTS if c.name in shared and c.kind == "forbidden")
+            forbidden = len(shared - required)
             scored.append((forbidden * 2 + len(shared), -i, rule))
     if scored and any(s[0] >= 2 for s in scored):
         scored = [s for s in scored if s[0] >= 2]
     if scored:
         return [s[2] for s in sorted(scored, key=lambda s: (s[0], s[1]), reverse=True)]
-    norm = nfkc(statement)
-    if _NAMES_RULES.search(norm) and _RELAX_ASK.search(norm):
-        mentioned = concepts_of(statement)
-        info = analyse(statement)
-        near = [r for r in rules if (concepts_of(r.text) & mentioned) or len(analyse(r.text).grams & info.grams) >= 2]
-        return near or list(rules)
-    return []
+    whole = nfkc(f"{context}\n{statement}") if context else nfkc(statement)
+    return _named_rules(whole, rules) if names_rules_to_relax(whole) else []
 
 
-__all__ = ["concepts_of", "relaxed_concepts", "relaxed_rules"]
+def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemoryLine | None:
+    """The System Rule a statement only says again: every clause of it forbids (negates) a concept
+    the rule forbids ("记住 报告里不要出现患者名字" beside the identifiers rule); None otherwise.
+    Such a statement adds nothing to hot memory (the merge counts it as a duplicate)."""
+    clauses = [c for c in re.split(r"[，,；;。.]", nfkc(statement)) if c.strip()]
+    found: HotMemoryLine | None = None
+    for clause in clauses:
+        named = [c for c in _CONCEPTS if c.kind == "forbidden" and _hits(c, clause)]
+        if not named or any(_free(c, clause, _hits(c, clause)) for c in named):
+            return None
+        held = next((r for r in rules if {c.name for c in named} & concepts_of(r.text)
+                     and _same_items(clause, r.text)), None)
+        if held is None:
+            return None
+        found = found or held
+    return found
+
+
+#: the items of a safeguard a rule may list one by one: a statement forbidding full names says again
+#: a rule listing names, not one listing ID numbers and phone numbers only
+_ITEMS = (
+    re.compile(r"姓名|名字|全名|真名|\bnames?\b", _I),
+    re.compile(r"身份证|\bid numbers?\b", _I),
+    re.compile(r"手机号|电话|\bphone", _I),
+    re.compile(r"住址|地址|\baddress", _I),
+)
+
+
+def _same_items(statement: str, rule: str) -> bool:
+    """Every listed item the statement names, the rule names too."""
+    return all(item.search(rule) for item in _ITEMS if item.search(statement))
+
+
+__all__ = ["concepts_of", "names_rules_to_relax", "reinforced_rule", "relaxed_concepts", "relaxed_rules",
+           "topics_of"]

@@ -16,32 +16,32 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from typing import get_args
 
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
-from agent_memory.domain.models import HotMemory, HotMemoryLine
+from agent_memory.domain.models import HotMemory, HotMemoryLine, StudyRole
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.hot_memory.analysis import (
     Analysis,
     analyse,
     changes_value,
+    conflicts,
     contradicts,
     is_duplicate,
     languages_present,
     shared_grams,
     supersedes,
 )
-from agent_memory.hot_memory.document import document_tokens, stable_id
+from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction, compact_offline, validate_compaction
+from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
-from agent_memory.hot_memory.guards import relaxed_rules
+from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
-PRUNER = "pruner"
-
-
-def _line_json(line: HotMemoryLine) -> str:
-    return line.model_dump_json()
+#: The study roles a preference's scope may name.
+STUDY_ROLES: frozenset[str] = frozenset(get_args(StudyRole)) - {"Other"}
 
 
 # ------------------------------------------------------------------- merge
@@ -105,14 +105,16 @@ def merge_candidates(
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
        ``language`` (Chinese stays Chinese);
-    4. provenance: a preference's role tag is the speaker's study role from the flow-log record
-       of its evidence (whatever an extractor proposed); the line keeps the statement's time;
+    4. provenance: a preference's role tag is its scope (``Candidate.scope``: a study role, the
+       speaker's user id, none for everyone), else the speaker's study role from the flow-log
+       record of its evidence; the line keeps the statement's time;
     5. System Rules guard: a candidate the LLM marks ``relaxes_rule``, one that names the rules
        and asks to relax them, one that permits what a rule forbids or waives what it requires
        (:func:`~agent_memory.hot_memory.guards.relaxed_rules`, by meaning, whether or not it
        names the rule), one targeting an admin line or contradicting one -> review queue naming
        the rule, never applied (one item per message);
-       a candidate from down-vote reasons only (flow-log ``source == "feedback"``) whose reasons
+       a ``relaxation_probe`` (a message stating nothing durable) no guard holds is rejected
+       ``not_a_statement``; a candidate from down-vote reasons only (flow-log ``source == "feedback"``) whose reasons
        state no preference (a bare judgement such as "wrong") -> ``not_a_preference``;
     6. a withdrawal removes the speaker's statement on that subject (made earlier the same day,
        or an AI line of the same scope);
@@ -147,6 +149,9 @@ class _Statement:
     text: str
     evidence: list[str]
     said: list[FlowLogEntry]
+    #: the speaker's own line on the subject (tagged with their user id) a statement naming no
+    #: scope restates or changes: the statement keeps that scope
+    own_scope: bool = False
 
     @cached_property
     def info(self) -> Analysis:
@@ -158,8 +163,20 @@ class _Statement:
 
     @property
     def role(self) -> str | None:
-        """A preference's role tag: the speaker's study role from the flow-log record."""
-        return self.speaker.study_role if self.cand.section == "User Preferences" else None
+        """A preference's role tag (docs/architecture.md, "Hot memory"): the study role its scope
+        names, the speaker's user id for a preference of the speaker alone, None for everyone;
+        the speaker's study role from the flow-log record when the statement names no scope (or
+        an extractor names one that is not a study role)."""
+        if self.cand.section != "User Preferences":
+            return None
+        if self.own_scope:
+            return self.speaker.user_id
+        scope = self.cand.scope
+        if scope == "everyone":
+            return None
+        if scope == "speaker":
+            return self.speaker.user_id
+        return scope if scope in STUDY_ROLES else self.speaker.study_role
 
     @property
     def feedback(self) -> list[FlowLogEntry]:
@@ -195,18 +212,34 @@ class _Merge:
             return
         said = [self.by_rater.get((e, cand.speaker), self.day_messages[e]) for e in evidence]
         statement = _Statement(cand, text, evidence, said)
+        statement.own_scope = self._speaker_own_subject(statement)
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target,
                                "\n".join(m.content for m in said), asks_output=bool(feedback))
         if held is not None:
             self._queue(cand, text, evidence, *held)
+        elif cand.kind == "relaxation_probe":
+            self.result.rejected["not_a_statement"] += 1
         elif cand.kind == "withdraw":
             self._withdraw(statement, target)
         elif feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
             self.result.rejected["not_a_preference"] += 1
         elif not self._duplicate(statement):
             self._place(statement, target)
+
+    def _speaker_own_subject(self, statement: _Statement) -> bool:
+        """A preference naming no scope, on the subject of a line of the speaker alone (tagged with
+        their user id): the speaker speaks of their own preference again ("随访提醒提前3天发我" then
+        "随访提醒以后提前1天发就够了")."""
+        if statement.cand.section != "User Preferences" or statement.cand.scope is not None:
+            return False
+        own = statement.speaker.user_id
+        probe = HotMemoryLine(line_id="", section=statement.cand.section, text=statement.text, source="distilled",
+                              role_tag=own, created_at=self.now, created_by=DISTILLER, stated_by=own)
+        return any(ln.role_tag == own and (same_subject(probe, ln, change=statement.cand.kind == "change")
+                                          or is_duplicate(statement.info, analyse(ln.text)))
+                   for ln in self.lines if ln.source != "admin")
 
     def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None) -> None:
         _queue(self.result, self.queued, self.hot.project_id, cand, text, evidence, self.day, self.now, reason,
@@ -219,16 +252,18 @@ class _Merge:
             _note_removed(self.result, target)
             self.result.withdrawn.extend(statement.evidence)
         else:
-            _withdraw(self.result, self.lines, statement.text, statement.role, statement.cand.section,
-                      statement.evidence)
+            _withdraw(self.result, self.lines, statement.text, (statement.role, statement.speaker.user_id),
+                      statement.cand.section, statement.evidence)
 
     def _duplicate(self, statement: _Statement) -> bool:
-        """A line (or one added earlier in this merge) says it already: counted, the line keeps its
-        provenance; a down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
+        """A line (or one added earlier in this merge) says it already, or a System Rule does (the
+        statement only forbids what the rule forbids): counted, the line keeps its provenance; a
+        down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
         info = statement.info
         dup = next((ln for ln in self.lines if is_duplicate(info, analyse(ln.text))
                     or _restates(statement.text, statement.role, statement.cand.section, ln,
                                  statement.speaker.user_id)), None)
+        dup = dup or reinforced_rule(statement.text, self.rules)
         if dup is None:
             return False
         self.result.duplicates += 1
@@ -293,6 +328,11 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
     return "language" if language != "other" and spoken and language not in spoken else None
 
 
+#: a System Rule is long: a statement sharing fewer of its words / bigrams only touches its topic
+#: ("list protocol deviations by category"); relaxing it by meaning is the guards' judgement
+_RULE_CLASH_GRAMS = 3
+
+
 def _held_for_admin(
     cand: Candidate, text: str, info: Analysis, lines: list[HotMemoryLine], rules: list[HotMemoryLine],
     target: HotMemoryLine | None, context: str, *, asks_output: bool = False,
@@ -313,7 +353,8 @@ def _held_for_admin(
             cand.replaces if target is not None else None)
     if target is not None and target.source == "admin":
         return "targets_admin_line", target.line_id
-    clash = next((ln for ln in lines if ln.source == "admin" and _conflicts(info, analyse(ln.text))), None)
+    clash = next((ln for ln in lines if ln.source == "admin" and conflicts(info, analyse(ln.text)) and (
+        ln.section != SYSTEM_RULES or len(info.grams & analyse(ln.text).grams) >= _RULE_CLASH_GRAMS)), None)
     return ("contradicts_admin_line", clash.line_id) if clash is not None else None
 
 
@@ -346,7 +387,11 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
             result.removed.remove(extra.line_id)
 
 
-_FOCUS_LABEL = re.compile(r"^(?:当前重点|重点|current focus|focus)\s*[:：]", re.IGNORECASE)
+#: a line naming the current focus, labelled or not ("当前重点：…", "这个月的重点改成…")
+_FOCUS = re.compile(
+    r"^(?:当前重点|重点|current focus|focus)\s*[:：]|"
+    r"(?:当前|目前|现在|这个月|本月|这周|本周|近期)的?重点(?:是|改成|换成|转到|放在|为)|"
+    r"\b(?:current )?focus (?:is|now|shifts?|moves?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
 
 
@@ -355,6 +400,8 @@ def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, sp
     words / bigrams shared, covering 60 % of the shorter one's, and no new value of the same kind."""
     if not _same_scope(line, section, role, text=text, speaker=speaker) or changes_value(text, line.text):
         return False
+    if analyse(text).negative != analyse(line.text).negative:
+        return False  # the opposite of the line ("周报里别放曲线图了" against "周报里附上曲线图"): not a restatement
     a, b = analyse(text).grams, analyse(line.text).grams
     shared = len(a & b)
     return shared >= 4 and shared >= 0.6 * min(len(a), len(b))
@@ -371,8 +418,9 @@ def _same_scope(line: HotMemoryLine, section: str, role: str | None, *, text: st
         return False
     if section != "User Preferences":
         return True
-    if line.role_tag and role and line.role_tag != role:
-        return False
+    if line.role_tag != role and not (role == speaker and line.stated_by == speaker):
+        return False  # a role's, one user's and everyone's preferences are lines of their own; a line the
+        # speaker stated themself is theirs to change for themself ("report to me in English")
     personal = bool(_FOR_ME.search(text) or _FOR_ME.search(line.text))
     return not (personal and speaker and line.stated_by and line.stated_by != speaker)
 
@@ -388,8 +436,8 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     if changes_value(new.text, line.text):
         return True
     if new.section == "Active Context":
-        if _FOCUS_LABEL.match(new.text) and _FOCUS_LABEL.match(line.text):
-            return True
+        if _FOCUS.search(new.text) and _FOCUS.search(line.text):
+            return True  # the project has one current focus
         if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
             return True
         if shared_grams(new.text, line.text) >= 3:
@@ -397,7 +445,7 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     a, b = analyse(new.text), analyse(line.text)
     if a.reply_language and b.reply_language:
         return contradicts(a, b)
-    return supersedes(a, b)
+    return contradicts(a, b) or supersedes(a, b)
 
 
 def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
@@ -409,13 +457,15 @@ def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
         result.removed.append(line.line_id)
 
 
-def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, role: str | None, section: str,
-              evidence: list[str]) -> None:
-    """Remove what a withdrawal takes back: the newest AI line of the same scope sharing at least
-    two content words / bigrams with it (a statement made earlier the same day first)."""
+def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
+              section: str, evidence: list[str]) -> None:
+    """Remove what a withdrawal takes back: the newest AI line of the same scope (``scopes``: the
+    statement's role tag and the speaker's user id — their own lines) sharing at least two content
+    words / bigrams with it (a statement made earlier the same day first)."""
+    role, speaker = scopes
     scoped = [ln for ln in lines if ln.source != "admin" and (
         ln.section == section or ln.line_id in result.added) and (
-        ln.section != "User Preferences" or not role or ln.role_tag in (None, role))]
+        ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker))]
     scored = sorted(((shared_grams(text, ln.text), ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
                     key=lambda t: (t[1], t[0], t[2]), reverse=True)
     best = next((t[3] for t in scored if t[0] >= 2), None)
@@ -433,11 +483,6 @@ def _queue(result: MergeResult, queued: set[str], project_id: str, cand: Candida
         return
     queued.update(evidence)
     result.reviews.append(_review(project_id, cand, text, evidence, day, now, reason, detail))
-
-
-def _conflicts(candidate: Analysis, line: Analysis) -> bool:
-    """Same subject, different content: a contradiction or a changed detail (newer wins)."""
-    return contradicts(candidate, line) or supersedes(candidate, line)
 
 
 def _review(
@@ -465,157 +510,8 @@ def _review(
     )
 
 
-# -------------------------------------------------------------- compaction
-@dataclass
-class Compaction:
-    """A proposed compacted document and what it did to the AI lines.
-
-    ``merged``: kept or new line id -> the AI line ids folded into it; ``superseded``: older
-    AI lines dropped because a newer AI line holds their subject; ``evicted``: oldest AI lines
-    dropped to get under the cap; ``reworded``: AI lines replaced by a shorter wording.
-    """
-
-    lines: list[HotMemoryLine]
-    merged: dict[str, list[str]] = field(default_factory=dict)
-    superseded: list[str] = field(default_factory=list)
-    evicted: list[str] = field(default_factory=list)
-    reworded: list[str] = field(default_factory=list)
-
-    def describe(self) -> str:
-        """The revision reason's body: which lines were merged, superseded, evicted, reworded."""
-        parts = []
-        if self.merged:
-            parts.append("merged " + "; ".join(f"{k}<-{','.join(v)}" for k, v in self.merged.items()))
-        if self.superseded:
-            parts.append("superseded " + ",".join(self.superseded))
-        if self.evicted:
-            parts.append("evicted " + ",".join(self.evicted))
-        if self.reworded:
-            parts.append("reworded " + ",".join(self.reworded))
-        return "; ".join(parts) or "no AI line changed"
-
-
-def validate_compaction(before: HotMemory, after: Sequence[HotMemoryLine], cap_tokens: int) -> tuple[list[str], int]:
-    """Check a compacted document (nothing clipped, admin lines byte-identical). Returns
-    ``(problems, tokens)``; no problems = valid.
-
-    Problems: ``admin_line_dropped:{id}``, ``admin_line_changed:{id}`` (any byte of the line,
-    text or provenance), ``admin_line_added:{id}``, ``ai_line_in_system_rules:{id}``,
-    ``duplicate_line_id:{id}``, ``empty_line:{id}``, ``over_cap`` (rendered tokens > cap).
-    """
-    problems: list[str] = []
-    by_id: dict[str, HotMemoryLine] = {}
-    for ln in after:
-        if ln.line_id in by_id:
-            problems.append(f"duplicate_line_id:{ln.line_id}")
-        by_id[ln.line_id] = ln
-    admin_before = {ln.line_id: ln for ln in before.lines if ln.source == "admin"}
-    for line_id, ln in admin_before.items():
-        kept = by_id.get(line_id)
-        if kept is None:
-            problems.append(f"admin_line_dropped:{line_id}")
-        elif _line_json(kept) != _line_json(ln):
-            problems.append(f"admin_line_changed:{line_id}")
-    for ln in after:
-        if ln.source == "admin" and ln.line_id not in admin_before:
-            problems.append(f"admin_line_added:{ln.line_id}")
-        if ln.source != "admin" and ln.section == SYSTEM_RULES:
-            problems.append(f"ai_line_in_system_rules:{ln.line_id}")
-        if not ln.text.strip():
-            problems.append(f"empty_line:{ln.line_id}")
-    tokens = document_tokens(after)
-    if tokens > cap_tokens:
-        problems.append("over_cap")
-    return problems, tokens
-
-
-def compact_offline(hot: HotMemory, cap_tokens: int) -> Compaction:
-    """The offline compactor (no LLM, or its reply unusable): merge duplicate AI lines (the
-    newest stays and collects the evidence), drop AI lines superseded by a newer AI line on the
-    same subject, then, while over the cap, evict the oldest AI lines. Admin lines are untouched
-    and keep their positions. Deterministic."""
-    ai = sorted((ln for ln in hot.lines if ln.source != "admin"), key=lambda ln: (ln.created_at, ln.line_id))
-    newest_first = list(reversed(ai))
-    keep: dict[str, HotMemoryLine] = {}
-    comp = Compaction(lines=[])
-    for ln in newest_first:
-        info = analyse(ln.text)
-        dup_of = next((k for k in keep.values() if is_duplicate(info, analyse(k.text))), None)
-        if dup_of is not None:
-            merged_evidence = list(dict.fromkeys([*dup_of.evidence, *ln.evidence]))
-            keep[dup_of.line_id] = dup_of.model_copy(update={"evidence": merged_evidence})
-            comp.merged.setdefault(dup_of.line_id, []).append(ln.line_id)
-            continue
-        if any(_conflicts(info, analyse(k.text)) for k in keep.values()):
-            comp.superseded.append(ln.line_id)
-            continue
-        keep[ln.line_id] = ln
-    lines = [keep.get(ln.line_id, ln) for ln in hot.lines if ln.source == "admin" or ln.line_id in keep]
-    for victim in sorted(keep.values(), key=lambda ln: (ln.created_at, ln.line_id)):
-        if document_tokens(lines) <= cap_tokens:
-            break
-        lines = [ln for ln in lines if ln.line_id != victim.line_id]
-        comp.evicted.append(victim.line_id)
-    comp.lines = lines
-    return comp
-
-
-def build_llm_compaction(
-    hot: HotMemory, proposed: Sequence[Mapping[str, object]], *, now: datetime
-) -> Compaction:
-    """Turn the LLM compactor's proposed lines into a document (validated separately).
-
-    Each proposed line has ``text``, ``section``, optional ``line_id`` (an existing line kept
-    or reworded), ``role_tag`` and ``merged_from`` (AI line ids folded into it). A line that
-    repeats an existing line exactly (id and text) is that line, unchanged; an admin id keeps
-    ``source="admin"`` with the proposed text, so a reworded admin line is caught by
-    :func:`validate_compaction`; any other line is a new distilled line (``created_by=pruner``)
-    whose evidence is the union of the lines it replaces.
-    """
-    by_id = {ln.line_id: ln for ln in hot.lines}
-    comp = Compaction(lines=[])
-    used: set[str] = set()
-    for raw in proposed:
-        line_id = str(raw.get("line_id") or "")
-        text = " ".join(str(raw.get("text") or "").split())
-        section = str(raw.get("section") or "")
-        role_tag = raw.get("role_tag")
-        folded = raw.get("merged_from")
-        merged_from = [str(x) for x in folded if str(x) in by_id] if isinstance(folded, list | tuple) else []
-        original = by_id.get(line_id)
-        if original is not None and not merged_from and text == original.text and section == original.section:
-            comp.lines.append(original)
-            used.add(line_id)
-            continue
-        if original is not None and original.source == "admin":
-            comp.lines.append(original.model_copy(update={"text": text, "section": section}))
-            used.add(line_id)
-            continue
-        sources = [by_id[i] for i in dict.fromkeys(([line_id] if original else []) + merged_from)]
-        evidence = list(dict.fromkeys(e for s in sources for e in s.evidence))
-        new_id = stable_id("hm", hot.project_id, "compact", text, *[s.line_id for s in sources])
-        comp.lines.append(
-            HotMemoryLine(
-                line_id=new_id,
-                section=section,
-                text=text,
-                source="distilled",
-                role_tag=str(role_tag) if isinstance(role_tag, str) and role_tag else None,
-                created_at=now,
-                created_by=PRUNER,
-                evidence=evidence,
-            )
-        )
-        if sources:
-            comp.merged[new_id] = [s.line_id for s in sources]
-            if original is not None and not merged_from:
-                comp.reworded.append(original.line_id)
-        used.update(s.line_id for s in sources)
-    comp.evicted = [ln.line_id for ln in hot.lines if ln.source != "admin" and ln.line_id not in used]
-    return comp
-
-
 __all__ = [
+    "DISTILLER",
     "Compaction",
     "MergeResult",
     "build_llm_compaction",

@@ -24,7 +24,8 @@ A withdrawal ("早上说的那个…先不要了", "never mind the …") becomes
 
 Sections by meaning: a lesson cue in the message (教训 / 坑 / lesson) -> Lessons Learned; a note
 about the project's state, the current focus or a risk -> Active Context; else User Preferences,
-tagged with the speaker's study role from the flow-log record (never guessed from text or ids).
+with the scope its sentence names (:mod:`agent_memory.hot_memory.scope`: a role as its audience,
+the speaker alone, everyone), else the speaker's study role from the flow-log record.
 Lines are clean: cue, fillers, emoji, complaints and reasons after the instruction are dropped;
 the statement keeps its language. Deterministic and offline; nothing is logged.
 """
@@ -36,9 +37,10 @@ from collections.abc import Sequence
 
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
-from agent_memory.hot_memory.analysis import SUBJECT_ID, language_of, nfkc
+from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
-from agent_memory.hot_memory.guards import relaxed_concepts
+from agent_memory.hot_memory.guards import names_rules_to_relax, relaxed_concepts
+from agent_memory.hot_memory.scope import preference_scope
 
 _I = re.IGNORECASE
 
@@ -101,9 +103,10 @@ _DURABLE_ZH = re.compile(
     r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起|从下(?:周|个?月)起|"
     r"下次(?=别|不要|注意|一定|记得|务必)"
 )
-#: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后"), not a standing instruction
+#: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后", "吃了药以后"), not a standing instruction
 _AFTER_EVENT = re.compile(
-    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$",
+    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$"
+    r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
     _I,
 )
 #: a fragment before a topic-first cue that names the topic ("汇报的时候，以后先给结论")
@@ -121,8 +124,9 @@ _CHANGE = re.compile(
     _I,
 )
 _REMEMBER = re.compile(
-    r"(?<!我)(?<!已)(?:请|你|要)?(?:记住|牢记|记得)(?!了|住了)\s*[:：]?\s*|"
-    r"\b(?:please\s+)?(?:remember(?: this(?: one)?| that)?|keep in mind(?: that)?)\b\s*[:：,]?\s*",
+    r"(?<!我)(?<!已)(?<!还)(?<!你)(?:请|要)?(?:记住|牢记|记得)(?!了|住了|吗|不)\s*[:：]?\s*|"
+    r"(?<!do you )(?<!you )\b(?:please\s+)?(?:remember(?: this(?: one)?| that)?|keep in mind(?: that)?)\b"
+    r"(?!\s+(?:what|when|how|why|whether|if)\b)\s*[:：,]?\s*",
     _I,
 )
 _NOTE = re.compile(
@@ -135,17 +139,30 @@ _LESSON = re.compile(
     r"\blessons?\b|\blearned\b|\bthe hard way\b",
     _I,
 )
-_LESSON_LABEL = re.compile(r"^\s*(?:这个|这条|一个|个)?(?:教训|经验|坑|lesson)\s*[:：]?\s*", _I)
+_LESSON_LABEL = re.compile(
+    r"^\s*(?:这个|这条|一个|个)?(?:教训|经验|坑|lesson)(?:\s*(?:for|给)\s*(?:the\s+)?(?:team|大家|全组))?"
+    r"\s*[:：]?\s*", _I)
 _IMPERATIVE = re.compile(
     r"别|不要|不用|不必|不能|禁止|必须|务必|一律|只|要|请|应|需|用|按|发|写|列|给|放|"
     r"\b(?:don'?t|do not|never|always|only|must|should|please|use|send|put|list|write|give|report)\b",
+    _I,
+)
+#: a fragment asking for something NOW ("这周的先发我", "现在先帮我跑一下01中心的", "先把P015的数据给我看看",
+#: "send me this week's now"): a task of the message, never part of a standing statement
+ACT_NOW = re.compile(
+    r"现在|今天|马上|立刻|这周的|本周的|这个月的|这次|先(?:把|对|帮|给我看|查一下|查一遍|跑|发我|生成|出一)"
+    r"|\bnow\b|\btoday\b|\bright away\b|\bthis week'?s\b",
     _I,
 )
 _ACK = re.compile(r"(?:我|已|已经)?(?:记住了|记下了|知道了|了解了?|明白了?|收到)|\b(?:noted|got it|will do)\b", _I)
 
 # ------------------------------------------------------------------ traps
 _HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bif\b|\bin case\b|\bsuppose\b|\bwhat if\b", _I)
-_QUESTION_WORDS = re.compile(r"是不是|要不要|能不能|可不可以|需不需要|有没有|[吗么]\s*$|\bshould we\b|\bdo we\b", _I)
+_QUESTION_WORDS = re.compile(
+    r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|何时|[吗么]\s*$|"
+    # 谁 / 哪位 / 什么时候 are a universal, not a question, after 不管 / 无论 or before …都 ("谁问偏离都带上日期")
+    r"(?<!不管)(?<!无论)(?<!不论)(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
+    r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
 _POSTPONE = re.compile(
     r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
 )
@@ -155,6 +172,8 @@ _LATER = re.compile(r"再(?:说|议|讨论|商量|研究|看看?)[吧啊哈了]*
 _ANAPHORA = re.compile(r"^(?:这个|那个|这样|那样|就)?(?:都|也)?(?:这么|这样|那样|照此)(?:办|做|来|处理)?。?$")
 _CONDITIONAL_HEAD = re.compile(r"^(?:要是|如果|凡是|只要|一旦|每当|\bif\b|\bwhen(?:ever)?\b)", _I)
 _TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十两几]+(?:天|周|个月|年))")
+#: what makes "以后的X" a standing instruction after all ("大家以后的提醒都用中文"): a rule of how X is done
+_RULE_AFTER_TIME_WORD = re.compile(r"都|一律|统一|全部|必须|务必|别|不要|不用|只")
 _REPORTED = re.compile(
     r"(?:说|讲|提到|表示|建议|要求|问)[:：]?\s*$|\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
 )
@@ -180,7 +199,7 @@ _OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^
 #: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory
 _REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
-_DECISION = re.compile(r"决定|决议|会上定|\bdecided\b|\bagreed\b", _I)
+_DECISION = re.compile(r"决定|决议|会上定|拍板|定的|定下|\bdecided\b|\bagreed\b", _I)
 _BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b", _I)
 
 # ------------------------------------------------------------------ sections
@@ -251,6 +270,8 @@ def _body(head: str, rest_fragments: list[str]) -> str:
         rest_fragments = rest_fragments[1:]
     for frag in rest_fragments:
         bare = _LEAD_FILLER.sub("", frag)
+        if ACT_NOW.search(nfkc(frag)):
+            break  # what the message asks for now ends the standing statement
         if _REASON.search(frag) and not _CONTINUE.match(frag):
             continue
         if _CONTINUE.match(frag) or _CONTINUE.match(bare) or _ENDS_IMPERATIVE.search(frag) or _ALSO.search(frag):
@@ -264,6 +285,8 @@ class _Found:
         self.text = text
         self.kind = kind  # "durable" | "change" | "remember" | "note" | "withdraw"
         self.section_hint = section_hint
+        #: the sentence the statement was found in, before cleaning (its scope words are kept)
+        self.sentence = text
 
 
 def _fragment_at(norm: str, start: int, end: int) -> str:
@@ -304,7 +327,9 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
     """A statement led by a durable cue (以后 / from now on …) wherever it stands."""
     for m in sorted([*_DURABLE_ZH.finditer(norm), *_DURABLE_EN.finditer(norm)], key=lambda x: x.start()):
         after = norm[m.start():]
-        if _TIME_WORD.match(after) or _POSTPONE.match(after) or _POSTPONE.search(norm[m.end(): m.end() + 8]):
+        time_word = _TIME_WORD.match(after) and not (
+            after.startswith("以后的") and _RULE_AFTER_TIME_WORD.search(_fragment_at(norm, m.start(), m.end())))
+        if time_word or _POSTPONE.match(after) or _POSTPONE.search(norm[m.end(): m.end() + 8]):
             continue
         if _DURABLE_ZH.match(after) and _AFTER_EVENT.search(norm[: m.start()]):
             continue
@@ -313,6 +338,9 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
             return _TRAPPED
         rest = sentence[m.end():]
         if _DURABLE_EN.match(after):
+            if not re.sub(r"[\W_]", "", rest) and re.sub(r"[\W_]", "", sentence[: m.start()]):
+                # the cue closes the statement ("Answer me in English from now on")
+                return _Found(sentence[: m.start()], "durable")
             if language_of(rest) == "en":
                 return _Found(rest, "durable")
             frags = _fragments(rest)
@@ -325,6 +353,8 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> _Found |
             if _TOPIC_FRAGMENT.match(topic) and not (_REMEMBER.search(topic) or _LESSON.search(topic)):
                 head = f"{topic}，{head}"
         head, rest_frags = head.replace("\x01", "").strip(), frags[idx + 1:]
+        if idx > 0 and _ANAPHORA.match(head):  # the cue points back ("我看报告喜欢先看表格，以后都这样")
+            head = "，".join(_LEAD_FILLER.sub("", f).strip() for f in frags[:idx])
         if not head and rest_frags:  # the cue stands alone ("从下周起，周报改成…")
             head, rest_frags = rest_frags[0], rest_frags[1:]
         return _Found(_body(head, rest_frags), "durable")
@@ -374,9 +404,9 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
             return None
         if found is not None:
             return found
-    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*", norm))]:
+    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*|,\s*", norm))]:
         always = _ALWAYS_EN.match(norm, start)
-        if always and not question:
+        if always and not question and not _HYPOTHETICAL.search(norm[:start]):
             return _Found(sentence[always.start("kw"):], "durable")
     return None
 
@@ -397,7 +427,9 @@ def find_statements(text: str) -> list[_Found]:
         # a lesson with its rule: the rule sentence carries a durable cue; keep the whole note
         cleaned = _clean(_body_note(rest) if lesson else body)
         if cleaned:
-            out.append(_Found(cleaned, "note", hint))
+            noted = _Found(cleaned, "note", hint)
+            noted.sentence = rest
+            out.append(noted)
         return out
     for start, end, question in _sentences(text):
         sentence, masked = text[start:end], masked_all[start:end]
@@ -406,6 +438,7 @@ def find_statements(text: str) -> list[_Found]:
         found = _find_in_sentence(sentence, masked, text, question=question)
         if found is None:
             continue
+        found.sentence = sentence
         found.text = _clean(found.text) if found.kind != "withdraw" else found.text
         if len(re.sub(r"\W", "", found.text)) < 4 or _OWN_PROMISE.match(found.text) or _ANAPHORA.match(found.text):
             continue
@@ -413,6 +446,57 @@ def find_statements(text: str) -> list[_Found]:
             found.section_hint = "Lessons Learned"
         out.append(found)
     return out
+
+
+def _has_cue(fragment: str) -> bool:
+    norm = nfkc(fragment)
+    return any(rx.search(norm) for rx in (_DURABLE_ZH, _DURABLE_EN, _REMEMBER, _NOTE, _CHANGE)) or bool(
+        _ALWAYS_EN.match(norm))
+
+
+def _covered(fragment: str, statements: Sequence[str]) -> bool:
+    """The fragment's content words / bigrams are (mostly) in one of the statements' texts."""
+    grams = analyse(fragment).grams
+    core = analyse(fragment).core
+    for s in statements:
+        info = analyse(s)
+        if (grams and len(grams & info.grams) >= 0.6 * len(grams)) or (core and core in info.core):
+            return True
+    return False
+
+
+def directive_parts(text: str) -> tuple[list[str], list[str]]:
+    """A message cut into its standing statements and what it asks for now.
+
+    Returns:
+        ``(statements, task)``: the texts :func:`find_statements` finds (withdrawals included:
+        they ask nothing of the current turn), and the fragments of the message outside them, in
+        order (sentences without a statement whole; in a sentence with one, the comma fragments
+        that carry no cue and are not part of the statement, e.g. "这周的先发我" in "以后周报周一发，
+        这周的先发我"). Deterministic; nothing logged.
+    """
+    masked_all = _mask_quotes(text)
+    norm_all = nfkc(masked_all)
+    note = _NOTE.search(norm_all) if len(norm_all) == len(masked_all) else _NOTE.search(masked_all)
+    if note and text[note.end():].strip():
+        noted = find_statements(text)
+        if noted:
+            head = text[: note.start()].strip(" ，,。.：:")
+            return [f.text for f in noted], [head] if head else []
+    statements: list[str] = []
+    task: list[str] = []
+    for start, end, question in _sentences(text):
+        sentence = text[start:end].strip()
+        if not sentence:
+            continue
+        said = [f.text for f in find_statements(sentence + ("?" if question else ""))]
+        if not said:
+            task.append(sentence)
+            continue
+        statements.extend(said)
+        task.extend(f for f in _fragments(sentence) if not _has_cue(f) and not _LESSON_LABEL.fullmatch(f + "：")
+                    and (ACT_NOW.search(nfkc(f)) or not _covered(f, said)))
+    return statements, task
 
 
 def _body_note(rest: str) -> str:
@@ -494,8 +578,11 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
     Assistant messages are skipped (the assistant's own words never become memory). Each
     candidate cites the message it came from, carries its time (``stated_at``) and, for a
     preference, the speaker's study role from the flow-log record. A sentence naming the rules
-    and asking to relax them (a question included) becomes a candidate too: the guards send it
-    to the review queue.
+    and asking to relax them (a question included) becomes a probe too.
+
+    A message stating nothing durable that relaxes a safeguard by meaning, or names the rules and
+    asks to relax them, becomes a ``relaxation_probe`` (:func:`_relaxation_probe`): held for review
+    when a System Rule is relaxed, else dropped.
 
     A feedback event (``source == "feedback"``: a down-vote's reason, evidence = the rated
     answer) is the rater's implicit "from now on, answer like this": a directive in it is found
@@ -517,8 +604,7 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
             elif not found and relaxed_concepts(m.content, asks_output=True):
                 # unsure whether it asks for what a rule forbids: the guards queue it for review
                 found = [_Found(_clean(m.content), "durable", "User Preferences")]
-        named = [s for s, _ in split_statements(m.content) if relaxes_system_rules(s)
-                 or (re.search(r"规则|\brule", s, _I) and re.search(r"松|放宽|\brelax|\bwaive|\bexception", s, _I))]
+        named = [s for s, _ in split_statements(m.content) if relaxes_system_rules(s) or names_rules_to_relax(s)]
         for position, f in enumerate(found):
             section = classify_section(f.text, kind=f.kind, hint=f.section_hint)
             text = _label(f.text, section, f.kind)
@@ -532,14 +618,33 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
                 kind="withdraw" if f.kind == "withdraw" else ("change" if f.kind == "change" else "statement"),
                 stated_at=m.at,
                 speaker=m.user_id,
+                scope=_scope_name(f.sentence) if section == "User Preferences" else None,
             ))
-        if named and not found:
+        probe = None if found else _relaxation_probe(m.content, named)
+        if probe is not None:
             out.append(Candidate(
-                text=_clean(named[0]), section="User Preferences", role_tag=m.study_role,
-                evidence=[m.message_id], origin="rules", order=(_order_key(m), len(found)),
-                stated_at=m.at, speaker=m.user_id,
+                text=probe, section="User Preferences", role_tag=m.study_role, evidence=[m.message_id],
+                origin="rules", order=(_order_key(m), 0), kind="relaxation_probe", stated_at=m.at, speaker=m.user_id,
             ))
     return out
+
+
+def _relaxation_probe(message: str, named: list[str]) -> str | None:
+    """The sentence of a message stating nothing durable that names the rules and asks to relax them
+    or asks, by meaning, for what a safeguard forbids ("给我的名单里把患者全名加上", "SAE要不要上报你看着
+    办"): proposed so the guards can hold it for review naming the rule (a one-off ask is never a line)."""
+    if named:
+        return _clean(named[0])
+    risky = [s for s, _ in split_statements(message) if relaxed_concepts(s, message)]
+    return _clean(risky[0]) if risky else None
+
+
+def _scope_name(sentence: str) -> str | None:
+    """The ``Candidate.scope`` of a preference stated in ``sentence`` (None: none named)."""
+    scope = preference_scope(sentence)
+    if scope is None:
+        return None
+    return scope.role if scope.kind == "role" else scope.kind
 
 
 def _order_key(m: FlowLogEntry) -> str:
@@ -547,7 +652,9 @@ def _order_key(m: FlowLogEntry) -> str:
 
 
 __all__ = [
+    "ACT_NOW",
     "classify_section",
+    "directive_parts",
     "extract_rule_candidates",
     "find_statement",
     "find_statements",

@@ -91,6 +91,9 @@ class CreateProjectRequest(BaseModel):
     name: DisplayText
     time_zone: TimeZone = Field(description="IANA zone of the project's calendar, e.g. Europe/Berlin.")
     kind: Literal["iit", "consultation"] = "iit"
+    rules_language: Literal["zh", "en"] = Field(
+        default="zh", description="Language of the baseline System Rules an IIT project starts with (admins "
+                                  "review and may edit them when onboarding).")
 
 
 class ClinicalDataRequest(BaseModel):

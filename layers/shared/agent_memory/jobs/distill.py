@@ -32,10 +32,17 @@ from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.merge import DISTILLER, MergeResult, compact_offline, merge_candidates
+from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, JobProgress, conflict_retrying, count_metric, send_alert
-from agent_memory.jobs.llm_tasks import DISTILL_TASK, ExtractOutput, extract_request, request_input_tokens
+from agent_memory.jobs.llm_tasks import (
+    DISTILL_TASK,
+    ExtractOperation,
+    ExtractOutput,
+    extract_request,
+    request_input_tokens,
+)
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
@@ -100,8 +107,9 @@ _OPERATION_KINDS: dict[str, CandidateKind] = {
 
 def llm_candidates(output: ExtractOutput, messages: list[FlowLogEntry]) -> list[Candidate]:
     """The candidates of the LLM's operations, ordered by their newest evidence (then as listed),
-    with the statement's time and speaker from the flow-log records it cites; the merge tags a
-    preference with the speaker's study role (flow log), whatever the reply proposed."""
+    with the statement's time and speaker from the flow-log records it cites and the scope its
+    words name (the merge turns it into the role tag; none named: the speaker's study role from
+    the flow log, whatever the reply proposed)."""
     at = {m.message_id: m.at.isoformat() for m in messages}
     by_id = {m.message_id: m for m in messages}
     return [
@@ -112,9 +120,21 @@ def llm_candidates(output: ExtractOutput, messages: list[FlowLogEntry]) -> list[
             kind=_OPERATION_KINDS[op.op],
             stated_at=max((by_id[e].at for e in op.evidence if e in by_id), default=None),
             speaker=next((by_id[e].user_id for e in op.evidence if e in by_id), None),
+            scope=_scope(op, by_id),
         )
         for i, op in enumerate(output.operations)
     ]
+
+
+def _scope(op: ExtractOperation, by_id: dict[str, FlowLogEntry]) -> str | None:
+    """Whom the operation's preference is for, read from the words (never the reply's guess):
+    the scope its text names (:func:`preference_scope`), else the one its evidence message names;
+    None when neither names one (the merge tags the speaker's study role)."""
+    for text in (op.text, *(by_id[e].content for e in op.evidence if e in by_id)):
+        named = preference_scope(text)
+        if named is not None:
+            return named.role if named.kind == "role" else named.kind
+    return None
 
 
 def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:

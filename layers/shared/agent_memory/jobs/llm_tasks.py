@@ -113,7 +113,8 @@ class ExtractOperation(BaseModel):
     # for an AI section.
     section: str = Field(json_schema_extra={"enum": list(AI_SECTIONS)})
     role_tag: str | None = Field(
-        default=None, description="ignored: a preference carries the speaker's study role from the flow log"
+        default=None, description="ignored: a preference's scope is read from the message's words (a role named as"
+        " its audience, the speaker alone, everyone), else the speaker's study role from the flow log"
     )
     evidence: list[str] = Field(
         default_factory=list, description="ids of the messages it comes from", json_schema_extra={"minItems": 1}

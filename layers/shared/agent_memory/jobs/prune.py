@@ -28,14 +28,14 @@ from agent_memory.domain.jobs import Alert, JobReport, JobRun, YearlySummary
 from agent_memory.domain.models import HotMemory, Project, WeeklyReport
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.history.yearly import build_yearly_summary
-from agent_memory.hot_memory.document import admin_only_tokens, document_tokens
-from agent_memory.hot_memory.merge import (
+from agent_memory.hot_memory.compaction import (
     PRUNER,
     Compaction,
     build_llm_compaction,
     compact_offline,
     validate_compaction,
 )
+from agent_memory.hot_memory.document import admin_only_tokens, document_tokens
 from agent_memory.jobs.calendar import iso_week_monday, zone
 from agent_memory.jobs.deps import JobDeps, JobProgress, conflict_retrying, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import COMPACT_TASK, CompactOutput, compact_request

@@ -13,8 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from agent_memory.domain.baseline_rules import BASELINE_AUTHOR, RulesLanguage, baseline_rule_lines
 from agent_memory.domain.errors import NotFound, ProjectNotFound
-from agent_memory.domain.models import IdentifierPolicy, Member, Project, StudyRole
+from agent_memory.domain.models import HotMemory, IdentifierPolicy, Member, Project, StudyRole
+from agent_memory.hot_memory.document import document_tokens
 from agent_memory.ports import MemberStore
 from agent_memory.projects.clinical_source import (
     ClinicalDataPatch,
@@ -40,15 +42,28 @@ class MemberChange(BaseModel):
 
 def create_project(
     store: MemberStore, *, project_id: str, name: str, time_zone: str, kind: Literal["iit", "consultation"],
-    now: datetime,
+    now: datetime, rules_language: RulesLanguage = "zh",
 ) -> Project:
     """Store a new project (no members yet: a platform operator adds the first admin).
 
+    An IIT project starts with the baseline System Rules of an investigator-initiated trial
+    (:mod:`agent_memory.domain.baseline_rules`, in ``rules_language``), written with the project in
+    one write as hot-memory version 1: admin lines the project's admins review when onboarding and
+    may edit or remove like any admin line, and that the distillation's guards hold every relaxing
+    statement against from the first day (docs/architecture.md, "Hot memory"). A consultation
+    project starts with an empty hot memory.
+
     Raises:
-        AlreadyExists: the id is taken (409). Ids and zones are validated by the request model.
+        AlreadyExists: the id is taken (409; nothing written). Ids and zones are validated by the
+            request model.
     """
     project = Project(project_id=project_id, name=name, time_zone=time_zone, kind=kind, created_at=now)
-    store.create_project(project)
+    if kind != "iit":
+        store.create_project(project)
+        return project
+    lines = baseline_rule_lines(rules_language, now=now)
+    store.create_project(project, rules=HotMemory(project_id=project_id, lines=lines), actor=BASELINE_AUTHOR,
+                         tokens=document_tokens(lines))
     return project
 
 

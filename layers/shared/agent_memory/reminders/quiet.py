@@ -56,8 +56,8 @@ class QuietRules:
 def _applies(line: HotMemoryLine, user_id: str, study_role: str | None) -> bool:
     if line.section not in _SECTIONS:
         return False
-    if line.role_tag is None:
-        return True
+    if line.role_tag is None or line.role_tag == user_id:
+        return True  # everyone's line, or the user's own (tagged with their user id)
     if study_role is not None and line.role_tag.strip().lower() == study_role.strip().lower():
         return True
     return bool(user_id) and user_id in line.text

@@ -76,6 +76,7 @@ class ChatRepository:
 
     get_project = delegate("projects", ProjectRepository.get_project)
     load_history = delegate("projects", ProjectRepository.load_history)
+    list_reports_between = delegate("projects", ProjectRepository.list_reports_between)
     load_yearly_summaries = delegate("projects", ProjectRepository.load_yearly_summaries)
     get_hot_memory_revision = delegate("projects", ProjectRepository.get_hot_memory_revision)
     get_reports = delegate("projects", ProjectRepository.get_reports)

@@ -27,6 +27,7 @@ from agent_memory.adapters.dynamo.access import (
     transaction,
 )
 from agent_memory.adapters.dynamo.mappers import (
+    hot_memory_to_items,
     member_from_item,
     member_to_item,
     new_project_item,
@@ -35,7 +36,7 @@ from agent_memory.adapters.dynamo.mappers import (
 )
 from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
 from agent_memory.domain.errors import AlreadyExists, LastAdmin, ProjectNotFound, VersionConflict
-from agent_memory.domain.models import Member, Project
+from agent_memory.domain.models import HotMemory, Member, Project
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 
@@ -74,11 +75,31 @@ class MemberRepository:
         except DoesNotExist:
             raise ProjectNotFound(f"unknown project {project_id}") from None
 
-    def create_project(self, project: Project) -> None:
-        """A conditional PutItem (the record of a new project, :func:`new_project_item`).
-        Raises AlreadyExists when the id is taken."""
-        if not put_if_absent(new_project_item(project)):
-            raise AlreadyExists(f"project {project.project_id} already exists")
+    def create_project(self, project: Project, *, rules: HotMemory | None = None, actor: str = "",
+                       tokens: int = 0) -> None:
+        """A conditional PutItem (the record of a new project, :func:`new_project_item`); with
+        ``rules`` (its first hot memory: the baseline System Rules) ONE TransactWriteItems of the
+        record, the ``HOT`` item (version 1) and ``HOTREV#1`` (by ``actor``, ``tokens`` of the
+        rendered document), each on condition that it does not exist: all or nothing.
+
+        Raises:
+            AlreadyExists: the id is taken (nothing written).
+        """
+        if rules is None:
+            if not put_if_absent(new_project_item(project)):
+                raise AlreadyExists(f"project {project.project_id} already exists")
+            return
+        hot, revision = hot_memory_to_items(rules, expected_version=0, actor=actor, now=project.created_at,
+                                            tokens=tokens, reason="baseline System Rules of a new project")
+        try:
+            with transaction() as tx:
+                tx.save(new_project_item(project), condition=ProjectItem.sk.does_not_exist())
+                tx.save(hot)
+                tx.save(revision, condition=type(revision).sk.does_not_exist())
+        except TransactWriteError as exc:
+            if is_conflict(exc):
+                raise AlreadyExists(f"project {project.project_id} already exists") from None
+            raise
 
     def update_project(self, project: Project) -> None:
         """An UpdateItem of the record's fields on condition that the project exists (what only

@@ -98,16 +98,23 @@ def history_answer(question: str, history_block: str, *, top: int = 3) -> str:
     expanded with the bilingual lexicon, so an English question finds Chinese reports), only the
     decision points among them when the question asks for a decision or a reason, cited in date order as
     ``- 2026-W06 决策：<text>`` (the week, the section, the point's own words; no message ids).
+    A block of a period the question named holds only that period: when no point shares the
+    question's words, the period's first points are cited; the weeks it names as having no report
+    are said so, and "no report" is the answer only when no week of the period has one.
     """
     week = ""
     cited: list[tuple[str, str, str]] = []  # (week, label, text)
+    period = False
+    missing = ""
     for raw in history_block.splitlines():
         ln = raw.strip()
-        if ln.startswith("## "):
+        if ln.startswith("Period asked about:"):
+            period = True
+        elif ln.startswith(_NO_REPORT):
+            missing = ln[len(_NO_REPORT):].strip().rstrip(".")
+        elif ln.startswith("## "):
             week = ln[3:].strip()
-            continue
-        m = _POINT.match(ln)
-        if m and week:
+        elif (m := _POINT.match(ln)) and week:
             cited.append((week, m.group(1), m.group(2)))
     english = not _CJK.search(question)
     lines = [f"{w} {label} {text}" for w, label, text in cited]
@@ -115,14 +122,21 @@ def history_answer(question: str, history_block: str, *, top: int = 3) -> str:
     if _ASKS_DECISION.search(question):
         decisions = [ln for ln in ranked if ln.split(" ", 2)[1].casefold() in _DECISION_LABELS]
         ranked = decisions or ranked
-    chosen = set(ranked[:top])
+    chosen = set(ranked[:top]) or (set(lines[:top]) if period else set())
     picked = [(w, label, text) for (w, label, text), ln in zip(cited, lines, strict=True) if ln in chosen]
+    gap = (f"\n(No weekly report for {missing}.)" if english else f"\n（{missing} 没有周报。）") if missing else ""
     if not picked:
+        if period and missing and not cited:
+            return f"No weekly report for {missing}." if english else f"{missing} 没有周报。"
         return ("No entry in the weekly reports (history book) matches this question." if english
                 else "周报中没有找到与该问题直接相关的记录。")
     head = ("From the weekly reports (history book), in date order:" if english
             else "根据周报（history book），按时间顺序：")
-    return head + "\n" + "\n".join(f"- {w} {label}：{text}" for w, label, text in picked)
+    return head + "\n" + "\n".join(f"- {w} {label}：{text}" for w, label, text in picked) + gap
+
+
+#: How the history block names the weeks of a period without a report.
+_NO_REPORT = "No weekly report for:"
 
 
 class OfflineLLM:
@@ -162,7 +176,10 @@ class OfflineLLM:
                 ]
                 return self._reply(request, uses, "tool_use")
             text = self._answer_from_context(request, question, intents)
-        return self._finish(request, OFFLINE_LABEL + text)
+        ack = _acknowledgement(request.messages, question)
+        if ack and intents <= {"GENERAL"}:
+            text = ""  # only standing directives: the acknowledgement is the whole reply
+        return self._finish(request, OFFLINE_LABEL + (ack + text).strip())
 
     # ---------------------------------------------------------------- helpers
     def _reminders(
@@ -349,11 +366,29 @@ def _session_block(messages: Sequence[dict[str, Any]]) -> str:
     breakpoint; docs/architecture.md, "Prompt caching"), or ``""``."""
     for m in reversed(messages):
         if m["role"] == "user" and isinstance(m["content"], list):
+            if all(block.get("type") == "tool_result" for block in m["content"]):
+                continue  # a step of the tool loop: the session block came with the question
             for block in m["content"]:
                 if block.get("type") == "text" and str(block.get("text", "")).startswith("<session"):
                     return str(block["text"])
             return ""
     return ""
+
+
+#: How the session block names the standing directives a message states (chat/prompt.py).
+_DIRECTIVES = re.compile(r"^Standing directives in this message: (.+)$", re.MULTILINE)
+
+
+def _acknowledgement(messages: Sequence[dict[str, Any]], question: str) -> str:
+    """"好的，以后…。" / "Noted, from now on: …" for the standing directives the session block names
+    (kept by the nightly distillation, not done now), or ""."""
+    m = _DIRECTIVES.search(_session_block(messages))
+    if m is None:
+        return ""
+    said = [s.strip() for s in m.group(1).split(" | ") if s.strip()]
+    if _CJK.search(question):
+        return "".join(f"好的，以后{s}" if i == 0 else s for i, s in enumerate(said)) + "\n"
+    return "Noted, from now on: " + " ".join(said) + "\n"
 
 
 def _question(messages: Sequence[dict[str, Any]]) -> str:

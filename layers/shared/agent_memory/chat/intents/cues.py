@@ -431,6 +431,9 @@ def cue_families() -> tuple[Cue, ...]:
     )
 
 
+#: A subject identifier (P001, 受试者 12, 003号患者).
+SUBJECT_ID_RX = _rx(_SUBJECT_ID)
+
 # Words that place a message in research work: symptom words there describe subject data,
 # not a consultation ("P002 AE 里记的头痛是几级").
 RESEARCH_CONTEXT = _rx(

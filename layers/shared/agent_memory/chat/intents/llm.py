@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_memory.chat.intents.directives import TASK_INTENTS, intents_now, split_directives, without_tasks
 from agent_memory.chat.intents.plan import (
     Classification,
     IntentClassifier,
     dedupe_intents,
 )
+from agent_memory.chat.intents.rules import RuleIntentClassifier
 from agent_memory.domain.llm import Effort, LLMRequest, SystemBlock, Usage
 from agent_memory.domain.models import Intent
 from agent_memory.ports import LLMClient
@@ -138,9 +140,19 @@ class LLMIntentClassifier:
             answer = call_structured(self.llm, self.build_request(text, deadline), IntentOutput)
         except Exception as exc:  # any failure of the call or its answer means: answer with the rules
             return self._fall_back(text, failure_reason(exc), failure_usage(exc))
-        return Classification(intents=_intents(answer.value), source="llm", usage=answer.usage)
+        split = split_directives(text)
+        intents = _intents(answer.value)
+        if split.statements and not TASK_INTENTS & set(intents_now(split, _RULES.intents_of)):
+            # a standing directive asks for nothing now, whatever its words name
+            intents = without_tasks(intents)
+        return Classification(intents=intents, source="llm", usage=answer.usage, directives=split.statements)
 
     def _fall_back(self, text: str, reason: str, usage: Usage | None) -> Classification:
         record_fallback(TASK, reason)
         result = self.fallback.classify(text)
-        return Classification(intents=result.intents, source="rules_fallback", fallback_reason=reason, usage=usage)
+        return Classification(intents=result.intents, source="rules_fallback", fallback_reason=reason, usage=usage,
+                              directives=result.directives)
+
+
+#: The rules that judge what a message with standing directives asks for now.
+_RULES = RuleIntentClassifier()

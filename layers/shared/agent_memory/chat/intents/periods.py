@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from agent_memory.history.anchors import names_period
+
 _NUM = r"(?:\d+|[一二两三四五六七八九十半几]+)"
 _EN_NUM = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|few|several|couple of)"
 _EN_SPAN = r"(?:days?|weeks?|months?|quarters?|years?)"
@@ -51,13 +53,24 @@ ANCHOR = (
     r"amendment|siv|close-?out|interim analysis)\b"
 )
 
+#: A project milestone with a modifier ("SIV之后", "首例入组以来", "DMC会议前后", "since FPI", "around the
+#: DMC meeting"): a time anchor whose date the project's hot memory gives (the resolver reads it).
+MILESTONE = (
+    r"[\u4e00-\u9fffa-z0-9.]{2,}(?:以来|之后|前后|过后)"
+    r"|\b(?:since|around|after|following|before|ahead of|during)\s+(?:the\s+|our\s+)?(?:[a-z0-9.-]+\s+){0,2}"
+    r"(?:meeting|visit|approval|amendment|lock|audit|inspection|siv|fpi|fpfv|lpi|lplv|interim analysis|dmc|dsmb|"
+    r"launch|kick-?off|submission|go-?live|migration|training|site initiation|first patient in)\b"
+)
+
 #: A question about what happened, was decided, went wrong or was learned.
 EVENT_Q = (
     r"(?:发生|出|冒出来?|遇到|碰到|出现|发现|暴露|提)(?:了|过)?(?:些|点)?(?:什么|啥|哪些|什么样的)"
-    r"|(?:什么|啥|哪些|哪几(?:个|条|项)?)[^,;。?!]{0,4}?(?:事|情况|状况|问题|决定|决策|变化|调整|改动|"
-    r"困难|麻烦|风险|意见|进展|动静|结论|措施|变动|修订)"
+    r"|(?:什么|啥|哪些|哪几(?:个|条|项)?)[^,;。?!]{0,8}?(?:事|情况|状况|问题|决定|决策|变化|调整|改动|"
+    r"困难|麻烦|风险|意见|进展|动静|结论|措施|变动|修订|偏离|违背|差错|失误|错误|事故|投诉|延误|脱落|超窗|"
+    r"不良事件|质疑|query)"
+    r"|(?:问题|困难|偏离|差错|错误|风险)[^,;。?!]{0,8}?都?(?:是|有)(?:什么|啥|哪些)"
     r"|(?:决定|决策|变化|调整|问题|状况|事)(?:没|吗|没有)"
-    r"|(?:定|决定|拍板|商定|讨论|改|调整|处理|解决)了?(?:些|点)?(?:什么|啥|哪些)"
+    r"|(?:定|决定|拍板|商定|讨论|改|调整|处理|解决|修改|变更|更换)(?:了|过)?(?:些|点)?(?:什么|啥|哪些)"
     r"|在(?:忙|做|干|搞)(?:什么|啥|些啥|嘛)|干了?(?:什么|啥|嘛)|卡在|卡住"
     r"|(?:做|搞|有)(?:过|了)(?:哪些|什么|啥)"
     r"|(?:改|调整|修订|修改|换|暂停|延期)(?:过|了)[^,;。?!]{0,3}?(?:几|多少)次"
@@ -66,7 +79,8 @@ EVENT_Q = (
     r"|(?:问题|困难|麻烦|风险|教训|结论|决定|阻碍|难点)(?:是|有)(?:什么|啥|哪些)"
     r"|\bwhat (?:happened|went (?:on|wrong)|changed|was (?:decided|agreed|blocking)|were we (?:doing|working on))"
     r"|\b(?:what|which|any)\b(?: \w+){0,3}? (?:problems?|issues?|blockers?|decisions?|changes?|risks?|lessons?|"
-    r"setbacks?|challenges?|difficulties)\b"
+    r"setbacks?|challenges?|difficulties|deviations?|violations?|incidents?|errors?|delays?|complaints?|"
+    r"dropouts?|findings)\b"
     r"|\b(?:problems?|issues?|difficulties|challenges) (?:we|the team|the site|they) (?:had|faced|ran into|hit)\b"
     # how a past project EVENT went (how a metric went over a period is a trend)
     r"|\bhow did (?:the |our |that |this )?(?:\w+ )?(?:audit|inspection|meeting|monitoring visit|submission|"
@@ -211,7 +225,7 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-ANCHOR_RX = _rx(ANCHOR)
+ANCHOR_RX = _rx(ANCHOR + "|" + MILESTONE)
 PAST_REPORTS_RX = _rx(PAST_REPORTS)
 DECISION_NOUN_RX = _rx(DECISION_NOUN)
 REASON_RX = _rx(REASON)
@@ -244,7 +258,9 @@ DEFINITION_RX = _rx(
 
 def period_flags(clause: str) -> set[str]:
     """Which period kinds a normalised clause carries (a subset of the names below; empty for
-    none): ``anchor``, ``event``, ``change``, ``before_after``, ``report_retrieval``, ``lesson``,
+    none): ``anchor`` (a time anchor of :data:`ANCHOR` or :data:`MILESTONE`, or any period the
+    resolver :func:`~agent_memory.history.anchors.names_period` reads), ``event``, ``change``,
+    ``before_after``, ``report_retrieval``, ``lesson``,
     ``provenance``, ``from_reports``, ``definition``, ``past_reports``, ``decision``, ``reason``,
     ``current``, ``review``, ``compare``, ``past_ref``, ``qc_nominal``, ``preference``,
     ``trend_explicit``, ``lesson_told``, ``report_summary``."""
@@ -275,6 +291,9 @@ def period_flags(clause: str) -> set[str]:
         )
         if rx.search(clause)
     }
+    if "anchor" not in flags and names_period(clause):
+        # the time-anchor resolver's own detection: every period kind it reads, by wording
+        flags.add("anchor")
     return flags
 
 

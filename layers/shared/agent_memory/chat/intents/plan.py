@@ -27,12 +27,16 @@ class Classification:
             (e.g. ``"truncated"``, ``"llm_error:LLMUnavailable"``); never message text.
         usage: tokens of the LLM call when one answered (also a failed answer); None for the
             rules or when the call itself failed.
+        directives: the standing directives the message states ("以后周报周一发"), as the
+            distiller words them: the turn acknowledges them and leaves them to the distillation
+            (:mod:`agent_memory.chat.intents.directives`); their words make no intent.
     """
 
     intents: tuple[Intent, ...]
     source: ClassificationSource
     fallback_reason: str | None = None
     usage: Usage | None = None
+    directives: tuple[str, ...] = ()
 
 
 class IntentClassifier(Protocol):

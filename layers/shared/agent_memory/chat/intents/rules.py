@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from agent_memory.chat.intents.cues import RESEARCH_CONTEXT, cue_families, normalise, split_clauses
-from agent_memory.chat.intents.periods import period_flags
+from agent_memory.chat.intents.cues import RESEARCH_CONTEXT, SUBJECT_ID_RX, cue_families, normalise, split_clauses
+from agent_memory.chat.intents.directives import intents_now, split_directives
+from agent_memory.chat.intents.periods import REASON_RX, period_flags
 from agent_memory.chat.intents.plan import (
     Classification,
     dedupe_intents,
@@ -20,7 +21,8 @@ _WEAK_HISTORY = frozenset({"past_reason", "past_record"})
 _PERIOD_HISTORY = frozenset({"anchored", "retrieval"})
 
 
-def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bool, *, medhist: bool) -> None:
+def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bool, *, medhist: bool,
+                     subject_topic: bool = False) -> None:
     """Drop the intents that the clause's context contradicts (in place).
 
     - a patient's own past (病史/既往) cancels a weak history cue, and any with a subject id;
@@ -35,6 +37,10 @@ def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bo
         kinds.pop(Intent.QUERY_HISTORY, None)
     if subject and history <= _WEAK_HISTORY | _PERIOD_HISTORY:
         kinds.pop(Intent.QUERY_HISTORY, None)
+    if subject_topic and history <= _WEAK_HISTORY | _PERIOD_HISTORY | {"why_we"}:
+        # "why + an action in the past aspect" about a subject named first is the subject's own past
+        # ("P012 上个月的访视为什么推迟了"; not "上个月为什么把P007剔除了", the project's decision)
+        kinds.pop(Intent.QUERY_HISTORY, None)
     if subject:
         kinds.pop(Intent.ANALYZE_TREND, None)
     if "definition" in flags and not subject:
@@ -45,11 +51,12 @@ def _drop_by_context(kinds: dict[Intent, set[str]], flags: set[str], subject: bo
         kinds.pop(Intent.ANALYZE_TREND, None)
 
 
-def _history_or_trend(history: set[str], trend: set[str], flags: set[str], subject: bool) -> None:
-    """When a clause found both a past event and a change over time, keep what it asks for (in place)."""
+def _history_or_trend(history: set[str], trend: set[str], flags: set[str], subject: bool, *, report: bool) -> None:
+    """When a clause found both a past event and a change over time, keep what it asks for (in place).
+    ``report``: the clause asks for a report (a review of a period in a report is a trend)."""
     if not (history and trend):
         return
-    if trend <= {"review"} and "decision" in flags and "anchored" in history:
+    if trend <= {"review"} and "decision" in flags and "anchored" in history and not report:
         # "Recap the key decisions from weeks 20 to 26": the decisions themselves.
         trend.clear()
     elif trend <= {"change"} and "reason" in flags and "anchored" in history:
@@ -100,10 +107,33 @@ def _add_period_intents(kinds: dict[Intent, set[str]], flags: set[str], subject:
         history.discard("retrieval")
         trend.add("from_reports")
         kinds.setdefault(Intent.GENERATE_REPORT, set()).add("from_reports")
-    _history_or_trend(history, trend, flags, subject)
+    _history_or_trend(history, trend, flags, subject,
+                      report=bool(kinds.get(Intent.GENERATE_REPORT, set()) - {"summary"}))
     for intent in (Intent.QUERY_HISTORY, Intent.ANALYZE_TREND):
         if not kinds[intent]:
             del kinds[intent]
+
+
+def _subject_before_reason(clause: str) -> bool:
+    """The clause names a subject before its why-word: the subject is what it is about."""
+    subject, why = SUBJECT_ID_RX.search(clause), REASON_RX.search(clause)
+    return bool(subject and why and subject.start() < why.start())
+
+
+def _carry_anchors(clauses: list[str]) -> list[str]:
+    """A clause that is only a time anchor ("this year's first half — what were the big decisions",
+    "上个月，出了哪些问题") is the topic of the clause after it: it is read with that clause."""
+    out: list[str] = []
+    carried = ""
+    for clause in clauses:
+        text = f"{carried} {clause}".strip() if carried else clause
+        flags = period_flags(clause)
+        if "anchor" in flags and flags <= {"anchor", "past_ref"} and len(clause) <= 40 and clause is not clauses[-1]:
+            carried = text
+            continue
+        carried = ""
+        out.append(text)
+    return out
 
 
 class RuleIntentClassifier:
@@ -128,6 +158,8 @@ class RuleIntentClassifier:
        patient's or parent's own story, whose data/trend/history wording (病史, 化验, 去年,
        越来越多) is about the patient, so those intents are dropped.
     5. Nothing matched -> ``GENERAL``.
+    6. A message stating standing directives ("以后周报周一发") asks only for what lies outside
+       them, if anything (:mod:`agent_memory.chat.intents.directives`).
 
     ``classify`` returns a :class:`Classification` with ``source="rules"``; intents are in the
     order of the clauses, then :class:`Intent` order within a clause.
@@ -153,7 +185,8 @@ class RuleIntentClassifier:
         # The "now" marker only reinforces.
         data.discard("current")
         _add_period_intents(kinds, flags, subject)
-        _drop_by_context(kinds, flags, subject, medhist="medhist" in data)
+        _drop_by_context(kinds, flags, subject, medhist="medhist" in data,
+                         subject_topic=subject and _subject_before_reason(clause))
         if "told" in mem:
             kinds.pop(Intent.QUERY_HISTORY, None)
         elif mem and any(i in kinds for i in _HISTORY_KINDS):
@@ -182,14 +215,23 @@ class RuleIntentClassifier:
         return [i for i in Intent if kinds.get(i)]
 
     def classify(self, text: str, *, deadline: float | None = None) -> Classification:
-        """Classify ``text`` (``deadline`` is accepted for the Protocol and ignored).
+        """Classify ``text`` (``deadline`` is accepted for the Protocol and ignored). A message
+        stating standing directives gets the intents of what it asks for now, if anything
+        (:func:`~agent_memory.chat.intents.directives.intents_now`); the directives are returned.
 
         Returns:
-            ``Classification(intents=..., source="rules")``; ``(GENERAL,)`` when nothing matched.
+            ``Classification(intents=..., source="rules", directives=...)``; ``(GENERAL,)`` when
+            nothing matched.
         """
+        split = split_directives(text)
+        intents = intents_now(split, self.intents_of) if split.statements else self.intents_of(text)
+        return Classification(intents=intents, source="rules", directives=split.statements)
+
+    def intents_of(self, text: str) -> tuple[Intent, ...]:
+        """The intents of ``text`` by its cues alone (directives not split off)."""
         norm = normalise(text)
         found: list[Intent] = []
-        for clause in split_clauses(norm):
+        for clause in _carry_anchors(split_clauses(norm)):
             found.extend(self._clause_intents(clause))
         intents = list(dedupe_intents(found))
         if Intent.CONSULTATION in intents:
@@ -200,6 +242,4 @@ class RuleIntentClassifier:
                 # A patient's or parent's own story: its 病史/化验/去年/越来越... are about the
                 # patient, never project data, trends or decisions.
                 intents = [i for i in intents if i not in _PATIENT_STORY_OVERRIDES]
-        if not intents:
-            intents = [Intent.GENERAL]
-        return Classification(intents=tuple(intents), source="rules")
+        return tuple(intents) or (Intent.GENERAL,)

@@ -269,10 +269,11 @@ def correct_report(
 @routes.post("/v1/projects", "operator", status_code=201)
 def create_project(body: CreateProjectRequest, deps: Deps) -> Response[dict[str, Any]]:
     """Create a project (platform operators; 201); 409 if the id exists, 422 for an unknown time
-    zone or a bad id. It has no members yet: add its first admin with PUT .../members/{user_id}."""
+    zone or a bad id. It has no members yet: add its first admin with PUT .../members/{user_id}.
+    An IIT project starts with the baseline System Rules (hot memory version 1, ``rules_language``)."""
     project = members.create_project(
         deps.members, project_id=body.project_id, name=body.name, time_zone=body.time_zone, kind=body.kind,
-        now=deps.clock(),
+        now=deps.clock(), rules_language=body.rules_language,
     )
     metrics.add_metric(name="ProjectsCreated", unit="Count", value=1)
     return created(project.model_dump(mode="json"))

@@ -1,0 +1,119 @@
+"""Standing directives versus tasks (docs/architecture.md, "Intents").
+
+A standing directive ("以后周报周一发", "记住：QC清单以后直接贴表格", "From now on …") is kept by the
+nightly distillation; the turn that states it only acknowledges it: it asks for no report, QC run,
+look-up or tool call now, whatever its words name. A message may also ask for something now
+("以后周报周一发，这周的先发我"): that part is a task like any other.
+
+The message is cut with the distillation's own statement finder
+(:func:`agent_memory.hot_memory.statements.directive_parts`, the same kinds of wording it
+distils): the standing statements, and the fragments outside them. The intents of the message are
+those of what it asks for now:
+
+- nothing outside the statements, or nothing there that is a task or asks for something now
+  ("表格就够", "门诊忙"): no task intent at all;
+- a part with its own subject ("P011 入组了没", "生成这周的周报"): that part's intents;
+- a part that only points back to the statement's subject ("这周的先发我", "先把P001到P010查一遍",
+  "run it on P018 now"; it starts with 先 / 现在 / 顺便 / now …, names it / that, or names no
+  task of its own): the task the statement is about (QC, a report, the project's data).
+
+Deterministic; nothing here logs message text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agent_memory.domain.models import HISTORY_INTENTS, Intent
+from agent_memory.hot_memory.analysis import nfkc
+from agent_memory.hot_memory.statements import ACT_NOW, directive_parts
+
+#: Intents that make a turn do something now: a look-up, a QC run, a report, the history book.
+TASK_INTENTS = frozenset({Intent.QUERY_DATA, Intent.QC_TASK, Intent.GENERATE_REPORT, *HISTORY_INTENTS})
+#: A part that continues the statement's subject ("先…", "现在…", "顺便…", "and … now").
+_CONTINUES = re.compile(r"^\s*(?:[,，]\s*)?(?:先|现在|今天|马上|顺便|这周的|本周的|这个月的|and\b|also\b|now\b)",
+                        re.IGNORECASE)
+#: A reminder request is the reminder skill's task, not a standing directive ("以后每周一提醒我…").
+_REMINDER_ASK = re.compile(r"提醒我|给我设(?:个|一个)?提醒|\bremind me\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class DirectiveSplit:
+    """``statements``: the standing directives of a message (as the distiller words them);
+    ``task``: the message outside them (fragments joined; "" when it asks nothing now)."""
+
+    statements: tuple[str, ...]
+    task: str
+
+    @property
+    def asks_now(self) -> bool:
+        """The part outside the statements asks for something now (its words, not its intents)."""
+        return bool(self.task) and bool(ACT_NOW.search(nfkc(self.task)))
+
+
+def split_directives(text: str) -> DirectiveSplit:
+    """The standing directives of ``text`` and what it asks for now (see the module docstring).
+    A message asking to be reminded is a reminder request: no directive is split off it."""
+    statements, task = directive_parts(text)
+    if not statements or _REMINDER_ASK.search(nfkc(text)):
+        return DirectiveSplit((), text)
+    joiner = "，" if re.search(r"[\u4e00-\u9fff]", " ".join(task)) else ", "
+    return DirectiveSplit(tuple(statements), joiner.join(f.strip() for f in task if f.strip()))
+
+
+def intents_now(split: DirectiveSplit, classify: Callable[[str], Sequence[Intent]]) -> tuple[Intent, ...]:
+    """The intents of a message holding standing directives: those of what it asks for now.
+
+    Args:
+        split: :func:`split_directives` of the message (with at least one statement).
+        classify: the rule classification of a text (its intents).
+
+    Returns:
+        The part's own intents when it has a subject of its own; the intent of the statements'
+        subject (QC, a report, data) when the part points back to it ("这周的先发我", "run it on
+        P018 now", "先查一下P002"); ``(GENERAL,)`` when the message asks for nothing now but to
+        keep the directives.
+    """
+    part = tuple(classify(split.task)) if split.task else ()
+    own = tuple(i for i in part if i in TASK_INTENTS)
+    points_back = bool(_CONTINUES.match(split.task) or _POINTS_BACK.search(split.task))
+    if own and not points_back:
+        return part
+    if own or split.asks_now:
+        subject = subject_intent(split.statements)
+        if subject is not None:
+            return (subject, *(i for i in part if i not in TASK_INTENTS and i is not Intent.GENERAL))
+        if own:
+            return part
+    rest = tuple(i for i in part if i not in TASK_INTENTS and i is not Intent.GENERAL)
+    return rest or (Intent.GENERAL,)
+
+
+#: What a standing statement is about, by the task it names: QC, a report, the project's data
+#: (first match wins: a QC report is QC).
+_SUBJECTS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
+    (Intent.QC_TASK, re.compile(r"质控|核查|稽查|sdv|(?<![a-z])qc(?![a-z])|quality check|data check", re.IGNORECASE)),
+    (Intent.GENERATE_REPORT, re.compile(r"周报|月报|季报|年报|日报|报告|简报|汇报|\breports?\b|\bdigest\b",
+                                        re.IGNORECASE)),
+    (Intent.QUERY_DATA, re.compile(r"受试者|入组|访视|随访|筛选|化验|偏离|超窗|数据|\bsubjects?\b|\benrol|"
+                                   r"\bvisits?\b|\bscreen|\blabs?\b|\bdeviations?\b", re.IGNORECASE)),
+)
+#: A part pointing back to what the statement is about ("run it", "send me that").
+_POINTS_BACK = re.compile(r"\b(?:it|that|them|this one)\b|这个|那个", re.IGNORECASE)
+
+
+def subject_intent(statements: Sequence[str]) -> Intent | None:
+    """The task the statements are about (:data:`_SUBJECTS`), or None."""
+    text = nfkc(" ".join(statements))
+    return next((intent for intent, rx in _SUBJECTS if rx.search(text)), None)
+
+
+def without_tasks(intents: Sequence[Intent]) -> tuple[Intent, ...]:
+    """``intents`` without the task intents (``(GENERAL,)`` when none is left)."""
+    rest = tuple(i for i in intents if i not in TASK_INTENTS)
+    return rest or (Intent.GENERAL,)
+
+
+__all__ = ["TASK_INTENTS", "DirectiveSplit", "intents_now", "split_directives", "subject_intent", "without_tasks"]
