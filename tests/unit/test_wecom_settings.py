@@ -26,8 +26,8 @@ def _refusal(**changes: Any) -> ValidationError:
     return caught.value
 
 
-def _errors(**changes: Any) -> list[dict[str, Any]]:
-    return _refusal(**changes).errors()
+def _errors(**changes: Any) -> list[Any]:
+    return list(_refusal(**changes).errors())
 
 
 def test_valid_settings_keep_their_values_for_the_adapters() -> None:
