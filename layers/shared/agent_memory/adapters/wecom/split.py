@@ -17,13 +17,14 @@ from semantic_text_splitter import MarkdownSplitter, TextSplitter
 
 from agent_memory.domain.text import utf8_len
 
-#: Application message (``message/send``), ``msgtype`` text: ``text.content`` at most 2,048 bytes.
+# The limits as WeCom's API reference states them (docs/architecture.md, "WeCom"):
+#: 发送应用消息 (``message/send``), 文本消息: ``text.content`` "最长不超过2048个字节" (longer is cut).
 APP_TEXT_LIMIT_BYTES = 2048
-#: Application message, ``msgtype`` markdown: ``markdown.content`` at most 2,048 bytes.
+#: 发送应用消息, markdown消息: ``markdown.content`` "最长不超过2048个字节，必须是utf8编码".
 APP_MARKDOWN_LIMIT_BYTES = 2048
-#: Group robot (``webhook/send``), text: ``text.content`` at most 2,048 bytes.
+#: 群机器人 (``webhook/send``), 文本类型: ``text.content`` "最长不超过2048个字节".
 ROBOT_TEXT_LIMIT_BYTES = 2048
-#: Group robot, markdown: ``markdown.content`` at most 4,096 bytes.
+#: 群机器人, markdown类型: ``markdown.content`` "最长不超过4096个字节" (WeCom answers 40058 past it).
 ROBOT_MARKDOWN_LIMIT_BYTES = 4096
 #: Most messages one answer becomes (WeCom: 30 application messages a minute to one member).
 MAX_PARTS = 10
