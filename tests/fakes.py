@@ -40,21 +40,24 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES
 from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
 from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
     DiagnosisNotFound,
     EnqueueFailed,
-    Forbidden,
+    ExternalServiceError,
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
     LastAdmin,
     MessageNotFound,
     ProjectNotFound,
+    SecretNotSet,
+    SecretUnreadable,
     VersionConflict,
 )
 from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
@@ -69,6 +72,7 @@ from agent_memory.domain.records import (
     review_item_id,
     split_review_item_id,
 )
+from agent_memory.domain.secrets import ProjectSecretRef
 from agent_memory.domain.session_models import (
     MAX_DIAGNOSIS_REFS,
     Diagnosis,
@@ -77,7 +81,7 @@ from agent_memory.domain.session_models import (
     SessionListItem,
     SessionPage,
 )
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, utf8_len
+from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 if TYPE_CHECKING:
@@ -496,11 +500,8 @@ class InMemoryStore:
         references (``patient_id`` given; module docstring).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member (checked before the project exists).
             ProjectNotFound: no project record.
         """
-        if user_id is not None and self.get_member(project_id, user_id) is None:
-            raise Forbidden(f"you are not a member of project {project_id}")
         project = self._project(project_id)
         session = self._session(project_id, session_id) or SessionState(
             project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0)
@@ -857,6 +858,13 @@ def stored_messages(reader: Any, project_id: str, session_id: str) -> list[Messa
     return messages
 
 
+def project_partition(store: Any) -> Any:
+    """Where the seeding writes of the project's partition go (``put_project``, ``save_hot_memory``,
+    ``put_weekly_report``...): the ``ProjectRepository`` a DynamoDB repository holds (``projects``),
+    or the store itself (the in-memory fake, a ``ProjectRepository``)."""
+    return getattr(store, "projects", store)
+
+
 # ------------------------------------------------------------------- other ports
 @dataclass
 class InMemoryNotifier:
@@ -1122,6 +1130,87 @@ class Recorder:
         return recorded
 
 
+# ------------------------------------------------------------------- egress and secrets
+@dataclass
+class FakeResolver:
+    """``HostResolver`` with scripted answers: ``answers[host]`` is a list of address lists, one per
+    lookup in turn (the last repeats), so a test can answer a public address when a URL is
+    configured and another on the next lookup (DNS rebinding). Unknown hosts do not resolve.
+    ``lookups`` lists every host asked for."""
+
+    answers: dict[str, list[list[str]]] = field(default_factory=dict)
+    lookups: list[str] = field(default_factory=list)
+
+    def resolve(self, host: str, port: int) -> list[str]:
+        """The next scripted answer for ``host`` (``[]``: does not resolve)."""
+        self.lookups.append(host)
+        script = self.answers.get(host)
+        if not script:
+            return []
+        return list(script.pop(0) if len(script) > 1 else script[0])
+
+
+@dataclass
+class InMemorySecrets:
+    """``ProjectSecretReader`` and ``ProjectSecretWriter`` like the Secrets Manager adapter: values
+    by name with their tags; a deleted secret awaits deletion (reads say not set; a put restores
+    it). ``unreadable`` names read as ``SecretUnreadable`` (access denied); ``fail_puts`` makes a
+    put raise ``ExternalServiceError`` (nothing stored). ``log`` records (operation, name)."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    tags: dict[str, dict[str, str]] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    unreadable: set[str] = field(default_factory=set)
+    fail_puts: bool = False
+    log: list[tuple[str, str]] = field(default_factory=list)
+
+    def put(self, ref: ProjectSecretRef, value: SecretStr) -> None:
+        """Store ``value`` as the current value of ``ref.name`` (restoring a deleted one)."""
+        if self.fail_puts:
+            raise ExternalServiceError("secretsmanager", "InternalServiceError", retryable=True)
+        self.log.append(("put", ref.name))
+        self.deleted.discard(ref.name)
+        self.values[ref.name] = value.get_secret_value()
+        self.tags[ref.name] = {"project_id": ref.project_id, "purpose": ref.purpose}
+
+    def read(self, ref: ProjectSecretRef, *, fresh: bool = False) -> SecretStr:
+        """The current value. Raises SecretNotSet / SecretUnreadable."""
+        self.log.append(("read", ref.name))
+        if ref.name in self.unreadable:
+            raise SecretUnreadable(f"the {ref.purpose} secret of project {ref.project_id} cannot be read")
+        if ref.name not in self.values or ref.name in self.deleted:
+            raise SecretNotSet(f"the {ref.purpose} secret of project {ref.project_id} is not set")
+        return SecretStr(self.values[ref.name])
+
+    def delete(self, ref: ProjectSecretRef) -> bool:
+        """Schedule deletion; False when there is none (or it is already scheduled)."""
+        self.log.append(("delete", ref.name))
+        if ref.name not in self.values or ref.name in self.deleted:
+            return False
+        self.deleted.add(ref.name)
+        return True
+
+    def current(self, name: str) -> str | None:
+        """The readable value of ``name`` (None when not set or deleted): for assertions."""
+        return None if name in self.deleted else self.values.get(name)
+
+
+@dataclass
+class InMemoryWebhooks:
+    """``ReminderWebhookStore``: ``(url, secret name)`` per project."""
+
+    items: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def webhook(self, project_id: str) -> tuple[str, str] | None:
+        return self.items.get(project_id)
+
+    def put_webhook(self, project_id: str, url: str, secret_name: str) -> None:
+        self.items[project_id] = (url, secret_name)
+
+    def delete_webhook(self, project_id: str) -> bool:
+        return self.items.pop(project_id, None) is not None
+
+
 if TYPE_CHECKING:  # every fake satisfies its port (checked by mypy)
     from agent_memory import ports
 
@@ -1133,3 +1222,6 @@ if TYPE_CHECKING:  # every fake satisfies its port (checked by mypy)
     ] = (_store, _store, _store, _store, _store, _store, _store, _store, _store, _store, InMemoryNotifier(),
          InMemoryJobQueue(), InMemoryClinicalData({}), ScriptedLLM())
     _clinical_records: ports.ClinicalRecordsPort = InMemoryClinicalRecords([], [])
+    _secret_ports: tuple[ports.ProjectSecretReader, ports.ProjectSecretWriter, ports.HostResolver,
+                         ports.ReminderWebhookStore] = (InMemorySecrets(), InMemorySecrets(), FakeResolver(),
+                                                        InMemoryWebhooks())

@@ -225,16 +225,16 @@ def test_no_other_function_may_invoke_bedrock_or_read_the_key(resources: dict[st
         if resource["Type"] != "AWS::Serverless::Function" or logical_id in ("ChatFunction", "JobWorkerFunction"):
             continue
         assert _grants(resources, logical_id, "bedrock:") == [], logical_id
-        secrets = _grants(resources, logical_id, "secretsmanager:")
+        reads = _grants(resources, logical_id, "secretsmanager:GetSecretValue")
         # The ReminderFunction reads the webhooks' HMAC keys: only under their own prefix, never the API key.
-        scoped = [json.dumps(s["Resource"]) for _, s in secrets]
-        assert all("AnthropicSecretName" not in r and "secret:agent-memory/reminder-webhook/*" in r
+        scoped = [json.dumps(s["Resource"]) for _, s in reads]
+        assert all("AnthropicSecretName" not in r and "secret:${ReminderWebhookSecretPrefix}*" in r
                    for r in scoped), logical_id
-        assert secrets == [] or logical_id == "ReminderFunction", logical_id
+        assert reads == [] or logical_id == "ReminderFunction", logical_id
 
 
 def test_worker_reads_the_key_only_with_the_anthropic_provider(resources: dict[str, Any]) -> None:
-    ((condition, statement),) = _grants(resources, "JobWorkerFunction", "secretsmanager:")
+    ((condition, statement),) = _grants(resources, "JobWorkerFunction", "secretsmanager:GetSecretValue")
     assert condition == "UsesAnthropicApi"
     assert _as_list(statement["Action"]) == ["secretsmanager:GetSecretValue"]
 

@@ -104,9 +104,11 @@ def test_patch_sets_a_clinical_data_source_by_secret_name_and_refuses_clear_text
     path = f"/v1/projects/{project['id']}"
     good = {"source": "redcap", "api_url": "https://redcap.example.org/api/", "token_secret": "agent-memory/redcap/p1"}
     local = {**good, "api_url": "http://127.0.0.1:8090/api/"}
+    # (the record also says whether the service holds a token: not for a named secret)
+    unset = {"token_set": False, "token_updated_at": None}
     for body in (good, local):
         response = api_.call("PATCH", path, admin, {"clinical_data": body})
-        assert (response.status_code, response.json()["clinical_data"]) == (200, body)
+        assert (response.status_code, response.json()["clinical_data"]) == (200, {**body, **unset})
     for bad in ({**good, "api_url": "http://redcap.example.org/api/"}, {**good, "api_url": "ftp://x/"},
                 {**good, "token_secret": "has spaces"}, {**good, "token_secret": "x" * 513},
                 {**good, "source": "openclinica"}, {**good, "token": "the-secret-itself"},
@@ -118,7 +120,7 @@ def test_patch_sets_a_clinical_data_source_by_secret_name_and_refuses_clear_text
         patch: dict[str, Any] = bad if "time_zone" in bad else {"clinical_data": bad}
         response = api_.call("PATCH", path, admin, patch)
         assert response.status_code == 422, (bad, response.text)
-    assert api_.call("GET", path, admin).json()["clinical_data"] == local
+    assert api_.call("GET", path, admin).json()["clinical_data"] == {**local, **unset}
 
 
 # --------------------------------------------------------------------------------- members

@@ -15,7 +15,13 @@ import requests
 
 from agent_memory.adapters.clinical.redcap import RedcapSources, load_token
 from agent_memory.chat.clinical_tools import ClinicalToolSet
-from agent_memory.domain.clinical import ClinicalSourceAuthError, ClinicalSourceRejected, ClinicalSourceUnavailable
+from agent_memory.domain.clinical import (
+    ClinicalSourceAuthError,
+    ClinicalSourceRejected,
+    ClinicalSourceTokenMissing,
+    ClinicalSourceTokenUnreadable,
+    ClinicalSourceUnavailable,
+)
 from agent_memory.domain.models import ClinicalDataSource
 from infra.local.demo.redcap_project import DEMO_TOKEN, SEEDED_ERRORS
 from infra.local.redcap_server import NO_PERMISSION, LocalRedcap, demo_server
@@ -132,7 +138,7 @@ def test_a_refused_token_is_an_auth_error_with_an_admin_metric(
     metric = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert metric["ClinicalSourceAuthError"] == [1.0] and metric["source"] == "redcap"
     assert metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0] == ["source", "service"]
-    logged = [r for r in caplog.records if r.getMessage() == "clinical data source refused the API token"]
+    logged = [r for r in caplog.records if r.getMessage() == "clinical data source unusable"]
     assert len(logged) == 1 and logged[0].levelname == "ERROR"
     assert "A" * 32 not in caplog.text and "A" * 32 not in str(refused.value)
 
@@ -197,11 +203,16 @@ def test_the_token_is_read_from_secrets_manager(monkeypatch: pytest.MonkeyPatch)
             client.create_secret(Name=SECRET + "-short", SecretString="abc")
             assert load_token(SECRET) == DEMO_TOKEN
             assert load_token(SECRET + "-json") == DEMO_TOKEN
-            with pytest.raises(ClinicalSourceAuthError) as short:
+            # a secret that holds no token is unreadable, a missing one is not set: never "refused"
+            with pytest.raises(ClinicalSourceTokenUnreadable) as short:
                 load_token(SECRET + "-short")
             assert "abc" not in str(short.value)
-            with pytest.raises(ClinicalSourceAuthError):
+            with pytest.raises(ClinicalSourceTokenMissing, match="does not exist"):
                 load_token(SECRET + "-missing")
+            client.delete_secret(SecretId=SECRET + "-json", RecoveryWindowInDays=7)
+            parameters.clear_caches()
+            with pytest.raises(ClinicalSourceTokenMissing):  # awaiting deletion
+                load_token(SECRET + "-json")
     finally:
         parameters.clear_caches()
 

@@ -13,7 +13,14 @@ import pytest
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.qc import qc_findings
 from agent_memory.chat.toolsets import ToolSets
-from agent_memory.domain.clinical import ClinicalEvent, ClinicalSourceAuthError, ClinicalSourceUnavailable
+from agent_memory.domain.clinical import (
+    ClinicalEvent,
+    ClinicalSourceAuthError,
+    ClinicalSourceEgressRefused,
+    ClinicalSourceTokenMissing,
+    ClinicalSourceTokenUnreadable,
+    ClinicalSourceUnavailable,
+)
 from tests.fakes import InMemoryClinicalRecords
 
 
@@ -136,12 +143,27 @@ def test_qc_skips_a_required_field_hidden_by_simple_branching_logic() -> None:
 @pytest.mark.parametrize(("failure", "code"), [
     (ClinicalSourceUnavailable("timed out"), "source_unavailable"),
     (ClinicalSourceAuthError("refused"), "source_auth"),
+    (ClinicalSourceTokenMissing("the project's REDCap token is not set"), "source_token_missing"),
+    (ClinicalSourceTokenUnreadable("the project's REDCap token cannot be read"), "source_token_unreadable"),
+    (ClinicalSourceEgressRefused("the data source is refused by the egress policy: x"), "source_egress_refused"),
 ])
 def test_a_failing_source_is_an_error_result_never_an_exception(failure: Exception, code: str) -> None:
     tools, port = _tools()
     port.fail = failure
     text, is_error = tools.run("read_clinical_data", {"subject_id": "S1"})
     assert is_error and json.loads(text)["error"] == code
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("source_token_missing", "token is not set"), ("source_token_unreadable", "cannot be read"),
+    ("source_egress_refused", "refused by the egress policy"),
+])
+def test_the_offline_answer_names_an_unusable_source_never_credentials_refused(code: str, words: str) -> None:
+    from agent_memory.adapters.llm.offline_clinical import _error
+
+    english, chinese = _error({"error": code}, zh=False), _error({"error": code}, zh=True)
+    assert words in english and "refused this project's credentials" not in english
+    assert "凭据被拒绝" not in chinese and "拒绝了本项目的访问凭据" not in chinese
 
 
 def test_the_window_keeps_a_compact_form_of_a_subject_read() -> None:
@@ -175,7 +197,7 @@ class _Sources:
         self.port = port
         self.opened: list[float | None] = []
 
-    def open(self, source: Any, *, deadline: float | None) -> InMemoryClinicalRecords:
+    def open(self, source: Any, *, deadline: float | None, project_id: str | None = None) -> InMemoryClinicalRecords:
         self.opened.append(deadline)
         return self.port
 

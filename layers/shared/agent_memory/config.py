@@ -145,6 +145,18 @@ class Settings(StoreSettings):
     # A project's own clinical source (Project.clinical_data, REDCap): its token secret's name must
     # start with this prefix (the chat role may read only those secrets).
     clinical_token_secret_prefix: str = Field(default="agent-memory/redcap/", alias="CLINICAL_TOKEN_SECRET_PREFIX")
+    # The other service-owned project secrets (docs/architecture.md, "Project secrets"): their name
+    # prefixes, the recovery window of a deletion (days) and the key new secrets are encrypted with.
+    reminder_webhook_secret_prefix: str = Field(default="agent-memory/reminder-webhook/",
+                                                alias="REMINDER_WEBHOOK_SECRET_PREFIX")
+    channel_secret_prefix: str = Field(default="agent-memory/channel/", alias="CHANNEL_SECRET_PREFIX")
+    secret_recovery_window_days: int = Field(default=7, ge=7, le=30, alias="SECRET_RECOVERY_WINDOW_DAYS")
+    project_secrets_kms_key_arn: str = Field(default="", alias="PROJECT_SECRETS_KMS_KEY_ARN")
+    # Egress policy (docs/architecture.md, "Egress policy"): the private hosts / CIDRs the operator
+    # allows (EgressAllowPrivate); EGRESS_LOCAL_RUNTIME is set by the local runtime alone (loopback and
+    # plain http to it), never by the template.
+    egress_allow_private: str = Field(default="", alias="EGRESS_ALLOW_PRIVATE")
+    egress_local_runtime: bool = Field(default=False, alias="EGRESS_LOCAL_RUNTIME")
 
     # Session memory: symptom extractor and rolling summary ("llm" needs the anthropic
     # provider; otherwise the offline rules / extractive summary are used), transcript caps.

@@ -18,6 +18,7 @@ from agent_memory.domain.errors import ExternalServiceError
 RETRYABLE_CODES = frozenset({
     "InternalServerError",
     "InternalFailure",
+    "InternalServiceError",  # Secrets Manager's service fault
     "LimitExceededException",
     "ProvisionedThroughputExceeded",
     "ProvisionedThroughputExceededException",

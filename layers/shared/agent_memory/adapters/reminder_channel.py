@@ -7,8 +7,13 @@
   ``X-Reminder-Timestamp: <unix seconds>`` and
   ``X-Reminder-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the key>``.
 
+The POST goes through a ``requests`` session: ``agent_memory.adapters.egress.guarded_session``
+(the egress policy checked on every connection; docs/architecture.md, "Egress policy") when the
+wiring passes one. Redirects are never followed (the body would go to an address nobody set).
+
 A failed publish or POST raises :class:`~agent_memory.domain.errors.ExternalServiceError`: the
-scheduler retries the invocation, then sends it to the dead-letter queue.
+scheduler retries the invocation, then sends it to the dead-letter queue; a POST the egress policy
+refuses is code ``EgressRefused`` (not retryable: nothing was sent).
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import hashlib
 import hmac
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_memory.adapters.errors import coded_error, service_error
+from agent_memory.domain.errors import EgressBlocked
 from agent_memory.domain.reminders import ReminderDelivery
+
+if TYPE_CHECKING:
+    import requests
 
 SIGNATURE_HEADER = "X-Reminder-Signature"
 TIMESTAMP_HEADER = "X-Reminder-Timestamp"
@@ -39,7 +46,8 @@ class SnsWebhookChannel:
     """Delivers to the reminder topic and, when configured, the project's webhook.
 
     ``webhook_of(project_id) -> (url, secret name) | None``; ``secret_of(name) -> key``
-    (Powertools Parameters in AWS).
+    (Powertools Parameters in AWS); ``http``: the session POSTs go through (None: a plain one,
+    without the environment's proxies).
     """
 
     def __init__(
@@ -50,12 +58,22 @@ class SnsWebhookChannel:
         secret_of: Callable[[str], str],
         sns_client: Any | None = None,
         clock: Callable[[], float] = time.time,
+        http: requests.Session | None = None,
     ) -> None:
         self._topic_arn = topic_arn
         self._webhook_of = webhook_of
         self._secret_of = secret_of
         self._client = sns_client
         self._clock = clock
+        self._http = http
+
+    def _session(self) -> requests.Session:
+        if self._http is None:
+            import requests
+
+            self._http = requests.Session()
+            self._http.trust_env = False
+        return self._http
 
     def _sns(self) -> Any:
         if self._client is None:
@@ -91,20 +109,23 @@ class SnsWebhookChannel:
         return used
 
     def _post(self, url: str, key: str, body: bytes) -> None:
+        import requests
+
         timestamp = str(int(self._clock()))
-        request = urllib.request.Request(url, data=body, method="POST", headers={
+        headers = {
             "Content-Type": "application/json",
             TIMESTAMP_HEADER: timestamp,
             SIGNATURE_HEADER: sign(key.encode("utf-8"), timestamp, body),
-        })
+        }
         try:
-            with urllib.request.urlopen(request, timeout=WEBHOOK_TIMEOUT_S) as response:  # noqa: S310 (configured URL)
-                if not 200 <= response.status < 300:
-                    raise coded_error("webhook", f"HTTP{response.status}")
-        except urllib.error.HTTPError as exc:
-            raise coded_error("webhook", f"HTTP{exc.code}") from exc
-        except (urllib.error.URLError, OSError) as exc:
+            response = self._session().post(url, data=body, headers=headers, timeout=WEBHOOK_TIMEOUT_S,
+                                             allow_redirects=False)
+        except EgressBlocked as exc:
+            raise coded_error("webhook", "EgressRefused") from exc
+        except requests.RequestException as exc:
             raise coded_error("webhook", None) from exc
+        if not 200 <= response.status_code < 300:
+            raise coded_error("webhook", f"HTTP{response.status_code}")
 
 
 def json_body(delivery: ReminderDelivery) -> dict[str, Any]:

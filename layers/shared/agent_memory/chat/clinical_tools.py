@@ -27,8 +27,11 @@ from typing import Any
 from agent_memory.chat.qc import QC_CHECK, qc_findings
 from agent_memory.domain.clinical import (
     ClinicalSourceAuthError,
+    ClinicalSourceEgressRefused,
     ClinicalSourceError,
     ClinicalSourceRejected,
+    ClinicalSourceTokenMissing,
+    ClinicalSourceTokenUnreadable,
     ClinicalSourceUnavailable,
     DataDictionary,
     FieldDef,
@@ -110,7 +113,8 @@ class ClinicalToolSet:
     # ------------------------------------------------------------------ tools
     def run(self, name: str, tool_input: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool call; returns (JSON result text, is_error). Source failures become an
-        error result (``source_unavailable``, ``source_auth``, ``source_rejected``), never raise."""
+        error result (``source_unavailable``, ``source_auth``, ``source_token_missing``,
+        ``source_token_unreadable``, ``source_egress_refused``, ``source_rejected``), never raise."""
         args = tool_input if isinstance(tool_input, dict) else {}
         try:
             if name == READ_CLINICAL_DATA.name:
@@ -123,6 +127,12 @@ class ClinicalToolSet:
             return _error("source_unavailable", message=f"The clinical data source is unavailable: {exc}")
         except ClinicalSourceAuthError as exc:
             return _error("source_auth", message=f"The clinical data source refused access: {exc}")
+        except ClinicalSourceTokenMissing as exc:
+            return _error("source_token_missing", message=f"The project's REDCap token is not set: {exc}")
+        except ClinicalSourceTokenUnreadable as exc:
+            return _error("source_token_unreadable", message=f"The project's REDCap token cannot be read: {exc}")
+        except ClinicalSourceEgressRefused as exc:
+            return _error("source_egress_refused", message=str(exc))
         except ClinicalSourceRejected as exc:
             return _error("source_rejected", message=str(exc))
         except ClinicalSourceError as exc:

@@ -39,6 +39,21 @@ class ClinicalSourceRejected(ClinicalSourceError):
     """The source rejected the request itself (REDCap: HTTP 400 with an ``error`` body)."""
 
 
+class ClinicalSourceTokenMissing(ClinicalSourceError):
+    """The project has no REDCap token for its API URL: never set, removed, or set for another URL
+    (a token is bound to the URL it was given for). Nothing was sent to the source."""
+
+
+class ClinicalSourceTokenUnreadable(ClinicalSourceError):
+    """The project's REDCap token exists but cannot be read (access denied, the key refused, not in
+    the service's format). Nothing was sent to the source."""
+
+
+class ClinicalSourceEgressRefused(ClinicalSourceError):
+    """The egress policy refuses the source's URL or the address it reached (docs/architecture.md,
+    "Egress policy"). Nothing was sent to the source."""
+
+
 @dataclass(frozen=True)
 class FieldDef:
     """One field of the data dictionary (one ``content=metadata`` row).

@@ -250,3 +250,38 @@ class WeComReceiverMismatch(Forbidden):
 class WeComMalformedCallback(MalformedRequest):
     """A WeCom callback whose parameters, XML envelope, ciphertext or decrypted message is not
     what WeCom's protocol sends (HTTP 400; nothing is stored)."""
+
+
+class EgressRefused(InvalidInput):
+    """A URL a project admin set (the REDCap ``api_url``, the reminder webhook, a messenger) is
+    refused by the egress policy when it is configured (HTTP 422; docs/architecture.md, "Egress
+    policy"). ``rule`` names the rule (``scheme``, ``userinfo``, ``host``, ``ipv4_spelling``,
+    ``port``, ``fragment``, ``unresolvable``, ``metadata``, ``link_local``, ``loopback``,
+    ``multicast``, ``unspecified``, ``reserved``, ``private``, ``plain_http``); ``reason`` never
+    quotes an address the host resolved to (a project admin must not map the operator's network)."""
+
+    def __init__(self, reason: str, rule: str) -> None:
+        super().__init__(reason)
+        self.rule = rule
+
+
+class EgressBlocked(DomainError):
+    """A connection the egress policy refuses at connection time: the host resolved to (or the
+    socket reached) an address the policy refuses, e.g. after a DNS rebinding, or the URL was set
+    before the policy existed (docs/architecture.md, "Egress policy"). Nothing was sent; never
+    retried. ``rule`` as for :class:`EgressRefused`; ``host`` is the URL's host."""
+
+    def __init__(self, reason: str, rule: str, host: str) -> None:
+        super().__init__(reason)
+        self.rule = rule
+        self.host = host
+
+
+class SecretNotSet(DomainError):
+    """A project's service-owned secret (REDCap token, webhook signing key, channel secrets) does
+    not exist, or is scheduled for deletion (docs/architecture.md, "Project secrets")."""
+
+
+class SecretUnreadable(DomainError):
+    """A project's secret exists but cannot be used: access denied, its KMS key refused, or a value
+    that is not what the service stored. The reason never holds the value."""

@@ -118,12 +118,20 @@ class YearlySummary(BaseModel):
 
 
 class ClinicalDataSource(BaseModel):
-    """Where a project's clinical data lives: a REDCap API URL and the NAME of the Secrets Manager
-    secret holding the project's API token (the token itself is never stored or passed here)."""
+    """Where a project's clinical data lives: a REDCap API URL and whether the project's API token
+    is set. The token itself is a secret the service names and stores (``{ClinicalTokenSecretPrefix}
+    {project_id}``, docs/architecture.md, "Project secrets"); it is never held here.
+
+    - ``token_set`` / ``token_updated_at``: the service holds a token for ``api_url`` (UTC);
+    - ``token_secret``: legacy only, the NAME of a secret chosen by an admin before the service owned
+      the tokens; new writes never set it.
+    """
 
     source: Literal["redcap"]
     api_url: str
-    token_secret: str
+    token_set: bool = False
+    token_updated_at: datetime | None = None
+    token_secret: str | None = None
 
 
 class Project(BaseModel):

@@ -67,7 +67,7 @@ def update_project(
         ProjectNotFound: unknown project (404).
         InvalidInput: a token secret outside ``token_secret_prefix`` (422).
     """
-    if clinical_data is not None and not clinical_data.token_secret.startswith(token_secret_prefix):
+    if clinical_data is not None and not (clinical_data.token_secret or "").startswith(token_secret_prefix):
         raise InvalidInput(f"clinical_data.token_secret: must be a secret name starting with {token_secret_prefix!r}")
     project = store.get_project(project_id)
     changes = {k: v for k, v in {"name": name, "time_zone": time_zone, "clinical_data": clinical_data}.items()

@@ -37,12 +37,18 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, stop
 from agent_memory.domain.clinical import (
     ClinicalEvent,
     ClinicalSourceAuthError,
+    ClinicalSourceEgressRefused,
+    ClinicalSourceError,
     ClinicalSourceRejected,
+    ClinicalSourceTokenMissing,
+    ClinicalSourceTokenUnreadable,
     ClinicalSourceUnavailable,
     DataDictionary,
     FieldDef,
 )
+from agent_memory.domain.errors import EgressBlocked, EgressRefused, SecretNotSet, SecretUnreadable
 from agent_memory.domain.models import ClinicalDataSource
+from agent_memory.domain.secrets import RedcapTokenSecret, SecretNaming
 from agent_memory.observability import logger, metrics
 
 # PyCap (and requests) are imported by RedcapSources (built by the chat function only), never by
@@ -50,6 +56,9 @@ from agent_memory.observability import logger, metrics
 if TYPE_CHECKING:
     import redcap
     import requests
+
+    from agent_memory.domain.egress import EgressPolicy
+    from agent_memory.ports import HostResolver, ProjectSecretReader
 
 #: Longest wait for one REDCap request when the turn has no deadline (seconds).
 REQUEST_TIMEOUT_S = 10.0
@@ -69,35 +78,46 @@ class _Forbidden(Exception):
     """403: the token was refused."""
 
 
+class _Redirected(Exception):
+    """3xx: never followed (the token would go to an address the project never configured)."""
+
+
 def _check_status(response: requests.Response, *args: Any, **kwargs: Any) -> None:
     """requests' response hook: turn REDCap's status codes into our signals before PyCap decodes."""
     if response.status_code in (401, 403):
         raise _Forbidden()
+    if 300 <= response.status_code < 400:
+        raise _Redirected()
     if response.status_code == 429 or response.status_code >= 500:
         raise _Retryable(response.status_code)
 
 
 def load_token(secret_name: str, *, max_age_s: int = TOKEN_MAX_AGE_S) -> str:
-    """The REDCap API token in Secrets Manager secret ``secret_name`` (plain, or JSON ``{"token": ...}``).
+    """The REDCap API token in Secrets Manager secret ``secret_name`` (plain, or JSON ``{"token": ...}``):
+    the legacy path of projects whose admin named the secret (``ClinicalDataSource.token_secret``).
 
     Raises:
-        ClinicalSourceAuthError: the secret cannot be read, or holds no 32-character token.
+        ClinicalSourceTokenMissing: no such secret, or it awaits deletion.
+        ClinicalSourceTokenUnreadable: it cannot be read, or holds no 32-character token.
     """
     from aws_lambda_powertools.utilities import parameters
 
     try:
         raw = parameters.get_secret(secret_name, max_age=max_age_s)
     except Exception as exc:  # GetParameterError and botocore errors alike: never echo details
-        raise ClinicalSourceAuthError(f"the token secret {secret_name!r} could not be read") from exc
+        code = str((getattr(exc.__context__, "response", None) or {}).get("Error", {}).get("Code", ""))
+        if code in ("ResourceNotFoundException", "InvalidRequestException"):
+            raise ClinicalSourceTokenMissing(f"the token secret {secret_name!r} does not exist") from None
+        raise ClinicalSourceTokenUnreadable(f"the token secret {secret_name!r} could not be read") from None
     value = (raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)).strip()
     if value.startswith("{"):
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
-            raise ClinicalSourceAuthError(f"the token secret {secret_name!r} is not valid JSON") from None
+            raise ClinicalSourceTokenUnreadable(f"the token secret {secret_name!r} is not valid JSON") from None
         value = str(parsed.get("token", "")).strip() if isinstance(parsed, dict) else ""
     if len(value) != 32:  # REDCap tokens are 32 hexadecimal characters (PyCap checks the same)
-        raise ClinicalSourceAuthError(f"the token secret {secret_name!r} does not hold a REDCap API token")
+        raise ClinicalSourceTokenUnreadable(f"the token secret {secret_name!r} does not hold a REDCap API token")
     return value
 
 
@@ -112,9 +132,11 @@ class RedcapRecords:
         deadline: float | None,
         clock: Callable[[], float] = time.monotonic,
         cache: _DictionaryCache | None = None,
+        cache_key: tuple[str, str] | None = None,
     ) -> None:
         self._project = project
         self._source = source
+        self._key = cache_key or (source.api_url, source.token_secret or "")
         self._deadline = deadline
         self._clock = clock
         self._cache = cache
@@ -122,7 +144,7 @@ class RedcapRecords:
     # ------------------------------------------------------------------ port
     def dictionary(self) -> DataDictionary:
         """See :meth:`ClinicalRecordsPort.dictionary` (cached per container)."""
-        key = (self._source.api_url, self._source.token_secret)
+        key = self._key
         if self._cache is not None:
             cached = self._cache.get(key, self._clock())
             if cached is not None:
@@ -215,6 +237,12 @@ class RedcapRecords:
         except _Forbidden:
             self._alert_auth()
             raise ClinicalSourceAuthError("the clinical data source refused the project's API token") from None
+        except _Redirected:
+            raise ClinicalSourceRejected("the clinical data source answered with a redirect, which is never "
+                                         "followed; set api_url to the address it redirects to") from None
+        except EgressBlocked as exc:
+            alert_auth(self._source, f"egress policy: {exc.rule}")
+            raise egress_refused(exc.reason) from None
         except _Retryable as exc:
             raise ClinicalSourceUnavailable(f"the clinical data source kept answering HTTP {exc.args[0]}") from None
         except Exception as exc:
@@ -226,14 +254,20 @@ class RedcapRecords:
 
 
 def alert_auth(source: ClinicalDataSource, reason: str) -> None:
-    """Admin alert of an unusable token: the ``ClinicalSourceAuthError`` metric (alarmed to the admin
-    topic) and an error log naming the host, the secret's NAME and the reason, never the token."""
+    """Admin alert of a source the project cannot use (token refused, missing or unreadable; URL
+    refused): the ``ClinicalSourceAuthError`` metric (alarmed to the admin topic) and an error log
+    naming the host, the legacy secret's NAME if any and the reason, never the token."""
     host = urlsplit(source.api_url).netloc
-    logger.error("clinical data source refused the API token",
+    logger.error("clinical data source unusable",
                  extra={"source_host": host, "token_secret": source.token_secret, "reason": reason})
     with single_metric(name="ClinicalSourceAuthError", unit=MetricUnit.Count, value=1,
                        namespace=metrics.namespace) as metric:
         metric.add_dimension(name="source", value="redcap")
+
+
+def egress_refused(reason: str) -> ClinicalSourceEgressRefused:
+    """The tool's error for a URL or peer the egress policy refuses (never "credentials refused")."""
+    return ClinicalSourceEgressRefused(f"the data source is refused by the egress policy: {reason}")
 
 
 def _mapped(exc: Exception) -> Exception:
@@ -278,7 +312,16 @@ class _DictionaryCache:
 
 
 class RedcapSources:
-    """``ClinicalSourcesPort``: a PyCap ``Project`` per configured source and turn."""
+    """``ClinicalSourcesPort``: a PyCap ``Project`` per configured source and turn.
+
+    Args:
+        token_secret_prefix: legacy sources (``token_secret``) may name secrets under it only.
+        token_loader: reads a legacy source's token by secret name.
+        egress / resolver: the egress policy and its DNS; when set, every request goes through
+            ``agent_memory.adapters.egress.guarded_session`` (checked on each connection) and the
+            URL's form is checked before the token is read.
+        secrets / naming: the service-owned token store (sources with ``token_set``).
+    """
 
     def __init__(
         self,
@@ -287,6 +330,10 @@ class RedcapSources:
         token_loader: Callable[[str], str] = load_token,
         clock: Callable[[], float] = time.monotonic,
         verify_ssl: bool = True,
+        egress: EgressPolicy | None = None,
+        resolver: HostResolver | None = None,
+        secrets: ProjectSecretReader | None = None,
+        naming: SecretNaming | None = None,
     ) -> None:
         import redcap  # noqa: F401 - loaded while the chat function initialises (SnapStart's snapshot holds it)
 
@@ -295,42 +342,107 @@ class RedcapSources:
         self._clock = clock
         self._verify_ssl = verify_ssl
         self._cache = _DictionaryCache()
+        self._egress = egress
+        self._secrets = secrets
+        self._naming = naming
+        self._project_cls: Any = redcap.Project
+        if egress is not None:
+            from agent_memory.adapters.egress import guarded_session
+            from agent_memory.adapters.resolver import SystemResolver
 
-    def open(self, source: ClinicalDataSource, *, deadline: float | None) -> RedcapRecords:
+            self._project_cls = _project_on(guarded_session(egress, resolver or SystemResolver()))
+
+    def open(
+        self, source: ClinicalDataSource, *, deadline: float | None, project_id: str | None = None,
+    ) -> RedcapRecords:
         """See :meth:`ClinicalSourcesPort.open`.
 
         Raises:
-            ClinicalSourceAuthError: the secret's name is outside the configured prefix (a project
-                could otherwise send another secret to a URL of its choosing), the URL is not https
-                (plain http only to a loopback address, for local servers), or the token is unusable.
+            ClinicalSourceEgressRefused: the URL's form is refused by the egress policy (its
+                addresses are checked on each connection, by the transport).
+            ClinicalSourceTokenMissing / ClinicalSourceTokenUnreadable: no usable token for the URL.
+            ClinicalSourceAuthError: a legacy secret name outside the prefix, a legacy URL that is
+                not https (http only to a loopback address), or a URL PyCap refuses.
         """
-        import redcap
-
         try:
-            if not source.token_secret.startswith(self._prefix):
-                raise ClinicalSourceAuthError(f"the token secret's name must start with {self._prefix!r}")
-            if not _allowed_url(source.api_url):
-                raise ClinicalSourceAuthError("the REDCap API URL must be https (http only to a loopback address)")
-            token = self._token_loader(source.token_secret)
-        except ClinicalSourceAuthError as exc:
+            self._check_url(source.api_url)
+            token = self._token(source, project_id)
+        except ClinicalSourceError as exc:
             alert_auth(source, str(exc))
             raise
         try:
-            project = redcap.Project(
+            project = self._project_cls(
                 source.api_url, token, verify_ssl=self._verify_ssl,
-                timeout=REQUEST_TIMEOUT_S, hooks={"response": [_check_status]},
+                timeout=REQUEST_TIMEOUT_S, hooks={"response": [_check_status]}, allow_redirects=False,
             )
         except AssertionError:  # PyCap's URL / token checks; its message would quote the token
             alert_auth(source, "PyCap refused the URL or token format")
             raise ClinicalSourceAuthError(
                 "the clinical data source is misconfigured (the REDCap API URL must end with /api/)"
             ) from None
-        cached = self._cache.get((source.api_url, source.token_secret), self._clock())
+        key = (source.api_url, source.token_secret or f"project:{project_id}")
+        cached = self._cache.get(key, self._clock())
         if cached is not None:
             # PyCap reads the record-id field from its metadata on every export; a cached
             # dictionary brings its metadata rows along so a turn makes no metadata call.
             project._metadata = cached[1]
-        return RedcapRecords(project, source, deadline=deadline, clock=self._clock, cache=self._cache)
+        return RedcapRecords(project, source, deadline=deadline, clock=self._clock, cache=self._cache, cache_key=key)
+
+    def _check_url(self, url: str) -> None:
+        if self._egress is None:
+            if not _allowed_url(url):
+                raise ClinicalSourceAuthError("the REDCap API URL must be https (http only to a loopback address)")
+            return
+        try:
+            self._egress.check_form(url, field="api_url")
+        except EgressRefused as exc:
+            raise egress_refused(exc.reason) from None
+
+    def _token(self, source: ClinicalDataSource, project_id: str | None) -> str:
+        """The token to send to ``source.api_url`` (see :meth:`open` for the errors)."""
+        if source.token_set and self._secrets is not None and project_id is not None:
+            return self._bound_token(source.api_url, project_id)
+        if source.token_secret:
+            if not source.token_secret.startswith(self._prefix):
+                raise ClinicalSourceAuthError(f"the token secret's name must start with {self._prefix!r}")
+            return self._token_loader(source.token_secret)
+        raise ClinicalSourceTokenMissing("the project's REDCap token is not set")
+
+    def _bound_token(self, api_url: str, project_id: str) -> str:
+        """The service-owned token, only if it was given for ``api_url`` (re-read once past the cache
+        when the cached one names another URL: the token may just have been set again)."""
+        assert self._secrets is not None
+        ref = (self._naming or SecretNaming(redcap_token_prefix=self._prefix or "agent-memory/redcap/")
+               ).redcap_token(project_id)
+        for fresh in (False, True):
+            try:
+                stored = RedcapTokenSecret.from_secret(self._secrets.read(ref, fresh=fresh))
+            except SecretNotSet:
+                raise ClinicalSourceTokenMissing("the project's REDCap token is not set") from None
+            except SecretUnreadable:
+                raise ClinicalSourceTokenUnreadable("the project's REDCap token cannot be read") from None
+            if stored.api_url == api_url:
+                return stored.token.get_secret_value()
+        raise ClinicalSourceTokenMissing("the project's REDCap token is not set for this API URL; set it again")
+
+
+def _project_on(session: requests.Session) -> type[redcap.Project]:
+    """``redcap.Project`` sending through ``session``: PyCap 2.7 posts through one module-level
+    session (``redcap.request._session``, bound as ``_RCRequest``'s default); this subclass passes
+    ours instead. The override repeats ``Base._call_api`` of the pinned PyCap with one argument
+    added (``tests/unit/test_egress_transport.py`` guards it)."""
+    import redcap
+    from redcap.request import _ContentConfig, _RCRequest
+
+    class _GuardedProject(redcap.Project):
+        def _call_api(self, payload: dict[str, Any], return_type: Any, file: Any = None) -> Any:
+            config = _ContentConfig(return_empty_json=return_type == "empty_json",
+                                    return_bytes=return_type == "file_map")
+            request = _RCRequest(url=self.url, payload=payload, config=config, session=session)
+            return request.execute(verify_ssl=self.verify_ssl, return_headers=return_type == "file_map", file=file,
+                                   **self._request_kwargs)
+
+    return _GuardedProject
 
 
 def _allowed_url(url: str) -> bool:

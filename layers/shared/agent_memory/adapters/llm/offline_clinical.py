@@ -53,6 +53,20 @@ def answer(name: str, data: dict[str, Any], *, zh: bool, qc: bool) -> str | None
     return None
 
 
+#: Tool errors where nothing reached the source: what the project admin must set (Chinese, English).
+_UNUSABLE = {
+    "source_token_missing": ("本项目尚未设置 REDCap 令牌（或令牌不适用于当前地址），未访问数据源；已通知管理员。",
+                             "The project's REDCap token is not set (for this address); the source was not "
+                             "contacted and the admins have been alerted."),
+    "source_token_unreadable": ("本项目的 REDCap 令牌无法读取，未访问数据源；已通知管理员。",
+                                "The project's REDCap token cannot be read; the source was not contacted and the "
+                                "admins have been alerted."),
+    "source_egress_refused": ("出站策略拒绝了该数据源地址，未发送任何请求；已通知管理员。",
+                              "The data source is refused by the egress policy; nothing was sent and the admins "
+                              "have been alerted."),
+}
+
+
 def _error(data: dict[str, Any], zh: bool) -> str:
     code = data["error"]
     if code == "subject_not_found":
@@ -63,6 +77,8 @@ def _error(data: dict[str, Any], zh: bool) -> str:
     if code == "source_auth":
         return ("临床数据源拒绝了本项目的访问凭据，已通知管理员。" if zh
                 else "The clinical data source refused this project's credentials; the admins have been alerted.")
+    if code in _UNUSABLE:
+        return _UNUSABLE[code][0 if zh else 1]
     return f"读取临床数据失败（{code}）。" if zh else f"Reading the clinical data failed ({code})."
 
 
