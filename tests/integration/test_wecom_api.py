@@ -16,8 +16,9 @@ from pydantic import SecretStr
 from tenacity import wait_none
 
 from agent_memory.adapters.wecom.api import AccessTokenCache, WeComApi
+from agent_memory.adapters.wecom.queues import outbound_parts
 from agent_memory.domain.errors import ExternalServiceError
-from agent_memory.domain.wecom import WeComChannelSettings
+from agent_memory.domain.wecom import WeComChannelSettings, WeComOutbound
 from infra.local.wecom_emulator import EmulatedApp, WeComEmulator
 
 CORP_ID, AGENT_ID, SECRET = "ww1234567890abcdef", 1000002, "S3cr3t-app_secret-0123456789abcdefghijklmno"
@@ -139,25 +140,27 @@ def test_a_long_answer_arrives_in_numbered_parts_within_the_limit(wecom: WeComEm
     assert "".join(r[6:] for r in received) == text
 
 
-def test_a_redelivery_resumes_after_the_parts_already_sent(wecom: WeComEmulator) -> None:
-    # Given: a 4-part answer whose third part WeCom refused (the consumer recorded parts 1 and 2)
+def test_an_outbox_part_goes_to_its_member_or_to_the_robot(wecom: WeComEmulator) -> None:
+    # Given: the parts the outbox queued for a member (2 of a long answer) and for the robot
+    member_parts = outbound_parts(WeComOutbound(project_id="p1", to_userid="CRC.Li", text=SENTENCE * 40,
+                                                dedupe_key="answer#p1#msg#1"))
+    robot_part = outbound_parts(WeComOutbound(project_id="p1", to_userid=None, text="**周报** 已生成",
+                                              dedupe_key="alert#p1#a1"))[0]
     api = _api(wecom)
-    sent: list[int] = []
+    # When: each part is sent on its own (as the sender consumes them), the second part first
+    for part in [member_parts[1], member_parts[0], robot_part]:
+        api.send_part(SETTINGS, part)
+    # Then: each arrived once as its type says: member parts as text, the robot's as Markdown
+    assert [(m["msgtype"], m["content"][:6]) for m in wecom.messages_to("crc.li")] == [
+        ("text", "(2/2) "), ("text", "(1/2) ")]
+    assert [(m["msgtype"], m["content"]) for m in wecom.robot_messages(ROBOT_KEY)] == [("markdown", "**周报** 已生成")]
 
-    def record(number: int) -> None:
-        sent.append(number)
-        if number == 2:
-            wecom.fail_next(errcode=40058)
 
-    with pytest.raises(ExternalServiceError):
-        api.send_to_member(SETTINGS, "pi.wang", SENTENCE * 100, on_sent=record)
-    assert sent == [1, 2]
-    # When: the message is delivered again, skipping what was recorded
-    again: list[int] = []
-    assert api.send_to_member(SETTINGS, "pi.wang", SENTENCE * 100, on_sent=again.append, skip_parts=len(sent)) == 4
-    # Then: parts 3 and 4 only; the member has each part once, in order
-    assert again == [3, 4]
-    assert [m["content"][:6] for m in wecom.messages_to("pi.wang")] == ["(1/4) ", "(2/4) ", "(3/4) ", "(4/4) "]
+def test_a_robot_part_of_a_channel_without_robot_is_refused_not_retried(wecom: WeComEmulator) -> None:
+    part = outbound_parts(WeComOutbound(project_id="p1", to_userid=None, text="x", dedupe_key="k"))[0]
+    with pytest.raises(ExternalServiceError) as caught:
+        _api(wecom).send_part(SETTINGS.model_copy(update={"robot_webhook_key": None}), part)
+    assert caught.value.code == "no_robot" and caught.value.retryable is False and wecom.calls == []
 
 
 def test_the_group_robot_gets_markdown_split_at_4096_bytes(wecom: WeComEmulator) -> None:

@@ -4,11 +4,13 @@ repr, str, dump or validation error shows, and the member user id's rules."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
+from pydantic import SecretStr, TypeAdapter, ValidationError
 
+from agent_memory.domain.errors import SecretUnreadable
 from agent_memory.domain.wecom import WeComChannelSettings, WeComUserId, wecom_userid_key
 
 SECRETS = {
@@ -18,6 +20,7 @@ SECRETS = {
     "robot_webhook_key": "693a91f6-7a1c-4bc4-97a0-0ec2a1fa5aaa",
 }
 VALID: dict[str, Any] = {"corp_id": "ww1234567890abcdef", "agent_id": 1000002, **SECRETS}
+NOW = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
 
 
 def _refusal(**changes: Any) -> ValidationError:
@@ -42,12 +45,26 @@ def test_secrets_never_appear_in_repr_str_or_dumps() -> None:
     # Given: settings holding four secrets
     settings = WeComChannelSettings.model_validate(VALID)
     # When: shown every way a log line or an answer could show it
+    view = settings.record("p1", actor="pi-1", now=NOW).view()
     shown = [repr(settings), str(settings), settings.model_dump_json(), json.dumps(settings.model_dump(mode="json")),
-             settings.view().model_dump_json()]
-    # Then: none holds a secret
+             view.model_dump_json()]
+    # Then: none holds a secret; what GET shows names the secrets set
     assert not [s for s in shown for secret in SECRETS.values() if secret in s]
-    assert json.loads(settings.view().model_dump_json()) == {
-        "corp_id": "ww1234567890abcdef", "agent_id": 1000002, "robot_webhook": True}
+    assert json.loads(view.model_dump_json()) == {
+        "project_id": "p1", "corp_id": "ww1234567890abcdef", "agent_id": 1000002, "robot_webhook": True,
+        "updated_at": "2026-03-10T02:00:00Z", "updated_by": "pi-1", "callback_path": "/v1/wecom/p1/callback",
+        "secrets_set": ["token", "encoding_aes_key", "secret", "robot_webhook_key"]}
+
+
+def test_the_stored_secret_reads_back_as_the_same_settings() -> None:
+    settings = WeComChannelSettings.model_validate(VALID)
+    assert WeComChannelSettings.from_secret(settings.to_secret()) == settings
+
+
+def test_a_stored_secret_not_in_the_service_format_is_unreadable_without_its_value() -> None:
+    with pytest.raises(SecretUnreadable) as caught:
+        WeComChannelSettings.from_secret(SecretStr('{"corp_id": "ww1", "token": "leaky-value"}'))
+    assert "leaky-value" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
@@ -86,7 +103,9 @@ def test_unknown_fields_and_missing_secret_are_refused() -> None:
 
 def test_robot_webhook_is_optional() -> None:
     settings = WeComChannelSettings.model_validate({k: v for k, v in VALID.items() if k != "robot_webhook_key"})
-    assert settings.robot_webhook_key is None and settings.view().robot_webhook is False
+    view = settings.record("p1", actor="pi-1", now=NOW).view()
+    assert settings.robot_webhook_key is None and view.robot_webhook is False
+    assert view.secrets_set == ["token", "encoding_aes_key", "secret"]
 
 
 USERID = TypeAdapter(WeComUserId)

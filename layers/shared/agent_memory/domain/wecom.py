@@ -19,11 +19,15 @@ Format rules, as WeCom's admin console and API define them:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from agent_memory.domain.errors import SecretUnreadable
 
 _USERID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_\-@.]{0,63}")
 _CORP_ID = re.compile(r"[0-9A-Za-z]{1,64}")
@@ -50,6 +54,11 @@ def _corp_id(value: str) -> str:
     return value
 
 
+def _schema(pattern: re.Pattern[str]) -> Any:
+    """The rule as the JSON schema's anchored ``pattern`` (the OpenAPI document states it)."""
+    return Field(json_schema_extra={"pattern": f"^{pattern.pattern}$"})
+
+
 def _secret_rule(pattern: re.Pattern[str], rule: str) -> AfterValidator:
     """A validator of a ``SecretStr`` whose error names the rule, never the value."""
 
@@ -62,9 +71,9 @@ def _secret_rule(pattern: re.Pattern[str], rule: str) -> AfterValidator:
 
 
 #: A WeCom member user id (成员 UserID), as written by the admin (case kept).
-WeComUserId = Annotated[str, AfterValidator(_userid)]
+WeComUserId = Annotated[str, _schema(_USERID), AfterValidator(_userid)]
 #: A WeCom corp id (企业 ID), the ``receiveid`` of every callback's plaintext.
-WeComCorpId = Annotated[str, AfterValidator(_corp_id)]
+WeComCorpId = Annotated[str, _schema(_CORP_ID), AfterValidator(_corp_id)]
 
 
 def wecom_userid_key(userid: str) -> str:
@@ -88,31 +97,90 @@ class WeComChannelSettings(BaseModel):
 
     corp_id: WeComCorpId
     agent_id: int = Field(ge=1, le=MAX_AGENT_ID)
-    token: Annotated[SecretStr, _secret_rule(_TOKEN, "the callback token is 1-32 letters and digits")]
+    token: Annotated[SecretStr, _schema(_TOKEN), _secret_rule(_TOKEN, "the callback token is 1-32 letters and digits")]
     encoding_aes_key: Annotated[
-        SecretStr, _secret_rule(_AES_KEY, "the EncodingAESKey is exactly 43 letters and digits")
+        SecretStr, _schema(_AES_KEY), _secret_rule(_AES_KEY, "the EncodingAESKey is exactly 43 letters and digits")
     ]
-    secret: Annotated[SecretStr, _secret_rule(_APP_SECRET, "the secret is 1-128 visible ASCII characters")]
+    secret: Annotated[
+        SecretStr, _schema(_APP_SECRET), _secret_rule(_APP_SECRET, "the secret is 1-128 visible ASCII characters")
+    ]
     robot_webhook_key: (
-        Annotated[SecretStr, _secret_rule(_ROBOT_KEY, "the robot webhook key is 1-64 letters, digits and -")]
+        Annotated[SecretStr, _schema(_ROBOT_KEY),
+                  _secret_rule(_ROBOT_KEY, "the robot webhook key is 1-64 letters, digits and -")]
         | None
     ) = None
 
-    def view(self) -> WeComChannelView:
-        """What ``GET .../channels/wecom`` shows: no secret, only whether a robot is set."""
-        return WeComChannelView(
-            corp_id=self.corp_id, agent_id=self.agent_id, robot_webhook=self.robot_webhook_key is not None
-        )
+    def to_secret(self) -> SecretStr:
+        """The project's channel secret: these settings as JSON (the corp id and agent id with the
+        credentials, so a reader gets them bound together in one read), itself a ``SecretStr``."""
+        values = {name: getattr(self, name) for name in type(self).model_fields}
+        plain = {k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in values.items()}
+        return SecretStr(json.dumps(plain, separators=(",", ":")))
+
+    @classmethod
+    def from_secret(cls, raw: SecretStr) -> WeComChannelSettings:
+        """Parse a stored channel secret.
+
+        Raises:
+            SecretUnreadable: not the JSON the service stores (the reason never holds the value).
+        """
+        try:
+            return cls.model_validate_json(raw.get_secret_value())
+        except ValidationError:
+            raise SecretUnreadable("the stored WeCom channel secret is not in the service's format") from None
+
+    def record(self, project_id: str, *, actor: str, now: datetime) -> WeComChannel:
+        """The readable record of these settings as ``actor`` set them at ``now`` (UTC)."""
+        return WeComChannel(project_id=project_id, corp_id=self.corp_id, agent_id=self.agent_id,
+                            robot_webhook=self.robot_webhook_key is not None, updated_at=now, updated_by=actor)
 
 
-class WeComChannelView(BaseModel):
-    """The readable part of a project's WeCom channel (the secrets are never returned)."""
+def wecom_callback_path(project_id: str) -> str:
+    """The path of a project's WeCom callback URL (what the admin enters in WeCom's console)."""
+    return f"/v1/wecom/{project_id}/callback"
+
+
+class WeComChannel(BaseModel):
+    """The readable record of a project's WeCom channel (``CHANNEL#wecom`` in its partition): what
+    is set, never a secret. Its presence turns the channel on (inbound answers, outbound reminders
+    and alerts); the credentials live in the project's channel secret.
+
+    Attributes:
+        robot_webhook: a group robot is set (admin alerts go there, and reminders of members
+            without a WeCom user id).
+        updated_at / updated_by: when (UTC) and by whom it was last set.
+    """
 
     model_config = ConfigDict(frozen=True)
 
+    project_id: str
     corp_id: str
     agent_id: int
     robot_webhook: bool
+    updated_at: datetime
+    updated_by: str
+
+    def view(self) -> WeComChannelView:
+        """What ``GET .../channels/wecom`` answers: the record, the callback path and the secrets set."""
+        secrets_set = ["token", "encoding_aes_key", "secret"] + (["robot_webhook_key"] if self.robot_webhook else [])
+        return WeComChannelView(**self.model_dump(), callback_path=wecom_callback_path(self.project_id),
+                                secrets_set=secrets_set)
+
+
+class WeComChannelView(BaseModel):
+    """The readable part of a project's WeCom channel (the secrets are never returned; ``secrets_set``
+    names those the service holds)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project_id: str
+    corp_id: str
+    agent_id: int
+    robot_webhook: bool
+    updated_at: datetime
+    updated_by: str
+    callback_path: str
+    secrets_set: list[str]
 
 
 class WeComInboundMessage(BaseModel):
@@ -149,12 +217,106 @@ class WeComInboundMessage(BaseModel):
         return f"event#{wecom_userid_key(self.from_userid)}#{int(self.created_at.timestamp())}#{self.event or ''}"
 
 
+#: The chat session of a member's WeCom conversation is ``wecom-`` and this many hex characters of
+#: the SHA-256 of their lower-cased user id: one per member and project, the id itself not shown.
+SESSION_HASH_CHARS = 24
+
+
+def wecom_session_id(userid: str) -> str:
+    """The session a member's WeCom messages go to (``wecom-{hash}``; an id of the path pattern)."""
+    digest = hashlib.sha256(wecom_userid_key(userid).encode("utf-8")).hexdigest()
+    return f"wecom-{digest[:SESSION_HASH_CHARS]}"
+
+
+class WeComCallbackParams(BaseModel):
+    """The query parameters WeCom signs every callback with (``msg_signature``, ``timestamp``:
+    epoch seconds as text, ``nonce``); checked by the protocol adapter, not here."""
+
+    model_config = ConfigDict(frozen=True)
+
+    msg_signature: str
+    timestamp: str
+    nonce: str
+
+
+class WeComInbound(BaseModel):
+    """What the callback puts on the inbound queue: the project and the checked, decrypted message
+    (its text included: the queue is encrypted at rest; nothing of it is logged)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project_id: str
+    message: WeComInboundMessage
+
+    @property
+    def idempotency_key(self) -> str:
+        """The delivery's identity across WeCom's retries: project and ``MsgId`` (an event's sender,
+        time and name)."""
+        return f"{self.project_id}#{self.message.dedupe_key}"
+
+
+class WeComOutbound(BaseModel):
+    """One message for the project's WeCom channel, before it is split at WeCom's limits.
+
+    Attributes:
+        to_userid: the member's WeCom user id (an application message); None: the group robot.
+        text: what to say (an application message is plain text; the robot's is Markdown).
+        dedupe_key: identifies the message across retries of whoever sends it (an answer: the
+            inbound message's key; a reminder: its occurrence; an alert: its own dedupe key).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    project_id: str
+    to_userid: str | None
+    text: str = Field(repr=False)
+    dedupe_key: str = Field(min_length=1, max_length=512)
+
+    @property
+    def markdown(self) -> bool:
+        """Robot messages are Markdown (WeCom renders it in group chats); application messages are
+        text, which every WeCom client and the WeChat plug-in show as sent."""
+        return self.to_userid is None
+
+
+class WeComOutboundPart(BaseModel):
+    """One part of a :class:`WeComOutbound` as the outbox queue carries it: ``content`` fits the
+    message type's limit; ``part`` of ``parts`` (1-based)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    project_id: str
+    to_userid: str | None
+    content: str = Field(repr=False)
+    dedupe_key: str
+    part: int = Field(ge=1)
+    parts: int = Field(ge=1)
+
+    @property
+    def markdown(self) -> bool:
+        """As :attr:`WeComOutbound.markdown`."""
+        return self.to_userid is None
+
+    @property
+    def idempotency_key(self) -> str:
+        """The part's identity: the message's dedupe key and the part number."""
+        return f"{self.dedupe_key}#{self.part}"
+
+
 __all__ = [
     "MAX_AGENT_ID",
+    "SESSION_HASH_CHARS",
+    "WeComCallbackParams",
+    "WeComChannel",
     "WeComChannelSettings",
     "WeComChannelView",
     "WeComCorpId",
+    "WeComInbound",
     "WeComInboundMessage",
+    "WeComOutbound",
+    "WeComOutboundPart",
     "WeComUserId",
+    "wecom_callback_path",
+    "wecom_session_id",
     "wecom_userid_key",
 ]

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pydantic import SecretStr
     from tenacity.wait import WaitBaseT
 
-    from agent_memory.domain.wecom import WeComChannelSettings
+    from agent_memory.domain.wecom import WeComChannelSettings, WeComOutboundPart
 
 #: WeCom's API host.
 DEFAULT_BASE_URL = "https://qyapi.weixin.qq.com"
@@ -76,15 +76,10 @@ def allow_every_url(url: str) -> None:
     """The check of tests and of the local emulator: allows every URL."""
 
 
-def _deliver(
-    parts: list[str], post: Callable[[str], None], on_sent: Callable[[int], None] | None, skip_parts: int
-) -> int:
-    """Post the parts after the first ``skip_parts`` in order, reporting each; returns the count."""
-    for number, part in enumerate(parts, start=1):
-        if number > skip_parts:
-            post(part)
-            if on_sent is not None:
-                on_sent(number)
+def _post_all(parts: list[str], post: Callable[[str], None]) -> int:
+    """Post each part in order (a failure stops the rest); returns how many parts there are."""
+    for part in parts:
+        post(part)
     return len(parts)
 
 
@@ -205,17 +200,9 @@ class WeComApi:
         self._tokens.put(key, token, float(answer.get("expires_in") or 7200))
         return token
 
-    def send_to_member(
-        self, app: WeComChannelSettings, userid: str, text: str, *, markdown: bool = False,
-        on_sent: Callable[[int], None] | None = None, skip_parts: int = 0,
-    ) -> int:
+    def send_to_member(self, app: WeComChannelSettings, userid: str, text: str, *, markdown: bool = False) -> int:
         """Send ``text`` to member ``userid`` as application ``app.agent_id``, split at WeCom's
-        limits (2,048 bytes for text and for markdown).
-
-        Args:
-            on_sent: called with each part's 1-based number once WeCom accepted it (a queue
-                consumer records it, so a redelivery resumes after it).
-            skip_parts: the parts already sent (a redelivery): they are not sent again.
+        limits (2,048 bytes for text and for markdown), the parts in order.
 
         Returns:
             How many parts the answer has.
@@ -232,14 +219,11 @@ class WeComApi:
                 app, {"touser": userid, "msgtype": msgtype, "agentid": app.agent_id, msgtype: {"content": part}}
             )
 
-        return _deliver(split_message(text, limit, markdown=markdown), post, on_sent, skip_parts)
+        return _post_all(split_message(text, limit, markdown=markdown), post)
 
-    def send_to_robot(
-        self, webhook_key: SecretStr, text: str, *, markdown: bool = True,
-        on_sent: Callable[[int], None] | None = None, skip_parts: int = 0,
-    ) -> int:
+    def send_to_robot(self, webhook_key: SecretStr, text: str, *, markdown: bool = True) -> int:
         """Post ``text`` through a group robot's webhook, split at its limits (text 2,048 bytes,
-        markdown 4,096 bytes); ``on_sent`` and ``skip_parts`` as for :meth:`send_to_member`.
+        markdown 4,096 bytes), the parts in order.
 
         Returns:
             How many parts the answer has.
@@ -254,7 +238,22 @@ class WeComApi:
             self._call("POST", "/cgi-bin/webhook/send", params={"key": webhook_key.get_secret_value()},
                        body={"msgtype": msgtype, msgtype: {"content": part}})
 
-        return _deliver(split_message(text, limit, markdown=markdown), post, on_sent, skip_parts)
+        return _post_all(split_message(text, limit, markdown=markdown), post)
+
+    def send_part(self, settings: WeComChannelSettings, part: WeComOutboundPart) -> None:
+        """Send one part of an outbound message (port ``WeComSender``): to its member as an
+        application text message, or through the channel's group robot as Markdown.
+
+        Raises:
+            ExternalServiceError: see :meth:`send_to_member` / :meth:`send_to_robot`; ``no_robot``
+                (not retryable) for a robot message of a channel without a robot.
+        """
+        if part.to_userid is not None:
+            self.send_to_member(settings, part.to_userid, part.content, markdown=part.markdown)
+        elif settings.robot_webhook_key is not None:
+            self.send_to_robot(settings.robot_webhook_key, part.content, markdown=part.markdown)
+        else:
+            raise ExternalServiceError("wecom", "no_robot", retryable=False)
 
     # ------------------------------------------------------------- internals
     def _token_key(self, app: WeComChannelSettings) -> tuple[str, str, int, str]:

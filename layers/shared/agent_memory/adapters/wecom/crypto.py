@@ -52,7 +52,7 @@ from agent_memory.domain.errors import (
     WeComReceiverMismatch,
     WeComSignatureInvalid,
 )
-from agent_memory.domain.wecom import WeComChannelSettings, WeComInboundMessage
+from agent_memory.domain.wecom import WeComCallbackParams, WeComChannelSettings, WeComInboundMessage
 
 #: WeCom refuses callbacks older than 5 minutes; we refuse a timestamp that far in either direction
 #: (seconds), so a captured callback cannot be replayed later.
@@ -178,6 +178,25 @@ class WeComCallbackCrypto:
         return str(sealed["MsgSignature"]), body
 
 
+class WeComCallbacks:
+    """WeCom's callback protocol with a project's settings (port ``WeComCallbackProtocol``): a
+    :class:`WeComCallbackCrypto` of the settings per call. ``clock``: UTC epoch seconds now."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+
+    def verify_url(self, settings: WeComChannelSettings, params: WeComCallbackParams, echostr: str) -> str:
+        """See :meth:`WeComCallbackCrypto.verify_url`."""
+        crypto = WeComCallbackCrypto.from_settings(settings, clock=self._clock)
+        return crypto.verify_url(params.msg_signature, params.timestamp, params.nonce, echostr)
+
+    def open_message(self, settings: WeComChannelSettings, params: WeComCallbackParams,
+                     body: str) -> WeComInboundMessage:
+        """See :meth:`WeComCallbackCrypto.open_message`."""
+        crypto = WeComCallbackCrypto.from_settings(settings, clock=self._clock)
+        return crypto.open_message(params.msg_signature, params.timestamp, params.nonce, body)
+
+
 @contextmanager
 def _decrypting(what: str) -> Iterator[None]:
     """wechatpy's decryption faults as domain errors (no cause kept: nothing of the request)."""
@@ -227,4 +246,4 @@ def _read_message(plaintext: str) -> WeComInboundMessage:
         raise WeComMalformedCallback("the decrypted callback is not a WeCom message") from None
 
 
-__all__ = ["MAX_BODY_BYTES", "MAX_SKEW_S", "WeComCallbackCrypto"]
+__all__ = ["MAX_BODY_BYTES", "MAX_SKEW_S", "WeComCallbackCrypto", "WeComCallbacks"]
