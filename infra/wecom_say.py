@@ -7,10 +7,14 @@ that member, printed.
         --corp-id ww... --agent-id 1000002 --token ... --aes-key ...
 
 The channel's values may also come from ``WECOM_CORP_ID``, ``WECOM_AGENT_ID``, ``WECOM_TOKEN`` and
-``WECOM_AES_KEY``. The message is ``POST {api}/v1/wecom/{project}/callback?msg_signature=&timestamp=
-&nonce=`` with ``<xml><ToUserName/><AgentID/><Encrypt/></xml>``; the answer is read from the
-emulator's ``GET /_emulator/messages?userid=`` until new messages stop arriving (a long answer comes
-in numbered parts).
+``WECOM_AES_KEY``; left out, they (and the API, emulator and project) are read from the running
+``make run`` stack's ``.local/stack.json`` (``LOCAL_STACK_FILE``), whose demo-iit channel is drawn
+anew at every start: ``make wecom-say USER=crc.li TEXT="P001 入组了吗？"``.
+
+The message is ``POST {api}/v1/wecom/{project}/callback?msg_signature=&timestamp=&nonce=`` with
+``<xml><ToUserName/><AgentID/><Encrypt/></xml>``; the answer is read from the emulator's
+``GET /_emulator/messages?userid=`` until new messages stop arriving (a long answer comes in
+numbered parts).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import xmltodict
@@ -94,18 +99,37 @@ def wait_for_answer(
         sleep(poll_s)
 
 
+#: Where ``make run`` describes the running stack (``infra.local.server.STACK_FILE``).
+STACK_FILE = Path(os.environ.get("LOCAL_STACK_FILE") or Path(__file__).resolve().parents[1] / ".local" / "stack.json")
+
+
+def stack_defaults(stack_file: Path = STACK_FILE) -> dict[str, Any]:
+    """The running local stack's API URL and demo WeCom channel (``{}`` when no stack runs)."""
+    try:
+        described = json.loads(stack_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    wecom = described.get("wecom") or {}
+    return {"api_url": described.get("base_url"), **wecom}
+
+
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     env = os.environ.get
+    stack = stack_defaults()
+
+    def default(variable: str, key: str, fallback: Any = None) -> Any:
+        return env(variable) or stack.get(key) or fallback
+
     parser = argparse.ArgumentParser(description="Send a WeCom member's message to a project's callback")
-    parser.add_argument("--api-url", default=env("API_URL", "http://127.0.0.1:3000"))
-    parser.add_argument("--project", default=env("PROJECT", "demo-iit"))
-    parser.add_argument("--emulator-url", default=env("WECOM_EMULATOR_URL", "http://127.0.0.1:8090"))
+    parser.add_argument("--api-url", default=default("API_URL", "api_url", "http://127.0.0.1:3000"))
+    parser.add_argument("--project", default=default("PROJECT", "project", "demo-iit"))
+    parser.add_argument("--emulator-url", default=default("WECOM_EMULATOR_URL", "emulator_url", "http://127.0.0.1:8090"))
     parser.add_argument("--user", required=True, help="the member's WeCom user id")
     parser.add_argument("--text", required=True)
-    parser.add_argument("--corp-id", default=env("WECOM_CORP_ID"))
-    parser.add_argument("--agent-id", type=int, default=int(env("WECOM_AGENT_ID") or 0))
-    parser.add_argument("--token", default=env("WECOM_TOKEN"))
-    parser.add_argument("--aes-key", default=env("WECOM_AES_KEY"))
+    parser.add_argument("--corp-id", default=default("WECOM_CORP_ID", "corp_id"))
+    parser.add_argument("--agent-id", type=int, default=int(default("WECOM_AGENT_ID", "agent_id", 0)))
+    parser.add_argument("--token", default=default("WECOM_TOKEN", "token"))
+    parser.add_argument("--aes-key", default=default("WECOM_AES_KEY", "encoding_aes_key"))
     parser.add_argument("--timeout", type=float, default=ANSWER_TIMEOUT_S)
     args = parser.parse_args(argv)
     missing = [n for n in ("corp_id", "agent_id", "token", "aes_key") if not getattr(args, n)]
