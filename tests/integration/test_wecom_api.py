@@ -233,3 +233,26 @@ def test_failures_never_show_the_token_secret_key_or_text(
     assert [f.code for f in failures] == [None, None, "40056"]  # type: ignore[attr-defined]
     for secret in (token, SECRET, ROBOT_KEY, text.split()[-1]):
         assert secret not in shown
+
+
+def test_the_services_wecom_client_reaches_wecoms_host_and_no_other(wecom: WeComEmulator) -> None:
+    # Given: the client the sender function builds, WeCom's base URL being the emulator (local runtime)
+    from agent_memory.config import Settings
+    from agent_memory.domain.errors import EgressBlocked, EgressRefused
+    from agent_memory.wiring import build_wecom_api
+
+    settings = Settings(FLOW_LOG_TABLE="f", MEMORY_TABLE="m", SESSIONS_TABLE="s", WECOM_API_BASE_URL=wecom.base_url,
+                        EGRESS_LOCAL_RUNTIME="true")
+    api = build_wecom_api(settings)
+    # When / Then: a message reaches WeCom through the guarded transport
+    assert api.send_to_member(SETTINGS, "crc.li", "P001 已入组。") == 1
+    assert [m["content"] for m in wecom.messages_to("crc.li")] == ["P001 已入组。"]
+    # and the check before each request refuses any other host, port or scheme (nothing requested)
+    port = int(wecom.base_url.rsplit(":", 1)[1])
+    for elsewhere in (f"http://127.0.0.1:{port + 1}/cgi-bin/message/send", "https://qyapi.weixin.qq.com/cgi-bin/gettoken",
+                      f"http://localhost:{port}/cgi-bin/gettoken"):
+        with pytest.raises(EgressBlocked):
+            api._check_url(elsewhere)  # the egress check the client runs before every request
+    # and outside the local runtime a plain-http WeCom URL is refused when the function starts
+    with pytest.raises(EgressRefused):
+        build_wecom_api(settings.model_copy(update={"egress_local_runtime": False}))

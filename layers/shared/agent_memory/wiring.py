@@ -287,22 +287,21 @@ def build_wecom_settings_deps(settings: Settings) -> WeComSettingsDeps:
 
 
 def build_wecom_api(settings: Settings, *, session: Any | None = None) -> WeComApi:
-    """WeCom's API client on ``WECOM_API_BASE_URL`` under the egress policy: the URL's form checked
-    now and before every request, and every connection through the guarded transport (resolved
-    once, each address and the peer checked; docs/architecture.md, "Egress policy").
-
-    Raises:
-        EgressRefused: the base URL breaks the policy (at cold start).
-    """
+    """WeCom's API client on ``WECOM_API_BASE_URL`` under the egress policy: each request's URL checked
+    and pinned to that scheme, host and port (else EgressBlocked, nothing sent), each connection through
+    the guarded transport (docs/architecture.md, "Egress policy"). Raises EgressRefused (cold start)."""
     from agent_memory.adapters.egress import guarded_session
     from agent_memory.adapters.resolver import SystemResolver
     from agent_memory.adapters.wecom.api import WeComApi
+    from agent_memory.domain.errors import EgressBlocked
 
     policy = egress_policy(settings)
-    policy.check_form(settings.wecom_api_base_url, field="WECOM_API_BASE_URL")
+    pinned = policy.check_form(settings.wecom_api_base_url, field="WECOM_API_BASE_URL")[:3]
 
     def check(url: str) -> None:
-        policy.check_form(url, field="WECOM_API_BASE_URL")
+        target = policy.check_form(url, field="WECOM_API_BASE_URL")
+        if target[:3] != pinned:
+            raise EgressBlocked("WeCom requests go to WECOM_API_BASE_URL's host only", "host", target[1])
 
     return WeComApi(base_url=settings.wecom_api_base_url, check_url=check,
                     session=session if session is not None else guarded_session(policy, SystemResolver()))
