@@ -32,7 +32,7 @@ def _att(logical_id: str, attribute: str) -> dict[str, list[str]]:
 
 
 def _statements(resources: dict[str, Any], function: str) -> list[dict[str, Any]]:
-    found = []
+    found: list[Any] = []
     for policy in resources[function]["Properties"].get("Policies", []):
         for statement in policy.get("Statement", []) if isinstance(policy, dict) else []:
             found.extend(statement["Fn::If"][1:2] if "Fn::If" in statement else [statement])

@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import requests
 import xmltodict
@@ -19,11 +20,11 @@ from agent_memory.domain.models import Project
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 
-CHANNEL = {"corp_id": "ww1234567890abcdef", "agent_id": 1000002, "token": "Tk7pQ2mZ9x",
+CHANNEL: dict[str, Any] = {"corp_id": "ww1234567890abcdef", "agent_id": 1000002, "token": "Tk7pQ2mZ9x",
            "encoding_aes_key": "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456",
            "secret": "S3cr3t-app_secret-0123456789abcdefghijklmno",
            "robot_webhook_key": "693a91f6-7a1c-4bc4-97a0-0ec2a1fa5aaa"}
-SECRET_VALUES = [CHANNEL[k] for k in ("token", "encoding_aes_key", "secret", "robot_webhook_key")]
+SECRET_VALUES: list[str] = [CHANNEL[k] for k in ("token", "encoding_aes_key", "secret", "robot_webhook_key")]
 
 
 def _project(stack: LocalStack) -> str:
@@ -32,7 +33,7 @@ def _project(stack: LocalStack) -> str:
     return pid
 
 
-def _verify(stack: LocalStack, pid: str, token: str = CHANNEL["token"]) -> requests.Response:
+def _verify(stack: LocalStack, pid: str, token: str = "Tk7pQ2mZ9x") -> requests.Response:
     """WeCom's URL verification GET for ``pid``'s callback, sealed with ``token`` and the channel's key."""
     crypto = WeComCallbackCrypto(corp_id=CHANNEL["corp_id"], agent_id=1000002, token=token,
                                  encoding_aes_key=CHANNEL["encoding_aes_key"])

@@ -241,8 +241,8 @@ def test_the_services_wecom_client_reaches_wecoms_host_and_no_other(wecom: WeCom
     from agent_memory.domain.errors import EgressBlocked, EgressRefused
     from agent_memory.wiring import build_wecom_api
 
-    settings = Settings(FLOW_LOG_TABLE="f", MEMORY_TABLE="m", SESSIONS_TABLE="s", WECOM_API_BASE_URL=wecom.base_url,
-                        EGRESS_LOCAL_RUNTIME="true")
+    settings = Settings.model_validate({"FLOW_LOG_TABLE": "f", "MEMORY_TABLE": "m", "SESSIONS_TABLE": "s",
+                                        "WECOM_API_BASE_URL": wecom.base_url, "EGRESS_LOCAL_RUNTIME": "true"})
     api = build_wecom_api(settings)
     # When / Then: a message reaches WeCom through the guarded transport
     assert api.send_to_member(SETTINGS, "crc.li", "P001 已入组。") == 1
