@@ -187,6 +187,8 @@ class LocalStack:
         self._gateway.add_routes(self.functions)
         self._gateway.serve()
         self._poller = QueuePoller(self, template).start()
+        for function in self.functions.values():
+            function.after_invoke = self._poller.poke
 
     def _overrides(self) -> dict[str, str]:
         overrides = {"LLM_PROVIDER": "anthropic" if self._api_key else "offline", "POWERTOOLS_TRACE_DISABLED": "true",

@@ -9,8 +9,10 @@ Lambda's SQS event sources of the WeCom queues.
   ``CHANNEL#wecom`` record) and the demo team's WeCom user ids (``crc-li`` is ``crc.li``, ...);
 - :class:`QueuePoller`: what Lambda's event source mappings do in AWS for the WeCom queues: it
   delivers their messages to their functions (:func:`infra.local.sqs_events.deliver`: partial batch
-  responses, redrive to the dead-letter queue after ``maxReceiveCount``) every ``interval_s``. The
-  job queue is not polled: ``make job`` / ``make dispatch`` deliver it by hand, to show each run.
+  responses, redrive to the dead-letter queue after ``maxReceiveCount``) after any function of the
+  stack was invoked (only the stack's functions send to these queues), until they are empty; idle,
+  it makes no call (no SQS traffic against moto, nothing in a test's count of AWS calls). The job
+  queue is not polled: ``make job`` / ``make dispatch`` deliver it by hand, to show each run.
 """
 
 from __future__ import annotations
@@ -114,18 +116,21 @@ def provision_demo_channel(stack: LocalStack, demo: DemoWeCom, *, now: datetime 
 
 
 class QueuePoller:
-    """Delivers the messages of the queues feeding :data:`POLLED_FUNCTIONS` to those functions,
-    every ``interval_s`` seconds, in a daemon thread (see the module docstring)."""
+    """Delivers the messages of the queues feeding :data:`POLLED_FUNCTIONS` to those functions in a
+    daemon thread, a round each time :meth:`poke` was called since the last (see the module docstring)."""
 
-    def __init__(self, stack: LocalStack, template: Any, *, interval_s: float = 0.25,
-                 on_error: Callable[[str], None] = print) -> None:
+    def __init__(self, stack: LocalStack, template: Any, *, on_error: Callable[[str], None] = print) -> None:
         self._stack = stack
         self._sources = [spec for spec in queue_event_specs(template) if spec.function in POLLED_FUNCTIONS]
-        self._interval_s = interval_s
         self._on_error = on_error
         self._stop = threading.Event()
+        self._poked = threading.Event()
         self._thread: threading.Thread | None = None
         self._sqs: Any = None
+
+    def poke(self) -> None:
+        """Something may have been queued (a function of the stack ran): poll once more."""
+        self._poked.set()
 
     def poll(self) -> int:
         """Deliver what each polled queue holds now; returns the records delivered."""
@@ -146,10 +151,11 @@ class QueuePoller:
         return invoke
 
     def start(self) -> QueuePoller:
-        """Poll in a daemon thread until :meth:`stop`."""
+        """Poll in a daemon thread, after each :meth:`poke`, until :meth:`stop`."""
 
         def loop() -> None:
-            while not self._stop.wait(self._interval_s):
+            while self._poked.wait() and not self._stop.is_set():
+                self._poked.clear()  # a poke during the round makes another round
                 try:
                     self.poll()
                 except Exception as exc:  # the poller must outlive one bad round; the stack keeps serving
@@ -161,6 +167,7 @@ class QueuePoller:
 
     def stop(self) -> None:
         self._stop.set()
+        self._poked.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
@@ -30,12 +29,10 @@ from tests.integration.dynamo_support import mark_active, say
 
 # ------------------------------------------------------------------------------------ fixtures
 class ApiCalls:
-    """botocore API calls per service and operation while active, made by the test's own thread
-    (the session's local stack polls its WeCom queues from a thread of this process)."""
+    """botocore API calls per service and operation while active."""
 
     def __init__(self) -> None:
         self.calls: Counter[tuple[str, str]] = Counter()
-        self.thread = threading.get_ident()
 
     def of(self, service: str) -> dict[str, int]:
         return {op: n for (svc, op), n in self.calls.items() if svc == service}
@@ -49,8 +46,7 @@ def api_calls(monkeypatch: pytest.MonkeyPatch) -> ApiCalls:
     original = BaseClient._make_api_call
 
     def counting(client: Any, operation: str, params: Any) -> Any:
-        if threading.get_ident() == counter.thread:
-            counter.calls[(client.meta.service_model.service_name, operation)] += 1
+        counter.calls[(client.meta.service_model.service_name, operation)] += 1
         return original(client, operation, params)
 
     monkeypatch.setattr(BaseClient, "_make_api_call", counting)
