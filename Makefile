@@ -15,7 +15,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: system-deps venv sam-venv checkov-venv checkov run test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi reminders clean
+.PHONY: system-deps venv sam-venv checkov-venv checkov run wecom-say test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi reminders clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -64,6 +64,13 @@ run: venv
 .PHONY: reset
 reset: venv
 	$(PY) -m infra.local.moto_persistence reset "$(or $(LOCAL_DATA_DIR),.local/data)"
+
+## wecom-say: say TEXT to the assistant as WeCom member USER would (signed, encrypted, to demo-iit's
+## callback of the running `make run` stack) and print the answer the WeCom emulator received:
+##   make wecom-say USER=crc.li TEXT="P001 入组了吗？"
+wecom-say: venv
+	@test -n "$(TEXT)" -a "$(origin USER)" = "command line" || { echo 'usage: make wecom-say USER=crc.li TEXT="P001 入组了吗？" [PROJECT=demo-iit]'; exit 2; }
+	@$(PY) -m infra.wecom_say --user "$(USER)" --text "$(TEXT)" $(if $(filter command line,$(origin PROJECT)),--project "$(PROJECT)")
 
 ## token: print a dev JWT the local API accepts (the token alone on the last line), e.g.
 ##   TOKEN=$$(make -s token USER=dev PROJECT=demo-iit ROLE=admin | tail -1)

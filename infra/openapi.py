@@ -58,6 +58,9 @@ _BODY_METHODS = frozenset({"post", "put", "patch"})
 #: (``agent_memory.http.routing``).
 ACCESS = "x-access"
 RULES = "x-rules-beyond-schema"
+#: The media type of a body the route reads itself (another service's protocol: the body gate checks
+#: only UTF-8, never JSON; ``agent_memory.http.routing.RAW_BODY_EXTENSION``).
+RAW_BODY = "x-raw-body"
 
 #: The error body of every error the functions answer (``agent_memory.http.errors.error_response``);
 #: an error adds its own fields (``current_version``, ``limit_bytes``, ``detail``, ...).
@@ -167,7 +170,7 @@ def llm_routes(template: Mapping[str, Any] | None = None) -> set[str]:
 
 def response_codes(
     *, method: str, access: str | None, parameters: set[str], query: bool, body: bool, llm: bool,
-    precondition: bool = False,
+    precondition: bool = False, raw_body: bool = False,
 ) -> set[int]:
     """The error statuses an operation can answer, from what it is (see the module docstring).
 
@@ -180,6 +183,7 @@ def response_codes(
         body: it declares a request body.
         llm: its function may call the LLM.
         precondition: it requires ``If-Match`` (428 without).
+        raw_body: it reads its body itself (no media type or JSON gate: no 415).
     """
     codes = {429}  # API Gateway throttles every route
     if parameters or query or body:
@@ -191,7 +195,8 @@ def response_codes(
     if parameters:
         codes.add(404)  # the project (and what else the path names) may not exist
     if method in _BODY_METHODS:
-        codes |= {400, 413, 415, 422}  # the body gate: UTF-8, size, media type, one JSON object
+        # the body gate: UTF-8, size, and unless the route reads the body itself, media type and one JSON object
+        codes |= {400, 413} if raw_body else {400, 413, 415, 422}
     if method in _WRITE_METHODS and access in _TOKEN_ACCESS:
         codes.add(409)  # every write is conditional: a concurrent writer, a stale If-Match, an existing id
     if precondition:
@@ -215,9 +220,11 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
         llm=f"{method.upper()} {path}" in llm,
         precondition=any(p.get("in") == "header" and p.get("name") == "if-match" and p.get("required")
                          for p in parameters),
+        raw_body=RAW_BODY in operation,
     )
     _path_patterns(parameters)
     _one_object_body(operation)
+    _raw_body(operation)
     responses: dict[str, Any] = operation.setdefault("responses", {})
     _object_success_bodies(responses)
     if "422" in responses and 422 not in codes:
@@ -233,6 +240,10 @@ def _document_responses(operation: dict[str, Any], method: str, path: str, llm: 
         responses[str(code)] = error
     if "403" in responses:  # who is refused, by the route's access
         responses["403"]["description"] = _FORBIDDEN.get(access or "", "not allowed")
+    if access == "public":  # no token: a 401 / 403 is the route's own rule (another service's signature)
+        for code in (401, 403):
+            if code in rules:
+                responses[str(code)]["description"] = rules[code]
     if method == "head":  # a HEAD answer never has a body
         for answer in responses.values():
             answer.pop("content", None)
@@ -264,6 +275,14 @@ def _one_object_body(operation: dict[str, Any]) -> None:
     alternatives = [s for s in schema.get("anyOf") or [] if s != {"type": "null"}]
     if "anyOf" in schema and len(alternatives) == 1:
         media["schema"] = {**alternatives[0], **{k: v for k, v in schema.items() if k not in ("anyOf", "title")}}
+
+
+def _raw_body(operation: dict[str, Any]) -> None:
+    """A body the route reads itself is stated as text of its media type (any declared
+    ``Content-Type`` is accepted: the body gate checks only UTF-8 and the size)."""
+    media = operation.get(RAW_BODY)
+    if media:
+        operation["requestBody"] = {"required": True, "content": {str(media): {"schema": {"type": "string"}}}}
 
 
 def _object_success_bodies(responses: dict[str, Any]) -> None:

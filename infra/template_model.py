@@ -198,8 +198,8 @@ def placeholder_resources(template: Mapping[str, Any], name_prefix: str = "") ->
     region = LOCAL_PSEUDO_PARAMETERS["AWS::Region"]
     account = LOCAL_PSEUDO_PARAMETERS["AWS::AccountId"]
     out: dict[str, LocalResource] = {}
-    for logical_id in resources_of_type(template, QUEUE_TYPE):
-        name = f"{name_prefix}{logical_id}"
+    for logical_id, queue in resources_of_type(template, QUEUE_TYPE).items():
+        name = queue_name(logical_id, queue, name_prefix)
         out[logical_id] = LocalResource(
             logical_id, QUEUE_TYPE, f"https://sqs.{region}.amazonaws.com/{account}/{name}",
             f"arn:aws:sqs:{region}:{account}:{name}", name,
@@ -211,9 +211,20 @@ def placeholder_resources(template: Mapping[str, Any], name_prefix: str = "") ->
     return out
 
 
+def is_fifo(queue: Mapping[str, Any]) -> bool:
+    """Whether the ``AWS::SQS::Queue`` resource is a FIFO queue (``FifoQueue: true``)."""
+    return str((queue.get("Properties") or {}).get("FifoQueue", "")).lower() == "true"
+
+
+def queue_name(logical_id: str, queue: Mapping[str, Any], name_prefix: str = "") -> str:
+    """The local name of a queue: ``prefix + logical id``, with the ``.fifo`` suffix SQS requires of
+    a FIFO queue's name (CloudFormation adds it to the names it generates)."""
+    return f"{name_prefix}{logical_id}" + (".fifo" if is_fifo(queue) else "")
+
+
 def create_queues(sqs_client: Any, template: Mapping[str, Any], name_prefix: str = "") -> dict[str, LocalResource]:
     """Create every ``AWS::SQS::Queue`` (dead-letter targets first) with its visibility timeout,
-    retention and redrive policy; return ``{logical_id: LocalResource}``. Idempotent."""
+    retention, redrive policy and FIFO attributes; return ``{logical_id: LocalResource}``. Idempotent."""
     queues = resources_of_type(template, QUEUE_TYPE)
     created: dict[str, LocalResource] = {}
 
@@ -222,7 +233,8 @@ def create_queues(sqs_client: Any, template: Mapping[str, Any], name_prefix: str
             return
         props = queues[logical_id].get("Properties") or {}
         attributes: dict[str, str] = {}
-        for key in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds"):
+        for key in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds",
+                    "FifoQueue", "ContentBasedDeduplication"):
             if key in props:
                 attributes[key] = _scalar_to_str(props[key])
         redrive = props.get("RedrivePolicy")
@@ -237,7 +249,7 @@ def create_queues(sqs_client: Any, template: Mapping[str, Any], name_prefix: str
                 "deadLetterTargetArn": created[target["Fn::GetAtt"][0]].arn,
                 "maxReceiveCount": int(redrive["maxReceiveCount"]),
             })
-        name = f"{name_prefix}{logical_id}"
+        name = queue_name(logical_id, queues[logical_id], name_prefix)
         url = sqs_client.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
         arn = sqs_client.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         created[logical_id] = LocalResource(logical_id, QUEUE_TYPE, url, arn, name)

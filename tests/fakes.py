@@ -83,6 +83,13 @@ from agent_memory.domain.session_models import (
 )
 from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
+from agent_memory.domain.wecom import (
+    WeComChannel,
+    WeComChannelSettings,
+    WeComInbound,
+    WeComOutbound,
+    WeComOutboundPart,
+)
 
 if TYPE_CHECKING:
     from agent_memory.ports import LLMClient
@@ -275,13 +282,21 @@ class InMemoryStore:
 
     def put_member(self, member: Member) -> bool:
         """Create or replace a membership; True when new. Raises LastAdmin when it would demote
-        the last admin."""
+        the last admin, AlreadyExists when another member has its WeCom user id (ignoring case)."""
         current = self.get_member(member.project_id, member.user_id)
         if (current is not None and current.project_role == "admin" and member.project_role != "admin"
                 and not self._other_admin(member.project_id, member.user_id)):
             raise LastAdmin(f"{member.user_id} is the last admin of project {member.project_id}")
+        holder = self.wecom_member(member.project_id, member.wecom_userid) if member.wecom_userid else None
+        if holder is not None and holder != member.user_id:
+            raise AlreadyExists("this WeCom user id belongs to another member of the project")
         self.tables.members[(member.project_id, member.user_id)] = _json(member)
         return current is None
+
+    def wecom_member(self, project_id: str, wecom_userid: str) -> str | None:
+        """The user id of the member with that WeCom user id (ignoring case), or None."""
+        return next((m.user_id for m in self.list_members(project_id)
+                     if m.wecom_userid and m.wecom_userid.lower() == wecom_userid.lower()), None)
 
     def remove_member(self, project_id: str, user_id: str) -> bool:
         """Remove a membership; False when there was none. Raises LastAdmin for the last admin."""
@@ -1232,6 +1247,59 @@ class InMemoryWebhooks:
         return self.items.pop(project_id, None) is not None
 
 
+@dataclass
+class InMemoryWeComChannels:
+    """``WeComChannelStore``: the ``CHANNEL#wecom`` records by project."""
+
+    records: dict[str, WeComChannel] = field(default_factory=dict)
+
+    def get_channel(self, project_id: str) -> WeComChannel | None:
+        return self.records.get(project_id)
+
+    def put_channel(self, channel: WeComChannel) -> None:
+        self.records[channel.project_id] = channel
+
+    def delete_channel(self, project_id: str) -> bool:
+        return self.records.pop(project_id, None) is not None
+
+
+@dataclass
+class RecordingOutbox:
+    """``WeComOutbox``: the messages queued, in order; each counts as its parts at WeCom's limits
+    (the SQS adapter's own split). ``fail`` makes ``send`` raise (nothing queued)."""
+
+    sent: list[WeComOutbound] = field(default_factory=list)
+    fail: bool = False
+
+    def send(self, messages: Sequence[WeComOutbound]) -> int:
+        from agent_memory.adapters.wecom.queues import outbound_parts
+
+        if self.fail:
+            raise ExternalServiceError("sqs", "ServiceUnavailable", retryable=True)
+        self.sent.extend(messages)
+        return sum(len(outbound_parts(m)) for m in messages)
+
+
+@dataclass
+class RecordingInboundQueue:
+    """``WeComInboundQueue``: the messages the callback queued."""
+
+    queued: list[WeComInbound] = field(default_factory=list)
+
+    def enqueue(self, inbound: WeComInbound) -> None:
+        self.queued.append(inbound)
+
+
+@dataclass
+class RecordingWeComSender:
+    """``WeComSender``: the parts sent, with the corp id and agent id of the settings used."""
+
+    sent: list[tuple[str, int, WeComOutboundPart]] = field(default_factory=list)
+
+    def send_part(self, settings: WeComChannelSettings, part: WeComOutboundPart) -> None:
+        self.sent.append((settings.corp_id, settings.agent_id, part))
+
+
 if TYPE_CHECKING:  # every fake satisfies its port (checked by mypy)
     from agent_memory import ports
 
@@ -1246,3 +1314,6 @@ if TYPE_CHECKING:  # every fake satisfies its port (checked by mypy)
     _secret_ports: tuple[ports.ProjectSecretReader, ports.ProjectSecretWriter, ports.HostResolver,
                          ports.ReminderWebhookStore] = (InMemorySecrets(), InMemorySecrets(), FakeResolver(),
                                                         InMemoryWebhooks())
+    _wecom_ports: tuple[ports.WeComChannelStore, ports.WeComOutbox, ports.WeComInboundQueue, ports.WeComSender,
+                        ports.WeComDirectory] = (InMemoryWeComChannels(), RecordingOutbox(), RecordingInboundQueue(),
+                                                 RecordingWeComSender(), _store)

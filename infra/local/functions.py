@@ -398,6 +398,9 @@ class LocalFunction:
     snap_start: bool = False
     #: Starts a container: (spec, environment, name) -> container (default: :meth:`_start`).
     start_container: Callable[[FunctionSpec, Mapping[str, str], str], Container] | None = None
+    #: Called after each invocation, however it ended (the local stack's queue poller: what the
+    #: function sent to a polled queue is delivered then).
+    after_invoke: Callable[[], None] | None = None
     containers: list[Container] = field(default_factory=list)
     _idle: list[Container] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
@@ -411,9 +414,13 @@ class LocalFunction:
         return self.spec.logical_id
 
     def invoke(self, event: dict[str, Any], request_id: str) -> Any:
-        """Invoke the function once (errors: :meth:`ProcessContainer.invoke`)."""
-        with self.container() as container:
-            return container.invoke(event, request_id)
+        """Invoke the function once (errors: :meth:`ProcessContainer.invoke`), then :attr:`after_invoke`."""
+        try:
+            with self.container() as container:
+                return container.invoke(event, request_id)
+        finally:
+            if self.after_invoke is not None:
+                self.after_invoke()
 
     @contextmanager
     def container(self) -> Iterator[Container]:

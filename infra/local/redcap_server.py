@@ -24,9 +24,11 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl
+
+from infra.local.background_server import BackgroundServer
 
 REDCAP_VERSION = "14.5.10"
 NO_PERMISSION = "You do not have permissions to use the API"
@@ -163,7 +165,7 @@ def _array(params: dict[str, Any], name: str) -> list[str]:
     return [x.strip() for x in str(raw).split(",") if x.strip()] if raw else []
 
 
-class LocalRedcap:
+class LocalRedcap(BackgroundServer):
     """The server: projects by token, on ``http://127.0.0.1:<port>/api/``.
 
     Usage::
@@ -181,31 +183,11 @@ class LocalRedcap:
         self._always: int | None = None
         self._recent: deque[float] = deque()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(_handler(self), name="local-redcap", host=host, port=port)
 
     @property
     def api_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/api/"
-
-    def start(self) -> LocalRedcap:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="local-redcap", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> LocalRedcap:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return f"{self.origin}/api/"
 
     def fail_next(self, status: int, times: int = 1) -> None:
         """Answer the next ``times`` requests with ``status`` (429, 500, 503, ...)."""

@@ -93,6 +93,9 @@ def banner(stack: LocalStack) -> str:
             f"  demo data:  {demo}",
             *([f"  REDCap:     {stack.redcap.api_url}  (demo-iit's clinical data; token in .local/stack.json)"]
               if stack.redcap is not None else []),
+            *([f"  WeCom:      API emulator {stack.wecom.emulator.base_url}; demo-iit's callback "
+               f"{stack.base_url}/v1/wecom/demo-iit/callback (WeCom ids crc.li, crc.wang, pi.zhang, dm.chen; "
+               "credentials in .local/stack.json)"] if stack.wecom is not None else []),
             f"  editor:     {stack.base_url}/admin  (paste a token of a project admin)",
             f"  OpenAPI:    {stack.base_url}/v1/openapi.json",
             "",
@@ -102,6 +105,8 @@ def banner(stack: LocalStack) -> str:
             "  " + curl_example(stack.base_url, EXAMPLE_DATA_QUESTION),
             "Ask about history (loads the weekly reports):",
             "  " + curl_example(stack.base_url, EXAMPLE_HISTORY_QUESTION),
+            "Ask in WeCom (a signed, encrypted message to the callback; prints the answer WeCom received):",
+            f"  make wecom-say USER=crc.li TEXT=\"{EXAMPLE_DATA_QUESTION}\"",
             "Health:",
             f"  curl -s {stack.base_url}/v1/health",
             "Background jobs (in another shell; see README 'Background jobs'):",

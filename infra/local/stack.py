@@ -6,7 +6,9 @@ port already taken fails before anything is written), moto in a child process
 (:mod:`infra.local.moto_server`, durable with ``data_dir``), the template's resources, secrets,
 local REDCap and demo data (:mod:`infra.local.provision`), a pool of containers per function
 (:mod:`infra.local.functions`: one process each, with the function's environment from the
-template; the Anthropic key goes into Secrets Manager, never into an environment), then the routes.
+template; the Anthropic key goes into Secrets Manager, never into an environment), then the routes;
+besides, the WeCom API emulator with demo-iit's WeCom channel and the WeCom queues' event sources
+(:mod:`infra.local.wecom_local`).
 
 Code of this process that reads the stack's data (``repo``, ``members``, the seed) runs with the
 stack's AWS environment: for the stack's life (``isolated=False``, ``make run``) or only inside
@@ -33,6 +35,7 @@ from infra.local.events import LOCAL_REGION
 from infra.local.functions import DEFAULT_CONTAINERS_PER_FUNCTION, LocalFunction, load_handler_module, start_fork_server
 from infra.local.gateway import GATEWAY_TIMEOUT_S, STATUS_LOG_ENV, LocalGateway
 from infra.local.moto_server import MotoServer, MotoServerError, free_port  # noqa: F401 - tests import it here
+from infra.local.wecom_local import DemoWeCom, QueuePoller, provision_demo_channel, start_demo_wecom
 from infra.template_model import FunctionSpec, LocalResource, function_specs, load_template
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +131,8 @@ class LocalStack:
         self.llm_provider = "offline"  # or "anthropic" / "bedrock", from the functions' environment
         self.restarted, self.moto_start_seconds = False, 0.0
         self.redcap: Any = None
+        self.wecom: DemoWeCom | None = None
+        self._poller: QueuePoller | None = None
         self._gateway: LocalGateway | None = None
         self._saved_env: dict[str, str] | None = None
         self._bound_marker: Any = None
@@ -167,6 +172,7 @@ class LocalStack:
         except MotoServerError as exc:
             raise LocalStackError(str(exc)) from None
         self.moto_start_seconds = time.perf_counter() - started
+        self.wecom = start_demo_wecom(int(os.environ.get("WECOM_EMULATOR_PORT") or 0))
         template = load_template(self._template_path)
         self.table_names, self.resources, restarted = provision.create_resources(self.aws_client, template)
         self.restarted = restarted and self.data_dir is not None
@@ -184,12 +190,19 @@ class LocalStack:
             self._provision_data()
         self._gateway.add_routes(self.functions)
         self._gateway.serve()
+        self._poller = QueuePoller(self, template).start()
+        for function in self.functions.values():
+            function.after_invoke = self._poller.poke
 
     def _overrides(self) -> dict[str, str]:
         # EGRESS_LOCAL_RUNTIME: loopback (the local REDCap server, a webhook sink) is allowed, over plain
         # http too, and the functions' DNS is a fixed table (no network: docs/architecture.md, "Egress policy").
         overrides = {"LLM_PROVIDER": "anthropic" if self._api_key else "offline", "POWERTOOLS_TRACE_DISABLED": "true",
-                     "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE), "EGRESS_LOCAL_RUNTIME": "true"}
+                     "CLINICAL_DATA_FILE": str(DEMO_CLINICAL_DATA_FILE),
+                     # loopback and plain http are this machine's local servers (REDCap, the WeCom emulator)
+                     "EGRESS_LOCAL_RUNTIME": "true"}
+        if self.wecom is not None:
+            overrides["WECOM_API_BASE_URL"] = self.wecom.emulator.base_url
         overrides.update({name: os.environ[name] for name in _PASS_THROUGH if os.environ.get(name)})
         return {**overrides, **self._env_overrides}
 
@@ -232,6 +245,8 @@ class LocalStack:
                 secrets = build_project_secrets(settings, client=self.aws_client("secretsmanager"))
                 provision.seed(self.repo.projects, self.members, secrets, secret_naming(settings), self.redcap.api_url,
                                now=self._now or datetime.now(UTC), restarted=self.restarted)
+                if self.wecom is not None:
+                    provision_demo_channel(self, self.wecom, now=self._now)
             if self.restarted:
                 provision.backfill_patient_refs(self.aws_client("dynamodb"), self.table_names["MemoryTable"],
                                                 now=self._now or datetime.now(UTC))
@@ -241,6 +256,9 @@ class LocalStack:
     def stop(self) -> None:
         """Drain the HTTP API (:meth:`LocalGateway.stop`), then end the containers, REDCap and moto,
         and restore this process's environment."""
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
         if self._gateway is not None:
             self._gateway.stop()
             self._gateway = None
@@ -249,6 +267,9 @@ class LocalStack:
         if self.redcap is not None:
             self.redcap.stop()
             self.redcap = None
+        if self.wecom is not None:
+            self.wecom.stop()
+            self.wecom = None
         self._moto.stop()
         if self._saved_env is not None:
             os.environ.clear()
@@ -311,6 +332,8 @@ class LocalStack:
             "llm_provider": self.llm_provider, "pid": os.getpid(), "moto_pid": self._moto.pid,
             # The local REDCap server and demo-iit's token (a fictional demo project, local only).
             **({"redcap": provision.demo_redcap_info(self.redcap)} if self.redcap is not None else {}),
+            # The WeCom API emulator and demo-iit's channel credentials of this start (local only).
+            **({"wecom": self.wecom.describe()} if self.wecom is not None else {}),
         }
 
     # ---------------------------------------------------------------- this process's data access

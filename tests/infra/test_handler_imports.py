@@ -42,6 +42,7 @@ def disallowed(source: str) -> list[str]:
 def test_there_is_a_handler_per_function_folder() -> None:
     assert {p.parent.name for p in HANDLERS} == {
         "admin", "api", "chat", "governance", "job_dispatcher", "job_worker", "reminder", "sessions",
+        "wecom_callback", "wecom_inbound", "wecom_sender",
     }
 
 

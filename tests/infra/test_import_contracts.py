@@ -54,6 +54,9 @@ VIOLATIONS: list[tuple[str, str, str]] = [
     ("agent_memory.reminders.service", "requests", NO_SDK),
     ("agent_memory.projects.members", "redcap", NO_SDK),
     ("agent_memory.identifiers.index", "redcap", NO_SDK),
+    ("agent_memory.channels.wecom", "wechatpy.enterprise", NO_SDK),  # the channels feature: no WeCom SDK
+    ("agent_memory.channels.notify", "agent_memory.reminders.service", TIERS),  # a feature sibling
+    ("agent_memory.channels.wecom", "agent_memory.adapters.wecom.api", ADAPTERS_PROTECTED),
     ("agent_memory.http.auth", "jwt", NO_SDK),
     ("agent_memory.consultation.summary", "aws_lambda_powertools.utilities.parameters", NO_POWERTOOLS),
     ("agent_memory.domain.models", "agent_memory.ports", DOMAIN_PURE),

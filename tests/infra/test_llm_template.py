@@ -211,7 +211,8 @@ def _grants(resources: dict[str, Any], function: str, prefix: str) -> list[tuple
 
 @pytest.mark.parametrize(
     ("function", "models"),
-    [("ChatFunction", ["BedrockChatModelId", "BedrockFastModelId"]), ("JobWorkerFunction", ["BedrockFastModelId"])],
+    [("ChatFunction", ["BedrockChatModelId", "BedrockFastModelId"]), ("JobWorkerFunction", ["BedrockFastModelId"]),
+     ("WeComInboundFunction", ["BedrockChatModelId", "BedrockFastModelId"])],
 )
 def test_bedrock_invoke_is_granted_only_with_bedrock_and_only_on_the_configured_models(
     template: dict[str, Any], resources: dict[str, Any], function: str, models: list[str]
@@ -232,19 +233,25 @@ def test_bedrock_invoke_is_granted_only_with_bedrock_and_only_on_the_configured_
     assert all("*" not in arn.split("/", 1)[1] for arn in arns)  # never a wildcard model
 
 
+#: The functions besides the LLM ones that read project secrets, and the one prefix each reads under.
+SECRET_READERS = {"ReminderFunction": "ReminderWebhookSecretPrefix", "WeComCallbackFunction": "ChannelSecretPrefix",
+                  "WeComSenderFunction": "ChannelSecretPrefix", "SessionsFunction": "ClinicalTokenSecretPrefix"}
+
+
 def test_no_other_function_may_invoke_bedrock_or_read_the_key(resources: dict[str, Any]) -> None:
     for logical_id, resource in resources.items():
-        if resource["Type"] != "AWS::Serverless::Function" or logical_id in ("ChatFunction", "JobWorkerFunction"):
+        if resource["Type"] != "AWS::Serverless::Function" or logical_id in (
+                "ChatFunction", "JobWorkerFunction", "WeComInboundFunction"):
             continue
         assert _grants(resources, logical_id, "bedrock:") == [], logical_id
-        secrets = _grants(resources, logical_id, "secretsmanager:GetSecretValue")
-        # The ReminderFunction reads the webhooks' HMAC keys, the SessionsFunction the REDCap tokens (its
-        # identifier firewall's subject index): each only under its own prefix, never the API key (the
-        # admin and governance functions' writes and deletions: test_project_secrets_template.py).
-        scoped = [json.dumps(s["Resource"]) for _, s in secrets]
-        prefix = {"ReminderFunction": "secret:${ReminderWebhookSecretPrefix}*",
-                  "SessionsFunction": "secret:${ClinicalTokenSecretPrefix}*"}.get(logical_id)
-        assert all("AnthropicSecretName" not in r and prefix is not None and prefix in r for r in scoped), logical_id
+        reads = _grants(resources, logical_id, "secretsmanager:GetSecretValue")
+        # The ReminderFunction reads the webhooks' HMAC keys, the WeCom callback and sender the channels'
+        # credentials, the SessionsFunction the REDCap tokens (its identifier firewall's subject index): each only
+        # under its own prefix, never the API key (writes and deletions: test_project_secrets_template.py).
+        scoped = [json.dumps(s["Resource"]) for _, s in reads]
+        prefix = SECRET_READERS.get(logical_id, "")
+        assert all("AnthropicSecretName" not in r and f"secret:${{{prefix}}}*" in r for r in scoped), logical_id
+        assert reads == [] or logical_id in SECRET_READERS, logical_id
 
 
 def test_worker_reads_the_key_only_with_the_anthropic_provider(resources: dict[str, Any]) -> None:

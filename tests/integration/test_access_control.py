@@ -10,7 +10,7 @@ declarations) or the test fails.
 Per route: 401 without a token and with an expired one (the gateway, before the function); 403 for
 a user of another project (P2's admin calling P1 - both projects use session ``s-001`` and patient
 ``pt-1``); 403 for a member on an admin route; neither 401 nor 403 (nor a 5xx) for an allowed
-caller. Public routes answer without a token.
+caller. Public routes answer without a token (WeCom's callback when WeCom's signature is right).
 """
 
 from __future__ import annotations
@@ -99,9 +99,32 @@ def test_only_public_routes_opt_out_of_the_jwt_authorizer(item: tuple[str, Route
 
 
 # ---------------------------------------------------------------------------------- over HTTP
+def _wecom_signed(stack: LocalStack, route: RouteSpec) -> requests.Response:
+    """WeCom's callback, which WeCom's signature authenticates instead of a token: a URL verification
+    (GET) or an event (POST: acknowledged, no turn) signed and encrypted with demo-iit's channel."""
+    import xmltodict
+
+    from agent_memory.adapters.wecom.crypto import WeComCallbackCrypto
+
+    assert stack.wecom is not None
+    demo = stack.wecom.describe()
+    crypto = WeComCallbackCrypto(corp_id=demo["corp_id"], agent_id=demo["agent_id"], token=demo["token"],
+                                 encoding_aes_key=demo["encoding_aes_key"])
+    now = str(int(time.time()))
+    event = (f"<xml><ToUserName>{demo['corp_id']}</ToUserName><FromUserName>crc.li</FromUserName><CreateTime>{now}"
+             f"</CreateTime><MsgType>event</MsgType><Event>enter_agent</Event><AgentID>{demo['agent_id']}</AgentID></xml>")
+    signature, body = crypto.seal_callback(event, timestamp=now, nonce="2718")
+    params = {"msg_signature": signature, "timestamp": now, "nonce": "2718"}
+    if route.method == "GET":  # the echostr is such a ciphertext; the answer is its plaintext
+        params["echostr"] = xmltodict.parse(body)["xml"]["Encrypt"]
+    return requests.request(route.method, _url(stack, route, "demo-iit"), params=params, timeout=30,
+                            data=body.encode() if route.method == "POST" else None)
+
+
 @pytest.mark.parametrize("item", PUBLIC, ids=_id)
 def test_public_route_answers_without_a_token(local_stack: LocalStack, item: tuple[str, RouteSpec]) -> None:
-    response = _call(local_stack, item[1], "demo-iit", {})
+    signed = item[1].path.startswith("/v1/wecom/")
+    response = _wecom_signed(local_stack, item[1]) if signed else _call(local_stack, item[1], "demo-iit", {})
     assert response.status_code == 200, response.text
 
 

@@ -350,6 +350,24 @@ ATTEMPTS: dict[str, Attempts] = {
     "DELETE /v1/projects/{project_id}/reminder-webhook": _both(
         _on_a("DELETE", f"{_P}/reminder-webhook"),
         _on_b(("DELETE", f"{_B}/reminder-webhook", None, "admin", (204, 404)))),
+    # A's WeCom channel: its settings only through A's own admin; B's own settings name nothing of A's
+    "PUT /v1/projects/{project_id}/channels/wecom": _both(
+        _on_a("PUT", f"{_P}/channels/wecom", {"corp_id": "ww0123456789abcdef"}),
+        _on_b(("PUT", f"{_B}/channels/wecom", {"corp_id": "ww0123456789abcdef"}, "member", _FORBIDDEN))),
+    "GET /v1/projects/{project_id}/channels/wecom": _both(
+        _on_a("GET", f"{_P}/channels/wecom"),
+        _on_b(("GET", f"{_B}/channels/wecom", None, "admin", _NOT_FOUND))),
+    "DELETE /v1/projects/{project_id}/channels/wecom": _both(
+        _on_a("DELETE", f"{_P}/channels/wecom"),
+        _on_b(("DELETE", f"{_B}/channels/wecom", None, "admin", (204, 404)))),
+    # WeCom's callback answers only a request signed with the project's own token (none here): a caller
+    # of any project gets no answer naming A's channel
+    "GET /v1/wecom/{project_id}/callback": _on_b(
+        ("GET", "/v1/wecom/{a}/callback?msg_signature=x&timestamp=1&nonce=n&echostr=e", None, "admin",
+         (401, 404, 422))),
+    "POST /v1/wecom/{project_id}/callback": _on_b(
+        ("POST", "/v1/wecom/{a}/callback?msg_signature=x&timestamp=1&nonce=n", {"xml": "x"}, "member",
+         (400, 401, 404, 415, 422))),
 }
 
 

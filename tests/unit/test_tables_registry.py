@@ -22,7 +22,7 @@ EXPECTED = {
     "memory": {
         "ProjectItem", "MemberItem", "HotMemoryItem", "HotMemoryRevisionItem", "WeeklyReportItem", "YearSummaryItem",
         "ActivityItem", "ReportRevisionItem", "ReviewQueueItem", "JobRunItem", "AlertSentItem", "AuditItem",
-        "ErasureItem", "ReminderItem", "WebhookItem",
+        "ErasureItem", "ReminderItem", "WebhookItem", "WeComUserItem", "WeComChannelItem",
     },
     "sessions": {"SessionItem", "MessageItem", "DiagnosisItem", "FeedbackItem", "PatientRefsItem"},
     "flow_log": {"FlowLogItem"},

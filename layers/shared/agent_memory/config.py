@@ -182,6 +182,12 @@ class Settings(StoreSettings):
     reminder_topic_arn: str = Field(default="", alias="REMINDER_TOPIC_ARN")
     reminder_max_active: int = Field(default=50, ge=1, le=1000, alias="REMINDER_MAX_ACTIVE")
 
+    # WeCom (docs/architecture.md, "WeCom"): the callback's inbound queue, the outbox (FIFO) and
+    # WeCom's API host (the local emulator in ``make run``). Empty outbox = no WeCom deliveries.
+    wecom_inbound_queue_url: str = Field(default="", alias="WECOM_INBOUND_QUEUE_URL")
+    wecom_outbox_queue_url: str = Field(default="", alias="WECOM_OUTBOX_QUEUE_URL")
+    wecom_api_base_url: str = Field(default="https://qyapi.weixin.qq.com", alias="WECOM_API_BASE_URL")
+
     @field_validator(
         "llm_effort_chat",
         "llm_effort_intent",

@@ -29,6 +29,15 @@ if TYPE_CHECKING:
     from agent_memory.domain.secrets import ProjectSecretRef
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
+    from agent_memory.domain.wecom import (
+        WeComCallbackParams,
+        WeComChannel,
+        WeComChannelSettings,
+        WeComInbound,
+        WeComInboundMessage,
+        WeComOutbound,
+        WeComOutboundPart,
+    )
     from agent_memory.domain.when import Recurrence, When
 
 
@@ -695,3 +704,66 @@ class ReminderWebhookStore(Protocol):
     def delete_webhook(self, project_id: str) -> bool:
         """Remove it; False when there was none."""
         ...
+
+
+class WeComChannelStore(Protocol):
+    """A project's WeCom channel record (``CHANNEL#wecom``: what is set, never a secret)."""
+
+    def get_channel(self, project_id: str) -> WeComChannel | None:
+        """The record (strongly consistent), or None when the project has no WeCom channel."""
+        ...
+
+    def put_channel(self, channel: WeComChannel) -> None:
+        """Create or replace the record."""
+        ...
+
+    def delete_channel(self, project_id: str) -> bool:
+        """Remove the record; False when there was none."""
+        ...
+
+
+class WeComDirectory(Protocol):
+    """Who a WeCom user is in a project (the ``WECOMUSER#`` items the member writes keep)."""
+
+    def wecom_member(self, project_id: str, wecom_userid: str) -> str | None:
+        """The user id of the member with that WeCom user id (ignoring case), or None."""
+        ...
+
+
+class WeComCallbackProtocol(Protocol):
+    """WeCom's callback protocol (回调加解密) with one project's channel settings: signature, the
+    timestamp window, AES, the corp id. Raises ``WeComSignatureInvalid`` / ``WeComCallbackStale``
+    (401), ``WeComReceiverMismatch`` (403), ``WeComMalformedCallback`` (400), ``PayloadTooLarge``."""
+
+    def verify_url(self, settings: WeComChannelSettings, params: WeComCallbackParams, echostr: str) -> str:
+        """The decrypted ``echostr`` of WeCom's URL verification."""
+        ...
+
+    def open_message(self, settings: WeComChannelSettings, params: WeComCallbackParams,
+                     body: str) -> WeComInboundMessage:
+        """The checked, decrypted message of a callback ``POST`` body."""
+        ...
+
+
+class WeComInboundQueue(Protocol):
+    """Where the callback puts a checked inbound message for the chat turn (the inbound queue).
+    Raises ``ExternalServiceError`` when the queue cannot take it (WeCom then sends it again)."""
+
+    def enqueue(self, inbound: WeComInbound) -> None: ...
+
+
+class WeComOutbox(Protocol):
+    """Where messages for a project's WeCom channel wait to be sent (the outbox queue: ordered per
+    recipient, deduplicated on each message's ``dedupe_key``). Raises ``ExternalServiceError``."""
+
+    def send(self, messages: Sequence[WeComOutbound]) -> int:
+        """Split each message at WeCom's limits and queue its parts in order; returns the parts queued."""
+        ...
+
+
+class WeComSender(Protocol):
+    """WeCom's API (``message/send``, the robot's ``webhook/send``) for one part of a message.
+
+    Raises ``ExternalServiceError`` (``retryable`` for a transient fault) and ``EgressBlocked``."""
+
+    def send_part(self, settings: WeComChannelSettings, part: WeComOutboundPart) -> None: ...

@@ -25,6 +25,8 @@ from agent_memory.adapters.dynamo.tables import bind_tables
 if TYPE_CHECKING:
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.adapters.secrets import SecretsManagerProjectSecrets
+    from agent_memory.adapters.wecom.api import WeComApi
+    from agent_memory.channels.wecom import WeComSettingsDeps
     from agent_memory.chat.turn import ChatDeps
     from agent_memory.config import Settings
     from agent_memory.consultation.session_memory import SessionMemory
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from agent_memory.events.dispatcher import DispatcherDeps
     from agent_memory.events.jobs import WorkerDeps
     from agent_memory.events.reminders import ReminderFunctionDeps
+    from agent_memory.events.wecom import WeComInboundDeps, WeComSenderDeps
     from agent_memory.governance.erasure import GovernanceDeps
     from agent_memory.governance.scrub import ScrubDeps
     from agent_memory.http.routes.admin import AdminFunctionDeps
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from agent_memory.http.routes.chat import ChatFunctionDeps
     from agent_memory.http.routes.governance import GovernanceFunctionDeps
     from agent_memory.http.routes.sessions import SessionsFunctionDeps
+    from agent_memory.http.routes.wecom_callback import WeComCallbackFunctionDeps
     from agent_memory.identifiers import IdentifierFirewall
     from agent_memory.jobs.deps import JobDeps
     from agent_memory.ports import (
@@ -54,6 +58,7 @@ if TYPE_CHECKING:
         ProjectSecretReader,
         ReminderChannel,
         ReminderScheduler,
+        WeComOutbox,
     )
     from agent_memory.reminders.service import ReminderDeps
     from agent_memory.store_settings import StoreSettings
@@ -281,11 +286,59 @@ def build_reminder_channel(settings: Settings, *, sns_client: Any | None = None,
     _bind_tables(settings)
     policy, naming = egress_policy(settings), secret_naming(settings)
     reader = secrets if secrets is not None else build_project_secrets(settings)
-    return SnsWebhookChannel(
+    channel: ReminderChannel = SnsWebhookChannel(
         settings.reminder_topic_arn, webhook_of=ReminderRepository().webhook,
         key_of=lambda project_id, name: webhook_key(reader, naming, project_id, name),
         sns_client=sns_client, http=guarded_session(policy, host_resolver(settings)), policy=policy,
     )
+    outbox = build_wecom_outbox(settings)
+    if outbox is None:
+        return channel
+    from agent_memory.adapters.dynamo.channels import WeComChannelRepository
+    from agent_memory.channels.notify import ReminderChannels, WeComReminders
+
+    return ReminderChannels([channel, WeComReminders(WeComChannelRepository(), build_members(settings), outbox)])
+
+
+def build_wecom_outbox(settings: Settings, *, sqs_client: Any | None = None) -> WeComOutbox | None:
+    """The WeCom outbox (``WECOM_OUTBOX_QUEUE_URL``, a FIFO queue); None when not configured (then
+    reminders and alerts go to SNS and the webhook only)."""
+    if not settings.wecom_outbox_queue_url:
+        return None
+    from agent_memory.adapters.wecom.queues import SqsWeComOutbox
+
+    return SqsWeComOutbox(settings.wecom_outbox_queue_url, client=sqs_client)
+
+
+def build_wecom_settings_deps(settings: Settings) -> WeComSettingsDeps:
+    """The WeCom channel settings' collaborators (admin function): the ``CHANNEL#wecom`` records, the
+    project secrets' writer and names."""
+    from agent_memory.adapters.dynamo.channels import WeComChannelRepository
+    from agent_memory.channels.wecom import WeComSettingsDeps
+
+    _bind_tables(settings)
+    return WeComSettingsDeps(store=WeComChannelRepository(), secrets=build_project_secrets(settings),
+                             naming=secret_naming(settings))
+
+
+def build_wecom_api(settings: Settings, *, session: Any | None = None) -> WeComApi:
+    """WeCom's API client on ``WECOM_API_BASE_URL`` under the egress policy: each request's URL checked
+    and pinned to that scheme, host and port (else EgressBlocked, nothing sent), each connection through
+    the guarded transport (docs/architecture.md, "Egress policy"). Raises EgressRefused (cold start)."""
+    from agent_memory.adapters.egress import guarded_session
+    from agent_memory.adapters.wecom.api import WeComApi
+    from agent_memory.domain.errors import EgressBlocked
+
+    policy = egress_policy(settings)
+    pinned = policy.check_form(settings.wecom_api_base_url, field="WECOM_API_BASE_URL")[:3]
+
+    def check(url: str) -> None:
+        target = policy.check_form(url, field="WECOM_API_BASE_URL")
+        if target[:3] != pinned:
+            raise EgressBlocked("WeCom requests go to WECOM_API_BASE_URL's host only", "host", target[1])
+
+    return WeComApi(base_url=settings.wecom_api_base_url, check_url=check,
+                    session=session if session is not None else guarded_session(policy, host_resolver(settings)))
 
 
 def egress_policy(settings: Settings) -> EgressPolicy:
@@ -411,6 +464,12 @@ def build_job_deps(
     topic = settings.alert_topic_arn if alert_topic_arn is None else alert_topic_arn
     if notifier is None:
         notifier = SnsNotifier(topic, client=sns_client) if topic else LoggingNotifier()
+        outbox = build_wecom_outbox(settings)
+        if outbox is not None:
+            from agent_memory.adapters.dynamo.channels import WeComChannelRepository
+            from agent_memory.channels.notify import Notifiers, WeComAlerts
+
+            notifier = Notifiers([notifier, WeComAlerts(WeComChannelRepository(), build_members(settings), outbox)])
     return JobDeps(
         store=JobsRepository(),
         llm=llm,
@@ -482,7 +541,7 @@ def build_sessions_function() -> SessionsFunctionDeps:
 def build_admin_function() -> AdminFunctionDeps:
     """The admin function: the admin store, the projects and members store, the hot-memory cap,
     the clock, and the writers of the project secrets (the REDCap token of the clinical source, the
-    reminder webhook's key) with the egress policy their URLs pass."""
+    reminder webhook's key, the WeCom channel's credentials) with the egress policy their URLs pass."""
     from agent_memory.adapters.dynamo.admin import AdminRepository
     from agent_memory.adapters.dynamo.reminders import ReminderRepository
     from agent_memory.config import get_settings
@@ -500,6 +559,7 @@ def build_admin_function() -> AdminFunctionDeps:
         webhooks=WebhookDeps(store=ReminderRepository(), secrets=secrets, naming=naming, policy=policy,
                              resolver=resolver),
         clock=lambda: datetime.now(UTC),
+        wecom=build_wecom_settings_deps(settings),
     )
 
 
@@ -550,3 +610,60 @@ def build_reminder_function() -> ReminderFunctionDeps:
 
     settings = get_settings()
     return ReminderFunctionDeps(reminders=build_reminder_deps(settings), channel=build_reminder_channel(settings))
+
+
+def build_wecom_callback_function() -> WeComCallbackFunctionDeps:
+    """The WeCom callback function: the project secrets' reader and names (the channel's Token and
+    EncodingAESKey), WeCom's callback protocol and the inbound queue (``WECOM_INBOUND_QUEUE_URL``).
+    No table, no LLM."""
+    from agent_memory.adapters.wecom.crypto import WeComCallbacks
+    from agent_memory.adapters.wecom.queues import SqsWeComInboundQueue
+    from agent_memory.channels.wecom import WeComCallbackDeps
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.wecom_callback import WeComCallbackFunctionDeps
+
+    settings = get_settings()
+    return WeComCallbackFunctionDeps(callback=WeComCallbackDeps(
+        secrets=build_project_secrets(settings), naming=secret_naming(settings), protocol=WeComCallbacks(),
+        queue=SqsWeComInboundQueue(settings.wecom_inbound_queue_url),
+    ))
+
+
+def build_wecom_inbound_function() -> WeComInboundDeps:
+    """The WeCom inbound consumer: the chat turn's collaborators (:func:`build_chat_deps`), the
+    channel records, the WeCom directory (the members' ``WECOMUSER#`` items), the outbox and the
+    idempotency table.
+
+    Raises:
+        ValueError: ``WECOM_OUTBOX_QUEUE_URL`` is not set (the answers would have nowhere to go).
+    """
+    from agent_memory.adapters.dynamo.channels import WeComChannelRepository
+    from agent_memory.adapters.dynamo.members import MemberRepository
+    from agent_memory.chat.wecom import WeComTurnDeps
+    from agent_memory.config import get_settings
+    from agent_memory.events.wecom import WeComInboundDeps
+
+    settings = get_settings()
+    outbox = build_wecom_outbox(settings)
+    if outbox is None:
+        raise ValueError("WECOM_OUTBOX_QUEUE_URL is required by the WeCom inbound consumer")
+    chat = build_chat_deps(settings)
+    return WeComInboundDeps(
+        turns=WeComTurnDeps(chat=chat, channels=WeComChannelRepository(), directory=MemberRepository(), outbox=outbox),
+        idempotency_table=settings.idempotency_table_name(), reserve_s=settings.response_reserve_s * 3,
+    )
+
+
+def build_wecom_sender_function() -> WeComSenderDeps:
+    """The WeCom outbox consumer: the project secrets' reader and names (the channel's Secret and
+    robot key), WeCom's API under the egress policy (:func:`build_wecom_api`), the idempotency table."""
+    from agent_memory.channels.wecom import WeComDeliveryDeps
+    from agent_memory.config import get_settings
+    from agent_memory.events.wecom import WeComSenderDeps
+
+    settings = get_settings()
+    return WeComSenderDeps(
+        delivery=WeComDeliveryDeps(secrets=build_project_secrets(settings), naming=secret_naming(settings),
+                                   sender=build_wecom_api(settings)),
+        idempotency_table=settings.idempotency_table_name(),
+    )

@@ -227,6 +227,31 @@ class PatientNotFound(NotFound):
     """No session of this patient in the project, and no erasure of them (HTTP 404)."""
 
 
+class MalformedRequest(DomainError):
+    """A request whose form is broken before its content could be judged: a body that is not the
+    XML or the ciphertext its protocol says (HTTP 400 ``malformed_request``)."""
+
+
+class WeComSignatureInvalid(Unauthorized):
+    """A WeCom callback whose ``msg_signature`` is not SHA-1 over the sorted token, timestamp,
+    nonce and ciphertext of this project's channel (HTTP 401; nothing is stored)."""
+
+
+class WeComCallbackStale(Unauthorized):
+    """A correctly signed WeCom callback whose ``timestamp`` is more than the allowed skew
+    (5 minutes) away from now, past or future: a replay is refused (HTTP 401; nothing is stored)."""
+
+
+class WeComReceiverMismatch(Forbidden):
+    """A WeCom callback that decrypts but names another corp id (``receiveid``) or application
+    than this project's channel (HTTP 403; nothing is stored)."""
+
+
+class WeComMalformedCallback(MalformedRequest):
+    """A WeCom callback whose parameters, XML envelope, ciphertext or decrypted message is not
+    what WeCom's protocol sends (HTTP 400; nothing is stored)."""
+
+
 class EgressRefused(InvalidInput):
     """A URL a project admin set (the REDCap ``api_url``, the reminder webhook, a messenger) is
     refused by the egress policy when it is configured (HTTP 422; docs/architecture.md, "Egress

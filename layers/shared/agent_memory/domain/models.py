@@ -165,7 +165,12 @@ class Project(BaseModel):
 
 class Member(BaseModel):
     """A user's membership of one project (``MEMBER#{user_id}`` in the project's partition): it,
-    not the token, decides access (``project_role``) and names the user's study role."""
+    not the token, decides access (``project_role``) and names the user's study role.
+
+    ``wecom_userid``: the member's WeCom user id (企业微信 UserID) when the project's WeCom channel
+    should reach them and answer their WeCom messages; at most one member of a project has a given
+    WeCom user id (compared ignoring case, as WeCom does).
+    """
 
     project_id: str
     user_id: str
@@ -174,6 +179,7 @@ class Member(BaseModel):
     display_name: str
     added_at: datetime
     added_by: str
+    wecom_userid: str | None = None
 
 
 def iso_week_label(day: date) -> str:

@@ -103,6 +103,12 @@ PLAIN_ERRORS: Mapping[type[e.DomainError], tuple[HTTPStatus, str]] = {
     e.JobsRunning: (HTTPStatus.CONFLICT, "jobs_running"),
     e.InvalidContinuationToken: (HTTPStatus.BAD_REQUEST, "invalid_next_token"),
     e.PreconditionRequired: (HTTPStatus.PRECONDITION_REQUIRED, "precondition_required"),
+    e.MalformedRequest: (HTTPStatus.BAD_REQUEST, "malformed_request"),
+    # WeCom's callback protocol (docs/architecture.md, "WeCom"): no bearer token is involved, so
+    # these answer without the Bearer challenge of a missing token.
+    e.WeComSignatureInvalid: (HTTPStatus.UNAUTHORIZED, "signature_invalid"),
+    e.WeComCallbackStale: (HTTPStatus.UNAUTHORIZED, "callback_stale"),
+    e.WeComReceiverMismatch: (HTTPStatus.FORBIDDEN, "receiver_mismatch"),
 }
 
 

@@ -167,9 +167,10 @@ def body_depth(text: str) -> int:
     return deepest
 
 
-def check_request(event: Mapping[str, Any]) -> None:
+def check_request(event: Mapping[str, Any], *, raw_body: bool = False) -> None:
     """Refuse a malformed request before its body or parameters are read, with a reason that
-    never quotes the request's content.
+    never quotes the request's content. ``raw_body``: the route reads its body itself (another
+    service's protocol, ``Routes.route(raw_body=...)``): only the path and UTF-8 are checked.
 
     Raises:
         RequestRejected: a path parameter outside :data:`PATH_PARAMETER_RE` -> 400 (a 2,000-character
@@ -189,6 +190,8 @@ def check_request(event: Mapping[str, Any]) -> None:
             text = base64.b64decode(raw, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
             raise RequestRejected(HTTPStatus.BAD_REQUEST, "invalid_encoding", "the body must be UTF-8 text") from None
+    if raw_body:
+        return
     method = str(((event.get("requestContext") or {}).get("http") or {}).get("method") or "").upper()
     if method in _BODY_METHODS:
         headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
@@ -255,10 +258,12 @@ class RouteGuard(OpenAPIRequestValidationMiddleware):
     answers a caller the route does not admit. Refusals are raised and answered by the error map.
     """
 
-    def __init__(self, table: Mapping[str, Access], membership: MembershipSource | None) -> None:
+    def __init__(self, table: Mapping[str, Access], membership: MembershipSource | None,
+                 raw_bodies: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.table = table
         self.membership = membership
+        self.raw_bodies = dict(raw_bodies or {})
 
     def handler(self, app: ApiGatewayResolver, next_middleware: NextMiddleware) -> Response:
         app.append_context(received_at=time.monotonic())
@@ -268,7 +273,7 @@ class RouteGuard(OpenAPIRequestValidationMiddleware):
             app.append_context(caller=admitted.caller)
         if admitted.read is not None:
             app.append_context(membership_read=admitted.read)
-        check_request(event)
+        check_request(event, raw_body=str(event.get("routeKey") or "") in self.raw_bodies)
         return super().handler(app, next_middleware)
 
 
@@ -292,7 +297,7 @@ def guarded_resolver(
     """
     app = APIGatewayHttpResolver(enable_validation=True)
     routes.register(app)
-    validate_requests_with(app, RouteGuard(routes.table, membership))
+    validate_requests_with(app, RouteGuard(routes.table, membership, routes.raw_bodies))
     register_error_handlers(app, idempotency=idempotency)
     for placeholder, value in (provide or {}).items():
         app.dependency_overrides[placeholder] = _constant(value)

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, mo
 
 from agent_memory.domain.models import IdentifierPolicy, StudyRole
 from agent_memory.domain.secrets import REDCAP_TOKEN
+from agent_memory.domain.wecom import WeComUserId
 from agent_memory.http.requests import ID_PATTERN
 from agent_memory.http.text_patterns import DISPLAY_TEXT
 from agent_memory.projects.clinical_source import ClinicalDataPatch
@@ -175,7 +176,10 @@ class PutMemberRequest(BaseModel):
     project_role: Literal["admin", "member"]
     study_role: StudyRole
     display_name: DisplayText
-
+    wecom_userid: WeComUserId | None = Field(default=None, description=(
+        "The member's WeCom user id (企业微信 UserID), when the project's WeCom channel should answer and "
+        "remind them there; at most one member of a project has it (409 otherwise; compared ignoring "
+        "case). Left out: the member has none (PUT replaces the membership)."))
 
 
 __all__ = [

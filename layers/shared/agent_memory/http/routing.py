@@ -40,6 +40,10 @@ Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
 ACCESSES: tuple[Access, ...] = get_args(Access)
 #: The OpenAPI extension each operation's access is written to.
 ACCESS_EXTENSION = "x-access"
+#: The OpenAPI extension naming the media type of a body the route reads itself, as raw text (a
+#: protocol of another service, e.g. WeCom's XML callbacks): the route guard then checks only that
+#: the body is UTF-8, never that it is JSON (docs/architecture.md, "API contract").
+RAW_BODY_EXTENSION = "x-raw-body"
 #: The OpenAPI extension of the rules a route applies that no JSON Schema can state (a week that
 #: does not exist, ``from`` after ``to``, a continuation token the listing did not issue, a limit in
 #: UTF-8 bytes): ``{status: the rule}`` (docs/architecture.md, "API contract").
@@ -66,10 +70,14 @@ class RouteDeclaration:
     func: Callable[..., Any]
     options: Mapping[str, Any]
     rules: Mapping[int, str]
+    raw_body: str | None = None
 
     def extensions(self) -> dict[str, Any]:
-        """The operation's OpenAPI extensions: its access, and its rules beyond the schema."""
+        """The operation's OpenAPI extensions: its access, the media type of a raw body it reads
+        itself, and its rules beyond the schema."""
         extensions: dict[str, Any] = {ACCESS_EXTENSION: self.access}
+        if self.raw_body:
+            extensions[RAW_BODY_EXTENSION] = self.raw_body
         if self.rules:
             extensions[RULES_EXTENSION] = {str(status): rule for status, rule in sorted(self.rules.items())}
         return extensions
@@ -78,20 +86,24 @@ class RouteDeclaration:
 class Routes:
     """One function's routes, each declared with its access (see the module docstring).
 
-    ``table`` maps each route key to its access; ``declared`` lists the routes in declaration order.
+    ``table`` maps each route key to its access; ``raw_bodies`` the route keys whose body the route
+    reads itself (to its media type); ``declared`` lists the routes in declaration order.
     """
 
     def __init__(self) -> None:
         self.table: dict[str, Access] = {}
+        self.raw_bodies: dict[str, str] = {}
         self.declared: list[RouteDeclaration] = []
 
     def route(
-        self, method: str, path: str, access: Access, *, rules: Mapping[int, str] | None = None, **options: Any
+        self, method: str, path: str, access: Access, *, rules: Mapping[int, str] | None = None,
+        raw_body: str | None = None, **options: Any,
     ) -> Callable[[_F], _F]:
         """Declare a route: ``rules`` are the refusals of the route no JSON Schema can state
-        (status -> the rule, in the OpenAPI document's :data:`RULES_EXTENSION`); ``options`` are
-        those of Powertools' ``route`` (the function is returned unchanged; :meth:`register` adds
-        it to a resolver).
+        (status -> the rule, in the OpenAPI document's :data:`RULES_EXTENSION`); ``raw_body`` the
+        media type of a body the route reads itself as text (another service's protocol: no JSON
+        checks, :data:`RAW_BODY_EXTENSION`); ``options`` are those of Powertools' ``route`` (the
+        function is returned unchanged; :meth:`register` adds it to a resolver).
 
         Raises:
             ValueError: an unknown access, a route declared twice, or ``openapi_extensions`` given
@@ -105,10 +117,12 @@ class Routes:
         if key in self.table:
             raise ValueError(f"{key} is declared twice")
         self.table[key] = access
+        if raw_body:
+            self.raw_bodies[key] = raw_body
 
         def declare(func: _F) -> _F:
             self.declared.append(
-                RouteDeclaration(method.upper(), path, access, func, dict(options), dict(rules or {}))
+                RouteDeclaration(method.upper(), path, access, func, dict(options), dict(rules or {}), raw_body)
             )
             return func
 
@@ -144,4 +158,7 @@ class Routes:
         return self.route("DELETE", path, access, **options)
 
 
-__all__ = ["ACCESSES", "ACCESS_EXTENSION", "RULES_EXTENSION", "Access", "RouteDeclaration", "Routes", "route_key_of"]
+__all__ = [
+    "ACCESSES", "ACCESS_EXTENSION", "RAW_BODY_EXTENSION", "RULES_EXTENSION", "Access", "RouteDeclaration", "Routes",
+    "route_key_of",
+]

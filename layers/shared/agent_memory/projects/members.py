@@ -121,20 +121,24 @@ def list_members(store: MemberStore, project_id: str) -> MemberList:
 
 def put_member(
     store: MemberStore, project_id: str, user_id: str, *, project_role: Literal["admin", "member"],
-    study_role: StudyRole, display_name: str, actor: str, now: datetime,
+    study_role: StudyRole, display_name: str, actor: str, now: datetime, wecom_userid: str | None = None,
 ) -> MemberChange:
     """Add or replace a membership (a replaced one keeps when and by whom it was first added).
+
+    ``wecom_userid``: the member's WeCom user id (None: none); the project's WeCom channel answers
+    that WeCom user as this member and sends them their reminders (docs/architecture.md, "WeCom").
 
     Raises:
         ProjectNotFound: unknown project (404).
         LastAdmin: it would demote the project's last admin (409).
+        AlreadyExists: another member of the project has that WeCom user id (409).
         VersionConflict: a concurrent change of the same membership (409).
     """
     store.get_project(project_id)
     current = store.get_member(project_id, user_id)
     member = Member(
         project_id=project_id, user_id=user_id, project_role=project_role, study_role=study_role,
-        display_name=display_name,
+        display_name=display_name, wecom_userid=wecom_userid,
         added_at=current.added_at if current else now, added_by=current.added_by if current else actor,
     )
     created = store.put_member(member)

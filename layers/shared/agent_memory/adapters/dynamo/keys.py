@@ -7,7 +7,8 @@ without naming it (``docs/architecture.md``, "Request path").
   ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` /
   ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` /
   ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}`` /
-  ``MEMBER#{user_id}``;
+  ``MEMBER#{user_id}`` / ``WECOMUSER#{lower-cased WeCom user id}`` (which member has that WeCom
+  id) / ``CHANNEL#{channel}`` (a messenger channel's readable settings);
 - SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
   ``DIAG#{diagnosis_id}``; a patient's diagnosis references: pk ``{project}#PATIENT#{patient}``,
   sk ``DIAGREFS`` (ids hold no ``#``, so no session partition is ever named so);
@@ -30,6 +31,8 @@ REVIEW_PREFIX = "REVIEW#"
 AUDIT_PREFIX = "AUDIT#"
 MESSAGE_PREFIX = "MSG#"
 MEMBER_PREFIX = "MEMBER#"
+WECOM_USER_PREFIX = "WECOMUSER#"
+CHANNEL_PREFIX = "CHANNEL#"
 DIAGNOSIS_PREFIX = "DIAG#"
 PATIENT_REFS_SK = "DIAGREFS"
 #: Bounds of ``REPORT#{YYYY-Www}`` sort keys when a range end is open.
@@ -51,6 +54,17 @@ def hot_revision_sk(version: int) -> str:
 def member_sk(user_id: str) -> str:
     """``MEMBER#{user_id}``: one member of the project."""
     return f"{MEMBER_PREFIX}{user_id}"
+
+
+def wecom_user_sk(wecom_userid: str) -> str:
+    """``WECOMUSER#{lower-cased WeCom user id}``: which member of the project has that WeCom id
+    (WeCom compares user ids ignoring case)."""
+    return f"{WECOM_USER_PREFIX}{wecom_userid.lower()}"
+
+
+def channel_sk(channel: str) -> str:
+    """``CHANNEL#{channel}``: a messenger channel's readable settings (``CHANNEL#wecom``)."""
+    return f"{CHANNEL_PREFIX}{channel}"
 
 
 def report_sk(iso_week: str) -> str:
@@ -160,6 +174,7 @@ def utc_dates_overlapping(start: datetime, end: datetime) -> list[date]:
 
 __all__ = [
     "AUDIT_PREFIX",
+    "CHANNEL_PREFIX",
     "DIAGNOSIS_PREFIX",
     "FIRST_WEEK",
     "HOT_REVISION_PREFIX",
@@ -172,10 +187,12 @@ __all__ = [
     "REPORT_PREFIX",
     "REVIEW_PREFIX",
     "SESSION_SK",
+    "WECOM_USER_PREFIX",
     "YEAR_PREFIX",
     "activity_key",
     "alert_sk",
     "audit_sk",
+    "channel_sk",
     "diagnosis_sk",
     "flow_log_keys",
     "flow_log_pk",
@@ -192,5 +209,6 @@ __all__ = [
     "review_sk",
     "session_pk",
     "sort_time",
+    "wecom_user_sk",
     "year_sk",
 ]

@@ -6,9 +6,13 @@ Round trips:
   GetItem;
 - :meth:`MemberRepository.list_members`: ONE Query (``MEMBER#``), read to its end;
 - :meth:`MemberRepository.put_member` / :meth:`MemberRepository.remove_member`: one GetItem of the
-  membership, one Query of the members only when an admin would lose the role, and ONE write (a
-  conditional PutItem / DeleteItem, or a TransactWriteItems whose ConditionCheck keeps another admin
-  in place, so two admins removing each other at once can never leave the project without one).
+  membership, one Query of the members only when an admin would lose the role, one GetItem of the
+  ``WECOMUSER#`` item only when the member gets a new WeCom user id, and ONE write (a conditional
+  PutItem / DeleteItem, or a TransactWriteItems: with a ConditionCheck that keeps another admin in
+  place, so two admins removing each other at once can never leave the project without one, and
+  with the ``WECOMUSER#`` items of the WeCom user id the member gains or loses, so at most one
+  member of a project has a WeCom id);
+- :meth:`MemberRepository.wecom_member`: ONE strongly consistent GetItem of ``WECOMUSER#``.
 """
 
 from __future__ import annotations
@@ -34,11 +38,13 @@ from agent_memory.adapters.dynamo.mappers import (
     project_from_item,
     project_update_actions,
 )
-from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
+from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem, WeComUserItem
 from agent_memory.domain.errors import AlreadyExists, LastAdmin, ProjectNotFound, VersionConflict
 from agent_memory.domain.models import HotMemory, Member, Project
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+#: One write of a membership change, added to a transaction.
+_Write = Callable[[TransactWrite], object]
 
 
 def study_role_of(project_id: str, user_id: str) -> str | None:
@@ -47,6 +53,22 @@ def study_role_of(project_id: str, user_id: str) -> str | None:
     response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
     value = (response.get("Item") or {}).get("study_role") or {}
     return value.get("S") if isinstance(value, dict) else None
+
+
+def _in_transaction(write: _Write) -> None:
+    """ONE TransactWriteItems of the writes ``write`` adds.
+
+    Raises:
+        VersionConflict: a condition failed (the membership or a WeCom user id changed since it
+            was read; nothing written).
+    """
+    try:
+        with transaction() as tx:
+            write(tx)
+    except TransactWriteError as exc:
+        if is_conflict(exc):
+            raise VersionConflict("the membership or its WeCom user id changed concurrently") from None
+        raise
 
 
 def _unless_changed(write: Callable[[], object]) -> None:
@@ -128,32 +150,89 @@ class MemberRepository:
         return [member_from_item(i) for i in items]
 
     def put_member(self, member: Member) -> bool:
-        """Create or replace a membership (see ``MemberStore.put_member``); True when new."""
+        """Create or replace a membership (see ``MemberStore.put_member``); True when new.
+
+        Raises:
+            AlreadyExists: another member of the project has the member's WeCom user id.
+            LastAdmin, VersionConflict: see the port.
+        """
         current = self.get_member(member.project_id, member.user_id)
         item = member_to_item(member)
-        if current is None:
+        condition = (MemberItem.sk.does_not_exist() if current is None
+                     else MemberItem.project_role == current.project_role)
+        links = self._wecom_links(member.project_id, member.user_id, current, member.wecom_userid)
+
+        def write(tx: TransactWrite) -> None:
+            tx.save(item, condition=condition)
+            for link in links:
+                link(tx)
+
+        if current is not None and current.project_role == "admin" and member.project_role != "admin":
+            self._with_other_admin(member.project_id, member.user_id, write)
+        elif links:
+            _in_transaction(write)
+        elif current is None:
             if not put_if_absent(item):
                 raise VersionConflict("the membership was created concurrently")
-            return True
-        if current.project_role == "admin" and member.project_role != "admin":
-            self._with_other_admin(member.project_id, member.user_id, lambda tx: tx.save(
-                item, condition=MemberItem.project_role == "admin"))
-            return False
-        _unless_changed(lambda: item.save(condition=MemberItem.project_role == current.project_role))
-        return False
+        else:
+            _unless_changed(lambda: item.save(condition=condition))
+        return current is None
 
     def remove_member(self, project_id: str, user_id: str) -> bool:
-        """Remove a membership (see ``MemberStore.remove_member``); False when there was none."""
+        """Remove a membership (see ``MemberStore.remove_member``); False when there was none. Its
+        WeCom user id (``WECOMUSER#`` item) goes with it."""
         current = self.get_member(project_id, user_id)
         if current is None:
             return False
         key = MemberItem(project_id, keys.member_sk(user_id))
+        condition = MemberItem.project_role == current.project_role
+        links = self._wecom_links(project_id, user_id, current, None)
+
+        def write(tx: TransactWrite) -> None:
+            tx.delete(key, condition=condition)
+            for link in links:
+                link(tx)
+
         if current.project_role == "admin":
-            self._with_other_admin(project_id, user_id, lambda tx: tx.delete(
-                key, condition=MemberItem.project_role == "admin"))
-            return True
-        _unless_changed(lambda: key.delete(condition=MemberItem.project_role == current.project_role))
+            self._with_other_admin(project_id, user_id, write)
+        elif links:
+            _in_transaction(write)
+        else:
+            _unless_changed(lambda: key.delete(condition=condition))
         return True
+
+    def wecom_member(self, project_id: str, wecom_userid: str) -> str | None:
+        """The user id of the member whose WeCom user id is ``wecom_userid`` (ignoring case), or
+        None (one strongly consistent GetItem)."""
+        try:
+            item = WeComUserItem.get(project_id, keys.wecom_user_sk(wecom_userid), consistent_read=True)
+        except DoesNotExist:
+            return None
+        return str(item.user_id)
+
+    def _wecom_links(self, project_id: str, user_id: str, current: Member | None, wanted: str | None) -> list[_Write]:
+        """The writes of the ``WECOMUSER#`` items when the member's WeCom id changes from the current
+        one to ``wanted`` (None: none): the old item deleted (if it is still theirs), the new one
+        created (if no one has it). Nothing when the id stays (case aside).
+
+        Raises:
+            AlreadyExists: another member has ``wanted`` (read now; a race is the transaction's
+                condition, a VersionConflict).
+        """
+        old = current.wecom_userid if current is not None else None
+        if (old or "").lower() == (wanted or "").lower():
+            return []
+        writes: list[_Write] = []
+        mine = (WeComUserItem.user_id == user_id) | WeComUserItem.sk.does_not_exist()
+        if old:
+            writes.append(lambda tx: tx.delete(WeComUserItem(project_id, keys.wecom_user_sk(old)), condition=mine))
+        if wanted:
+            holder = self.wecom_member(project_id, wanted)
+            if holder is not None and holder != user_id:
+                raise AlreadyExists("this WeCom user id belongs to another member of the project")
+            link = WeComUserItem(project_id, keys.wecom_user_sk(wanted), user_id=user_id, wecom_userid=wanted)
+            writes.append(lambda tx: tx.save(link, condition=mine))
+        return writes
 
     def _with_other_admin(self, project_id: str, user_id: str, write: Callable[[TransactWrite], object]) -> None:
         """Apply ``write`` (a callable adding one item to a transaction) together with a

@@ -1,12 +1,20 @@
 """PynamoDB models of the MemoryTable's records that only some functions read or write: report
-revisions, the review queue, job runs, sent alerts, audit, erasures, reminders and webhooks,
-registered with :func:`.tables.register` (bound like every model by :func:`.tables.bind_tables`).
+revisions, the review queue, job runs, sent alerts, audit, erasures, reminders, webhooks and the
+WeCom channel, registered with :func:`.tables.register` (bound like every model by
+:func:`.tables.bind_tables`).
 Key layout: :mod:`agent_memory.adapters.dynamo.keys`.
 """
 
 from __future__ import annotations
 
-from pynamodb.attributes import JSONAttribute, ListAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    ListAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
 
 from agent_memory.adapters.dynamo.tables import BaseItem, Utf8JSONAttribute, register
 
@@ -132,6 +140,20 @@ class WebhookItem(BaseItem):
     secret_name = UnicodeAttribute()
 
 
+class WeComChannelItem(BaseItem):
+    """``sk = CHANNEL#wecom``: the project's WeCom channel as readable (corp id, agent id, whether a
+    robot is set, who set it when); the credentials are in the project's channel secret."""
+
+    class Meta(BaseItem.Meta):
+        table_name = "unbound-memory"
+
+    corp_id = UnicodeAttribute()
+    agent_id = NumberAttribute()
+    robot_webhook = BooleanAttribute()
+    updated_at = UTCDateTimeAttribute()
+    updated_by = UnicodeAttribute()
+
+
 register(
     "memory",
     ReportRevisionItem,
@@ -142,6 +164,7 @@ register(
     ErasureItem,
     ReminderItem,
     WebhookItem,
+    WeComChannelItem,
 )
 
 __all__ = [
@@ -152,5 +175,6 @@ __all__ = [
     "ReminderItem",
     "ReportRevisionItem",
     "ReviewQueueItem",
+    "WeComChannelItem",
     "WebhookItem",
 ]

@@ -99,6 +99,19 @@ class MemberItem(BaseItem):
     display_name = UnicodeAttribute()
     added_at = UTCDateTimeAttribute()
     added_by = UnicodeAttribute()
+    wecom_userid = UnicodeAttribute(null=True)
+
+
+class WeComUserItem(BaseItem):
+    """``sk = WECOMUSER#{lower-cased WeCom user id}``: the member who has that WeCom user id (the
+    inbound WeCom message's sender is looked up here); written with the ``MEMBER#`` item in one
+    transaction, so at most one member of a project has a WeCom id."""
+
+    class Meta(BaseItem.Meta):
+        table_name = "unbound-memory"
+
+    user_id = UnicodeAttribute()
+    wecom_userid = UnicodeAttribute()
 
 
 class HotMemoryItem(BaseItem):
@@ -260,6 +273,7 @@ register(
     "memory",
     ProjectItem,
     MemberItem,
+    WeComUserItem,
     HotMemoryItem,
     HotMemoryRevisionItem,
     WeeklyReportItem,
@@ -277,6 +291,7 @@ __all__ = [
     "ProjectItem",
     "TableBinding",
     "Utf8JSONAttribute",
+    "WeComUserItem",
     "WeeklyReportItem",
     "YearSummaryItem",
     "bind_tables",

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agent_memory.http.routing import Access, Routes
 
 #: The HTTP functions, by the folder of their handler module (``functions/<name>``).
-FUNCTIONS = ("admin", "api", "chat", "governance", "sessions")
+FUNCTIONS = ("admin", "api", "chat", "governance", "sessions", "wecom_callback")
 
 
 def function_routes(name: str) -> Routes:

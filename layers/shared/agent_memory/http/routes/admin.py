@@ -1,7 +1,8 @@
 """The admin function's routes: the hot-memory editor and its kill switch (delete any line, AI or
 admin), its revisions, the distillation review queue, the audit trail, weekly report corrections,
 the editor page, the projects and their members (create a project, add / replace / remove
-members), the project's clinical source and reminder webhook.
+members), the project's clinical source and reminder webhook, and the project's WeCom channel (its
+credentials written into the project's secret, never read back: ``agent_memory.channels.wecom``).
 
 Why a function of its own: it is the only HTTP path that WRITES the MemoryTable and the project
 secrets, so it alone gets write permissions there (and nothing on the sessions or flow-log tables,
@@ -18,7 +19,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from agent_memory.channels import wecom as wecom_channel
+from agent_memory.channels.wecom import WeComSettingsDeps
 from agent_memory.domain.records import Page, ReviewEntry
+from agent_memory.domain.wecom import WeComChannelSettings
 from agent_memory.history import corrections
 from agent_memory.history.corrections import REPORT_MAX_BYTES
 from agent_memory.history.reports import ISO_WEEK_PATTERN
@@ -71,6 +75,7 @@ class AdminFunctionDeps:
     clinical: ClinicalSourceDeps
     webhooks: WebhookDeps
     clock: Callable[[], datetime]
+    wecom: WeComSettingsDeps
 
 
 @dataclass(frozen=True)
@@ -339,7 +344,9 @@ def list_members(project_id: str, deps: Deps) -> Response[str]:
     return model_response(members.list_members(deps.members, project_id))
 
 
-@routes.put(f"{_P}/members/<user_id>", "admin_or_operator", responses={
+@routes.put(f"{_P}/members/<user_id>", "admin_or_operator", rules={
+    409: "the last admin would be demoted, or another member of the project has the wecom_userid",
+}, responses={
     200: {"description": "the membership was replaced", "content": {"application/json": {}}},
     201: {"description": "the member was added", "content": {"application/json": {}}},
 })
@@ -350,7 +357,7 @@ def put_member(
     admin); 409 when it would demote the last admin."""
     change = members.put_member(
         deps.members, project_id, user_id, project_role=body.project_role, study_role=body.study_role,
-        display_name=body.display_name, actor=caller.user_id, now=deps.clock(),
+        display_name=body.display_name, actor=caller.user_id, now=deps.clock(), wecom_userid=body.wecom_userid,
     )
     response = model_response(change.member)
     if change.created:
@@ -364,6 +371,34 @@ def remove_member(project_id: str, user_id: str, deps: Deps) -> Response[str]:
     """Remove a member (admins; 204): their next request is refused. 409 for the last admin."""
     members.remove_member(deps.members, project_id, user_id)
     metrics.add_metric(name="MembersRemoved", unit="Count", value=1)
+    return Response(status_code=204, body="", headers={"Cache-Control": "no-store"})
+
+
+# ------------------------------------------------------------------------------ WeCom channel
+@routes.put(f"{_P}/channels/wecom", "admin")
+def put_wecom_channel(
+    project_id: str, body: WeComChannelSettings, caller: CurrentCaller, deps: Deps
+) -> Response[str]:
+    """Set or replace the project's WeCom channel (admins): corp id, agent id, and write-only the
+    callback Token and EncodingAESKey, the application's Secret and an optional group robot's key
+    (stored by the service in the project's own secret, never returned). The answer is what GET
+    shows, with the callback path to enter in WeCom's console."""
+    view = wecom_channel.put_wecom_channel(deps.wecom, project_id, body, actor=caller.user_id, now=deps.clock())
+    metrics.add_metric(name="WeComChannelsSet", unit="Count", value=1)
+    return model_response(view)
+
+
+@routes.get(f"{_P}/channels/wecom", "admin")
+def get_wecom_channel(project_id: str, deps: Deps) -> Response[str]:
+    """What is set for the project's WeCom channel (admins): no secret, only which are set; 404 when none."""
+    return model_response(wecom_channel.get_wecom_channel(deps.wecom.store, project_id))
+
+
+@routes.delete(f"{_P}/channels/wecom", "admin", status_code=204)
+def delete_wecom_channel(project_id: str, deps: Deps) -> Response[str]:
+    """Remove the project's WeCom channel (admins; 204): callbacks are refused from now on, nothing
+    more is sent, and its secret is scheduled for deletion (the recovery window applies)."""
+    wecom_channel.delete_wecom_channel(deps.wecom, project_id)
     return Response(status_code=204, body="", headers={"Cache-Control": "no-store"})
 
 
