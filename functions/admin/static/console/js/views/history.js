@@ -1,0 +1,128 @@
+// history: the history book. Weekly reports by ISO week (a week range, newest first), a report's
+// correction with a reason (admins; PUT .../reports/{iso_week}, If-Match = its revision), its
+// revisions, and the yearly summaries when the server offers them.
+import { html, useState } from "../lib.js";
+import { t } from "../i18n.js";
+import { request, projectPath, seg } from "../api.js";
+import { isoWeekRange } from "../format.js";
+import { useLoad, ErrorNote, Status, Loading, Person, When } from "../components.js";
+
+/** The corrections of one report from the audit trail (admins): newest first, up to 500 records. */
+async function correctionsFromAudit(week) {
+  const found = [];
+  let cursor = null;
+  for (let page = 0; page < 5; page += 1) {
+    const data = (await request("GET", projectPath("/memory/audit"), { params: { limit: 100, cursor } })).data;
+    found.push(...data.items.filter((a) => a.action === "report.correct" && a.target === `report:${week}`));
+    cursor = data.next_cursor;
+    if (!cursor) break;
+  }
+  return found.map((a) => ({ revision: a.details?.to_revision, from: a.details?.from_revision, at: a.at, by: a.actor, reason: a.reason }));
+}
+
+function ReportRevisions({ ctx, week, tick }) {
+  const fromServer = ctx.caps.reportRevisions;
+  const list = useLoad(() => (fromServer
+    ? request("GET", projectPath(seg`/reports/${week}/revisions`)).then((r) => r.data.items)
+    : correctionsFromAudit(week)), [week, tick]);
+  return html`<div class="report-revisions">
+    <h4>${t("history.revisionsOf", { week })}</h4>
+    ${!fromServer && html`<p class="hint">${t("history.revisionsFromAudit")}</p>`}
+    <${ErrorNote} error=${list.error} />
+    ${list.data && (list.data.length ? html`<ol class="revisions">${list.data.map((r) => html`<li class="report-revision" key=${`${r.revision}-${r.at}`} data-revision=${r.revision}>
+        ${r.from ? t("history.revisionChange", { from: r.from, to: r.revision }) : t("history.revisionN", { revision: r.revision })}
+        · <${When} iso=${r.at || r.created_at} tz=${ctx.tz} /> · <${Person} userId=${r.by || r.created_by} members=${ctx.members} />
+        ${r.reason && html` · ${t("common.reasonIs")} <span class="reason">${r.reason}</span>`}
+        ${r.summary && html`<pre class="summary">${r.summary}</pre>`}
+      </li>`)}</ol>` : html`<p class="empty">${t("history.noCorrections")}</p>`)}
+  </div>`;
+}
+
+function CorrectForm({ report, onDone, onCancel }) {
+  const [text, setText] = useState(report.summary);
+  const [reason, setReason] = useState("");
+  const [error, setError] = useState(null);
+  const id = report.iso_week;
+  const submit = async (e) => {
+    e.preventDefault();
+    try {
+      const response = await request("PUT", projectPath(seg`/reports/${id}`), { ifMatch: report.revision, body: { summary: text, reason } });
+      onDone(response.data);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<form class="correct-form" onSubmit=${submit}>
+    <label for=${`summary-${id}`}>${t("history.correctedText")}</label>
+    <textarea id=${`summary-${id}`} name="summary" rows="6" value=${text} onInput=${(e) => setText(e.target.value)}></textarea>
+    <label for=${`correct-reason-${id}`}>${t("history.correctionReason")}</label>
+    <input id=${`correct-reason-${id}`} name="reason" required value=${reason} onInput=${(e) => setReason(e.target.value)} />
+    <button type="submit" class="save-correction">${t("history.saveCorrection")}</button>
+    <button type="button" class="secondary" onClick=${onCancel}>${t("common.cancel")}</button>
+    <${ErrorNote} error=${error} />
+  </form>`;
+}
+
+function Report({ ctx, report, onCorrected }) {
+  const [editing, setEditing] = useState(false);
+  const [showRevisions, setShowRevisions] = useState(false);
+  const [tick, setTick] = useState(0);
+  const range = isoWeekRange(report.iso_week);
+  const canSeeRevisions = ctx.isAdmin || ctx.caps.reportRevisions;
+  const done = (view) => { setEditing(false); setTick(tick + 1); onCorrected(view); };
+  return html`<article class="report" data-week=${report.iso_week} data-revision=${report.revision} aria-labelledby=${`week-${report.iso_week}`}>
+    <h2 id=${`week-${report.iso_week}`}>${t("history.week", { week: report.iso_week })}
+      ${range && html` <span class="range">${t("history.range", range)}</span>`}</h2>
+    <p class="meta">${t("history.revision", { revision: report.revision })} · <${Person} userId=${report.created_by} members=${ctx.members} />
+      · <${When} iso=${report.created_at} tz=${ctx.tz} /></p>
+    ${editing ? html`<${CorrectForm} report=${report} onDone=${done} onCancel=${() => setEditing(false)} />`
+      : html`<pre class="summary">${report.summary}</pre>`}
+    <div class="actions">
+      ${ctx.isAdmin && !editing && html`<button type="button" class="correct" onClick=${() => setEditing(true)}>${t("history.correct")}</button>`}
+      ${canSeeRevisions && html`<button type="button" class="secondary show-revisions" aria-expanded=${showRevisions}
+        onClick=${() => setShowRevisions(!showRevisions)}>${t("history.revisions")}</button>`}
+    </div>
+    ${showRevisions && html`<${ReportRevisions} ctx=${ctx} week=${report.iso_week} tick=${tick} />`}
+  </article>`;
+}
+
+function Yearly({ ctx }) {
+  const list = useLoad(() => (ctx.caps.yearlySummaries
+    ? request("GET", projectPath("/yearly-summaries")).then((r) => r.data.items) : Promise.resolve(null)), []);
+  return html`<section class="yearly" aria-labelledby="yearly-title">
+    <h2 id="yearly-title">${t("history.yearly")}</h2>
+    ${!ctx.caps.yearlySummaries && html`<p class="hint">${t("history.yearlyUnavailable")}</p>`}
+    <${ErrorNote} error=${list.error} />
+    ${list.data && (list.data.length ? list.data.map((y) => html`<article class="year" key=${y.year} data-year=${y.year}>
+        <h3>${y.year}</h3><pre class="summary">${y.summary}</pre></article>`)
+      : html`<p class="empty">${t("history.noYearly")}</p>`)}
+  </section>`;
+}
+
+export function HistoryView({ ctx }) {
+  const [range, setRange] = useState({ from: "", to: "" });
+  const [draft, setDraft] = useState(range);
+  const [status, setStatus] = useState(null);
+  const reports = useLoad(() => request("GET", projectPath("/reports"), { params: { from: range.from, to: range.to, limit: 20 } })
+    .then((r) => r.data.reports), [range.from, range.to]);
+  const apply = (e) => { e.preventDefault(); setRange(draft); };
+  const onCorrected = (view) => {
+    reports.setData((list) => list.map((r) => (r.iso_week === view.iso_week ? { ...r, ...view } : r)));
+    setStatus({ kind: "info", text: t("history.corrected", { week: view.iso_week, revision: view.revision }) });
+  };
+  return html`<section class="history">
+    <form class="toolbar" onSubmit=${apply}>
+      <label for="history-from">${t("history.from")}</label>
+      <input id="history-from" name="from" type="week" value=${draft.from} onInput=${(e) => setDraft({ ...draft, from: e.target.value })} />
+      <label for="history-to">${t("history.to")}</label>
+      <input id="history-to" name="to" type="week" value=${draft.to} onInput=${(e) => setDraft({ ...draft, to: e.target.value })} />
+      <button type="submit" id="history-apply">${t("history.show")}</button>
+    </form>
+    <${Status} status=${status} />
+    <${Loading} loading=${reports.loading && !reports.data} />
+    <${ErrorNote} error=${reports.error} />
+    ${reports.data && (reports.data.length ? reports.data.map((report) => html`<${Report} key=${report.iso_week} ctx=${ctx}
+        report=${report} onCorrected=${onCorrected} />`) : html`<p class="empty">${t("history.empty")}</p>`)}
+    <${Yearly} ctx=${ctx} />
+  </section>`;
+}
