@@ -50,7 +50,8 @@ REPORTS: dict[str, str] = {
 PATIENT, ERASED_PATIENT = "pt-ui-1", "pt-ui-2"
 #: (session id, visit name, transcript turns, diagnosis report) of PATIENT, oldest first
 VISITS: tuple[tuple[str, str, tuple[tuple[str, str], ...], dict[str, Any]], ...] = (
-    ("visit-ui-1", "初诊", (("patient", "孩子发烧两天，咳嗽，没有呕吐。"), ("doctor", "流鼻涕吗？"), ("patient", "有一点")),
+    ("visit-ui-1", "初诊",
+     (("patient", "孩子发烧两天，咳嗽，没有呕吐。"), ("doctor", "流鼻涕吗？"), ("patient", "有一点")),
      {"诊断": "急性上呼吸道感染"}),
     ("visit-ui-2", "复诊", (("patient", "已经不烧了，还是咳嗽。"), ("doctor", "还流鼻涕吗？"), ("patient", "不流了")),
      {"诊断": "上呼吸道感染恢复期"}),
@@ -93,16 +94,18 @@ def seed_console_project(stack: Any, prefix: str = "console") -> ConsoleProject:
     _hot_memory(stack, seeded)
     seeded.review_item_id = _review_item(stack, seeded)
     for week, text in REPORTS.items():
-        monday = datetime.fromisocalendar(int(week[:4]), int(week[-2:]), 1)
+        # archived on the Monday after the week, 03:00 in the project's zone (19:00 UTC the day before)
+        archived = datetime.fromisocalendar(int(week[:4]), int(week[-2:]), 7).replace(hour=19, tzinfo=UTC)
         stack.repo.put_weekly_report(WeeklyReport(project_id=project_id, iso_week=week, summary=text,
-                                                  created_at=monday.replace(tzinfo=UTC)), overwrite=False)
+                                                  created_at=archived), overwrite=False)
     _visits(seeded)
     return seeded
 
 
 def _chat(seeded: ConsoleProject) -> None:
     """Chat turns: a CRC's preference, reminders of the admin and of the CRC, the CRC's down-vote."""
-    said = seeded.call(MEMBER, "POST", "/sessions/chat-crc/messages", json={"content": "下午2点后我比较忙，任务尽量上午发。"})
+    said = seeded.call(MEMBER, "POST", "/sessions/chat-crc/messages",
+                       json={"content": "下午2点后我比较忙，任务尽量上午发。"})
     seeded.message_ids["preference"] = said.json()["user_message_id"]
     for user, content in ((ADMIN, "明天上午10点提醒我给P005打电话"), (MEMBER, "每周一早上9点提醒我清理Query")):
         reply = seeded.call(user, "POST", f"/sessions/chat-{user}/messages", json={"content": content}).json()

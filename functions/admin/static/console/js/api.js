@@ -29,12 +29,18 @@ export function projectId() {
 
 /** The project path: projectPath("/memory") -> /v1/projects/{id}/memory (ids encoded). */
 export function projectPath(suffix = "") {
-  return `/v1/projects/${encodeURIComponent(session.projectId)}${suffix}`;
+  return `/v1/projects/${segment(session.projectId)}${suffix}`;
 }
 
-/** Encode each path segment: seg`/sessions/${id}` keeps slashes of the template only. */
+/** One path segment: percent-encoded only where a segment needs it (the API refuses a path with a
+ *  percent-escape, and a user id may hold "@" or ":", which a segment allows as they are). */
+function segment(value) {
+  return encodeURIComponent(value).replace(/%(?:40|3A|2B|2C|3B|3D|21|24|26|27|28|29|2A)/gi, decodeURIComponent);
+}
+
+/** Encode each interpolated value as a path segment: seg`/sessions/${id}`. */
 export function seg(strings, ...values) {
-  return strings.reduce((out, part, i) => out + part + (i < values.length ? encodeURIComponent(values[i]) : ""), "");
+  return strings.reduce((out, part, i) => out + part + (i < values.length ? segment(values[i]) : ""), "");
 }
 
 function query(params) {
@@ -42,11 +48,25 @@ function query(params) {
   return entries.length ? `?${new URLSearchParams(entries)}` : "";
 }
 
+// One request at a time: a view needs 1-4 calls, and sending them together would make one user
+// action start as many function instances when the functions are idle (each a cold start), for
+// no gain a person could notice.
+let lane = Promise.resolve();
+function inLane(call) {
+  const run = lane.then(call, call);
+  lane = run.catch(() => undefined);
+  return run;
+}
+
 /**
  * One call. Returns {status, data, etag, headers}; throws ApiError for any status >= 400 (and
  * status 0 when the network failed). ifMatch: a version number or string, sent as "<n>".
  */
-export async function request(method, path, { body, ifMatch, params, auth = true } = {}) {
+export function request(method, path, options = {}) {
+  return inLane(() => send(method, path, options));
+}
+
+async function send(method, path, { body, ifMatch, params, auth = true }) {
   const headers = { Accept: "application/json" };
   if (auth && session.token) headers.Authorization = `Bearer ${session.token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";

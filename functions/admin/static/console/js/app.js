@@ -33,7 +33,10 @@ export async function openProject(token, projectId) {
     request("GET", projectPath()).then((r) => r.data),
     request("GET", projectPath("/members")).then((r) => r.data.items),
     loadCapabilities(),
-  ]);
+  ]).catch((err) => {
+    // At sign-in a 403 means "not a member of this project" (or no such project): said so.
+    throw err.status === 403 ? new ApiError(403, { ...err.body, error: "not_a_member" }) : err;
+  });
   const me = members.find((m) => m.user_id === claims?.sub);
   if (!me) throw new ApiError(403, { error: "not_a_member", reason: "" });
   return { token, projectId, project, members, me, isAdmin: me.project_role === "admin", caps };

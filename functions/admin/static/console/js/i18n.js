@@ -19,8 +19,8 @@ async function loadResources() {
 
 /** Start i18next; resolves once the language is chosen and <html lang> set. */
 export async function startI18n() {
-  i18next.on("languageChanged", (lng) => {
-    const lang = LANGUAGES.includes(lng) ? lng : "en";
+  i18next.on("languageChanged", () => {
+    const lang = currentLanguage();
     document.documentElement.lang = HTML_LANG[lang];
     document.title = i18next.t("app.title");
   });

@@ -30,7 +30,7 @@ export function AuditView({ ctx }) {
     ${first.data && (items.length ? html`<ol class="audit-list">${items.map((a) => html`<li key=${a.audit_id} class="audit-record"
         data-action=${a.action} data-target=${a.target}>
         <p class="meta"><strong class="action">${t(`audit.actions.${a.action}`, { defaultValue: a.action })}</strong>
-          · <code class="target">${a.target}</code> · <${Person} userId=${a.actor} members=${ctx.members} /> · <${When} iso=${a.at} tz=${ctx.tz} /></p>
+          ${" · "}<code class="target">${a.target}</code> · <${Person} userId=${a.actor} members=${ctx.members} /> · <${When} iso=${a.at} tz=${ctx.tz} /></p>
         ${a.reason && html`<p class="reason">${t("common.reasonIs")} <span class="text">${a.reason}</span></p>`}
         <${Details} details=${a.details} />
       </li>`)}</ol>` : html`<p class="empty">${t("audit.empty")}</p>`)}

@@ -20,8 +20,9 @@ export function ModelContext({ sessionId, messageId }) {
     <${Loading} loading=${view.loading} />
     <${ErrorNote} error=${view.error} />
     ${data && html`
-      <p class="meta">${t("context.asker", { name: data.asker?.display_name || data.asker?.user_id || "?", role: data.asker?.study_role || "" })}
-        · ${t("context.intents")} <code>${(data.intents || []).join(", ")}</code></p>
+      <p class="meta">${t("context.asker", { name: data.asker?.display_name || data.asker?.user_id || "?",
+          role: t(`studyRoles.${data.asker?.study_role || "Other"}`) })}
+        ${" · "}${t("context.intents")} ${(data.intents || []).map((intent) => html`<span class="badge intent" key=${intent} data-intent=${intent}>${t(`context.intentNames.${intent}`, { defaultValue: intent })}</span> `)}</p>
       ${data.calls.map((call, i) => html`<section class="call" key=${i}>
         <h3>${t("context.call", { n: i + 1 })} · ${t(call.load_history ? "context.withHistory" : "context.withoutHistory")}</h3>
         ${call.blocks.map((block, j) => html`<${Block} key=${j} block=${block} />`)}

@@ -9,9 +9,9 @@ import { ErrorNote, Person, When } from "../components.js";
 function Record({ ctx, record }) {
   return html`<div class="erasure-record note info" role="status" data-status=${record.status}>
     <p>${t(`patients.erasure.${record.status}`, { defaultValue: record.status })} · <${Person} userId=${record.actor} members=${ctx.members} />
-      · <${When} iso=${record.finished_at || record.requested_at} tz=${ctx.tz} /></p>
+      ${" · "}<${When} iso=${record.finished_at || record.requested_at} tz=${ctx.tz} /></p>
     <ul class="counts">${Object.entries(record.counts || {}).map(([kind, n]) => html`<li key=${kind}>
-      ${t(`patients.erasure.kinds.${kind}`, { defaultValue: kind })}: ${n}</li>`)}</ul>
+      ${t("patients.erasure.count", { kind: t(`patients.erasure.kinds.${kind}`, { defaultValue: kind }), n })}</li>`)}</ul>
   </div>`;
 }
 
@@ -35,11 +35,11 @@ export function Erase({ ctx, patientId, onErased }) {
   return html`<section class="erase danger-zone" aria-labelledby="erase-title">
     <h2 id="erase-title">${t("patients.eraseTitle")}</h2>
     <p>${t("patients.eraseWarning")}</p>
-    <form onSubmit=${erase}>
+    <form class="toolbar" onSubmit=${erase}>
       <label for="erase-confirm">${t("patients.eraseType", { id: patientId })}</label>
       <input id="erase-confirm" name="confirm" autocomplete="off" spellcheck="false" value=${typed}
         onInput=${(e) => setTyped(e.target.value)} />
-      <button type="submit" id="erase" class="danger" disabled=${typed !== patientId}>${t("patients.eraseButton")}</button>
+      <button type="submit" id="erase" class="danger solid" disabled=${typed !== patientId}>${t("patients.eraseButton")}</button>
     </form>
     <${ErrorNote} error=${error} />
     ${record && html`<${Record} ctx=${ctx} record=${record} />`}

@@ -22,7 +22,7 @@ export function FeedbackView({ ctx }) {
     ${data && (data.feedback.length ? html`<ul class="feedback-list">${data.feedback.map((f) => html`<li key=${`${f.message_id}-${f.user_id}`}
         class=${`rating rating-${f.rating}`} data-message-id=${f.message_id} data-rating=${f.rating}>
         <p class="meta"><span class="badge">${t(`feedback.${f.rating}`)}</span> · <${Person} userId=${f.user_id} members=${ctx.members} />
-          · <${When} iso=${f.at} tz=${ctx.tz} /> · <a href=${`#/sessions/${encodeURIComponent(f.session_id)}`}>${t("feedback.openSession")}</a></p>
+          ${" · "}<${When} iso=${f.at} tz=${ctx.tz} /> · <a href=${`#/sessions/${encodeURIComponent(f.session_id)}`}>${t("feedback.openSession")}</a></p>
         ${f.reason && html`<p class="text">${f.reason}</p>`}
         ${f.tags?.length > 0 && html`<p class="tags">${t("feedback.tags")} ${f.tags.map((tag) => html`<code key=${tag}>${tag}</code> `)}</p>`}
       </li>`)}</ul>` : html`<p class="empty">${t("feedback.empty")}</p>`)}

@@ -7,6 +7,12 @@ import { request, projectPath, seg } from "../api.js";
 import { isoWeekRange } from "../format.js";
 import { useLoad, ErrorNote, Status, Loading, Person, When } from "../components.js";
 
+/** "2026 年第 9 周 · 2026-W09" / "Week 9 of 2026 · 2026-W09". */
+function weekName(isoWeek) {
+  const [year, week] = isoWeek.split("-W");
+  return t("history.week", { year, week: Number(week), iso: isoWeek });
+}
+
 /** The corrections of one report from the audit trail (admins): newest first, up to 500 records. */
 async function correctionsFromAudit(week) {
   const found = [];
@@ -31,7 +37,7 @@ function ReportRevisions({ ctx, week, tick }) {
     <${ErrorNote} error=${list.error} />
     ${list.data && (list.data.length ? html`<ol class="revisions">${list.data.map((r) => html`<li class="report-revision" key=${`${r.revision}-${r.at}`} data-revision=${r.revision}>
         ${r.from ? t("history.revisionChange", { from: r.from, to: r.revision }) : t("history.revisionN", { revision: r.revision })}
-        · <${When} iso=${r.at || r.created_at} tz=${ctx.tz} /> · <${Person} userId=${r.by || r.created_by} members=${ctx.members} />
+        ${" · "}<${When} iso=${r.at || r.created_at} tz=${ctx.tz} /> · <${Person} userId=${r.by || r.created_by} members=${ctx.members} />
         ${r.reason && html` · ${t("common.reasonIs")} <span class="reason">${r.reason}</span>`}
         ${r.summary && html`<pre class="summary">${r.summary}</pre>`}
       </li>`)}</ol>` : html`<p class="empty">${t("history.noCorrections")}</p>`)}
@@ -71,10 +77,10 @@ function Report({ ctx, report, onCorrected }) {
   const canSeeRevisions = ctx.isAdmin || ctx.caps.reportRevisions;
   const done = (view) => { setEditing(false); setTick(tick + 1); onCorrected(view); };
   return html`<article class="report" data-week=${report.iso_week} data-revision=${report.revision} aria-labelledby=${`week-${report.iso_week}`}>
-    <h2 id=${`week-${report.iso_week}`}>${t("history.week", { week: report.iso_week })}
+    <h2 id=${`week-${report.iso_week}`}>${weekName(report.iso_week)}
       ${range && html` <span class="range">${t("history.range", range)}</span>`}</h2>
     <p class="meta">${t("history.revision", { revision: report.revision })} · <${Person} userId=${report.created_by} members=${ctx.members} />
-      · <${When} iso=${report.created_at} tz=${ctx.tz} /></p>
+      ${" · "}<${When} iso=${report.created_at} tz=${ctx.tz} /></p>
     ${editing ? html`<${CorrectForm} report=${report} onDone=${done} onCancel=${() => setEditing(false)} />`
       : html`<pre class="summary">${report.summary}</pre>`}
     <div class="actions">
@@ -113,10 +119,11 @@ export function HistoryView({ ctx }) {
   return html`<section class="history">
     <form class="toolbar" onSubmit=${apply}>
       <label for="history-from">${t("history.from")}</label>
-      <input id="history-from" name="from" type="week" value=${draft.from} onInput=${(e) => setDraft({ ...draft, from: e.target.value })} />
+      <input id="history-from" name="from" pattern="\\d{4}-W\\d{2}" placeholder=${t("history.weekPlaceholder")} aria-describedby="week-hint" value=${draft.from} onInput=${(e) => setDraft({ ...draft, from: e.target.value })} />
       <label for="history-to">${t("history.to")}</label>
-      <input id="history-to" name="to" type="week" value=${draft.to} onInput=${(e) => setDraft({ ...draft, to: e.target.value })} />
+      <input id="history-to" name="to" pattern="\\d{4}-W\\d{2}" placeholder=${t("history.weekPlaceholder")} aria-describedby="week-hint" value=${draft.to} onInput=${(e) => setDraft({ ...draft, to: e.target.value })} />
       <button type="submit" id="history-apply">${t("history.show")}</button>
+      <p class="hint" id="week-hint">${t("history.weekHint")}</p>
     </form>
     <${Status} status=${status} />
     <${Loading} loading=${reports.loading && !reports.data} />

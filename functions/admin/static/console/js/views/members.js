@@ -61,7 +61,7 @@ export function MembersView({ ctx }) {
         <td class="display-name">${m.display_name}</td><td><code>${m.user_id}</code></td>
         <td class="study-role">${t(`studyRoles.${m.study_role}`)}</td><td class="project-role">${t(`projectRoles.${m.project_role}`)}</td>
         <td><${When} iso=${m.added_at} tz=${ctx.tz} /> · <${Person} userId=${m.added_by} members=${list.data} /></td>
-        ${ctx.isAdmin && html`<td class="actions">
+        ${ctx.isAdmin && html`<td class="row-actions">
           <button type="button" class="secondary edit-member" onClick=${() => setEditing({ ...m })}
             aria-label=${t("members.editOne", { name: m.display_name })}>${t("members.edit")}</button>
           <${ConfirmButton} className="remove-member" label=${t("members.remove")} question=${t("members.removeQuestion", { name: m.display_name })}

@@ -65,7 +65,7 @@ function Visits({ ctx, visits }) {
     <ol class="visit-list">${visits.map((v) => html`<li key=${v.session_id} class="visit" data-session-id=${v.session_id}>
       <a href=${`#/sessions/${encodeURIComponent(v.session_id)}`}>${v.name || v.session_id}</a>
       <span class="meta"><${When} iso=${v.created_at} tz=${ctx.tz} /> · ${t("patients.messages", { count: v.message_count })}
-        · ${t("patients.diagnoses", { count: v.diagnosis_count })}</span>
+        ${" · "}${t("patients.diagnoses", { count: v.diagnosis_count })}</span>
     </li>`)}</ol>
   </section>`;
 }

@@ -6,7 +6,7 @@ import { html, useState } from "../lib.js";
 import { t } from "../i18n.js";
 import { request, projectPath, seg } from "../api.js";
 import { useLoad, ErrorNote, Status, Loading, Person, When, ConfirmButton } from "../components.js";
-import { loadMemory, Evidence } from "./memory.js";
+import { loadMemory, Evidence, scopeOf } from "./memory.js";
 
 /** The admin lines an item concerns: the line its detail names, or every System Rule it relaxes. */
 function concernedLines(item, memory) {
@@ -64,14 +64,14 @@ function Item({ ctx, item, memory, onDecided }) {
           <textarea id=${textId} class="review-text" rows="2" value=${text} onInput=${(e) => setText(e.target.value)}></textarea>`
       : html`<p class="text">${item.text}</p>`}
     <p class="meta"><span class="badge">${t(`review.status.${item.status}`)}</span>
-      ${t(`memory.sections.${item.section}`)}${item.role_tag && ` · [${item.role_tag}]`}
-      · <${When} iso=${item.created_at} tz=${ctx.tz} /></p>
+      ${t(`memory.sections.${item.section}`)}${" · "}${scopeOf(item, ctx.members)}
+      ${" · "}<${When} iso=${item.created_at} tz=${ctx.tz} /></p>
     <p class="why">${t(`review.reasons.${item.reason}`, { defaultValue: item.reason })}</p>
     ${concerned.length > 0 && html`<div class="concerned"><p>${t("review.rulesConcerned")}</p><${RuleList} rules=${concerned} className="rules" /></div>`}
     <${Evidence} ctx=${ctx} ids=${item.evidence} route=${{ cap: "reviewEvidence", path: seg`/memory/review/${item.item_id}/evidence` }} />
     ${pending && !ctx.caps.approveText && html`<p class="hint">${t("review.rewordUnavailable")}</p>`}
     ${item.decided_by && html`<p class="meta">${t("review.decided")} <${Person} userId=${item.decided_by} members=${ctx.members} />
-      · <${When} iso=${item.decided_at} tz=${ctx.tz} /></p>`}
+      ${" · "}<${When} iso=${item.decided_at} tz=${ctx.tz} /></p>`}
     ${pending && html`<div class="actions">
       <label for=${`reason-${item.item_id}`}>${t("common.reason")}</label>
       <input id=${`reason-${item.item_id}`} value=${reason} onInput=${(e) => setReason(e.target.value)} />

@@ -17,8 +17,8 @@ function Revision({ ctx, item, current, onRestore }) {
   return html`<li class="revision" data-version=${item.version}>
     <p><strong>${t("memory.version", { version: item.version })}</strong>
       ${item.version === current && html` <span class="badge">${t("memory.current")}</span>`}
-      · <${When} iso=${item.created_at} tz=${ctx.tz} /> · <${Person} userId=${item.created_by} members=${ctx.members} />
-      · ${t("memory.tokens", { count: item.tokens })}</p>
+      ${" · "}<${When} iso=${item.created_at} tz=${ctx.tz} /> · <${Person} userId=${item.created_by} members=${ctx.members} />
+      ${" · "}${t("memory.tokens", { count: item.tokens })}</p>
     ${item.reason && html`<p class="reason">${t("common.reasonIs")} <span class="text">${item.reason}</span></p>`}
     <button type="button" class="secondary show-diff" aria-expanded=${showDiff} onClick=${() => setShowDiff(!showDiff)}>${t("memory.showDiff")}</button>
     ${item.version !== current && html`<${ConfirmButton} className="restore" label=${t("memory.restore")}

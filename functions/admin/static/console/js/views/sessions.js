@@ -95,7 +95,7 @@ function Session({ ctx, sessionId }) {
       <h2>${s.name || s.session_id}</h2>
       <p class="meta">${t(`sessions.types.${s.type}`, { defaultValue: s.type })}
         ${s.patient_id && html` · <a href=${`#/patients/${encodeURIComponent(s.patient_id)}`}>${t("patients.patient", { id: s.patient_id })}</a>`}
-        · ${t("sessions.created")} <${When} iso=${s.created_at} tz=${ctx.tz} /> · ${t("sessions.messageTotal", { count: s.message_count })}</p>
+        ${" · "}${t("sessions.created")} <${When} iso=${s.created_at} tz=${ctx.tz} /> · ${t("sessions.messageTotal", { count: s.message_count })}</p>
       <${Facts} session=${s} />
       <h2>${t("sessions.messages")}</h2>
       ${!data.data.complete && html`<p class="hint" id="window-note">${t("sessions.windowOnly", { shown: data.data.messages.length, total: s.message_count })}</p>`}

@@ -53,6 +53,7 @@ function datasets(trend) {
 }
 
 function chartConfig(trend) {
+  window.Chart.defaults.font = { family: getComputedStyle(document.body).fontFamily, size: 13 };
   return {
     type: "line",
     data: { labels: trend.visits.map((v) => v.label), datasets: datasets(trend) },
