@@ -6,8 +6,9 @@ project has a record and an old activity marker (60 days ago); the active 5 % ha
 day of the archived week and flow-log messages (user and assistant) on two of its days. Then, for
 each job (distill, archive, prune), one scheduled run on Monday 2026-03-16 (Asia/Shanghai): the
 dispatch (``agent_memory.jobs.fanout.dispatch`` with the real activity repository and SQS queue)
-and the real ``run_job`` of every enqueued request (offline extractors). Counted: DynamoDB API
-calls through botocore (dispatch + jobs) and wall time, divided by the projects processed.
+and the real job (``run_scheduled``, the worker's job table) of every enqueued request (offline
+extractors). Counted: DynamoDB API calls through botocore (dispatch + jobs) and wall time, divided
+by the projects processed.
 
 ``run()`` returns ``{"jobs_calls_per_project_ratio_10k_vs_1k": worst ratio over the jobs}``
 (target <= 1.05) and prints the table. ``python -m bench.jobs`` runs it alone.
@@ -30,9 +31,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "layers" / "shared"))
 sys.path.insert(0, str(ROOT))
 
+from agent_memory.events.jobs import scheduled_jobs  # noqa: E402 - the layer is on the path from here
+
 SIZES = (1_000, 10_000)
 ACTIVE_SHARE = 0.05
-JOBS = ("distill", "archive", "prune")
+#: The scheduled jobs of the worker's job table (distill, archive, prune).
+JOBS = scheduled_jobs()
 RUN_DATE = date(2026, 3, 16)  # a Monday: distill 03-15, archive 2026-W11 (03-09..03-15), prune as of 03-16
 TZ = "Asia/Shanghai"
 NOW = datetime(2026, 3, 15, 18, 0, tzinfo=UTC)  # 02:00 on 03-16 in Shanghai
@@ -60,13 +64,13 @@ class ApiCalls:
             counter.calls[(client.meta.service_model.service_name, operation)] += 1
             return counter._original(client, operation, params)
 
-        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        BaseClient._make_api_call = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._original  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._original
 
     def total(self, service: str) -> int:
         return sum(n for (svc, _), n in self.calls.items() if svc == service)
@@ -123,15 +127,16 @@ def _moto_with_per_partition_costs() -> Iterator[list[str]]:
         finally:
             self.items = everything
 
-    models.copy = SimpleNamespace(deepcopy=deepcopy, copy=copy.copy)  # type: ignore[assignment]
-    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-    models.Table.query = query  # type: ignore[method-assign]
+    # moto's module and methods patched for the run, put back below
+    models.copy = SimpleNamespace(deepcopy=deepcopy, copy=copy.copy)  # type: ignore[assignment]  # patched
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]  # patched
+    models.Table.query = query  # type: ignore[method-assign]  # patched for the run
     try:
         yield failures
     finally:
-        models.copy = copy  # type: ignore[assignment]
-        models.DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]
-        models.Table.query = original_query  # type: ignore[method-assign]
+        models.copy = copy
+        models.DynamoDBBackend.transact_write_items = original  # type: ignore[method-assign]  # put back
+        models.Table.query = original_query  # type: ignore[method-assign]  # put back
 
 
 def _env() -> None:
@@ -188,8 +193,8 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
     from agent_memory.adapters.sqs import SqsJobQueue
     from agent_memory.config import Settings
     from agent_memory.domain.jobs import JobRequest, ScheduleInput
+    from agent_memory.events.jobs import run_scheduled
     from agent_memory.jobs.fanout import dispatch
-    from agent_memory.jobs.runner import run_job
     from agent_memory.observability import metrics
     from agent_memory.wiring import build_job_deps
     from infra.template_model import create_queues, create_tables, load_template
@@ -218,13 +223,13 @@ def _measure(n_projects: int) -> dict[str, dict[str, float]]:
             # The jobs' business metrics are emitted as in Lambda (Powertools flushes a metric once it
             # holds 100 values), into a sink: the bench prints its own table, not the EMF documents.
             with ApiCalls() as calls, open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-                report = dispatch(ScheduleInput(job=job, date=RUN_DATE, time_zone=TZ),  # type: ignore[arg-type]
+                report = dispatch(ScheduleInput(job=job, date=RUN_DATE, time_zone=TZ),
                                   activity=activity, sender=queue, clock=lambda: NOW)
                 dispatch_ddb = calls.total("dynamodb")
                 processed = 0
                 while messages := sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages"):
                     for m in messages:
-                        run_job(deps, JobRequest.model_validate_json(m["Body"]))
+                        run_scheduled(deps, JobRequest.model_validate_json(m["Body"]))
                         processed += 1
                     sqs.delete_message_batch(QueueUrl=queue_url, Entries=[
                         {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])

@@ -5,8 +5,10 @@ a data directory of its own under a temporary folder, and talks to it over HTTP 
 
 - local_rps_c8: chat turns per second (offline LLM, no tool call) with 8 clients at once, each in
   its own session (target >= 20);
-- local_rss_growth_mb_1000_turns: resident memory of the server's processes (the server and its
-  moto child) after 1,000 more turns minus before them (VmRSS summed, MB; target <= 100), with
+- local_rss_growth_mb_1000_turns: resident memory of the server's processes (the server, its moto
+  child, the fork server and every function container: one process each since the containers
+  became processes, so pages they share are counted once per process) after 1,000 more turns minus
+  before them (VmRSS summed, MB; target <= 100), with
   the median turn time of the first and the last 100 turns (flat = the last within 1.5x the first);
 - restart_seconds_10k_turns: seconds from starting the server to its banner with 10,000 turns
   stored, in the worst case (the after-image log of all 10,000 turns not yet compacted, as after a
@@ -110,8 +112,8 @@ def _turns(base_url: str, count: int, clients: int, prefix: str) -> tuple[float,
 
 
 def _rss_mb(pid: int) -> float:
-    """Resident memory (MB) of process ``pid`` and all its descendants (moto runs as a child of
-    `make run`'s process)."""
+    """Resident memory (MB) of process ``pid`` and all its descendants (moto and the function
+    containers run as descendants of `make run`'s process)."""
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

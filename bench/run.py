@@ -9,7 +9,8 @@ failed or did not run is absent, and says why on the console).
 
 Figures (and their targets):
 - ddb_round_trips_non_history / ddb_round_trips_history: DynamoDB API calls of one warm
-  turn without Idempotency-Key and without a tool call on the demo project (targets <= 2 / <= 3);
+  turn without Idempotency-Key and without a tool call on the demo project, a request to the chat
+  function's event handler (the route guard makes the turn's read) (targets <= 2 / <= 3);
 - ddb_round_trips_history_3y: the same for a history turn of a project holding >= 156 weekly
   reports and yearly summaries (target <= 3);
 - ddb_round_trips_first_patient_turn: the first turn of a new session bound to a patient who
@@ -27,11 +28,11 @@ Figures (and their targets):
   handler in alternating order, the figure is the median of the pairs' ratios (target <= 1.7);
 - warm_turn_ratio: median warm turn (offline LLM) / median GetItem round trip to the same
   moto server (target <= 4), paired and interleaved (two GetItems, one turn per round), with moto
-  as the local runtime runs it: a child process with infra/local/moto_patches (item-level
-  transaction rollback, item requests and responses as JSON, each condition parsed once: emulator
-  costs DynamoDB does not have); the same ratio on CPU time (this process and moto's) as
-  warm_turn_ratio_cpu, and on plain moto in this process (as moto ships) as
-  warm_turn_ratio_plain_moto;
+  as the local runtime runs it: a child process answering one request at a time with
+  infra/local/moto_patches (item-level transaction rollback, item requests and responses as JSON,
+  one size check per item built: emulator costs DynamoDB does not have); the same ratio on CPU
+  time (this process and moto's) as warm_turn_ratio_cpu, and on plain moto in this process (as
+  moto ships) as warm_turn_ratio_plain_moto;
 - symptom_recall_present / symptom_recall_denied / symptom_flip_rate / symptom_precision:
   the offline symptom extractor on ../shared/data/dxy_train.jsonl (bench/symptoms.py;
   targets >= 0.97, >= 0.98, <= 0.005; precision reported only);
@@ -79,7 +80,7 @@ def moto_stack(child: bool = False) -> Any:
 
     ``child=False``: plain moto (``ThreadedMotoServer``) in a thread of this process, as moto
     ships. ``child=True``: moto as `make run` runs it, a child process with
-    ``infra.local.moto_patches`` applied (``infra.local.stack.MotoServer``).
+    ``infra.local.moto_patches`` applied (``infra.local.moto_server.MotoServer``).
     """
     import boto3
 
@@ -87,9 +88,9 @@ def moto_stack(child: bool = False) -> Any:
 
     server: Any
     if child:
-        from infra.local.stack import MotoServer
+        from infra.local.moto_server import MotoServer
 
-        server = MotoServer("process", "127.0.0.1", 0)
+        server = MotoServer("127.0.0.1", 0)
         server.start()
         url, pid = server.url, server.pid
     else:
@@ -176,13 +177,13 @@ class CallCounter:
                 counter.calls[operation_name] += 1
             return counter._orig(client, operation_name, api_params)
 
-        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        BaseClient._make_api_call = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._orig  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._orig
 
     @property
     def total(self) -> int:
@@ -191,6 +192,7 @@ class CallCounter:
 
 def chat_figures() -> dict[str, float]:
     """Round trips, token ratio and warm-turn ratio on the demo project."""
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
     from agent_memory.chat.prompt import render_history_block
     from agent_memory.chat.turn import handle_message
     from agent_memory.config import get_settings
@@ -205,7 +207,7 @@ def chat_figures() -> dict[str, float]:
         """Deps on the current tables, the demo seeded, and a turn as a member of the demo team."""
         get_settings.cache_clear()
         deps = build_chat_deps(get_settings())
-        seed_demo(deps.store, now=datetime.now(UTC), members=build_members(get_settings()))  # type: ignore[arg-type]
+        seed_demo(ProjectRepository(), now=datetime.now(UTC), members=build_members(get_settings()))
 
         def turn(text: str, session: str) -> Any:  # membership decides, crc-li is a member
             return handle_message(deps, project_id="demo-iit", session_id=session, user_id="crc-li",
@@ -215,8 +217,8 @@ def chat_figures() -> dict[str, float]:
 
     # warm turn vs one GetItem round trip on plain moto (in this process, as moto ships), then
     # below on moto as the local runtime runs it: a child process with infra/local/moto_patches
-    # (item-level transaction rollback, item requests and responses as JSON, conditions parsed
-    # once: emulator costs that DynamoDB does not have)
+    # (item-level transaction rollback, item requests and responses as JSON, one size check per
+    # item built: emulator costs that DynamoDB does not have)
     with moto_stack() as (client, names, pid):
         _, turn = demo_turns()
         g, tt, raw, _ = warm_turn_ratio(client, names, turn, "bench-warm-raw", pid)
@@ -237,10 +239,12 @@ def chat_figures() -> dict[str, float]:
             turn("你好，今天有什么安排？", "bench-rt")
         non_history = "我上次跟你说的那个只要看结果的规矩，你记得吗？"  # MEMORY_RECALL: no tool call
         history = "我们为什么暂停了筛选？"
+        # through the chat function, as a request: the route guard makes the turn's read and hands it on
+        request = chat_function_requests(deps)
         with CallCounter() as c1:
-            r1 = turn(non_history, "bench-rt")
+            r1 = request(non_history, "bench-rt", None)
         with CallCounter() as c2:
-            turn(history, "bench-rt")
+            request(history, "bench-rt", None)
         out["ddb_round_trips_non_history"] = c1.total
         out["ddb_round_trips_history"] = c2.total
         print(f"  non-history turn calls: {dict(c1.calls)}; history turn calls: {dict(c2.calls)}")
@@ -264,8 +268,8 @@ def chat_figures() -> dict[str, float]:
         out["token_ratio_non_history"] = round(prompt_tokens / naive, 5)
         print(f"  non-history prompt {prompt_tokens} tokens; naive 3-year prompt {naive} tokens")
 
-        out.update(_first_patient_turn(deps))
-        _add_three_years(deps.store)
+        out.update(_first_patient_turn(request))
+        _add_three_years(deps.store.projects)
         with CallCounter() as c3:
             r3 = turn(history, "bench-rt")
         out["ddb_round_trips_history_3y"] = c3.total
@@ -275,13 +279,40 @@ def chat_figures() -> dict[str, float]:
     return out
 
 
-def _first_patient_turn(deps: Any) -> dict[str, float]:
-    """DynamoDB calls of the first turn of a new session bound to a patient with earlier visits."""
-    from agent_memory.chat.turn import handle_message
+def chat_function_requests(deps: Any) -> Any:
+    """``request(text, session, patient_id) -> ChatResult``: one request to the chat function's event
+    handler on ``deps`` (the route guard, its one read, then the turn), as the demo team's crc-li."""
+    from agent_memory.chat.turn import ChatResult
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.chat import ChatFunctionDeps, chat_app
+    from agent_memory.wiring import build_members
+    from infra.local.events import LocalLambdaContext, build_http_api_event
 
+    app = chat_app(ChatFunctionDeps(chat=deps, members=build_members(get_settings()), idempotency_table="unused",
+                                    api_gateway_timeout_s=30, response_reserve_s=3))
+
+    def request(text: str, session: str, patient_id: str | None) -> ChatResult:
+        project = "demo-clinic" if patient_id else "demo-iit"
+        body = json.dumps({"content": text, **({"patient_id": patient_id} if patient_id else {})}).encode()
+        event = build_http_api_event(
+            "POST", f"/v1/projects/{project}/sessions/{session}/messages", {"content-type": "application/json"}, "",
+            body, "POST /v1/projects/{project_id}/sessions/{session_id}/messages",
+            {"project_id": project, "session_id": session}, {"sub": "crc-li"},
+        )
+        context: Any = LocalLambdaContext("ChatFunction", 60, 1024)
+        response = app.resolve(event, context)
+        if response["statusCode"] != 200:
+            raise RuntimeError(f"the chat function answered {response['statusCode']}: {response['body'][:200]}")
+        return ChatResult.model_validate_json(response["body"])
+
+    return request
+
+
+def _first_patient_turn(request: Any) -> dict[str, float]:
+    """DynamoDB calls of the first turn of a new session bound to a patient with earlier visits
+    (a request to the chat function)."""
     with CallCounter() as c:
-        handle_message(deps, project_id="demo-clinic", session_id="bench-new-visit", user_id="crc-li",
-                       content="孩子又咳嗽了，晚上更厉害，没有发烧。", patient_id="pt-001", deadline=None)
+        request("孩子又咳嗽了，晚上更厉害，没有发烧。", "bench-new-visit", "pt-001")
     print(f"  first turn of a patient's new session: {dict(c.calls)}")
     return {"ddb_round_trips_first_patient_turn": c.total}
 
@@ -295,7 +326,8 @@ _REPORT_TEXT = (
 
 
 def _add_three_years(store: Any) -> None:
-    """demo-iit gets the weekly reports of 2023-2025 (156 weeks) and those years' summaries."""
+    """demo-iit gets the weekly reports of 2023-2025 (156 weeks) and those years' summaries
+    (``store``: the project's partition, a ``ProjectRepository``)."""
     from agent_memory.domain.models import WeeklyReport, YearlySummary
 
     start = datetime(2023, 1, 2, 1, 0, tzinfo=UTC)  # Monday of 2023-W01
@@ -330,10 +362,11 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
     from agent_memory.domain.text import estimate_tokens
 
     store = deps.store
+    projects = store.projects  # the chat store's project partition (the seeding write)
     from agent_memory.config import get_settings
 
     cap = get_settings().hot_memory_token_cap
-    hot = store.load_hot_memory("demo-iit")
+    hot = projects.load_hot_memory("demo-iit")
     lines = list(hot.lines)
     n = 0
     while estimate_tokens(hot.model_copy(update={"lines": lines}).render()) < 0.9 * cap:
@@ -342,8 +375,8 @@ def _token_ratio_realistic(deps: Any, turn: Any) -> dict[str, float]:
         lines.append(HotMemoryLine(**{**base.model_dump(), **extra}))
         n += 1
     grown = hot.model_copy(update={"lines": lines})
-    store.save_hot_memory(grown, expected_version=hot.version, actor="bench", reason="bench", now=deps.now(),
-                          tokens=estimate_tokens(grown.render()))
+    projects.save_hot_memory(grown, expected_version=hot.version, actor="bench", reason="bench", now=deps.now(),
+                             tokens=estimate_tokens(grown.render()))
     hot_tokens = estimate_tokens(grown.render())
     reports = store.load_history("demo-iit", limit_weeks=520)
     all_reports_tokens = estimate_tokens(render_history_block(reports))

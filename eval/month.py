@@ -7,10 +7,10 @@ reads it:
 1. the project record and the initial hot memory (admin System Rules and distilled lines, each
    with its date and, for preferences, its role tag) are stored as one revision;
 2. every message is written with its own timestamp and speaker through the chat path's
-   repository (``DynamoRepository.record_turn``: a user message with the assistant messages that
+   repository (``ChatRepository.record_turn``: a user message with the assistant messages that
    answer it is one turn; message items, flow-log items carrying ``user_id`` and the speaker's
    ``study_role`` from the member list, the session item, the activity markers);
-3. the schedule's jobs run in order through ``run_job`` with the clock at their scheduled
+3. the schedule's jobs run in order through ``run_scheduled`` (the worker's job table) with the clock at their scheduled
    local time: distill at 02:00 every day (the day before), archive at 03:00 on Mondays (the
    week before), prune at 04:00 every day; then every job runs again (idempotency).
 
@@ -111,9 +111,9 @@ def _stack(provider: str) -> Iterator[tuple[Any, Any, Any]]:
         settings = Settings.model_validate(raw)
         deps = build_job_deps(settings, notifier=InMemoryNotifier())
         from agent_memory.adapters.dynamo.admin import AdminRepository
-        from agent_memory.adapters.dynamo.chat import DynamoRepository
+        from agent_memory.adapters.dynamo.chat import ChatRepository
 
-        yield deps, DynamoRepository(), AdminRepository()
+        yield deps, ChatRepository(), AdminRepository()
 
 
 def _seed(month: dict[str, Any], chat: Any, deps: Any) -> None:
@@ -193,7 +193,7 @@ def _reports(deps: Any, pid: str) -> dict[str, str]:
 def replay(month: dict[str, Any], *, provider: str = "offline") -> Replay:
     """Replay ``month`` (see the module docstring); returns what each day left behind."""
     from agent_memory.domain.jobs import JobRequest
-    from agent_memory.jobs.runner import run_job
+    from agent_memory.events.jobs import run_scheduled
     from agent_memory.observability import metrics
 
     tz = ZoneInfo(month["timezone"])
@@ -211,7 +211,7 @@ def replay(month: dict[str, Any], *, provider: str = "offline") -> Replay:
 
         def job(name: str, run_date: date, at: time) -> None:
             now[0] = _local(run_date, at, tz)
-            run_job(deps, JobRequest(job=name, project_id=pid, date=run_date))  # type: ignore[arg-type]
+            run_scheduled(deps, JobRequest(job=name, project_id=pid, date=run_date))
             out.jobs_run += 1
 
         def one_pass(record: Callable[[date], None] | None) -> None:

@@ -6,7 +6,7 @@ other line is ``{"kind", "table", "item"}`` with the item's attributes as stored
 (``memory``, ``sessions``, ``flow_log``) with ``BatchWriteItem`` (25 per call, unprocessed items
 sent again). The target should be empty for that project: an item with the same key is replaced.
 The patients' diagnosis references are derived data and not in an export: until the imported
-project is backfilled (``GovernanceRepository.backfill_patient_refs``; the local stack does it at
+project is backfilled (``PatientRefsRepository.backfill_patient_refs``; the local stack does it at
 its next start), the first turn of a patient's new session reads their diagnoses with a Query.
 
     python -m infra.data_import export.jsonl                 # into the running `make run` stack

@@ -12,6 +12,7 @@ the run date that makes the job process DATE, ``agent_memory.jobs.calendar.run_d
 
 - locally (default): the JobWorkerFunction handler runs in this process with the SQS event Lambda
   would send for that one ``JobRequest``, against the running ``make run`` stack;
+  the jobs offered are the scheduled jobs of the worker's job table (``agent_memory.events.jobs``);
 - ``--aws``: the ``JobRequest`` is sent to the deployed JobQueue (URL from the CloudFormation
   stack's outputs); the deployed worker runs it.
 
@@ -34,7 +35,6 @@ paths only run with ``--aws``.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -42,7 +42,6 @@ import tomllib
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from infra.local.events import LocalLambdaContext
@@ -69,7 +68,6 @@ STACK_FILE = Path(os.environ.get("LOCAL_STACK_FILE") or REPO_ROOT / ".local" / "
 DISPATCHER = "JobDispatcherFunction"
 WORKER = "JobWorkerFunction"
 QUEUE = "JobQueue"
-JOBS = ("distill", "archive", "prune")
 _DUMMY_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_SESSION_TOKEN": "local"}
 
 
@@ -90,16 +88,28 @@ def schedule_input(job: str, template: Mapping[str, Any] | None = None) -> dict[
 def job_request(job: str, project_id: str, target: date) -> dict[str, Any]:
     """The ``JobRequest`` (as JSON data) that makes ``job`` process the period named by ``target``."""
     _layer_on_path()
-    from agent_memory.domain.jobs import JobRequest
+    from pydantic import TypeAdapter
+
+    from agent_memory.domain.jobs import JobName, JobRequest
     from agent_memory.jobs.calendar import run_date_for
 
-    request = JobRequest(job=job, project_id=project_id, date=run_date_for(job, target))  # type: ignore[arg-type]
+    name = TypeAdapter(JobName).validate_python(job)  # one of the scheduled jobs (raises otherwise)
+    request = JobRequest(job=name, project_id=project_id, date=run_date_for(name, target))
     return request.model_dump(mode="json", exclude_none=True)
 
 
 def _layer_on_path() -> None:
     if str(LAYER_PATH) not in sys.path:
         sys.path.insert(0, str(LAYER_PATH))
+
+
+def scheduled_jobs() -> tuple[str, ...]:
+    """The jobs ``run`` and ``dispatch`` offer: the scheduled jobs of the worker's job table
+    (``agent_memory.events.jobs.JOB_TABLE``)."""
+    _layer_on_path()
+    from agent_memory.events.jobs import scheduled_jobs as table_jobs
+
+    return table_jobs()
 
 
 # ------------------------------------------------------------------------------------------ local
@@ -199,16 +209,13 @@ class LocalJobs:
 
 
 def _import_handler(spec: FunctionSpec) -> Callable[[dict[str, Any], Any], Any]:
-    module_path, _, attribute = spec.handler.rpartition(".")
-    file = REPO_ROOT / spec.code_uri / (module_path.replace(".", "/") + ".py")
-    name = f"local_fn_{spec.logical_id}"
-    module_spec = importlib.util.spec_from_file_location(name, file)
-    if module_spec is None or module_spec.loader is None:
-        raise JobsCliError(f"cannot import {file}")
-    module: ModuleType = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
-    handler: Callable[[dict[str, Any], Any], Any] = getattr(module, attribute)
+    from infra.local.functions import load_handler_module
+
+    try:
+        module = load_handler_module(spec, f"local_fn_{spec.logical_id}")
+    except ImportError as exc:
+        raise JobsCliError(str(exc)) from None
+    handler: Callable[[dict[str, Any], Any], Any] = getattr(module, spec.handler.rpartition(".")[2])
     return handler
 
 
@@ -322,15 +329,16 @@ def aws_dispatch(
 
 # -------------------------------------------------------------------------------------------- cli
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    jobs = scheduled_jobs()
     parser = argparse.ArgumentParser(prog="python -m infra.jobs", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="backfill: run a job for one project and a date (the period it names)")
-    run.add_argument("--job", choices=JOBS, required=True)
+    run.add_argument("--job", choices=jobs, required=True)
     run.add_argument("--project", required=True)
     run.add_argument("--date", type=date.fromisoformat, required=True,
                      help="distill: that local day; archive: the ISO week containing it; prune: as of it")
     dispatch = sub.add_parser("dispatch", help="a scheduled run (the schedule's Input payload), then the worker")
-    dispatch.add_argument("--job", choices=JOBS, required=True)
+    dispatch.add_argument("--job", choices=jobs, required=True)
     dispatch.add_argument("--date", type=date.fromisoformat, default=None,
                           help="the RUN date (local); default: today in the project time zone")
     dispatch.add_argument("--project", default=None, help="only this project (a backfill through the dispatcher)")

@@ -1,23 +1,24 @@
 """The API's OpenAPI document: every function's Powertools schema, merged into one file.
 
-Each Lambda function has its own Powertools event handler (``app``), and each can describe its own
-routes (``app.get_openapi_schema()``); API Gateway serves them all under one URL. This module merges
-those schemas with Powertools' ``OpenAPIMerge``, adds the JWT bearer scheme and, from
-``agent_memory.http.routes``, who may call each operation (``x-access``; public operations
-get ``security: []``), and writes ``functions/api/openapi.json``, which the ApiFunction serves at
-``GET /v1/openapi.json``. (The ApiFunction cannot import the other handlers in Lambda: each
-function's package holds only its own folder.)
+Each HTTP Lambda function has its own routes (``agent_memory.http.routes.<function>``), and
+Powertools describes them (``get_openapi_schema()`` of a resolver that includes them); API Gateway
+serves them all under one URL. This module merges those schemas with Powertools' ``OpenAPIMerge``
+and adds the JWT bearer scheme; who may call each operation (``x-access``) is written by the route
+declarations themselves (``agent_memory.http.routing``), and public operations get
+``security: []``. It writes ``functions/api/openapi.json``, which the ApiFunction serves at
+``GET /v1/openapi.json``. (The ApiFunction cannot import the other functions' routes in Lambda
+without loading them at cold start: the document is generated ahead.)
 
 Every operation states every status it can answer, derived from what the route IS, never listed per
 route, so a route added later is documented by the same rules (:func:`response_codes`): who may call
-it (``ROUTE_POLICY``), its method, its path and query parameters, and whether its function may call
+it (its ``x-access``), its method, its path and query parameters, and whether its function may call
 the LLM (its template policies allow ``bedrock:InvokeModel`` or reading the Anthropic key). Every
 error status carries the one error body of ``agent_memory.http.errors`` (``Error``), or API
 Gateway's own ``{"message"}`` where the gateway answers first (401 without a valid token, 429
 throttling, 503 integration timeout).
 
-``python -m infra.openapi`` (``make openapi``) regenerates the file from the handlers as the local
-stack loads them; ``--check`` exits 1 when the committed file is stale (a test does the same).
+``python -m infra.openapi`` (``make openapi``) regenerates the file from the route modules;
+``--check`` exits 1 when the committed file is stale (a test does the same).
 """
 
 from __future__ import annotations
@@ -53,6 +54,10 @@ _WRITE_METHODS = frozenset({"post", "put", "patch", "delete"})
 #: The accesses that need a bearer token (``agent_memory.http.routes.Access`` but ``public``).
 _TOKEN_ACCESS = frozenset({"member", "admin", "operator", "admin_or_operator"})
 _BODY_METHODS = frozenset({"post", "put", "patch"})
+#: The operation's access and its rules beyond the schema, written by its route declaration
+#: (``agent_memory.http.routing``).
+ACCESS = "x-access"
+RULES = "x-rules-beyond-schema"
 
 #: The error body of every error the functions answer (``agent_memory.http.errors.error_response``);
 #: an error adds its own fields (``current_version``, ``limit_bytes``, ``detail``, ...).
@@ -115,8 +120,6 @@ def merged_schema(apps: Mapping[str, Any]) -> dict[str, Any]:
     from aws_lambda_powertools.event_handler.openapi.merge import OpenAPIMerge
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-    from agent_memory.http.routes import ROUTE_POLICY
-
     merge = OpenAPIMerge(
         title=TITLE,
         version=API_VERSION,
@@ -131,20 +134,14 @@ def merged_schema(apps: Mapping[str, Any]) -> dict[str, Any]:
         except Exception as exc:
             raise RuntimeError(f"{logical_id}: Powertools cannot describe its routes: {exc}") from exc
     schema: dict[str, Any] = json.loads(merge.get_openapi_json_schema())
+    llm = llm_routes()
     for path, item in schema.get("paths", {}).items():
         for method, operation in item.items():
             if method not in _METHODS:
                 continue
-            access = ROUTE_POLICY.get(f"{method.upper()} {path}")
-            operation["x-access"] = access or "undeclared"
-            if access == "public":
+            if operation.get(ACCESS) == "public":
                 operation["security"] = []
-                continue
-    llm = llm_routes()
-    for path, item in schema.get("paths", {}).items():
-        for method, operation in item.items():
-            if method in _METHODS:
-                _document_responses(operation, method, path, llm)
+            _document_responses(operation, method, path, llm)
     _use_error_schema(schema)
     return schema
 
@@ -169,18 +166,20 @@ def llm_routes(template: Mapping[str, Any] | None = None) -> set[str]:
 
 
 def response_codes(
-    *, method: str, access: str | None, parameters: set[str], query: bool, body: bool, llm: bool
+    *, method: str, access: str | None, parameters: set[str], query: bool, body: bool, llm: bool,
+    precondition: bool = False,
 ) -> set[int]:
     """The error statuses an operation can answer, from what it is (see the module docstring).
 
     Args:
         method: lower-case HTTP method.
         access: ``public`` / ``member`` / ``admin`` / ``operator`` / ``admin_or_operator``
-            (``ROUTE_POLICY``), None when undeclared.
+            (the route's ``x-access``), None when undeclared.
         parameters: names of its path parameters.
         query: it takes query parameters.
         body: it declares a request body.
         llm: its function may call the LLM.
+        precondition: it requires ``If-Match`` (428 without).
     """
     codes = {429}  # API Gateway throttles every route
     if parameters or query or body:
@@ -195,55 +194,87 @@ def response_codes(
         codes |= {400, 413, 415, 422}  # the body gate: UTF-8, size, media type, one JSON object
     if method in _WRITE_METHODS and access in _TOKEN_ACCESS:
         codes.add(409)  # every write is conditional: a concurrent writer, a stale If-Match, an existing id
-    if method in _WRITE_METHODS and access == "admin":
-        codes.add(428)  # admin writes are based on a version: If-Match (required where it changes a document)
+    if precondition:
+        codes |= {422, 428}  # a write based on a version: If-Match required, and a version's form
     if llm:
         codes |= {502, 503, 504}
     return codes
 
 
 def _document_responses(operation: dict[str, Any], method: str, path: str, llm: set[str]) -> None:
-    key = f"{method.upper()} {path}"
-    from agent_memory.http.auth import USER_ID_RE
-    from agent_memory.http.routes import PATH_PARAMETER_RE, ROUTE_POLICY
-
+    """State every status ``operation`` answers with its body, its path parameters' rules, its
+    body's shape and the rules beyond the schema it applies."""
     parameters = operation.get("parameters") or []
+    access = operation.get(ACCESS)
     codes = response_codes(
         method=method,
-        access=ROUTE_POLICY.get(key),
+        access=access,
         parameters={p["name"] for p in parameters if p.get("in") == "path"},
         query=any(p.get("in") == "query" for p in parameters),
         body="requestBody" in operation,
-        llm=key in llm,
+        llm=f"{method.upper()} {path}" in llm,
+        precondition=any(p.get("in") == "header" and p.get("name") == "if-match" and p.get("required")
+                         for p in parameters),
     )
-    for parameter in parameters:
-        schema = parameter.get("schema") or {}
-        if parameter.get("in") == "path" and schema.get("type") == "string" and "pattern" not in schema:
-            # the path gate's rule for every path parameter (routes.PATH_PARAMETER_RE; a user id:
-            # auth.USER_ID_RE, the token subject's rule), anchored
-            rule = USER_ID_RE if parameter.get("name") == "user_id" else PATH_PARAMETER_RE
-            schema["pattern"] = f"^{rule.pattern}$"
+    _path_patterns(parameters)
+    _one_object_body(operation)
     responses: dict[str, Any] = operation.setdefault("responses", {})
-    for status, success in responses.items():
-        media = (success.get("content") or {}).get("application/json") or {}
-        if str(status).startswith("2") and (media.get("schema") or {}).get("type") == "string":
-            # ``Response[str]``: the handler sends a JSON document as text; every JSON body this API
-            # answers is one object (what the object holds, the route's description says)
-            media["schema"] = {"type": "object", "title": "Return"}
+    _object_success_bodies(responses)
     if "422" in responses and 422 not in codes:
         del responses["422"]  # Powertools' default, where nothing can fail validation
-    for code in sorted(codes):
+    rules = {int(status): rule for status, rule in (operation.get(RULES) or {}).items()}
+    for code in sorted(codes | set(rules)):
         description, body_schema, retry_after = _ERRORS[code]
         error: dict[str, Any] = {"description": description, "content": {"application/json": {"schema": body_schema}}}
         if retry_after:
             error["headers"] = dict(_RETRY_AFTER)
+        if code in rules:  # the route's own rule that no schema states
+            error["description"] = f"{description}; {rules[code]}"
         responses[str(code)] = error
     if "403" in responses:  # who is refused, by the route's access
-        responses["403"]["description"] = _FORBIDDEN.get(ROUTE_POLICY.get(key) or "", "not allowed")
+        responses["403"]["description"] = _FORBIDDEN.get(access or "", "not allowed")
     if method == "head":  # a HEAD answer never has a body
         for answer in responses.values():
             answer.pop("content", None)
             answer.pop("headers", None)
+
+
+def _path_patterns(parameters: list[dict[str, Any]]) -> None:
+    """The path gate's rule on every string path parameter that states none of its own
+    (``guard.PATH_PARAMETER_RE``; a user id: ``guard.PATH_USER_ID_PATTERN``), anchored."""
+    from agent_memory.http.guard import PATH_PARAMETER_RE, PATH_USER_ID_PATTERN
+
+    for parameter in parameters:
+        schema = parameter.get("schema") or {}
+        if parameter.get("in") == "path" and schema.get("type") == "string" and "pattern" not in schema:
+            user = parameter.get("name") == "user_id"
+            schema["pattern"] = PATH_USER_ID_PATTERN if user else f"^{PATH_PARAMETER_RE.pattern}$"
+            if user:
+                parameter["description"] = (
+                    "A user id; in a path only letters, digits, '-', '.', '_' and '~' (a percent-escaped "
+                    "character is refused with 400), and neither '.' nor '..'."
+                )
+
+
+def _one_object_body(operation: dict[str, Any]) -> None:
+    """A JSON body is one object: the body gate refuses anything else (422), so an optional body
+    is the object or nothing at all, never ``null``."""
+    media = ((operation.get("requestBody") or {}).get("content") or {}).get("application/json") or {}
+    schema = media.get("schema") or {}
+    alternatives = [s for s in schema.get("anyOf") or [] if s != {"type": "null"}]
+    if "anyOf" in schema and len(alternatives) == 1:
+        media["schema"] = {**alternatives[0], **{k: v for k, v in schema.items() if k not in ("anyOf", "title")}}
+
+
+def _object_success_bodies(responses: dict[str, Any]) -> None:
+    """``Response[str]``: the handler sends a JSON document as text; every JSON body this API
+    answers is one object (what the object holds, the route's description says). A 204 has no
+    content at all (RFC 9110, 15.3.5)."""
+    responses.get("204", {}).pop("content", None)
+    for status, success in responses.items():
+        media = (success.get("content") or {}).get("application/json") or {}
+        if str(status).startswith("2") and (media.get("schema") or {}).get("type") == "string":
+            media["schema"] = {"type": "object", "title": "Return"}
 
 
 def _use_error_schema(schema: dict[str, Any]) -> None:
@@ -263,26 +294,41 @@ def render(schema: Mapping[str, Any]) -> str:
     return json.dumps(schema, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
 
 
-def build_from_local_stack() -> str:
-    """Load every handler the way the local stack does and render the merged document."""
-    from infra.local.stack import LocalStack
-
-    with LocalStack(port=0, moto_port=0, moto_mode="process", isolated=True, seed=False, anthropic_api_key="",
-                    env_overrides={"LLM_PROVIDER": "offline"}) as stack:
-        return render(merged_schema(http_apps(stack)))
+def build() -> str:
+    """The merged document of every HTTP function's routes, rendered."""
+    return render(merged_schema(http_apps()))
 
 
-def http_apps(stack: Any) -> dict[str, Any]:
-    """``{logical id: app}`` of the stack's functions that have an HTTP event handler."""
-    apps = {name: getattr(fn.module, "app", None) for name, fn in stack.functions.items()}
-    return {name: app for name, app in apps.items() if hasattr(app, "get_openapi_schema")}
+def http_apps(template: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``{function logical id: a resolver of its routes}`` for every function of ``template.yaml``
+    with HTTP events (its handler folder names its routes' module, ``agent_memory.http.routes``)."""
+    _layer_on_path()
+    from agent_memory.http.powertools import APIGatewayHttpResolver
+    from agent_memory.http.routes import function_routes
+    from infra.template_model import FUNCTION_TYPE, load_template, resources_of_type
+
+    apps: dict[str, Any] = {}
+    for logical_id, resource in resources_of_type(template or load_template(), FUNCTION_TYPE).items():
+        props = resource.get("Properties") or {}
+        if not any(e.get("Type") == "HttpApi" for e in (props.get("Events") or {}).values()):
+            continue
+        app = APIGatewayHttpResolver(enable_validation=True)
+        function_routes(Path(str(props["CodeUri"])).name).register(app)
+        apps[logical_id] = app
+    return apps
+
+
+def _layer_on_path() -> None:
+    layer = str(REPO_ROOT / "layers" / "shared")
+    if layer not in sys.path:
+        sys.path.insert(0, layer)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.openapi", description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed file is stale")
     args = parser.parse_args(argv)
-    text = build_from_local_stack()
+    text = build()
     current = OPENAPI_FILE.read_text(encoding="utf-8") if OPENAPI_FILE.exists() else ""
     if args.check:
         if text != current:

@@ -93,9 +93,9 @@ def aws() -> Iterator[dict[str, str]]:
 
 @pytest.fixture
 def repo(aws: dict[str, str]) -> Any:
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
 
-    return DynamoRepository()
+    return ChatRepository()
 
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
@@ -117,7 +117,6 @@ def local_stack() -> Iterator[Any]:
     with LocalStack(
         port=0,
         moto_port=0,
-        moto_mode="process",
         isolated=True,
         anthropic_api_key="",
         env_overrides={"LLM_PROVIDER": "offline"},
@@ -159,7 +158,7 @@ def pytest_configure(config: Any) -> None:
     started from here on, and every server subprocess, appends its answers to it."""
     import tempfile
 
-    from infra.local.stack import STATUS_LOG_ENV
+    from infra.local.gateway import STATUS_LOG_ENV
 
     handle, path = tempfile.mkstemp(prefix="local-stack-statuses-", suffix=".log")
     os.close(handle)
@@ -171,7 +170,7 @@ def no_local_stack_served_an_undocumented_server_error() -> Iterator[None]:
     """After the last test of this process: fail when any local stack answered a 5xx other than the
     documented 502 / 503 / 504 (``tests.support.status_log``)."""
     yield
-    from infra.local.stack import STATUS_LOG_ENV
+    from infra.local.gateway import STATUS_LOG_ENV
     from tests.support.status_log import undocumented_server_errors
 
     path = os.environ.get(STATUS_LOG_ENV, "")

@@ -42,13 +42,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES
 from agent_memory.domain.clinical import ClinicalEvent, DataDictionary, FieldDef
 from agent_memory.domain.errors import (
     AlreadyDecided,
     AlreadyExists,
     DiagnosisNotFound,
     EnqueueFailed,
-    Forbidden,
     InvalidContinuationToken,
     InvalidInput,
     ItemTooLarge,
@@ -77,7 +77,7 @@ from agent_memory.domain.session_models import (
     SessionListItem,
     SessionPage,
 )
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, utf8_len
+from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 if TYPE_CHECKING:
@@ -496,11 +496,8 @@ class InMemoryStore:
         references (``patient_id`` given; module docstring).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member (checked before the project exists).
             ProjectNotFound: no project record.
         """
-        if user_id is not None and self.get_member(project_id, user_id) is None:
-            raise Forbidden(f"you are not a member of project {project_id}")
         project = self._project(project_id)
         session = self._session(project_id, session_id) or SessionState(
             project_id=project_id, session_id=session_id, created_at=now, updated_at=now, version=0)
@@ -855,6 +852,13 @@ def stored_messages(reader: Any, project_id: str, session_id: str) -> list[Messa
     messages: list[MessageRecord] = reader.messages_between(project_id, session_id, after_id=None,
                                                            before_id=_AFTER_EVERY_ID, limit=1_000_000)
     return messages
+
+
+def project_partition(store: Any) -> Any:
+    """Where the seeding writes of the project's partition go (``put_project``, ``save_hot_memory``,
+    ``put_weekly_report``...): the ``ProjectRepository`` a DynamoDB repository holds (``projects``),
+    or the store itself (the in-memory fake, a ``ProjectRepository``)."""
+    return getattr(store, "projects", store)
 
 
 # ------------------------------------------------------------------- other ports

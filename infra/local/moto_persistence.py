@@ -1,34 +1,28 @@
 """Durable local DynamoDB: moto's in-memory tables, kept on disk by an after-image log.
 
-moto keeps its tables in memory only. ``enable(data_dir)`` makes the DynamoDB backend of this
-process durable:
+``enable(data_dir)`` makes the DynamoDB backend of this process durable:
 
 * **Restore.** ``<data_dir>/dynamodb.jsonl`` is read first: table definitions, then the items,
   later records winning. A last line cut short by a crash is dropped (its write was never
-  acknowledged: a write is acknowledged only after its line is complete, see below).
+  acknowledged: a write is acknowledged only once its line is complete).
 * **Compact.** The restored state is written as a fresh log (tables, then items in chunks) to a
-  temporary file, flushed with ``fsync`` and renamed over the old one (an atomic replace: a crash
-  during compaction leaves the old log).
-* **Log.** Every successful write appends one line with the *after-image* of the items it
-  touched (the whole item, or ``null`` when it was deleted), under the backend lock of
-  :mod:`infra.local.moto_patches`, so the log order is the order the writes were applied in.
-  A transaction is one line (all its items or none); a transaction that is cancelled and rolled
-  back writes nothing. The line is written and flushed to the operating system *before* moto
-  answers the request, so what a client saw acknowledged survives the process being killed
-  (``kill -9``); it is not ``fsync``-ed per write, so a power cut or an OS crash can lose the
-  last writes (the compaction at start-up is ``fsync``-ed).
+  temporary file, ``fsync``-ed and renamed over the old one (a crash meanwhile leaves the old log).
+* **Log.** Every successful write appends one line with the *after-image* of the items it touched
+  (the whole item, or ``null`` when deleted), in the order the writes were applied (the moto server
+  answers one request at a time, :mod:`infra.local.moto_server`). A transaction is one line (all its
+  items or none); a cancelled one writes nothing. The line is flushed to the operating system
+  *before* moto answers, so what a client saw acknowledged survives ``kill -9``; it is not
+  ``fsync``-ed per write (a power cut or an OS crash can lose the last writes).
 
-Covered: ``CreateTable``, ``DeleteTable``, ``UpdateTimeToLive``, ``PutItem``, ``UpdateItem``,
-``DeleteItem``, ``BatchWriteItem`` (moto applies it through PutItem / DeleteItem) and
-``TransactWriteItems``. Not covered (the service does not use them): PartiQL writes, backups /
-restores, table updates (GSIs added later). Only DynamoDB is durable; SQS, SNS and Secrets
-Manager start empty (the local stack re-creates its queues, topic and secret at start).
+The log is written by wrappers of ``DynamoDBBackend``'s write methods (:func:`_patch`). Covered: ``CreateTable``,
+``DeleteTable``, ``UpdateTimeToLive``, ``PutItem``, ``UpdateItem``, ``DeleteItem``,
+``BatchWriteItem`` (moto applies it through PutItem / DeleteItem), ``TransactWriteItems``; not
+PartiQL writes, backups or table updates (the service uses none). Only DynamoDB is durable.
 
 Why not moto's recorder (``MOTO_ENABLE_RECORDING``)? It appends every *request*, reads included,
-before moto has processed it, and replays them over HTTP one by one: restart time grows with the
-number of requests ever made rather than with the data, and concurrent conditional writes are
-recorded in arrival order, not in the order they were applied, so a replay can decide a race
-differently than the run that acknowledged it.
+before moto processed it, and replays them over HTTP one by one: restart time grows with the
+requests ever made rather than with the data, and a replay can decide a race of conditional writes
+differently than the run that acknowledged it (arrival order is not the order they were applied in).
 """
 
 from __future__ import annotations
@@ -40,7 +34,6 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -55,27 +48,15 @@ LOG_NAME = "dynamodb.jsonl"
 LOCK_NAME = "lock"
 #: Items per line in a compacted log.
 _CHUNK = 500
-_PATCHED_ATTR = "_agent_memory_persistence"
-
-
-@dataclass(frozen=True)
-class RestoreReport:
-    """What :func:`enable` found on disk: ``tables`` and ``items`` restored, ``dropped_tail``
-    (a last line cut short by a crash was ignored), ``seconds`` (restore + compaction)."""
-
-    tables: int
-    items: int
-    dropped_tail: bool
-    seconds: float
+_patched = False
 
 
 class DataDirInUse(RuntimeError):
-    """Another live process keeps its DynamoDB data in this directory (two writers would
-    interleave their logs)."""
+    """Another live process keeps its DynamoDB data in this directory (two writers would interleave)."""
 
 
 class _Log:
-    """The open log file; every append happens under ``moto_patches.DYNAMODB_LOCK``."""
+    """The open log file (appended to by one request at a time)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -87,12 +68,8 @@ class _Log:
         self.file.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
         self.file.flush()  # in the OS page cache before the request is acknowledged: survives kill -9
 
-    def close(self) -> None:
-        self.file.close()
-
 
 _log: _Log | None = None
-_lock_fd: int | None = None
 _state_lock = threading.Lock()
 #: ``create_table`` arguments of every live table, by (account, region, name): what a compaction writes.
 _table_defs: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -115,11 +92,7 @@ def _after_image(backend: DynamoDBBackend, table_name: str, key: dict[str, Any])
 
 
 def _key_of_put(backend: DynamoDBBackend, table_name: str, attrs: dict[str, Any]) -> dict[str, Any]:
-    table = backend.get_table(table_name)
-    key = {table.hash_key_attr: attrs[table.hash_key_attr]}
-    if table.range_key_attr is not None:
-        key[table.range_key_attr] = attrs[table.range_key_attr]
-    return key
+    return moto_patches.op_key(backend, "Put", {"TableName": table_name, "Item": attrs})
 
 
 # ------------------------------------------------------------------------------------ patches
@@ -130,14 +103,12 @@ def _bound(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
 def _logging_write(method: Callable[..., Any], key_of: Callable[[DynamoDBBackend, dict[str, Any]], Any]) -> Any:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with moto_patches.DYNAMODB_LOCK:
-            result = method(*args, **kwargs)
-            if _log is not None and _log.tx_depth == 0:
-                backend = args[0]
-                bound = _bound(method, args, kwargs)
-                table_name, key = key_of(backend, bound)
-                _log.append({"t": "w", **_backend_id(backend), "w": [_after_image(backend, table_name, key)]})
-            return result
+        result = method(*args, **kwargs)
+        if _log is not None and _log.tx_depth == 0:
+            backend = args[0]
+            table_name, key = key_of(backend, _bound(method, args, kwargs))
+            _log.append({"t": "w", **_backend_id(backend), "w": [_after_image(backend, table_name, key)]})
+        return result
 
     return wrapper
 
@@ -145,23 +116,19 @@ def _logging_write(method: Callable[..., Any], key_of: Callable[[DynamoDBBackend
 def _logging_transaction(method: Callable[..., Any]) -> Any:
     @functools.wraps(method)
     def wrapper(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> Any:
-        with moto_patches.DYNAMODB_LOCK:
-            if _log is None:
-                return method(self, transact_items)
-            _log.tx_depth += 1
-            try:
-                result = method(self, transact_items)
-            finally:
-                _log.tx_depth -= 1
-            writes = []
-            for item in transact_items:
-                op_type, op = next(iter(item.items()))
-                if op_type in ("Put", "Update", "Delete"):
-                    key = moto_patches._op_key(self, op_type, op)
-                    writes.append(_after_image(self, op["TableName"], key))
-            if writes and _log.tx_depth == 0:
-                _log.append({"t": "w", **_backend_id(self), "w": writes})
-            return result
+        if _log is None:
+            return method(self, transact_items)
+        _log.tx_depth += 1
+        try:
+            result = method(self, transact_items)
+        finally:
+            _log.tx_depth -= 1
+        ops = [next(iter(item.items())) for item in transact_items]
+        writes = [_after_image(self, op["TableName"], moto_patches.op_key(self, op_type, op))
+                  for op_type, op in ops if op_type in ("Put", "Update", "Delete")]
+        if writes and _log.tx_depth == 0:
+            _log.append({"t": "w", **_backend_id(self), "w": writes})
+        return result
 
     return wrapper
 
@@ -169,43 +136,46 @@ def _logging_transaction(method: Callable[..., Any]) -> Any:
 def _logging_table_op(method: Callable[..., Any], kind: str) -> Any:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with moto_patches.DYNAMODB_LOCK:
-            result = method(*args, **kwargs)
-            if _log is not None:
-                bound = _bound(method, args, kwargs)
-                backend = bound.pop("self")
-                record = {"t": kind, **_backend_id(backend), "args": bound}
-                _remember(record)
-                _log.append(record)
-            return result
+        result = method(*args, **kwargs)
+        if _log is not None:
+            bound = _bound(method, args, kwargs)
+            backend = bound.pop("self")
+            record = {"t": kind, **_backend_id(backend), "args": bound}
+            _remember(record)
+            _log.append(record)
+        return result
 
     return wrapper
 
 
 def _patch() -> None:
-    if getattr(DynamoDBBackend, _PATCHED_ATTR, False):
+    """Wrap ``DynamoDBBackend``'s write methods: moto has no write hook (getmoto/moto#9755 and #1069,
+    state persistence for moto's server, were closed without one)."""
+    global _patched
+    if _patched:
         return
     moto_patches.apply()
-    B = DynamoDBBackend
-    B.put_item = _logging_write(  # type: ignore[method-assign]
-        B.put_item, lambda b, a: (a["table_name"], _key_of_put(b, a["table_name"], a["item_attrs"]))
-    )
-    B.update_item = _logging_write(B.update_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
-    B.delete_item = _logging_write(B.delete_item, lambda b, a: (a["table_name"], a["key"]))  # type: ignore[method-assign]
-    B.transact_write_items = _logging_transaction(B.transact_write_items)  # type: ignore[method-assign]
-    B.create_table = _logging_table_op(B.create_table, "create_table")  # type: ignore[method-assign]
-    B.delete_table = _logging_table_op(B.delete_table, "delete_table")  # type: ignore[method-assign]
-    B.update_time_to_live = _logging_table_op(B.update_time_to_live, "update_time_to_live")  # type: ignore[method-assign]
-    setattr(B, _PATCHED_ATTR, True)
+    DynamoDBBackend.put_item = _logging_write(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.put_item, lambda b, a: (a["table_name"], _key_of_put(b, a["table_name"], a["item_attrs"])))
+    DynamoDBBackend.update_item = _logging_write(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.update_item, lambda b, a: (a["table_name"], a["key"]))
+    DynamoDBBackend.delete_item = _logging_write(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.delete_item, lambda b, a: (a["table_name"], a["key"]))
+    DynamoDBBackend.transact_write_items = _logging_transaction(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.transact_write_items)
+    DynamoDBBackend.create_table = _logging_table_op(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.create_table, "create_table")
+    DynamoDBBackend.delete_table = _logging_table_op(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.delete_table, "delete_table")
+    DynamoDBBackend.update_time_to_live = _logging_table_op(  # type: ignore[method-assign]  # moto's method wrapped in place
+        DynamoDBBackend.update_time_to_live, "update_time_to_live")
+    _patched = True
 
 
 # ------------------------------------------------------------------------------------ restore
 def _read(path: Path) -> tuple[list[dict[str, Any]], bool]:
-    """The log's records; ``True`` when a last line cut short by a crash was dropped.
-
-    Raises:
-        ValueError: a line other than the last one is not valid JSON (the log is damaged).
-    """
+    """The log's records; ``True`` when a last line cut short by a crash was dropped. Raises
+    ValueError when a line other than the last one is not valid JSON (the log is damaged)."""
     if not path.is_file():
         return [], False
     lines = path.read_text(encoding="utf-8").split("\n")
@@ -248,12 +218,12 @@ def _replay(records: list[dict[str, Any]]) -> None:
             args = record["args"]
             final.pop((record["a"], record["r"], args["name"]), None)
             backend.tables.pop(args["name"], None)  # a table re-created after a delete
-            DynamoDBBackend.create_table.__wrapped__(backend, **args)  # type: ignore[attr-defined]
+            DynamoDBBackend.create_table.__wrapped__(backend, **args)  # type: ignore[attr-defined]  # set by functools.wraps
         elif kind == "delete_table":
             final.pop((record["a"], record["r"], record["args"]["name"]), None)
             backend.tables.pop(record["args"]["name"], None)
         elif kind == "update_time_to_live":
-            DynamoDBBackend.update_time_to_live.__wrapped__(backend, **record["args"])  # type: ignore[attr-defined]
+            DynamoDBBackend.update_time_to_live.__wrapped__(backend, **record["args"])  # type: ignore[attr-defined]  # set by functools.wraps
     for (account_id, region, table_name), images in final.items():
         table = dynamodb_backends[account_id][region].get_table(table_name)
         for key, attrs in images.values():
@@ -275,12 +245,8 @@ def _live_items(table: Any) -> Iterator[Any]:
 
 
 def _restore_item(table: Any, key: dict[str, Any], attrs: dict[str, Any] | None) -> None:
-    """Put a logged image into a moto ``Table`` as it was acknowledged.
-
-    The item was validated by moto when it was first written, so it is stored directly: moto's
-    ``LimitedSizeDict`` re-measures the whole item for every attribute it sets (quadratic in the
-    number of attributes), which would make a restore of a large table slow for no benefit.
-    """
+    """Put a logged image into a moto ``Table`` as acknowledged, directly (moto validated it when it
+    was written; its ``LimitedSizeDict`` would re-measure the item for every attribute set)."""
     hash_key = DynamoType(key[table.hash_key_attr])
     range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr is not None else None
     if attrs is None:
@@ -332,62 +298,36 @@ def _compact(path: Path) -> None:
         os.close(directory)
 
 
-def enable(data_dir: Path) -> RestoreReport:
-    """Restore this process's DynamoDB backend from ``data_dir`` and log every write there from now on.
-
-    Call it once, before moto serves requests (tables that already exist in memory are replaced
-    by the restored ones). Idempotent per process for the same directory.
+def enable(data_dir: Path) -> None:
+    """Restore this process's DynamoDB backend from ``data_dir`` and log every write there from now
+    on. Call it once, before moto serves requests (tables already in memory are replaced).
 
     Raises:
         ValueError: the log is damaged somewhere other than its last line.
         DataDirInUse: another process holds the directory.
-        RuntimeError: persistence is already enabled on another directory.
+        RuntimeError: persistence is already enabled (on this or another directory).
     """
-    import time
-
     global _log
-    started = time.perf_counter()
-    data_dir = Path(data_dir)
-    with _state_lock, moto_patches.DYNAMODB_LOCK:
-        path = data_dir / LOG_NAME
+    with _state_lock:
         if _log is not None:
-            if _log.path != path:
-                raise RuntimeError(f"DynamoDB persistence already writes to {_log.path}")
-            return RestoreReport(0, 0, False, 0.0)
+            raise RuntimeError(f"DynamoDB persistence already writes to {_log.path}")
         _patch()
         data_dir.mkdir(parents=True, exist_ok=True)
         _take_lock(data_dir)
-        records, dropped = _read(path)
-        _replay(records)
+        path = data_dir / LOG_NAME
+        _replay(_read(path)[0])
         _compact(path)
-        live = [dynamodb_backends[a][r].tables.get(n) for a, r, n in _table_defs]
-        tables = sum(1 for t in live if t is not None)
-        items = sum(1 for t in live if t is not None for _ in _live_items(t))
         _log = _Log(path)
-        return RestoreReport(tables, items, dropped, time.perf_counter() - started)
 
 
 def _take_lock(data_dir: Path) -> None:
-    global _lock_fd
+    """Hold the directory's ``flock`` for this process's life (the OS releases it however it ends)."""
     fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         raise DataDirInUse(f"{data_dir} is in use by another local server (stop it, or set LOCAL_DATA_DIR)") from None
-    _lock_fd = fd
-
-
-def disable() -> None:
-    """Stop logging (the data stays on disk); the next :func:`enable` restores it again."""
-    global _log, _lock_fd
-    with _state_lock, moto_patches.DYNAMODB_LOCK:
-        if _log is not None:
-            _log.close()
-            _log = None
-        if _lock_fd is not None:
-            os.close(_lock_fd)  # releases the flock
-            _lock_fd = None
 
 
 class NotADataDir(ValueError):
@@ -400,26 +340,16 @@ class NotADataDir(ValueError):
 DATA_DIR_FILES = frozenset({LOG_NAME, LOG_NAME + ".tmp", LOCK_NAME})
 
 
-def _foreign_entries(directory: Path) -> list[str]:
-    """Names of the entries of ``directory`` that are not the server's own files."""
-    return sorted(e.name for e in directory.iterdir() if e.name not in DATA_DIR_FILES or not e.is_file())
-
-
 def reset(data_dir: Path) -> bool:
-    """Delete ``data_dir`` (every table of the local stack), refusing while a server uses it and
-    refusing a directory that is not a local server's data directory.
+    """Delete ``data_dir`` (every table of the local stack); True when deleted, False when absent.
 
-    The directory's ``flock`` is taken first (without waiting), so a running server, which holds it
-    for its whole life, makes this fail instead of losing its data under it. Only the server's own
-    files are deleted, then the empty directory (a symbolic link to it is removed too): a mistyped
-    ``LOCAL_DATA_DIR`` naming a home or project folder is refused, never emptied.
-
-    Returns:
-        True when a directory was deleted, False when there was none.
+    The directory's ``flock`` is taken first (without waiting): a running server, which holds it for
+    its whole life, makes this fail instead of losing its data. Only the server's own files are
+    deleted, then the empty directory (and a symbolic link to it): a mistyped ``LOCAL_DATA_DIR``
+    naming a home or project folder is refused, never emptied.
 
     Raises:
-        DataDirInUse: a local server holds ``data_dir`` (stop it first).
-        NotADataDir: ``data_dir`` is not a directory, or it holds other files or folders.
+        DataDirInUse: a local server holds ``data_dir``. NotADataDir: not a directory, or other files in it.
     """
     data_dir = Path(data_dir)
     if not data_dir.exists() and not data_dir.is_symlink():
@@ -427,7 +357,7 @@ def reset(data_dir: Path) -> bool:
     directory = data_dir.resolve()
     if not directory.is_dir():
         raise NotADataDir(f"{data_dir} is not a directory: nothing deleted")
-    foreign = _foreign_entries(directory)
+    foreign = sorted(e.name for e in directory.iterdir() if e.name not in DATA_DIR_FILES or not e.is_file())
     if foreign:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
         raise NotADataDir(

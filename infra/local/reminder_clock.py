@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from agent_memory.domain.when import recurrence_from_cron
+from agent_memory.adapters.scheduler import recurrence_from_cron
 from infra.local.stack import LocalStack
 
 REMINDER_FUNCTION = "ReminderFunction"

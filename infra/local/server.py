@@ -1,22 +1,18 @@
 """``python -m infra.local.server`` (``make run``): the whole service on this machine.
 
-No AWS account, no Docker, no network: moto serves DynamoDB and Secrets Manager (in a child
-process, so the emulator does not compete with the handlers for this interpreter; it ends with
-this process however this one ends), the tables come
-from ``template.yaml``, the real handlers answer API Gateway v2 events, the LLM is the offline
-provider unless ``ANTHROPIC_API_KEY`` is set (then the key is stored in moto Secrets Manager and
-removed from the environment, so the handler reads it the way it does in AWS).
+No AWS account, no Docker, no network: moto serves DynamoDB and Secrets Manager in a child process
+(it ends with this one, however this one ends), the tables come from ``template.yaml``, each
+function's containers are processes of their own running its real handler (``infra.local.functions``)
+behind the local HTTP API, and the LLM is the offline provider unless ``ANTHROPIC_API_KEY`` is set
+(then the key is stored in moto Secrets Manager, never in an environment, as in AWS).
 
 Environment: ``PORT`` (default 3000), ``MOTO_PORT`` (default: a free port), ``ANTHROPIC_API_KEY``,
 ``ANTHROPIC_BASE_URL``, ``LOCAL_DATA_DIR`` (default ``.local/data``: the DynamoDB tables, kept across
-restarts and a ``kill -9``; see ``infra.local.moto_persistence``).
-Every route but the public ones needs ``Authorization: Bearer <jwt>``, verified like API Gateway's
-JWT authorizer does (``infra.local.token``); ``make token`` prints one.
-Logs one line per request (method, path, status, duration, function); never bodies.
-
-While it runs, ``.local/stack.json`` (see :data:`STACK_FILE`) describes the stack for other
-processes: URLs, table / queue / topic names and the functions' environment (no secrets).
-``python -m infra.jobs`` (``make job``) reads it to run the background jobs against this stack.
+restarts and a ``kill -9``), ``LOCAL_CONTAINERS_PER_FUNCTION`` (default 8). Every route but the
+public ones needs ``Authorization: Bearer <jwt>``, verified as API Gateway's JWT authorizer does
+(``make token`` prints one). Logs one line per request (method, path, status, duration, function).
+While it runs, ``.local/stack.json`` (:data:`STACK_FILE`) describes the stack for other processes
+(URLs, table / queue / topic names, the functions' environment, no secret): ``make job`` reads it.
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ import os
 import signal
 import sys
 import time
-import warnings
+from contextlib import suppress
 from pathlib import Path
 from types import FrameType
 
@@ -61,18 +57,12 @@ def _demo_projects(stack: LocalStack) -> str:
     """The banner's demo line: the demo projects still stored (an admin may have removed them)."""
     from agent_memory.domain.errors import ProjectNotFound
 
-    repo = stack.repo
-    shown = []
+    repo, shown = stack.repo, []
     for project_id in ("demo-iit", "demo-clinic"):
-        try:
+        with suppress(ProjectNotFound):
             repo.get_project(project_id)
-        except ProjectNotFound:
-            continue
-        if project_id == "demo-iit":
-            reports = len(repo.load_history(project_id, limit_weeks=520))
-            shown.append(f"project demo-iit (hot memory, {reports} weekly reports)")
-        else:
-            shown.append(f"project {project_id}")
+            reports = f" (hot memory, {len(repo.load_history(project_id, limit_weeks=520))} weekly reports)"
+            shown.append(f"project {project_id}{reports if project_id == 'demo-iit' else ''}")
     return ", ".join(shown) or "none (the demo projects were removed; `make reset` seeds them again)"
 
 
@@ -144,19 +134,17 @@ def install_stop_handlers() -> None:
 
 
 def main() -> int:
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
     logging.getLogger("infra.local").setLevel(logging.INFO)  # one line per request
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-call access log
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
     port = int(os.environ.get("PORT", "3000"))
     moto_port = int(os.environ.get("MOTO_PORT", "0"))
 
     install_stop_handlers()
 
     try:
-        stack = LocalStack(port=port, moto_port=moto_port, moto_mode="process", data_dir=DATA_DIR,
+        stack = LocalStack(port=port, moto_port=moto_port, data_dir=DATA_DIR,
                            stop_requested=lambda: _stop_requested).start()
     except (LocalStackError, OSError) as exc:
         print(f"local stack failed to start: {exc}", file=sys.stderr)
@@ -211,11 +199,9 @@ def _alive(pid: int) -> bool:
 
 def remove_stack_file() -> None:
     """Remove :data:`STACK_FILE` if this process wrote it (another server may have replaced it)."""
-    try:
+    with suppress(OSError, ValueError):
         if json.loads(STACK_FILE.read_text(encoding="utf-8")).get("pid") == os.getpid():
             STACK_FILE.unlink()
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

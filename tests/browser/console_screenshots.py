@@ -11,7 +11,6 @@ one session, with the answer's "what the model saw" expanded.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 from pathlib import Path
 
@@ -28,25 +27,25 @@ def shoot(out: Path) -> list[Path]:
 
     written: list[Path] = []
     out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as data_dir:
-        os.environ["LOCAL_DATA_DIR"] = data_dir
-        with LocalStack(port=0, moto_port=0, moto_mode="process", isolated=True, anthropic_api_key="",
-                        env_overrides={"LLM_PROVIDER": "offline"}) as stack, chromium() as browser:
-            seeded = seed_console_project(stack, prefix="screens")
-            for lang, locale in LOCALES.items():
-                context, page = open_console(browser, stack.base_url, locale=locale)
-                sign_in(page, stack.base_url, seeded.project_id, seeded.token(ADMIN))
-                for view in VIEWS:
-                    show_view(page, view)
-                    written.append(_save(page, out / f"console-{lang}-{view}.png"))
-                show_view(page, "patients", PATIENT)
-                page.wait_for_selector("#trend-chart[data-points]")
-                written.append(_save(page, out / f"console-{lang}-patient.png"))
-                show_view(page, "sessions", f"chat-{ADMIN}")
-                page.locator("button.show-context").first.click()
-                page.wait_for_selector(".model-context details")
-                written.append(_save(page, out / f"console-{lang}-session.png"))
-                context.close()
+    with tempfile.TemporaryDirectory() as data_dir, LocalStack(
+        port=0, moto_port=0, isolated=True, anthropic_api_key="", data_dir=Path(data_dir),
+        env_overrides={"LLM_PROVIDER": "offline"},
+    ) as stack, chromium() as browser:
+        seeded = seed_console_project(stack, prefix="screens")
+        for lang, locale in LOCALES.items():
+            context, page = open_console(browser, stack.base_url, locale=locale)
+            sign_in(page, stack.base_url, seeded.project_id, seeded.token(ADMIN))
+            for view in VIEWS:
+                show_view(page, view)
+                written.append(_save(page, out / f"console-{lang}-{view}.png"))
+            show_view(page, "patients", PATIENT)
+            page.wait_for_selector("#trend-chart[data-points]")
+            written.append(_save(page, out / f"console-{lang}-patient.png"))
+            show_view(page, "sessions", f"chat-{ADMIN}")
+            page.locator("button.show-context").first.click()
+            page.wait_for_selector(".model-context details")
+            written.append(_save(page, out / f"console-{lang}-session.png"))
+            context.close()
     return written
 
 

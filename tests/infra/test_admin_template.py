@@ -10,13 +10,16 @@ from typing import Any
 
 import pytest
 
-from agent_memory.http.routes import ROUTE_POLICY, route_key_of
+from agent_memory.http.routes import route_table
+from agent_memory.http.routing import route_key_of
 from infra.template_model import load_template
+
+ROUTE_POLICY = route_table()
 
 
 @pytest.fixture(scope="module")
 def resources() -> dict[str, Any]:
-    return load_template()["Resources"]  # type: ignore[no-any-return]
+    return load_template()["Resources"]
 
 
 def _statements(function: dict[str, Any]) -> list[dict[str, Any]]:

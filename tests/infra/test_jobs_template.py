@@ -97,7 +97,9 @@ def test_schedule_fires_at_its_local_hour(resources: dict[str, Any], job: str) -
     _, expression, hour, weekday = SCHEDULES[job]
     props = _schedule(resources, job)
     assert props["ScheduleExpression"] == expression
-    fields = re.fullmatch(r"cron\((.+)\)", props["ScheduleExpression"]).group(1).split()  # type: ignore[union-attr]
+    cron = re.fullmatch(r"cron\((.+)\)", props["ScheduleExpression"])
+    assert cron is not None, props["ScheduleExpression"]
+    fields = cron.group(1).split()
     minute, hours, day_of_month, month, day_of_week, year = fields
     assert (minute, hours, month, year) == ("0", str(hour), "*", "*")
     # daily, or Mondays only for the archive (EventBridge cron: one of the day fields is "?").
@@ -123,7 +125,7 @@ def test_schedule_input_is_parsed_by_the_dispatcher_model(template: dict[str, An
     (spec,) = [s for s in schedule_specs(template) if s.event == SCHEDULES[job][0]]
     # Then it is exactly a ScheduleInput for that job in the schedule's own time zone.
     parsed = ScheduleInput.model_validate_json(spec.input)
-    assert parsed == ScheduleInput(job=job, time_zone=spec.time_zone)  # type: ignore[arg-type]
+    assert parsed == ScheduleInput(job=job, time_zone=spec.time_zone)
     assert spec.time_zone == "Asia/Shanghai"
 
 

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from agent_memory.http.routes import ROUTE_POLICY
+from agent_memory.http.routes import route_table
 from infra.openapi import OPENAPI_FILE, response_codes
 from infra.template_model import FUNCTION_TYPE, function_specs, load_template, resources_of_type, table_specs
 
@@ -25,7 +25,12 @@ def _llm_functions(template: dict[str, Any]) -> set[str]:
     }
 
 
-def _expected(method: str, path: str, auth: bool, llm: bool) -> set[int]:
+def _requires_if_match(operation: dict[str, Any]) -> bool:
+    return any(p["in"] == "header" and p["name"] == "if-match" and p.get("required")
+               for p in operation.get("parameters") or [])
+
+
+def _expected(method: str, path: str, auth: bool, llm: bool, if_match: bool) -> set[int]:
     codes = {429}
     has_params = "{" in path
     if auth:
@@ -36,7 +41,7 @@ def _expected(method: str, path: str, auth: bool, llm: bool) -> set[int]:
         codes |= {400, 413, 415, 422}
     if method in _WRITE and auth:
         codes.add(409)
-    if method in _WRITE and ROUTE_POLICY[f"{method} {path}"] == "admin":
+    if if_match:
         codes.add(428)
     if llm:
         codes |= {502, 503, 504}
@@ -55,7 +60,8 @@ def test_every_template_route_documents_every_status_it_can_answer_with_the_erro
             operation = document["paths"][route.path][route.method.lower()]
             responses = operation["responses"]
             documented = {int(code) for code in responses}
-            expected = _expected(route.method, route.path, route.auth, spec.logical_id in llm)
+            expected = _expected(route.method, route.path, route.auth, spec.logical_id in llm,
+                                 _requires_if_match(operation))
             missing = expected - documented
             assert not missing, f"{route.method} {route.path} does not document {sorted(missing)}"
             assert any(200 <= code < 300 for code in documented), f"{route.method} {route.path}: no success"
@@ -69,7 +75,23 @@ def test_every_template_route_documents_every_status_it_can_answer_with_the_erro
                 if code in (409, 503, 504):
                     assert entry["headers"]["Retry-After"]["schema"] == {"type": "integer", "minimum": 1}
             checked += 1
-    assert checked == len(ROUTE_POLICY)
+    assert checked == len(route_table())
+
+
+def test_every_admin_write_that_changes_a_versioned_document_requires_if_match() -> None:
+    # the hot memory (put, delete a line, restore) and a weekly report's correction
+    document = json.loads(OPENAPI_FILE.read_text(encoding="utf-8"))
+    required = sorted(f"{method.upper()} {path}" for path, item in document["paths"].items()
+                      for method, operation in item.items() if _requires_if_match(operation))
+    assert required == [
+        "DELETE /v1/projects/{project_id}/memory/lines/{line_id}",
+        "POST /v1/projects/{project_id}/memory/revisions/{version}/restore",
+        "PUT /v1/projects/{project_id}/memory",
+        "PUT /v1/projects/{project_id}/reports/{iso_week}",
+    ]
+    for key in required:
+        method, path = key.split(" ")
+        assert "428" in document["paths"][path][method.lower()]["responses"], key
 
 
 def test_a_route_added_later_gets_its_codes_from_what_it_is() -> None:

@@ -2,8 +2,10 @@
 reaches another's data).
 
 The routes are enumerated from the template (``infra.template_model.function_specs``), so a route
-someone adds is covered without touching this file, and it must have an entry in the one declared
-policy table (``agent_memory.http.routes.ROUTE_POLICY``) or the test fails.
+someone adds is covered without touching this file, and each template route must be declared, with
+its access, by the routes of the function the template gives it to
+(``agent_memory.http.routes.<function>``; the API's table is ``route_table()``, derived from those
+declarations) or the test fails.
 
 Per route: 401 without a token and with an expired one (the gateway, before the function); 403 for
 a user of another project (P2's admin calling P1 - both projects use session ``s-001`` and patient
@@ -23,7 +25,8 @@ import pytest
 import requests
 
 from agent_memory.domain.models import Project
-from agent_memory.http.routes import ROUTE_POLICY, route_key_of
+from agent_memory.http.routes import function_routes, route_table
+from agent_memory.http.routing import route_key_of
 from infra.local.stack import LocalStack
 from infra.local.token import mint_token
 from infra.template_model import RouteSpec, function_specs, load_template, table_specs
@@ -32,6 +35,8 @@ from tests.support.auth import bearer, operator_bearer
 _TEMPLATE = load_template()
 _SPECS = function_specs(_TEMPLATE, {t.logical_id: t.logical_id for t in table_specs(_TEMPLATE)})
 ROUTES: list[tuple[str, RouteSpec]] = [(spec.logical_id, route) for spec in _SPECS for route in spec.routes]
+#: The API's route table, derived from the route declarations.
+ROUTE_POLICY = route_table()
 PROTECTED = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method, r.path)) != "public"]
 PUBLIC = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method, r.path)) == "public"]
 
@@ -64,20 +69,26 @@ def projects(local_stack: LocalStack) -> dict[str, str]:
     suffix = uuid.uuid4().hex[:8]
     ids = {"P1": f"acl-p1-{suffix}", "P2": f"acl-p2-{suffix}"}
     for project_id in ids.values():
-        local_stack.repo.put_project(
+        local_stack.repo.projects.put_project(
             Project(project_id=project_id, name=project_id, created_at=datetime(2026, 1, 5, tzinfo=UTC))
         )
     return ids
 
 
 # ------------------------------------------------------------------------------ the policy table
-def test_every_template_route_has_exactly_one_declared_policy() -> None:
+def test_every_template_route_is_declared_with_its_access_by_its_own_function() -> None:
+    # Given each HTTP function of the template and the routes its handler's module declares
+    for spec in _SPECS:
+        if not spec.routes:
+            continue
+        declared = function_routes(spec.code_uri.rstrip("/").rsplit("/", 1)[-1]).table
+        keys = [route_key_of(r.method, r.path) for r in spec.routes]
+        # Then the template gives the function exactly the routes it declares
+        assert sorted(k for k in keys if k not in declared) == [], f"{spec.logical_id}: routes it does not declare"
+        assert sorted(set(declared) - set(keys)) == [], f"{spec.logical_id}: declared routes the template lacks"
     keys = [route_key_of(r.method, r.path) for _, r in ROUTES]
-    missing = sorted(k for k in keys if k not in ROUTE_POLICY)
-    assert missing == [], f"routes without an entry in agent_memory/http/routes.py: {missing}"
     assert len(keys) == len(set(keys)), "a route is declared twice in template.yaml"
-    stale = sorted(set(ROUTE_POLICY) - set(keys))
-    assert stale == [], f"policy entries for routes the template does not declare: {stale}"
+    assert sorted(ROUTE_POLICY) == sorted(keys)
 
 
 @pytest.mark.parametrize("item", ROUTES, ids=_id)

@@ -10,20 +10,18 @@ Every test works in a project of its own.
 
 from __future__ import annotations
 
-import json
-import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import requests
 
 from agent_memory.adapters.dynamo.record_tables import ReviewQueueItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.observability import logger
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 
@@ -35,7 +33,7 @@ WRONG_RULE = "不需要查年龄"
 def _line(line_id: str, section: str, text: str, source: str, *, tag: str | None = None,
           evidence: tuple[str, ...] = (), by: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0, created_by=by or ("distiller" if source == "distilled" else "u-dm-li"),
         evidence=list(evidence),
     )
@@ -69,23 +67,23 @@ class Api:
     def memory(self) -> dict[str, Any]:
         response = self.call("GET", "/memory")
         assert response.status_code == 200, response.text
-        return response.json()  # type: ignore[no-any-return]
+        return response.json()
 
     def revisions(self, **params: Any) -> dict[str, Any]:
         response = self.call("GET", "/memory/revisions", params=params)
         assert response.status_code == 200, response.text
-        return response.json()  # type: ignore[no-any-return]
+        return response.json()
 
     def audit(self) -> list[dict[str, Any]]:
         response = self.call("GET", "/memory/audit")
         assert response.status_code == 200, response.text
-        return response.json()["items"]  # type: ignore[no-any-return]
+        return response.json()["items"]
 
 
 def new_project(stack: LocalStack, lines: list[HotMemoryLine] | None = None, versions: int = 1) -> Api:
     """A fresh project whose hot memory has ``versions`` stored versions (the last = ``lines``)."""
     project_id = f"adm-{uuid.uuid4().hex[:10]}"
-    stack.repo.put_project(Project(project_id=project_id, name=project_id, created_at=T0))
+    stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, created_at=T0))
     lines = base_lines() if lines is None else lines
     for v in range(1, versions + 1):
         current = lines if v == versions else lines[: max(1, len(lines) - (versions - v))]
@@ -95,14 +93,14 @@ def new_project(stack: LocalStack, lines: list[HotMemoryLine] | None = None, ver
 
 def save(stack: LocalStack, project_id: str, lines: list[HotMemoryLine], *, expected: int, actor: str) -> HotMemory:
     hot = HotMemory(project_id=project_id, lines=lines)
-    return stack.repo.save_hot_memory(  # type: ignore[no-any-return]
+    return stack.repo.projects.save_hot_memory(
         hot, expected_version=expected, actor=actor, reason="test", now=T0, tokens=estimate_tokens(hot.render())
     )
 
 
 def raw_items(stack: LocalStack, project_id: str, prefix: str) -> list[dict[str, Any]]:
     client = stack.aws_client("dynamodb")
-    return client.query(  # type: ignore[no-any-return]
+    return client.query(
         TableName=stack.table_names["MemoryTable"],
         KeyConditionExpression="pk = :pk AND begins_with(sk, :p)",
         ExpressionAttributeValues={":pk": {"S": project_id}, ":p": {"S": prefix}},
@@ -420,45 +418,36 @@ def test_b07_approving_a_candidate_over_the_cap_is_refused_and_it_stays_pending(
     assert api.memory()["version"] == 1
 
 
-class LogRecords(logging.Handler):
-    """Every log record emitted while attached, with all its fields."""
+class FunctionLogs:
+    """What the functions write from the moment it is made: their containers' stdout and stderr come
+    out of this process's (each log record the JSON line Powertools prints, with all its fields)."""
 
-    def __init__(self) -> None:
-        super().__init__(level=logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self._capsys, self._seen = capsys, [""]
+        capsys.readouterr()  # what was written before
 
     def text(self) -> str:
-        return "\n".join(json.dumps(vars(r), default=str, ensure_ascii=False) for r in self.records)
+        captured = self._capsys.readouterr()
+        self._seen.append(captured.out + captured.err)
+        return "".join(self._seen)
 
 
 @contextmanager
-def log_records() -> Iterator[LogRecords]:
-    """What the service's logger (Powertools, on the standard logger of its name) and every other
-    standard logger write meanwhile."""
-    handler = LogRecords()
-    loggers = [logging.getLogger(logger.name), logging.getLogger()]
-    for each in loggers:
-        each.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        for each in loggers:
-            each.removeHandler(handler)
+def log_records(capsys: pytest.CaptureFixture[str]) -> Iterator[FunctionLogs]:
+    """What the functions log inside the block (:class:`FunctionLogs`)."""
+    yield FunctionLogs(capsys)
 
 
 RULE = "【系统禁令】严禁在未授权情况下删除数据"
 
 
 def test_approving_an_item_that_relaxes_a_system_rule_is_422_naming_the_rule_until_confirmed(
-    local_stack: LocalStack,
+    local_stack: LocalStack, capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given the distiller held a statement that would relax the admin's System Rule hm-sys-1
     api = new_project(local_stack)
     item = put_review(local_stack, api.project_id, "rv-relax", "删除数据不需要授权。", detail="hm-sys-1")
-    with log_records() as logs:
+    with log_records(capsys) as logs:
         # When the admin approves it without confirming (no body, or "confirm": false)
         refused = api.call("POST", f"/memory/review/{item}/approve")
         unconfirmed = api.call("POST", f"/memory/review/{item}/approve", json={"reason": "同意", "confirm": False})
@@ -525,7 +514,7 @@ def test_a_stale_confirmation_is_a_conflict(local_stack: LocalStack) -> None:
 # ------------------------------------------------------------------------- report corrections
 def test_an_admin_corrects_a_weekly_report_and_the_previous_text_is_kept(local_stack: LocalStack) -> None:
     api = new_project(local_stack)
-    local_stack.repo.put_weekly_report(WeeklyReport(
+    local_stack.repo.projects.put_weekly_report(WeeklyReport(
         project_id=api.project_id, iso_week="2026-W05", summary="[进度] 入组 3 例", created_at=T0 + timedelta(days=1),
         evidence=["m1"],
     ))

@@ -11,10 +11,10 @@ from typing import Any
 import boto3
 import pytest
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatConfig
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.fakes import stored_messages
 from tests.unit.chat_support import (
     deps_with,
@@ -250,10 +250,10 @@ def _seed_years_of_history(repo: Any, first_year: int, last_year: int) -> None:
     for year in range(first_year, last_year + 1):
         weeks = 53 if year in (2015, 2020, 2026) else 52
         for w in range(1, weeks + 1):
-            repo.put_weekly_report(WeeklyReport(project_id="p1", iso_week=f"{year}-W{w:02d}",
-                                                summary=f"[进度]: {year} 第{w}周入组 3 人。", created_at=T0))
-        repo.put_yearly_summary(YearlySummary(project_id="p1", year=year, summary=f"{year}年总结：筛选暂停过一次。",
-                                              created_at=T0 - timedelta(days=60)))
+            repo.projects.put_weekly_report(WeeklyReport(project_id="p1", iso_week=f"{year}-W{w:02d}",
+                                                         summary=f"[进度]: {year} 第{w}周入组 3 人。", created_at=T0))
+        repo.projects.put_yearly_summary(YearlySummary(
+            project_id="p1", year=year, summary=f"{year}年总结：筛选暂停过一次。", created_at=T0 - timedelta(days=60)))
 
 
 def test_a_history_turn_of_a_three_year_old_project_costs_three_round_trips(
@@ -308,36 +308,50 @@ class _Calls:
             counter.calls[operation_name] = counter.calls.get(operation_name, 0) + 1
             return counter._orig(client, operation_name, api_params)
 
-        BaseClient._make_api_call = counting  # type: ignore[method-assign]
+        BaseClient._make_api_call = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._orig  # type: ignore[method-assign]
+        BaseClient._make_api_call = self._orig
 
 
-def test_a_members_non_history_turn_is_one_batch_read_and_one_transaction(repo: Any, aws: dict[str, str]) -> None:
+def _chat_request(deps: Any, content: str, user: str) -> dict[str, Any]:
+    """One request to the chat function's event handler (the route guard, then the turn)."""
+    import json
+
+    from agent_memory.adapters.dynamo.members import MemberRepository
+    from agent_memory.http.routes.chat import ChatFunctionDeps, chat_app
+    from infra.local.events import LocalLambdaContext, build_http_api_event
+
+    app = chat_app(ChatFunctionDeps(chat=deps, members=MemberRepository(), idempotency_table="idempotency",
+                                    api_gateway_timeout_s=30, response_reserve_s=3))
+    event = build_http_api_event(
+        "POST", "/v1/projects/p1/sessions/s1/messages", {"content-type": "application/json"}, "",
+        json.dumps({"content": content}).encode(), "POST /v1/projects/{project_id}/sessions/{session_id}/messages",
+        {"project_id": "p1", "session_id": "s1"}, {"sub": user},
+    )
+    context: Any = LocalLambdaContext("chat", 60, 1024)
+    with _Calls() as counted:
+        response: dict[str, Any] = app.resolve(event, context)
+    return {"status": response["statusCode"], "calls": counted.calls}
+
+
+def test_a_members_non_history_request_is_one_batch_read_and_one_transaction(repo: Any, aws: dict[str, str]) -> None:
     # Given a seeded project whose member u1 (a PI) has chatted before
     seed_project(repo, "p1")
     deps = deps_with(repo)
     send(deps, "你好")
-    # When u1 asks a question that needs no history
-    with _Calls() as counted:
-        send(deps, "我上次跟你说的那个只要看结果的规矩，你记得吗？")
-    # Then the membership came with the one BatchGetItem: no GetItem, one TransactWriteItems
-    assert counted.calls == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    # When u1 asks, through the chat function (guard and turn), a question that needs no history
+    answered = _chat_request(deps, "我上次跟你说的那个只要看结果的规矩，你记得吗？", "u1")
+    # Then the membership came with the turn's one BatchGetItem: no GetItem, one TransactWriteItems
+    assert answered == {"status": 200, "calls": {"BatchGetItem": 1, "TransactWriteItems": 1}}
 
 
-def test_a_non_members_turn_reads_once_and_writes_nothing(repo: Any, aws: dict[str, str]) -> None:
-    from agent_memory.chat.turn import handle_message
-    from agent_memory.domain.errors import Forbidden
-
+def test_a_non_members_request_reads_once_and_writes_nothing(repo: Any, aws: dict[str, str]) -> None:
     seed_project(repo, "p1")
     deps = deps_with(repo)
     before = snapshot(aws)
-    with _Calls() as counted, pytest.raises(Forbidden):
-        handle_message(deps, project_id="p1", session_id="s1", user_id="u-stranger", content="你好",
-                       patient_id=None, deadline=None)
-    assert counted.calls == {"BatchGetItem": 1}
+    assert _chat_request(deps, "你好", "u-stranger") == {"status": 403, "calls": {"BatchGetItem": 1}}
     assert snapshot(aws) == before

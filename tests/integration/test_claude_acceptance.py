@@ -14,7 +14,7 @@ missing). The models are never named here: they are ``agent_memory.config.Settin
 
 - chat: ``functions/chat/app.py`` imported fresh (a cold start) and driven with API Gateway events,
   with the LLM intent classifier (and, for the consultation, the LLM symptom extractor);
-- jobs: ``agent_memory.wiring.build_job_deps`` (what the job worker builds) and ``run_job``.
+- jobs: ``agent_memory.wiring.build_job_deps`` (what the job worker builds) and the job table's ``run_scheduled``.
 
 Every case scripts the server's replies (a structured call gets one JSON document matching the
 request's schema), then checks (a) the result is the LLM's, (b) no ``LLMFallback`` metric was
@@ -214,7 +214,7 @@ MakeChat = Callable[..., ChatFunction]
 def make_chat(llm_env: LlmEnv) -> Iterator[MakeChat]:
     """``make_chat(**env)``: the chat function imported fresh with extra environment variables, the
     projects seeded (``demo-iit`` with hot memory and 3 weekly reports; a consultation project)."""
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
 
     def make(**env: str) -> ChatFunction:
         for name, value in env.items():
@@ -225,9 +225,9 @@ def make_chat(llm_env: LlmEnv) -> Iterator[MakeChat]:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        repo = DynamoRepository()
+        repo = ChatRepository()
         seed_project(repo, PROJECT, weeks=3)
-        repo.put_project(Project(project_id=CLINIC, name=CLINIC, kind="clinic", time_zone=CLINIC_TZ,
+        repo.projects.put_project(Project(project_id=CLINIC, name=CLINIC, kind="clinic", time_zone=CLINIC_TZ,
                                  created_at=datetime(2026, 1, 1, tzinfo=UTC)))
         for project_id in (PROJECT, CLINIC):
             add_member(repo, project_id, USER)
@@ -471,15 +471,15 @@ def job_deps(llm_env: LlmEnv) -> Any:
 
     deps = build_job_deps(llm_env.settings())
     assert deps.structured_llm is not None and deps.structured_llm.provider == "anthropic"
-    JobsRepository().put_project(Project(project_id=JOB_PROJECT, name=JOB_PROJECT, time_zone="Asia/Shanghai",
+    JobsRepository().projects.put_project(Project(project_id=JOB_PROJECT, name=JOB_PROJECT, time_zone="Asia/Shanghai",
                                          created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return deps
 
 
 def _run(deps: Any, job: str, run_date: str) -> JobReport:
-    from agent_memory.jobs.runner import run_job
+    from agent_memory.events.jobs import run_scheduled
 
-    report: JobReport = run_job(deps, JobRequest(job=job, project_id=JOB_PROJECT,  # type: ignore[arg-type]
+    report: JobReport = run_scheduled(deps, JobRequest(job=job, project_id=JOB_PROJECT,
                                                  date=date.fromisoformat(run_date)))
     return report
 

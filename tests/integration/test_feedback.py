@@ -33,7 +33,8 @@ def _headers(project: str, user: str, role: str = "member") -> dict[str, str]:
 @pytest.fixture(scope="module")
 def project(local_stack: LocalStack) -> str:
     pid = f"fb-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=pid, name=pid, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    local_stack.repo.projects.put_project(Project(project_id=pid, name=pid,
+                                                  created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return pid
 
 
@@ -41,7 +42,7 @@ def _turn(stack: LocalStack, pid: str, sid: str) -> dict[str, Any]:
     r = requests.post(f"{stack.base_url}/v1/projects/{pid}/sessions/{sid}/messages", json={"content": "你好"},
                       headers=_headers(pid, "crc-1"), timeout=30)
     assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return r.json()
 
 
 def test_a_member_rates_an_answer_once_and_a_second_rating_replaces_it(local_stack: LocalStack, project: str) -> None:
@@ -103,7 +104,7 @@ def test_feedback_refusals(local_stack: LocalStack, project: str) -> None:
 
 # --------------------------------------------------------------------- the flow log the jobs read
 def _answer(pid: str, sid: str, message_id: str, at: datetime, role: str = "assistant") -> None:
-    message_to_item(pid, sid, MessageRecord(message_id=message_id, role=role,  # type: ignore[arg-type]
+    message_to_item(pid, sid, MessageRecord(message_id=message_id, role=role,
                                              content="很长的回答……", at=at)).save()
 
 
@@ -137,13 +138,13 @@ def test_a_down_vote_reason_reaches_the_next_distillation_as_the_raters_statemen
 def test_a_down_vote_reason_relaxing_a_system_rule_goes_to_review(aws: dict[str, str]) -> None:
     # Given a System Rule and a down-vote whose reason would lift it
     from agent_memory.adapters.dynamo.admin import AdminRepository
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
     from tests.unit.jobs.support import line, save_hot
 
     jobs = JobsRepository()
     add_project(jobs)
     rule = line("l-sys", "System Rules", "禁止输出患者身份证号")
-    save_hot(DynamoRepository(), "p1", [rule])
+    save_hot(ProjectRepository(), "p1", [rule])
     at = utc("2026-03-09T10:00:00+08:00")
     _answer("p1", "s1", "m-ans", at)
     mark_active("p1", "2026-03-09")
@@ -219,7 +220,8 @@ def test_the_weekly_report_has_a_feedback_section(aws: dict[str, str]) -> None:
     store = FeedbackRepository()
     for mid, user, rating, reason in (("m-a1", "u1", "down", "太啰嗦了"), ("m-a2", "u2", "down", "太啰嗦了！"),
                                       ("m-a3", "u1", "up", None)):
-        rate_message(store, project_id="p1", session_id="s1", message_id=mid, user_id=user, rating=rating,  # type: ignore[arg-type]
+        rate_message(store, project_id="p1", session_id="s1", message_id=mid, user_id=user,
+                     rating=rating,  # type: ignore[arg-type]  # a str of the Literal, from the table above
                      reason=reason, tags=None, now=at)
 
     # When the week is archived
@@ -245,7 +247,8 @@ def test_a_pis_down_vote_through_the_api_becomes_a_pi_preference_in_the_days_dis
     from tests.support.auth import add_member
 
     pid = f"fbd-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=pid, name=pid, created_at=datetime(2026, 1, 1, tzinfo=UTC)))
+    local_stack.repo.projects.put_project(Project(project_id=pid, name=pid,
+                                                  created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     add_member(local_stack.members, pid, "pi-e2e", "member", "PI")
     pi = _headers(pid, "pi-e2e")
     sid = f"s-{uuid.uuid4().hex[:8]}"
@@ -264,7 +267,7 @@ def test_a_pis_down_vote_through_the_api_becomes_a_pi_preference_in_the_days_dis
     local_stack.invoke("JobWorkerFunction", sqs_event([sqs_record(body, queue_arn="arn:aws:sqs:local:0:JobQueue")]))
 
     # Then hot memory holds the PI's preference, a clean statement with the rated answer as evidence
-    lines = local_stack.repo.load_hot_memory(pid).lines
+    lines = local_stack.repo.projects.load_hot_memory(pid).lines
     assert [(ln.section, ln.role_tag, ln.text, ln.evidence) for ln in lines] == [
         ("User Preferences", "PI", "回答直接列完成率，绕来绕去不要太长。", [answer])
     ]

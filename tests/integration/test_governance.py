@@ -21,8 +21,11 @@ import requests
 
 from agent_memory.adapters.dynamo.tables import HotMemoryItem, WeeklyReportItem
 from agent_memory.domain.models import Project
+from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
+
+ERASE_INLINE_UP_TO_TWO = "tests.support.container_hooks:erase_inline_up_to_two_items"
 
 
 def _uid(prefix: str) -> str:
@@ -33,7 +36,7 @@ def _uid(prefix: str) -> str:
 def project(local_stack: LocalStack) -> str:
     """A fresh project (Asia/Shanghai) per test."""
     project_id = _uid("gov")
-    local_stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    local_stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                          kind="clinic", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return project_id
 
@@ -261,34 +264,30 @@ def test_a_turn_that_read_the_session_before_the_erasure_fails_with_404_and_writ
     assert not _holding(_scan_all(local_stack), ["late turn text", f"{project}#{sid}"])
 
 
-def test_a_large_erasure_runs_as_a_job_and_its_status_url_reports_it(
-    local_stack: LocalStack, project: str, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_large_erasure_runs_as_a_job_and_its_status_url_reports_it(local_stack: LocalStack, project: str) -> None:
     admin = Client(local_stack, project)
     patient = _uid("PT")
     sid, _ = _consult(admin, patient, uuid.uuid4().hex[:10])
-    # Given an inline limit below this patient's item count
-    deps = local_stack.functions["GovernanceFunction"].module.deps
-    monkeypatch.setattr(local_stack.functions["GovernanceFunction"].module, "deps",
-                        type(deps)(store=deps.store, jobs=deps.jobs, clock=deps.clock, inline_items=2))
-    # When the patient is erased
-    r = admin.call("DELETE", f"/patients/{patient}")
-    # Then the answer is 202 with a status URL, the session is already closed to reads and writes
-    assert r.status_code == 202, r.text
-    body = r.json()
-    assert body["status"] == "running" and body["status_url"].endswith(f"/patients/{patient}/erasure")
-    assert admin.call("POST", f"/sessions/{sid}/messages", {"content": "during the job"}).status_code == 404
-    again = admin.call("DELETE", f"/patients/{patient}")
-    assert again.status_code == 202
-    # and once the worker has run the queued job, the status says done
-    from infra.jobs import LocalJobs
+    # Given an inline limit below this patient's item count (in the governance function's containers)
+    with local_stack.configured("GovernanceFunction", {CONTAINER_HOOK_ENV: ERASE_INLINE_UP_TO_TWO}):
+        # When the patient is erased
+        r = admin.call("DELETE", f"/patients/{patient}")
+        # Then the answer is 202 with a status URL, the session is already closed to reads and writes
+        assert r.status_code == 202, r.text
+        body = r.json()
+        assert body["status"] == "running" and body["status_url"].endswith(f"/patients/{patient}/erasure")
+        assert admin.call("POST", f"/sessions/{sid}/messages", {"content": "during the job"}).status_code == 404
+        again = admin.call("DELETE", f"/patients/{patient}")
+        assert again.status_code == 202
+        # and once the worker has run the queued job, the status says done
+        from infra.jobs import LocalJobs
 
-    LocalJobs.for_stack(local_stack).deliver()
-    status = admin.call("GET", f"/patients/{patient}/erasure").json()
-    assert status["status"] == "done" and status["mode"] == "job" and status["counts"]["session"] == 1
-    assert admin.call("DELETE", f"/patients/{patient}").status_code == 204
-    assert _holding(_scan_all(local_stack), [patient]) == [
-        ("MemoryTable", json.dumps({"pk": {"S": project}, "sk": {"S": f"ERASURE#patient#{patient}"}}))]
+        LocalJobs.for_stack(local_stack).deliver()
+        status = admin.call("GET", f"/patients/{patient}/erasure").json()
+        assert status["status"] == "done" and status["mode"] == "job" and status["counts"]["session"] == 1
+        assert admin.call("DELETE", f"/patients/{patient}").status_code == 204
+        assert _holding(_scan_all(local_stack), [patient]) == [
+            ("MemoryTable", json.dumps({"pk": {"S": project}, "sk": {"S": f"ERASURE#patient#{patient}"}}))]
 
 
 def test_erasing_a_session_removes_its_diagnosis_references_from_the_patients_other_sessions(

@@ -84,7 +84,7 @@ def test_export_is_json_lines_with_a_manifest_and_a_kind_per_line(local_stack: L
 
 def test_flow_log_is_exported_only_when_asked_and_members_get_403(local_stack: LocalStack) -> None:
     project_id = f"exp-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    local_stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                          created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     sent = requests.post(f"{local_stack.base_url}/v1/projects/{project_id}/sessions/s-1/messages",
                          json={"content": "flow log line to export"},

@@ -10,7 +10,8 @@ import importlib.util
 import json
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import ModuleType
 from typing import Any
@@ -19,7 +20,7 @@ import boto3
 import pytest
 
 from agent_memory.adapters.dynamo.tables import HotMemoryItem
-from agent_memory.domain.jobs import JobReport, JobRequest
+from agent_memory.domain.jobs import JobRequest
 from agent_memory.domain.models import Project
 from infra.local.sqs_events import deliver, sqs_event, sqs_record
 from infra.template_model import REPO_ROOT, create_queues, create_topics, load_template
@@ -99,9 +100,9 @@ def worker(resources: dict[str, Any]) -> Iterator[ModuleType]:
 
 # ------------------------------------------------------------------------------------- helpers
 def add_project(project_id: str, tz: str = "Asia/Shanghai") -> None:
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.projects import ProjectRepository
 
-    DynamoRepository().put_project(
+    ProjectRepository().put_project(
         Project(project_id=project_id, name=project_id, time_zone=tz, created_at=datetime(2026, 1, 1, tzinfo=UTC))
     )
 
@@ -122,19 +123,27 @@ def record(body: str, queue_arn: str = "arn:aws:sqs:eu-west-1:123456789012:JobQu
 
 
 def request_body(job: str, project_id: str, run_date: str) -> str:
-    return JobRequest(job=job, project_id=project_id, date=date.fromisoformat(run_date)).model_dump_json()  # type: ignore[arg-type]
+    return JobRequest(job=job, project_id=project_id, date=date.fromisoformat(run_date)).model_dump_json()
 
 
-def fake_run_job(fail_for: set[str] | None = None) -> tuple[list[JobRequest], Callable[..., JobReport]]:
+def fake_jobs(
+    worker: ModuleType, monkeypatch: pytest.MonkeyPatch, fail_for: set[str] | None = None
+) -> list[JobRequest]:
+    """Give the worker a job table whose every scheduled job records its request (and fails for
+    the projects of ``fail_for``); returns the requests seen."""
+    from agent_memory.events.jobs import Job, JobOutcome
+
     seen: list[JobRequest] = []
 
-    def run(deps: Any, request: JobRequest) -> JobReport:
+    def run(deps: Any, request: JobRequest) -> JobOutcome:
         seen.append(request)
         if request.project_id in (fail_for or set()):
             raise RuntimeError("boom")
-        return JobReport(job=request.job, project_id=request.project_id, date=request.date, changed=True)
+        return JobOutcome(result={"project_id": request.project_id, "changed": True}, metrics=())
 
-    return seen, run
+    for name in ("distill", "archive", "prune"):
+        monkeypatch.setitem(worker.app.jobs, name, Job(run=run))
+    return seen
 
 
 # ----------------------------------------------------------------------------------- dispatcher
@@ -218,7 +227,8 @@ def test_dispatcher_defaults_to_the_project_time_zone(
     # (18:00 in Berlin, already 01:00 on 03-11 in Shanghai),
     monkeypatch.setenv("PROJECT_TIME_ZONE", "Europe/Berlin")
     module = load_function("job_dispatcher")
-    monkeypatch.setattr(module, "clock", lambda: datetime(2026, 3, 10, 17, 0, tzinfo=UTC))
+    at = datetime(2026, 3, 10, 17, 0, tzinfo=UTC)
+    monkeypatch.setattr(module.app, "deps", replace(module.app.deps, clock=lambda: at))
     # When an Input without a time zone arrives, Then the run date is Berlin's.
     report = module.lambda_handler({"job": "distill"}, lambda_context)
     assert (report["time_zone"], report["run_date"], report["activity_dates"]) == (
@@ -242,8 +252,7 @@ def test_a_malformed_record_fails_alone(
     worker: ModuleType, monkeypatch: pytest.MonkeyPatch, lambda_context: Any
 ) -> None:
     # Given a batch with two good requests, a body that is not JSON and one missing fields,
-    seen, run = fake_run_job()
-    monkeypatch.setattr(worker, "run_job", run)
+    seen = fake_jobs(worker, monkeypatch)
     records = [record(request_body("distill", "p1", "2026-03-11")), record("not json"),
                record(json.dumps({"job": "distill"})), record(request_body("distill", "p2", "2026-03-11"))]
     # When the worker handles it,
@@ -257,8 +266,7 @@ def test_a_malformed_record_fails_alone(
 def test_a_failing_job_fails_only_its_record(
     worker: ModuleType, monkeypatch: pytest.MonkeyPatch, lambda_context: Any
 ) -> None:
-    seen, run = fake_run_job(fail_for={"p-bad"})
-    monkeypatch.setattr(worker, "run_job", run)
+    seen = fake_jobs(worker, monkeypatch, fail_for={"p-bad"})
     records = [record(request_body("archive", p, "2026-03-16")) for p in ("p1", "p-bad", "p3")]
     response = worker.lambda_handler(sqs_event(records), lambda_context)
     assert response == {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
@@ -276,8 +284,7 @@ def test_a_record_failing_every_time_ends_in_the_dead_letter_queue(
     worker: ModuleType, resources: dict[str, Any], monkeypatch: pytest.MonkeyPatch, lambda_context: Any
 ) -> None:
     # Given a queued request whose job always fails,
-    seen, run = fake_run_job(fail_for={"p-bad"})
-    monkeypatch.setattr(worker, "run_job", run)
+    seen = fake_jobs(worker, monkeypatch, fail_for={"p-bad"})
     sqs = boto3.client("sqs")
     sqs.send_message(QueueUrl=resources["JobQueue"].ref, MessageBody=request_body("distill", "p-bad", "2026-03-11"))
     # When the queue is delivered (failed records become visible again, as after the visibility timeout),

@@ -94,6 +94,22 @@ def _ends_within(pid: int, seconds: float) -> bool:
     return False
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every process started by ``pid`` or by one of its descendants (from /proc)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # ended meanwhile
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
 def _turn(base_url: str, session: str, text: str) -> tuple[str, str] | None:
     """Post one chat turn; its (user message id, reply id) when acknowledged, else None."""
     response = requests.post(f"{base_url}/v1/projects/{PROJECT}/sessions/{session}/messages",
@@ -138,10 +154,14 @@ def test_every_acknowledged_turn_is_there_after_sigkill_and_after_a_clean_restar
         assert len(acked) == 4 * 4 * 2
         moto_pid = first.stack["moto_pid"]
         assert moto_pid != first.process.pid  # DynamoDB runs in a process of its own, as a service would
+        children = _descendants(first.process.pid)  # moto, the function containers and their fork server
+        assert moto_pid in children and len(children) >= 3
         first.process.send_signal(signal.SIGKILL)
         first.process.wait(timeout=30)
-    # Then moto's process ends with it (it does not keep the data directory locked)
+    # Then moto's process ends with it (it does not keep the data directory locked), and so does
+    # every container of the functions
     assert _ends_within(moto_pid, 10)
+    assert [pid for pid in children if not _ends_within(pid, 10)] == []
     # When it starts again on the same data directory
     with local_server(data_dir, tmp_path) as second:
         # Then it says it restored the data, and every acknowledged message is there

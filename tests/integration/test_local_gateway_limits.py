@@ -8,7 +8,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from infra.local.stack import MAX_REQUEST_BODY_BYTES, LocalStack
+from infra.local.gateway import MAX_REQUEST_BODY_BYTES
+from infra.local.stack import LocalStack
 from tests.support.auth import bearer
 
 

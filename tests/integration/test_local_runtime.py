@@ -7,9 +7,12 @@ import json
 import logging
 import os
 import re
+import signal
+import time
 import uuid
 from datetime import UTC, date, datetime
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,13 +20,8 @@ import requests
 
 from agent_memory.http.powertools import APIGatewayProxyEventV2
 from infra.local.events import LocalLambdaContext, build_http_api_event, stringify_claim
-from infra.local.stack import (
-    LocalStack,
-    LocalStackError,
-    claims_for_request,
-    lambda_result_to_response,
-    merge_function_environments,
-)
+from infra.local.gateway import claims_for_request, lambda_result_to_response
+from infra.local.stack import LocalStack, LocalStackError, merge_function_environments
 from infra.local.token import mint_token
 from infra.template_model import FUNCTION_TYPE, FunctionSpec, load_template, resources_of_type, table_specs
 from tests.support.auth import bearer
@@ -168,7 +166,7 @@ def test_lambda_context_counts_down_from_the_timeout() -> None:
 
 # --------------------------------------------------------------------------- gateway pieces
 def test_claims_for_request_refuses_a_request_without_authorization() -> None:
-    from infra.local.stack import Unauthorized
+    from infra.local.gateway import Unauthorized
 
     with pytest.raises(Unauthorized):
         claims_for_request({"content-type": "application/json"})
@@ -295,7 +293,7 @@ def test_seeding_twice_changes_nothing(local_stack: LocalStack) -> None:
     before = _scan(local_stack, "MemoryTable")
 
     # When the demo is seeded again
-    seed_demo(local_stack.repo, now=datetime.now(UTC))
+    seed_demo(local_stack.repo.projects, now=datetime.now(UTC))
 
     # Then the memory table is item-for-item identical
     assert _scan(local_stack, "MemoryTable") == before
@@ -521,3 +519,56 @@ def test_once_a_stop_is_requested_a_new_request_gets_503_before_the_stack_stops(
     # and without the flag the same turn is answered
     again = requests.post(f"{url}/messages", json={"content": "再发一次"}, headers=headers, timeout=30)
     assert again.status_code == 200
+
+
+def test_a_container_that_dies_holding_a_request_is_502_and_is_replaced(local_stack: LocalStack) -> None:
+    from infra.local.functions import CONTAINER_HOOK_ENV
+
+    health = f"{local_stack.base_url}/v1/health"
+    hook = {CONTAINER_HOOK_ENV: "tests.support.container_hooks:die_on_request_header"}
+    with local_stack.configured("ApiFunction", hook):
+        # Given a container of the API function that is killed while it handles a request
+        died = requests.get(health, headers={"x-test-die": "1"}, timeout=30)
+        # Then that request is 502, as API Gateway answers a function that failed without a response
+        assert died.status_code == 502
+        assert died.json() == {"message": "Internal Server Error"}
+        # and the next one is answered by a new container
+        assert requests.get(health, timeout=30).status_code == 200
+        # as is one after an idle container was killed (say, by the out-of-memory killer)
+        (container,) = local_stack.functions["ApiFunction"].containers
+        os.kill(container.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10
+        while container.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert requests.get(health, timeout=30).status_code == 200
+        assert container not in local_stack.functions["ApiFunction"].containers
+
+
+def test_concurrent_requests_to_one_function_each_get_their_own_answer(local_stack: LocalStack) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    headers = bearer()
+    sessions = [f"{_session()}-{n}" for n in range(8)]
+
+    def turn(session: str) -> str:
+        url = f"{local_stack.base_url}/v1/projects/demo-iit/sessions/{session}/messages"
+        response = requests.post(url, json={"content": f"标记 {session}"}, headers=headers, timeout=60)
+        assert response.status_code == 200, response.text
+        return str(response.json()["user_message_id"])
+
+    # When 8 chat turns of 8 sessions arrive at once (several containers of the chat function)
+    with ThreadPoolExecutor(8) as pool:
+        user_message_ids = dict(zip(sessions, pool.map(turn, sessions), strict=True))
+    # Then the chat function, deployed with SnapStart, ran them in containers forked from its snapshot
+    chat = local_stack.functions["ChatFunction"]
+    assert chat.snap_start and chat._snapshot is not None and len(chat.containers) >= 2
+    parents = {int(Path(f"/proc/{c.pid}/stat").read_text().rsplit(")", 1)[1].split()[1])  # type: ignore[attr-defined]
+               for c in chat.containers}
+    assert parents == {chat._snapshot.process.pid}
+    # and each was handled with its own request: each session holds its own message, under the id
+    # its answer gave
+    for session, message_id in user_message_ids.items():
+        window = requests.get(f"{local_stack.base_url}/v1/projects/demo-iit/sessions/{session}", headers=headers,
+                              timeout=30).json()["window"]
+        mine = [m for m in window if m["role"] == "user"]
+        assert [(m["message_id"], m["content"]) for m in mine] == [(message_id, f"标记 {session}")]

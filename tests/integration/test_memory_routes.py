@@ -43,7 +43,7 @@ def get(stack: LocalStack, path: str, headers: dict[str, str] | None = None) -> 
 
 def new_project(stack: LocalStack) -> str:
     project_id = f"jobs-{uuid.uuid4().hex[:10]}"
-    stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                    created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return project_id
 

@@ -1,4 +1,4 @@
-"""moto as ``make run`` runs it: a child process (``python -m infra.local.moto_patches``) that ends
+"""moto as ``make run`` runs it: a child process (``python -m infra.local.moto_server``) that ends
 when its parent's end of its standard input closes — also while it is still restoring the data."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from infra.local import moto_patches, moto_persistence
+from infra.local import moto_persistence, moto_server
 from infra.local.stack import REPO_ROOT, free_port
 
 pytestmark = pytest.mark.slow
@@ -22,9 +22,9 @@ pytestmark = pytest.mark.slow
 
 def _start(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MOTO_DATA_DIR": str(data_dir),
-           moto_patches.EXIT_WITH_STDIN_ENV: "1"}
+           moto_server.EXIT_WITH_STDIN_ENV: "1"}
     env.pop("AWS_ENDPOINT_URL", None)
-    return subprocess.Popen([sys.executable, "-m", "infra.local.moto_patches", "-H", "127.0.0.1", "-p", str(port)],
+    return subprocess.Popen([sys.executable, "-m", "infra.local.moto_server", "-H", "127.0.0.1", "-p", str(port)],
                             env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -90,9 +90,9 @@ def test_moto_refuses_a_data_directory_in_use_with_its_exit_code_and_reason(tmp_
     try:
         # When a moto child is started on it, its parent holding its standard input open
         env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MOTO_DATA_DIR": str(data_dir),
-               moto_patches.EXIT_WITH_STDIN_ENV: "1"}
+               moto_server.EXIT_WITH_STDIN_ENV: "1"}
         env.pop("AWS_ENDPOINT_URL", None)
-        child = subprocess.Popen([sys.executable, "-m", "infra.local.moto_patches", "-H", "127.0.0.1",
+        child = subprocess.Popen([sys.executable, "-m", "infra.local.moto_server", "-H", "127.0.0.1",
                                   "-p", str(free_port())], env=env, stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         assert child.stderr is not None
@@ -102,6 +102,6 @@ def test_moto_refuses_a_data_directory_in_use_with_its_exit_code_and_reason(tmp_
         os.close(holder)
     # Then it exits with EXIT_DATA_DIR_UNUSABLE and says why on its last stderr line (the thread
     # watching stdin must not abort the interpreter's shutdown: it once ended with SIGABRT, -6)
-    assert code == moto_patches.EXIT_DATA_DIR_UNUSABLE
+    assert code == moto_server.EXIT_DATA_DIR_UNUSABLE
     last = err.decode("utf-8").strip().splitlines()[-1]
     assert "is in use by another local server" in last

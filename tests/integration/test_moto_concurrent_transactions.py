@@ -1,9 +1,11 @@
-"""Concurrent TransactWriteItems on moto keep every acknowledged write and nothing of a failed one.
+"""Concurrent TransactWriteItems on moto as the local stack runs it keep every acknowledged write and
+nothing of a failed one.
 
 Unpatched moto (5.2.x) snapshots each touched table with ``copy.deepcopy`` and, when a condition
-fails, restores the whole snapshot: writes that other threads committed in between vanish although
-they returned 200. ``infra.local.moto_patches`` (applied by the local stack) serialises the
-transactions and rolls back only the items the failed transaction touched.
+fails, restores the whole snapshot: under concurrent requests, writes committed in between vanish
+although they returned 200. The local stack's moto server (``infra.local.moto_server``) handles one
+request at a time, and ``infra.local.moto_patches`` rolls back only the items a failed transaction
+touched (no copy of the tables).
 
 The scenario mirrors the local stack's hot spot: many writers on ONE session's key range, each
 transaction bumping the session's counter item and adding a message item, some transactions
@@ -20,9 +22,8 @@ from typing import Any
 import boto3
 import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 
-from infra.local import moto_patches
+from infra.local.moto_server import MotoServer
 
 TABLE = "concurrency"
 SESSION = "SESSION#s1"
@@ -39,7 +40,8 @@ def _create_table(client: Any) -> None:
                               {"AttributeName": "sk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    resource_table = boto3.resource("dynamodb", region_name="us-east-1").Table(TABLE)
+    resource_table = boto3.resource("dynamodb", region_name="us-east-1", endpoint_url=client.meta.endpoint_url,
+                                    aws_access_key_id="x", aws_secret_access_key="x").Table(TABLE)
     with resource_table.batch_writer() as batch:
         for n in range(BACKGROUND_ITEMS):
             batch.put_item(Item={"pk": f"SESSION#other{n % 50}", "sk": f"MSG#{n:05d}", "body": "x" * 200})
@@ -114,13 +116,23 @@ def session_state(client: Any) -> tuple[int, list[str]]:
     return count, sorted(i["sk"]["S"] for i in items if i["sk"]["S"] != "META")
 
 
+@pytest.fixture(scope="module")
+def moto_server() -> Iterator[str]:
+    server = MotoServer("127.0.0.1", 0)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-def dynamodb() -> Iterator[Any]:
-    moto_patches.apply()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        _create_table(client)
-        yield client
+def dynamodb(moto_server: str) -> Iterator[Any]:
+    client = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=moto_server,
+                          aws_access_key_id="x", aws_secret_access_key="x")
+    _create_table(client)
+    yield client
+    client.delete_table(TableName=TABLE)
 
 
 def test_concurrent_transactions_keep_every_acknowledged_write_and_nothing_of_a_cancelled_one(dynamodb: Any) -> None:

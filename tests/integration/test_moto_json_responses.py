@@ -1,12 +1,13 @@
 """moto's fast paths in ``infra.local.moto_patches`` answer exactly what moto itself answers.
 
 The fast paths: item operations' requests read and responses written as plain JSON (instead of
-moto's botocore-model-driven parser and serializer), condition expressions parsed once per distinct
-(expression, names, values), items built with one size check. The same sequence of DynamoDB calls
-(every attribute type, Chinese text, binary values, missing items, pagination, return values, a
-cancelled transaction, failed and passed conditions, invalid expressions, an unused name, an item
-over the size limit) runs twice, each time on fresh moto backends: once as moto does it, once with
-the fast paths. The responses botocore parsed must be equal call by call (apart from request ids).
+moto's botocore-model-driven parser and serializer), items built with one size check, and each
+distinct condition expression parsed once. The same
+sequence of DynamoDB calls (every attribute type, Chinese text, binary values, missing items,
+pagination, return values, a cancelled transaction, failed and passed conditions, invalid
+expressions, an unused name, items at and over the size limit) runs twice, each time on fresh moto
+backends: once as moto does it, once with the fast paths. The responses botocore parsed must be
+equal call by call (apart from request ids).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
-from moto.dynamodb import comparisons, models
-from moto.dynamodb import responses as dynamodb_responses
-from moto.dynamodb.models import table as dynamodb_table
+from moto.dynamodb.comparisons import ConditionExpressionParser
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.responses import DynamoHandler, DynamoResult
 
@@ -129,21 +128,15 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def _set_fast_paths(on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every fast path of ``moto_patches`` on, or moto's own code in their places."""
-    def pick(moto: Any, fast: Any) -> Any:
-        return fast if on else moto
-
+    """The fast paths of ``moto_patches`` on, or moto's own code in their places."""
     monkeypatch.setattr(DynamoResult, "execute_result",
-                        pick(moto_patches._moto_execute_result, moto_patches._item_response_as_json))
+                        moto_patches._item_response_as_json if on else moto_patches._moto_execute_result)
     monkeypatch.setattr(DynamoHandler, "parse_parameters",
-                        pick(moto_patches._moto_parse_parameters, moto_patches._parse_item_request_as_json))
-    monkeypatch.setattr(Item, "__init__", pick(moto_patches._moto_item_init, moto_patches._item_init_checked_once))
-    for module in (comparisons, models, dynamodb_responses):
-        monkeypatch.setattr(module, "create_condition_expression_parser",
-                            pick(moto_patches._moto_condition_parser, moto_patches._cached_condition_parser))
-    for module in (comparisons, models, dynamodb_table):
-        monkeypatch.setattr(module, "get_filter_expression",
-                            pick(moto_patches._moto_filter_expression, moto_patches.cached_filter_expression))
+                        moto_patches._parse_item_request_as_json if on else moto_patches._moto_parse_parameters)
+    monkeypatch.setattr(Item, "__init__", moto_patches._item_init_checked_once if on else moto_patches._moto_item_init)
+    monkeypatch.setattr(ConditionExpressionParser, "parse",
+                        moto_patches._parse_condition_once if on else moto_patches._moto_parse_condition)
+    moto_patches._PARSED.clear()
 
 
 def _run(fast_paths: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
@@ -175,7 +168,6 @@ def _run(fast_paths: bool, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, A
 
 def test_moto_answers_the_same_with_the_fast_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     with_moto = _run(False, monkeypatch)
-    moto_patches._parsed_condition.cache_clear()
     with_fast_paths = _run(True, monkeypatch)
 
     assert [name for name, _ in with_fast_paths] == [name for name, _ in with_moto]
@@ -197,11 +189,13 @@ def test_moto_answers_the_same_with_the_fast_paths(monkeypatch: pytest.MonkeyPat
     assert responses["item_just_under_the_limit"] == {}
     assert "Item size has exceeded" in responses["item_over_the_limit"][1]["Error"]["Message"]
     assert responses["transaction_with_an_item_over_the_limit"][0] == "error"
-    # the parses were kept: the versioned expression was parsed once per distinct set of values
-    assert moto_patches._parsed_condition.cache_info().hits > 0
+    # the parses were kept: the versioned condition once per distinct value it was given
+    versioned = [key for key in moto_patches._PARSED if key[0] == "attribute_not_exists(#v) OR #v = :v"]
+    assert len(versioned) == 4  # values 0, 1, 2, 7 (1 twice)
 
 
 def test_apply_installs_the_json_fast_path() -> None:
     moto_patches.apply()
 
     assert DynamoResult.execute_result is moto_patches._item_response_as_json
+    assert DynamoHandler.parse_parameters is moto_patches._parse_item_request_as_json

@@ -15,7 +15,11 @@ from typing import Any
 import boto3
 import pytest
 
-from agent_memory.adapters.dynamo.governance import GovernanceRepository
+from agent_memory.adapters.dynamo.admin import AdminRepository
+from agent_memory.adapters.dynamo.erasure import ErasureRepository
+from agent_memory.adapters.dynamo.export import ExportRepository
+from agent_memory.adapters.dynamo.patient_refs_upkeep import PatientRefsRepository
+from agent_memory.adapters.dynamo.removal import RemovalRepository
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.chat.turn import ChatDeps
 from agent_memory.consultation import sessions
@@ -24,6 +28,7 @@ from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS, Diagnosis
 from agent_memory.governance.erasure import GovernanceDeps, request_erasure
 from agent_memory.governance.export import export_lines
 from agent_memory.governance.removal import request_removal
+from tests.fakes import ScriptedLLM
 from tests.unit.chat_support import chat_llm, session_block
 from tests.unit.sessions_support import CLINIC, chat_deps, say, seed_clinic, sessions_deps
 
@@ -47,6 +52,20 @@ def _client() -> Any:
 def _refs_item(aws: dict[str, str], patient_id: str, project_id: str = CLINIC) -> dict[str, Any] | None:
     return _client().get_item(TableName=aws["SessionsTable"], ConsistentRead=True, Key={
         "pk": {"S": f"{project_id}#PATIENT#{patient_id}"}, "sk": {"S": REFS_SK}}).get("Item")
+
+
+def _stored_refs_item(aws: dict[str, str], patient_id: str) -> dict[str, Any]:
+    item = _refs_item(aws, patient_id)
+    assert item is not None, f"no references item of {patient_id}"
+    return item
+
+
+def _diagnoses_sent(deps: ChatDeps, call: int) -> list[str]:
+    """The diagnosis ids the session block of the ``call``-th chat request listed (the deps' LLM is
+    the recorder of ``chat_llm``)."""
+    llm = deps.llm
+    assert isinstance(llm, ScriptedLLM)
+    return _diagnosis_ids_in(session_block(llm.requests[call]))
 
 
 def _ref_ids(srepo: SessionsRepository, patient_id: str) -> list[str]:
@@ -89,11 +108,11 @@ def counted() -> Iterator[DynamoCalls]:
             counter.calls.append((operation, params))
         return original(client, operation, params)
 
-    BaseClient._make_api_call = counting  # type: ignore[method-assign]
+    BaseClient._make_api_call = counting
     try:
         yield counter
     finally:
-        BaseClient._make_api_call = original  # type: ignore[method-assign]
+        BaseClient._make_api_call = original
 
 
 def _new_visit(srepo: SessionsRepository, patient_id: str, session_id: str) -> tuple[ChatDeps, DynamoCalls]:
@@ -120,7 +139,7 @@ def test_a_patients_first_turn_is_one_batch_read_and_one_transaction_with_the_ne
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
     # and the prompt's session block names exactly the 20 newest diagnoses, oldest first
     newest = [f"dx-{i:02d}" for i in range(2, 22)]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == newest  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == newest
     assert [d.ref().diagnosis_id for d in reversed(srepo.patient_diagnoses(CLINIC, "pt-1", limit=20))] == newest
 
     # and a second turn of that session in the same container does not read the item again
@@ -130,13 +149,13 @@ def test_a_patients_first_turn_is_one_batch_read_and_one_transaction_with_the_ne
     read_keys = [k["sk"]["S"] for _, p in later.calls if _ == "BatchGetItem"
                  for table in p["RequestItems"].values() for k in table["Keys"]]
     assert REFS_SK not in read_keys
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[1])) == newest  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 1) == newest
 
 
 def test_a_new_patients_first_turn_costs_two_round_trips_and_lists_no_diagnosis(srepo: SessionsRepository) -> None:
     deps, calls = _new_visit(srepo, "pt-new", "first")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == []  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == []
 
 
 def test_a_session_created_for_a_patient_carries_the_references_item(srepo: SessionsRepository) -> None:
@@ -180,7 +199,7 @@ def test_two_diagnoses_of_one_patient_written_at_once_from_two_sessions_are_both
     # Then a's first write was refused (the item changed), retried, and both references are kept
     assert Racing.conflicts == 1
     assert sorted(_ref_ids(srepo, "pt-3")) == ["dx-0", "dx-a", "dx-b"]
-    assert int(_refs_item(aws, "pt-3")["version"]["N"]) == 3  # type: ignore[index]
+    assert int(_stored_refs_item(aws, "pt-3")["version"]["N"]) == 3
 
 
 def test_two_first_diagnoses_of_a_new_patient_create_one_item_holding_both(srepo: SessionsRepository) -> None:
@@ -208,7 +227,9 @@ def test_two_first_diagnoses_of_a_new_patient_create_one_item_holding_both(srepo
 
 # ----------------------------------------------------------------------------- erasure
 def _governance() -> GovernanceDeps:
-    return GovernanceDeps(store=GovernanceRepository(), jobs=None, clock=lambda: datetime.now(UTC))
+    return GovernanceDeps(admin=AdminRepository(), erasures=ErasureRepository(), patient_refs=PatientRefsRepository(),
+                          exports=ExportRepository(), removals=RemovalRepository(), jobs=None,
+                          clock=lambda: datetime.now(UTC))
 
 
 def test_erasing_a_session_removes_its_references_and_refills_older_ones(srepo: SessionsRepository) -> None:
@@ -227,7 +248,7 @@ def test_erasing_a_session_removes_its_references_and_refills_older_ones(srepo: 
     assert _ref_ids(srepo, "pt-5") == ["dx-old-0", "dx-old-1", "dx-old-2"]
     # and the next first turn of pt-5 names no erased diagnosis
     deps, calls = _new_visit(srepo, "pt-5", "next")
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == ["dx-old-0", "dx-old-1", "dx-old-2"]  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == ["dx-old-0", "dx-old-1", "dx-old-2"]
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
 
 
@@ -244,7 +265,7 @@ def test_erasing_a_patient_deletes_their_references_item(srepo: SessionsReposito
     assert _refs_item(aws, "pt-6") is None
     assert _ref_ids(srepo, "pt-7") == ["dx-c"]  # another patient's item is untouched
     deps, _ = _new_visit(srepo, "pt-6", "after")
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == []  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == []
 
 
 def test_no_diagnosis_can_be_added_to_a_session_once_its_erasure_started(srepo: SessionsRepository) -> None:
@@ -254,7 +275,7 @@ def test_no_diagnosis_can_be_added_to_a_session_once_its_erasure_started(srepo: 
     sdeps = sessions_deps(srepo)
     _visit(srepo, sdeps, "pt-8", "a", ["dx-a"])
     # Given the erasure record of session a is written (its items are not deleted yet)
-    GovernanceRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="a",
+    ErasureRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="a",
                                                        actor="admin", requested_at=datetime.now(UTC)))
     # When a diagnosis is added to it, Then it is refused and the references are unchanged
     with pytest.raises(SessionNotFound):
@@ -286,7 +307,7 @@ def test_the_item_expires_no_earlier_than_any_diagnosis_it_references(aws: dict[
     repo = SessionsRepository(session_retention_days=30)
     seed_clinic(repo)
     _visit(repo, sessions_deps(repo), "pt-10", "a", ["dx-a"])
-    first = int(_refs_item(aws, "pt-10")["expires_at"]["N"])  # type: ignore[index]
+    first = int(_stored_refs_item(aws, "pt-10")["expires_at"]["N"])
     diagnosis = _client().get_item(TableName=aws["SessionsTable"], Key={
         "pk": {"S": f"{CLINIC}#a"}, "sk": {"S": "DIAG#dx-a"}})["Item"]
     assert first == int(diagnosis["expires_at"]["N"])
@@ -296,7 +317,7 @@ def test_the_item_expires_no_earlier_than_any_diagnosis_it_references(aws: dict[
                            diagnosis_id="dx-b")
 
     # Then the item still expires with the 30-day diagnosis, not 10 days after the later one
-    assert int(_refs_item(aws, "pt-10")["expires_at"]["N"]) == first  # type: ignore[index]
+    assert int(_stored_refs_item(aws, "pt-10")["expires_at"]["N"]) == first
     assert _ref_ids(repo, "pt-10") == ["dx-a", "dx-b"]
 
 
@@ -321,23 +342,23 @@ def test_a_patient_from_before_the_items_is_queried_until_the_project_is_backfil
     # When pt-11's new session takes its first turn, Then one Query found the diagnoses (3 round trips)
     deps, calls = _new_visit(srepo, "pt-11", "b")
     assert calls.names == ["BatchGetItem", "Query", "TransactWriteItems"]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == ["dx-a", "dx-b"]  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == ["dx-a", "dx-b"]
     # and a new patient of that project is queried too (nothing says the item's absence means none)
     _, calls = _new_visit(srepo, "pt-12", "c")
     assert calls.names == ["BatchGetItem", "Query", "TransactWriteItems"]
 
     # When the project is backfilled
-    written = GovernanceRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
+    written = PatientRefsRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
 
     # Then pt-11 has the item, the project is marked, and first turns cost two round trips again
     assert written == 1 and _ref_ids(srepo, "pt-11") == ["dx-a", "dx-b"]
     deps, calls = _new_visit(srepo, "pt-11", "d")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
-    assert _diagnosis_ids_in(session_block(deps.llm.requests[0])) == ["dx-a", "dx-b"]  # type: ignore[attr-defined]
+    assert _diagnoses_sent(deps, 0) == ["dx-a", "dx-b"]
     _, calls = _new_visit(srepo, "pt-13", "e")
     assert calls.names == ["BatchGetItem", "TransactWriteItems"]
     # and a second backfill finds the project marked and writes nothing
-    assert GovernanceRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC)) == 0
+    assert PatientRefsRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC)) == 0
 
 
 def test_a_diagnosis_of_a_patient_from_before_the_items_builds_the_item_from_all_their_diagnoses(
@@ -357,7 +378,7 @@ def test_updating_the_project_record_keeps_its_mark(srepo: SessionsRepository, a
     project = srepo.get_project(CLINIC)
     # When an admin renames it and the seed replaces its record
     MemberRepository().update_project(project.model_copy(update={"name": "改名"}))
-    srepo.put_project(project.model_copy(update={"name": "改名", "time_zone": "Europe/Berlin"}))
+    srepo.projects.put_project(project.model_copy(update={"name": "改名", "time_zone": "Europe/Berlin"}))
     # Then the record holds both changes and still its mark
     item = _client().get_item(TableName=aws["MemoryTable"], Key={"pk": {"S": CLINIC}, "sk": {"S": "PROJECT"}})["Item"]
     assert "patient_refs_since" in item
@@ -372,8 +393,8 @@ def test_the_backfill_leaves_out_sessions_being_erased(srepo: SessionsRepository
     _visit(srepo, sdeps, "pt-15", "b", ["dx-b"])
     _as_before_the_items(aws, "pt-15")
     # Given pt-15's diagnoses from before the items, and an erasure of session b just started
-    GovernanceRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="b",
+    ErasureRepository().start_erasure(ErasureRecord(project_id=CLINIC, kind="session", target_id="b",
                                                        actor="admin", requested_at=datetime.now(UTC)))
     # When the project is backfilled, Then the item leaves out the diagnosis of the session being erased
-    GovernanceRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
+    PatientRefsRepository().backfill_patient_refs(CLINIC, now=datetime.now(UTC))
     assert _ref_ids(srepo, "pt-15") == ["dx-a"]

@@ -15,11 +15,11 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 import requests
 
 from agent_memory.adapters.dynamo.tables import WeeklyReportItem
 from agent_memory.domain.models import Project
+from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
 from infra.local.token import mint_token
 from tests.integration.test_governance import Client, _consult, _scan_all, _uid
@@ -28,7 +28,7 @@ from tests.support.auth import bearer, operator_bearer
 
 def _new_project(stack: LocalStack, prefix: str) -> str:
     project_id = _uid(prefix)
-    stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                    kind="clinic", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return project_id
 
@@ -144,34 +144,31 @@ def test_a_project_admin_gets_403_and_a_missing_confirmation_422(local_stack: Lo
     assert Client(local_stack, project).call("GET", "/memory").status_code == 200
 
 
-def test_removal_answers_409_while_an_erasure_job_runs_then_runs_as_a_job(
-    local_stack: LocalStack, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_removal_answers_409_while_an_erasure_job_runs_then_runs_as_a_job(local_stack: LocalStack) -> None:
     from infra.jobs import LocalJobs
 
     project = _new_project(local_stack, "rm")
     admin = _populate(local_stack, project)
-    module = local_stack.functions["GovernanceFunction"].module
-    deps = module.deps
-    monkeypatch.setattr(module, "deps", type(deps)(store=deps.store, jobs=deps.jobs, clock=deps.clock,
-                                                   inline_items=2, schedules=deps.schedules))
-    # Given an erasure of one of its sessions running as a job
-    sid = admin.call("GET", "/sessions").json()["sessions"][0]["session_id"]
-    assert admin.call("DELETE", f"/sessions/{sid}").status_code == 202
-    # When the operator asks for the removal, then the answer is 409 and nothing is removed
-    refused = _remove(local_stack, project)
-    assert refused.status_code == 409 and refused.json()["error"] == "jobs_running", refused.text
-    assert admin.call("GET", "/memory").status_code == 200
-    # Once the job is done, the removal runs as a job itself: 202 with a status URL
-    LocalJobs.for_stack(local_stack).deliver()
-    r = _remove(local_stack, project)
-    assert r.status_code == 202, r.text
-    assert r.json()["status_url"] == f"/v1/projects/{project}/removal"
-    assert _remove(local_stack, project).status_code == 202  # again while running: the same job
-    LocalJobs.for_stack(local_stack).deliver()
-    status = requests.get(f"{local_stack.base_url}/v1/projects/{project}/removal", headers=operator_bearer(),
-                          timeout=30).json()
-    assert status["status"] == "done" and status["mode"] == "job"
-    assert status["counts"]["session"] == 2  # the third was erased before
-    assert len(_of_project(_scan_all(local_stack), project)) == 1
-    assert _remove(local_stack, project).status_code == 204
+    # (the governance function's containers erase inline only targets of at most 2 items)
+    hook = {CONTAINER_HOOK_ENV: "tests.support.container_hooks:erase_inline_up_to_two_items"}
+    with local_stack.configured("GovernanceFunction", hook):
+        # Given an erasure of one of its sessions running as a job
+        sid = admin.call("GET", "/sessions").json()["sessions"][0]["session_id"]
+        assert admin.call("DELETE", f"/sessions/{sid}").status_code == 202
+        # When the operator asks for the removal, then the answer is 409 and nothing is removed
+        refused = _remove(local_stack, project)
+        assert refused.status_code == 409 and refused.json()["error"] == "jobs_running", refused.text
+        assert admin.call("GET", "/memory").status_code == 200
+        # Once the job is done, the removal runs as a job itself: 202 with a status URL
+        LocalJobs.for_stack(local_stack).deliver()
+        r = _remove(local_stack, project)
+        assert r.status_code == 202, r.text
+        assert r.json()["status_url"] == f"/v1/projects/{project}/removal"
+        assert _remove(local_stack, project).status_code == 202  # again while running: the same job
+        LocalJobs.for_stack(local_stack).deliver()
+        status = requests.get(f"{local_stack.base_url}/v1/projects/{project}/removal", headers=operator_bearer(),
+                              timeout=30).json()
+        assert status["status"] == "done" and status["mode"] == "job"
+        assert status["counts"]["session"] == 2  # the third was erased before
+        assert len(_of_project(_scan_all(local_stack), project)) == 1
+        assert _remove(local_stack, project).status_code == 204

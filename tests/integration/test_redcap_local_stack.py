@@ -8,16 +8,19 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redcap
 import requests
 
+from infra.local.functions import CONTAINER_HOOK_ENV
 from infra.local.stack import LocalStack
 from tests.support.auth import bearer
+from tests.support.container_hooks import LLM_REQUEST_LOG_ENV
 
 PROJECT = "demo-iit"
 IDENTIFIER_FIELDS = ["subj_name", "resident_id", "phone", "email"]
@@ -132,25 +135,19 @@ def _scan_all(stack: LocalStack) -> str:
 
 
 @pytest.fixture
-def prompts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every request the (in-process) offline provider receives while the test runs, as JSON."""
-    from dataclasses import asdict
-
-    from agent_memory.adapters.llm.offline import OfflineLLM
-
-    seen: list[str] = []
-    complete = OfflineLLM.complete
-
-    def recording(self: OfflineLLM, request: Any) -> Any:
-        seen.append(json.dumps(asdict(request), ensure_ascii=False, default=str))
-        return complete(self, request)
-
-    monkeypatch.setattr(OfflineLLM, "complete", recording)
-    return seen
+def prompts(local_stack: LocalStack, tmp_path: Path) -> Iterator[Callable[[], list[str]]]:
+    """Reads every request the offline provider received while the test ran, as JSON: recorded
+    inside the chat function's containers (``tests.support.container_hooks.record_llm_requests``)."""
+    log = tmp_path / "llm-requests.jsonl"
+    log.touch()
+    hook = {CONTAINER_HOOK_ENV: "tests.support.container_hooks:record_llm_requests", LLM_REQUEST_LOG_ENV: str(log)}
+    with local_stack.configured("ChatFunction", hook):
+        yield lambda: log.read_text(encoding="utf-8").splitlines()
 
 
 def test_no_identifier_of_any_subject_is_stored_sent_or_logged(
-    local_stack: LocalStack, collected_logs: _Collect, capsys: pytest.CaptureFixture[str], prompts: list[str]
+    local_stack: LocalStack, collected_logs: _Collect, capsys: pytest.CaptureFixture[str],
+    prompts: Callable[[], list[str]],
 ) -> None:
     # Given every subject's identifier values, exported through the REDCap API as REDCap holds them
     info = local_stack.describe()["redcap"]
@@ -177,9 +174,11 @@ def test_no_identifier_of_any_subject_is_stored_sent_or_logged(
 
     # Then no identifier value is in any prompt (tool results included), reply, context view, session
     # window, stored item (messages, flow log, session items) or log line
-    assert any("tool_result" in p and "[phone number withheld]" in p for p in prompts)  # results were sent
-    everything = "\n".join([*prompts, *seen, _scan_all(local_stack), *collected_logs.lines,
-                            capsys.readouterr().out])
+    sent = prompts()
+    assert any("tool_result" in p and "[phone number withheld]" in p for p in sent)  # results were sent
+    captured = capsys.readouterr()  # the containers' stdout and stderr come out in this process's
+    everything = "\n".join([*sent, *seen, _scan_all(local_stack), *collected_logs.lines,
+                            captured.out, captured.err])
     assert "P010" in everything and "2026-02-05" in everything  # the data itself did flow
     for sid, (name, resident_id, phone, email) in identifiers.items():
         for value in (name, resident_id, phone, f"{phone[:3]} {phone[3:7]} {phone[7:]}", email):

@@ -152,7 +152,7 @@ def test_the_reminder_function_publishes_with_attributes_and_posts_a_signed_webh
         assert spec is not None and spec.loader is not None
         app = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(app)
-        app.deps.now = FakeClock(datetime(2026, 12, 3, 2, 0, tzinfo=UTC))
+        app.app.deps.reminders.now = FakeClock(datetime(2026, 12, 3, 2, 0, tzinfo=UTC))
         schedule_input = json.loads(sched["scheduler"].get_schedule(
             Name=done.reminder.schedule_name, GroupName=GROUP)["Target"]["Input"])
         result = app.lambda_handler(schedule_input, FakeLambdaContext())

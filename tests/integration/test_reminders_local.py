@@ -25,7 +25,7 @@ def _h(project: str, user: str, role: str = "member") -> dict[str, str]:
 @pytest.fixture(scope="module")
 def project(local_stack: LocalStack) -> str:
     pid = f"rem-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=pid, name=pid, time_zone="Asia/Shanghai",
+    local_stack.repo.projects.put_project(Project(project_id=pid, name=pid, time_zone="Asia/Shanghai",
                                          created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return pid
 
@@ -34,7 +34,7 @@ def _say(stack: LocalStack, pid: str, user: str, text: str) -> dict[str, Any]:
     r = requests.post(f"{stack.base_url}/v1/projects/{pid}/sessions/s-{user}/messages", json={"content": text},
                       headers=_h(pid, user), timeout=30)
     assert r.status_code == 200, r.text
-    return r.json()  # type: ignore[no-any-return]
+    return r.json()
 
 
 def _group(stack: LocalStack) -> str:

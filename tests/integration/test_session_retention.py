@@ -27,7 +27,7 @@ def _items(table: str) -> list[dict[str, Any]]:
 def test_turn_and_diagnosis_items_expire_after_the_retention(aws: dict[str, str], days: int) -> None:
     # Given a repository with the retention in days,
     repo = SessionsRepository(session_retention_days=days)
-    repo.put_project(Project(project_id="p1", name="p1", time_zone="UTC", created_at=NOW - timedelta(days=1)))
+    repo.projects.put_project(Project(project_id="p1", name="p1", time_zone="UTC", created_at=NOW - timedelta(days=1)))
     session = SessionState(project_id="p1", session_id="s1", patient_id="pt1", created_at=NOW, updated_at=NOW,
                            version=0)
     message = MessageRecord(message_id="m1773129600000abcd0001", role="user", content="hello", at=NOW, user_id="u")

@@ -14,13 +14,13 @@ from typing import Any
 import boto3
 import pytest
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES
 from agent_memory.adapters.dynamo.session_mappers import UNREADABLE_REPORT_KEY
 from agent_memory.adapters.dynamo.sessions import SessionsRepository
 from agent_memory.consultation import sessions
 from agent_memory.domain.errors import InvalidContinuationToken
 from agent_memory.domain.session_models import Diagnosis
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from tests.fakes import stored_messages
 from tests.unit.sessions_support import (
     CLINIC,

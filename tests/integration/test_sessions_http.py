@@ -27,7 +27,7 @@ from tests.support.auth import bearer
 def clinic(local_stack: LocalStack) -> str:
     """A fresh clinic project (Asia/Shanghai) for this module."""
     project_id = f"clinic-{uuid.uuid4().hex[:8]}"
-    local_stack.repo.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
+    local_stack.repo.projects.put_project(Project(project_id=project_id, name=project_id, time_zone="Asia/Shanghai",
                                          kind="clinic", created_at=datetime(2026, 1, 1, tzinfo=UTC)))
     return project_id
 

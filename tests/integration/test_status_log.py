@@ -9,7 +9,8 @@ from pathlib import Path
 
 import requests
 
-from infra.local.stack import STATUS_LOG_ENV, LocalStack
+from infra.local.gateway import STATUS_LOG_ENV
+from infra.local.stack import LocalStack
 
 
 def test_the_local_stack_logs_every_answers_status_without_query_or_body(local_stack: LocalStack) -> None:

@@ -19,5 +19,5 @@ class TestDynamoRepositories(StoreContract):
         from agent_memory.adapters.dynamo.sessions import SessionsRepository
 
         sessions = SessionsRepository()
-        return Stores(seed=sessions, chat=sessions, sessions=sessions, jobs=JobsRepository(), admin=AdminRepository(),
-                      views=ActivityRepository(), members=MemberRepository())
+        return Stores(seed=sessions.projects, chat=sessions.chat, sessions=sessions, jobs=JobsRepository(),
+                      admin=AdminRepository(), views=ActivityRepository(), members=MemberRepository())

@@ -37,7 +37,7 @@ def add_member(
 
         store = MemberRepository()
     member = Member(
-        project_id=project_id, user_id=user_id, project_role=project_role,  # type: ignore[arg-type]
+        project_id=project_id, user_id=user_id, project_role=project_role,
         study_role=study_role, display_name=display_name or user_id, added_at=ADDED_AT, added_by="test",
     )
     store.put_member(member)

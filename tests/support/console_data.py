@@ -85,8 +85,9 @@ class ConsoleProject:
 def seed_console_project(stack: Any, prefix: str = "console") -> ConsoleProject:
     """Create and fill a fresh project in the running local ``stack`` (see the module docstring)."""
     project_id = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    stack.repo.put_project(Project(project_id=project_id, name="儿科随访 IIT（控制台演示）", time_zone=TIME_ZONE,
-                                   kind="iit", created_at=T0))
+    projects = stack.repo.projects
+    projects.put_project(Project(project_id=project_id, name="儿科随访 IIT（控制台演示）", time_zone=TIME_ZONE,
+                                 kind="iit", created_at=T0))
     for user, (role, study, name) in TEAM.items():
         add_member(stack.members, project_id, user, role, study, name)  # type: ignore[arg-type]
     seeded = ConsoleProject(project_id=project_id, base_url=stack.base_url)
@@ -96,8 +97,8 @@ def seed_console_project(stack: Any, prefix: str = "console") -> ConsoleProject:
     for week, text in REPORTS.items():
         # archived on the Monday after the week, 03:00 in the project's zone (19:00 UTC the day before)
         archived = datetime.fromisocalendar(int(week[:4]), int(week[-2:]), 7).replace(hour=19, tzinfo=UTC)
-        stack.repo.put_weekly_report(WeeklyReport(project_id=project_id, iso_week=week, summary=text,
-                                                  created_at=archived), overwrite=False)
+        projects.put_weekly_report(WeeklyReport(project_id=project_id, iso_week=week, summary=text,
+                                                created_at=archived), overwrite=False)
     _visits(seeded)
     return seeded
 
@@ -131,8 +132,8 @@ def _hot_memory(stack: Any, seeded: ConsoleProject) -> None:
                       created_by="distiller", evidence=evidence, stated_at=T0, stated_by=MEMBER),
     ]
     hot = HotMemory(project_id=seeded.project_id, lines=lines)
-    stack.repo.save_hot_memory(hot, expected_version=0, actor="distiller", reason="distilled 2026-03-01", now=T0,
-                               tokens=estimate_tokens(hot.render()))
+    stack.repo.projects.save_hot_memory(hot, expected_version=0, actor="distiller", reason="distilled 2026-03-01",
+                                        now=T0, tokens=estimate_tokens(hot.render()))
     current = seeded.call(ADMIN, "GET", "/memory").json()
     seeded.call(ADMIN, "PUT", "/memory", headers={"If-Match": f'"{current["version"]}"'},
                 json={"markdown": current["markdown"] + "\n- 化验结果一律人工复核后再录入 EDC。", "reason": "周会决定"})
@@ -142,7 +143,7 @@ def _review_item(stack: Any, seeded: ConsoleProject) -> str:
     """The distiller's review item for :data:`RELAXING` (it relaxes :data:`RULE`); its route id."""
     message = FlowLogEntry(message_id="m-relax", session_id="chat-crc", role="user", content=RELAXING, at=T0,
                            user_id=MEMBER, study_role="CRC")
-    merge = merge_candidates(stack.repo.load_hot_memory(seeded.project_id), extract_rule_candidates([message]),
+    merge = merge_candidates(stack.repo.projects.load_hot_memory(seeded.project_id), extract_rule_candidates([message]),
                              day_messages={"m-relax": message}, day="2026-03-01", now=T0, max_line_tokens=200)
     (item,) = merge.reviews
     assert JobsRepository().put_review_items([item]) == 1

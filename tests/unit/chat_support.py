@@ -13,7 +13,7 @@ from agent_memory.conversation.cache import SessionCache
 from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import LLMRequest
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project, WeeklyReport
-from tests.fakes import FakeClock, InMemoryClinicalData, Reply, ScriptedLLM
+from tests.fakes import FakeClock, InMemoryClinicalData, Reply, ScriptedLLM, project_partition
 from tests.support.auth import add_member
 
 T0 = datetime(2026, 3, 10, 2, 0, tzinfo=UTC)
@@ -44,7 +44,7 @@ def overloaded() -> LLMUnavailable:
 
 def hot_line(line_id: str, section: str, text: str, source: str = "admin", tag: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0 - timedelta(days=30), created_by="admin-1",
     )
 
@@ -53,16 +53,17 @@ def seed_project(repo: Any, project_id: str = "p1", *, weeks: int = 3, hot_lines
                  report_text: str | None = None) -> None:
     """A project with a hot memory, ``weeks`` weekly reports (2026-W01 ...) and :data:`USER` as its
     admin (a PI), through the seeding writes the in-memory store and the DynamoDB repository both have."""
-    repo.put_project(Project(project_id=project_id, name=project_id, created_at=T0 - timedelta(days=100)))
+    projects = project_partition(repo)
+    projects.put_project(Project(project_id=project_id, name=project_id, created_at=T0 - timedelta(days=100)))
     add_member(repo, project_id, USER, "admin", "PI", "张主任")
     lines = hot_lines if hot_lines is not None else [
         hot_line("l1", "System Rules", "严禁在未授权情况下删除数据"),
         hot_line("l2", "User Preferences", "汇报时只看数据，不要废话。", tag="PI"),
     ]
-    repo.save_hot_memory(HotMemory(project_id=project_id, lines=lines), expected_version=0, actor="seed",
-                         reason="seed", now=T0 - timedelta(days=30), tokens=0)
+    projects.save_hot_memory(HotMemory(project_id=project_id, lines=lines), expected_version=0, actor="seed",
+                             reason="seed", now=T0 - timedelta(days=30), tokens=0)
     for w in range(1, weeks + 1):
-        repo.put_weekly_report(WeeklyReport(
+        projects.put_weekly_report(WeeklyReport(
             project_id=project_id, iso_week=f"2026-W{w:02d}",
             summary=report_text or f"[进度]: 第{w}周入组 {w} 人。\n[决策]: 第{w}周决定事项 {w}。",
             created_at=T0 - timedelta(days=70 - 7 * w),
@@ -170,8 +171,8 @@ def seed_60_weeks_of_30kb(repo: Any) -> list[str]:
         lines = [f"[进度] {week} 第{k}项：本周入组 {n % 4} 例，随访按计划进行，数据核查完成。" + "记录" * 100
                  for k in range(50)]
         summary = "\n".join(lines)[:10_000]
-        repo.put_weekly_report(WeeklyReport(project_id="p1", iso_week=week, summary=summary,
-                                            created_at=T0 - timedelta(days=7 * (60 - n))))
+        project_partition(repo).put_weekly_report(WeeklyReport(
+            project_id="p1", iso_week=week, summary=summary, created_at=T0 - timedelta(days=7 * (60 - n))))
     return list(reversed(weeks))
 
 

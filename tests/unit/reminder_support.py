@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from agent_memory.adapters.scheduler import recurrence_from_cron, schedule_expression
 from agent_memory.domain.reminders import Reminder
+from agent_memory.domain.when import Recurrence, When
 from agent_memory.reminders.service import ReminderDeps
 from tests.fakes import FakeClock
 
@@ -42,6 +44,12 @@ class RecordingScheduler:
     def __init__(self) -> None:
         self.schedules: dict[str, Reminder] = {}
 
+    def expression(self, when: When) -> str:
+        return schedule_expression(when)
+
+    def recurrence(self, expression: str) -> Recurrence:
+        return recurrence_from_cron(expression)
+
     def create(self, reminder: Reminder) -> None:
         self.schedules[reminder.schedule_name] = reminder
 
@@ -62,4 +70,5 @@ class RecordingChannel:
 
 def reminder_deps(now: datetime, **kwargs: object) -> tuple[ReminderDeps, InMemoryReminderStore, RecordingScheduler]:
     store, scheduler = InMemoryReminderStore(), RecordingScheduler()
-    return ReminderDeps(store=store, scheduler=scheduler, now=FakeClock(now), **kwargs), store, scheduler  # type: ignore[arg-type]
+    deps = ReminderDeps(store=store, scheduler=scheduler, now=FakeClock(now), **kwargs)  # type: ignore[arg-type]  # kwargs
+    return deps, store, scheduler

@@ -15,7 +15,7 @@ from agent_memory.consultation.summary import ExtractiveSummariser, Summariser
 from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
 from agent_memory.domain.models import Project
 from agent_memory.domain.turns import SessionState
-from tests.fakes import FakeClock
+from tests.fakes import FakeClock, project_partition
 from tests.support.auth import add_member
 from tests.unit.chat_support import T0, make_deps, ticking_clock
 
@@ -23,8 +23,8 @@ CLINIC = "clinic-1"
 
 
 def seed_clinic(repo: Any, project_id: str = CLINIC, time_zone: str = "Asia/Shanghai") -> None:
-    repo.put_project(Project(project_id=project_id, name=project_id, time_zone=time_zone, kind="clinic",
-                             created_at=T0 - timedelta(days=10)))
+    project_partition(repo).put_project(Project(project_id=project_id, name=project_id, time_zone=time_zone,
+                                                kind="clinic", created_at=T0 - timedelta(days=10)))
     add_member(repo, project_id, "u1", "admin", "Sub-I")
 
 

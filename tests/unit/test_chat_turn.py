@@ -21,7 +21,6 @@ from agent_memory.chat.intents import Classification
 from agent_memory.chat.prompt import PromptBudget
 from agent_memory.chat.turn import PRE_CHAT_DEADLINE_SHARE, TokenUsage, handle_message, pre_chat_deadline
 from agent_memory.domain.errors import (
-    Forbidden,
     InvalidInput,
     LLMAuthError,
     LLMBadResponse,
@@ -30,6 +29,7 @@ from agent_memory.domain.errors import (
     LLMModelNotFound,
     LLMUnavailable,
     PayloadTooLarge,
+    ProjectNotFound,
     VersionConflict,
 )
 from agent_memory.domain.jobs import FlowLogEntry
@@ -354,15 +354,15 @@ def test_empty_message_rejected_and_nothing_written(store: InMemoryStore, conten
     assert store.snapshot() == before
 
 
-def test_unknown_project_rejected_as_for_any_non_member_and_nothing_written(store: InMemoryStore) -> None:
-    # Given a seeded project p1 only
+def test_a_turn_for_an_unknown_project_is_not_found_and_nothing_written(store: InMemoryStore) -> None:
+    # Given a seeded project p1 only (who may send a turn is the route guard's decision: a
+    # non-member never reaches the turn, tests/unit/test_route_guard.py)
     seed_project(store, "p1")
     deps = deps_with(store)
     before = store.snapshot()
 
-    # When a message is sent to project nope, Then it is refused as to any project the sender is
-    # not a member of (403, not 404: which project ids exist is not told to non-members)
-    with pytest.raises(Forbidden):
+    # When a turn runs for project nope, Then it is not found
+    with pytest.raises(ProjectNotFound):
         send(deps, "P001 入组了吗？", project_id="nope")
 
     # Then nothing was written and the LLM was not called
@@ -470,7 +470,7 @@ def test_version_conflict_on_record_turn_is_reapplied_and_nothing_is_lost(store:
     a = deps_with(store, llm)
     b.now = a.now
     recorder = Recorder(store)
-    a.store = recorder  # type: ignore[assignment]
+    a.store = recorder
 
     # When A sends its message
     result = send(a, "A 的消息：好的，收到。")

@@ -58,9 +58,10 @@ def test_the_chinese_strings_have_no_english_words() -> None:
 
 
 def test_every_api_error_code_has_a_message_in_both_languages() -> None:
-    errors_py = (Path(__file__).resolve().parents[2] / "layers/shared/agent_memory/http/errors.py").read_text()
-    routes_py = (Path(__file__).resolve().parents[2] / "layers/shared/agent_memory/http/routes.py").read_text()
-    codes = set(re.findall(r'HTTPStatus\.\w+, "([a-z_]+)"', errors_py + routes_py))
+    http = Path(__file__).resolve().parents[2] / "layers/shared/agent_memory/http"
+    errors_py = (http / "errors.py").read_text()
+    sources = "".join(p.read_text() for p in sorted(http.rglob("*.py")))
+    codes = set(re.findall(r'HTTPStatus\.\w+, "([a-z_]+)"', sources))
     codes |= set(re.findall(r'\(\s*"(llm_[a-z_]+)"', errors_py))
     assert {"forbidden", "version_conflict", "over_token_cap", "last_admin", "llm_auth"} <= codes
     for lang in ("zh", "en"):

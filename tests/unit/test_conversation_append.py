@@ -16,7 +16,7 @@ T0 = datetime(2026, 3, 2, 15, 59, 30, tzinfo=UTC)  # 23:59:30 in Asia/Shanghai
 
 
 def _msg(mid: str, role: str, text: str, at: datetime) -> MessageRecord:
-    return MessageRecord(message_id=mid, role=role, content=text, at=at)  # type: ignore[arg-type]
+    return MessageRecord(message_id=mid, role=role, content=text, at=at)
 
 
 def _new_session() -> SessionState:

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 import urllib3  # noqa: F401 - imported at collection: its import probes IPv6 with a socket (the Bedrock client loads it)
 
-from agent_memory.adapters.llm.deadline import deadline_from_context
 from agent_memory.config import Settings, min_cacheable_tokens, model_family
 from agent_memory.domain.errors import (
     LLMAuthError,
@@ -27,6 +26,7 @@ from agent_memory.domain.errors import (
     LLMUnavailable,
 )
 from agent_memory.domain.llm import LLMRequest, SystemBlock, ToolSpec
+from agent_memory.http.deadline import deadline_from_context
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -23,9 +23,10 @@ class _Repo:
 
 
 def test_the_banner_names_only_the_demo_projects_still_stored() -> None:
-    both = SimpleNamespace(repo=_Repo({"demo-iit": 47, "demo-clinic": 0}))
-    assert _demo_projects(both) == "project demo-iit (hot memory, 47 weekly reports), project demo-clinic"  # type: ignore[arg-type]
-    one = SimpleNamespace(repo=_Repo({"demo-iit": 47}))
-    assert _demo_projects(one) == "project demo-iit (hot memory, 47 weekly reports)"  # type: ignore[arg-type]
-    none = SimpleNamespace(repo=_Repo({}))
-    assert _demo_projects(none).startswith("none (the demo projects were removed")  # type: ignore[arg-type]
+    # stand-ins for the LocalStack (only its ``repo`` is read)
+    both: Any = SimpleNamespace(repo=_Repo({"demo-iit": 47, "demo-clinic": 0}))
+    assert _demo_projects(both) == "project demo-iit (hot memory, 47 weekly reports), project demo-clinic"
+    one: Any = SimpleNamespace(repo=_Repo({"demo-iit": 47}))
+    assert _demo_projects(one) == "project demo-iit (hot memory, 47 weekly reports)"
+    none: Any = SimpleNamespace(repo=_Repo({}))
+    assert _demo_projects(none).startswith("none (the demo projects were removed")

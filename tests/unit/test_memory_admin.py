@@ -38,7 +38,7 @@ T1 = datetime(2026, 3, 11, 2, 0, tzinfo=UTC)
 
 def _line(line_id: str, section: str, text: str, source: str = "distilled", tag: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0, created_by="distiller" if source == "distilled" else "u-pi",
         evidence=["m1"] if source == "distilled" else [],
     )
@@ -266,7 +266,7 @@ def test_approving_an_item_that_relaxes_a_system_rule_needs_a_confirmation_namin
     # Given the distiller held a user's statement that would relax the admin's System Rules
     _seed(store, _rules_and_a_preference())
     item_id = _held(store, said)
-    assert store.get_review("p1", item_id).reason == held_for  # type: ignore[union-attr]
+    assert store.get_review("p1", item_id).reason == held_for  # type: ignore[union-attr]  # None fails
 
     # When an admin approves it without confirming
     with pytest.raises(ConfirmationRequired) as caught:
@@ -282,7 +282,7 @@ def test_approving_an_item_that_relaxes_a_system_rule_needs_a_confirmation_namin
     assert ("(and 1 more)" in refusal.reason) is (len(relaxed) == 2)
     # and nothing was written: same version, the item still pending, no audit record
     assert store.load_hot_memory("p1").version == 1
-    assert store.get_review("p1", item_id).status == "pending"  # type: ignore[union-attr]
+    assert store.get_review("p1", item_id).status == "pending"  # type: ignore[union-attr]  # None fails
     assert store.list_audit("p1", limit=10, cursor=None).items == []
 
 
@@ -306,7 +306,7 @@ def test_a_confirmed_approval_adds_the_line_and_the_audit_names_the_relaxed_rule
     assert (record.action, record.reason, record.audit_id) == ("review.approve", "批准", result.audit_id)
     assert record.details["relaxed_rule_ids"] == ["hm-sys-weekend"]
     assert record.details["review_reason"] == "contradicts_admin_line"
-    assert store.get_review("p1", item_id).status == "approved"  # type: ignore[union-attr]
+    assert store.get_review("p1", item_id).status == "approved"  # type: ignore[union-attr]  # None fails
     with pytest.raises(AlreadyDecided):
         _approve(store, item_id, confirm=True)
 
@@ -315,7 +315,7 @@ def test_an_item_that_relaxes_no_system_rule_approves_without_confirmation(store
     # Given an item held because it contradicts the admin's User Preference (not a System Rule)
     _seed(store, _rules_and_a_preference())
     item_id = _held(store, "以后汇报时不要先给结论。")
-    assert store.get_review("p1", item_id).detail == "hm-pref-admin"  # type: ignore[union-attr]
+    assert store.get_review("p1", item_id).detail == "hm-pref-admin"  # type: ignore[union-attr]  # None fails
 
     result = _approve(store, item_id)
 

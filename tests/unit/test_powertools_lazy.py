@@ -1,8 +1,10 @@
-"""``agent_memory.http.powertools``: Powertools' event-handler and event-source packages stay
-uninitialised in the HTTP functions, and give the real objects when asked for anything else.
+"""``agent_memory.http.powertools``, the one module that relies on Powertools internals: its
+event-handler and event-source packages stay uninitialised in the HTTP functions and give the real
+objects when asked for anything else, and the route guard takes the resolver's request validation
+place. On a Powertools upgrade the first test fails and says what to re-check.
 
-Each check runs in a fresh interpreter: in this process other tests may already have imported the
-packages the plain way (then the module leaves them as they are).
+Each lazy-loading check runs in a fresh interpreter: in this process other tests may already have
+imported the packages the plain way (then the module leaves them as they are).
 """
 
 from __future__ import annotations
@@ -16,11 +18,56 @@ from typing import Any
 
 import pytest
 
-from agent_memory.http.powertools import PROVIDED, lazy_package
+from agent_memory.http.powertools import CHECKED_VERSION, PROVIDED, lazy_package
 
 REPO = Path(__file__).resolve().parents[2]
 EVENT_HANDLER = "aws_lambda_powertools.event_handler"
 DATA_CLASSES = "aws_lambda_powertools.utilities.data_classes"
+#: What to re-check before moving CHECKED_VERSION to a new Powertools version.
+RECHECK = """
+Powertools {installed} is installed (requirements.txt pins {pinned}); agent_memory/http/powertools.py
+was checked against {checked}. Before setting CHECKED_VERSION to the new version, re-check:
+1. the lazy registration: the names PROVIDED gives each package are still what its __init__ binds,
+   and no submodule asks its package for another one while it is imported (the other tests of this
+   file), and the API function still leaves both packages uninitialised;
+2. validate_requests_with: the resolver still runs `_request_validation_middleware` first for every
+   route, before the middlewares given to use() (tests/unit/test_route_guard.py: 403 before any
+   400 / 422);
+3. whether the lazy loading is still worth it: `make bench` import_ratio_no_llm_handler with and
+   without the registration (target 1.7); remove it when the target holds without.
+"""
+
+
+def test_the_installed_powertools_is_the_version_its_internals_were_checked_against() -> None:
+    import importlib.metadata
+    import re
+
+    installed = importlib.metadata.version("aws-lambda-powertools")
+    found = re.search(r"^aws-lambda-powertools(?:\[[^\]]*\])?==([^\s;]+)", (REPO / "requirements.txt").read_text(),
+                      re.MULTILINE)
+    pinned = found.group(1) if found else "nothing"
+    assert installed == pinned == CHECKED_VERSION, RECHECK.format(installed=installed, pinned=pinned,
+                                                                  checked=CHECKED_VERSION)
+
+
+def test_the_route_guard_takes_the_place_of_request_validation_or_refuses_to_start() -> None:
+    from agent_memory.http.powertools import (
+        APIGatewayHttpResolver,
+        OpenAPIRequestValidationMiddleware,
+        validate_requests_with,
+    )
+
+    class First(OpenAPIRequestValidationMiddleware):
+        pass
+
+    # Given a resolver that validates requests, its validation's place takes the guard
+    validating = APIGatewayHttpResolver(enable_validation=True)
+    guard = First()
+    validate_requests_with(validating, guard)
+    assert validating._request_validation_middleware is guard
+    # and a resolver without that place refuses: the guard would never run
+    with pytest.raises(RuntimeError, match="no longer validates requests"):
+        validate_requests_with(APIGatewayHttpResolver(), First())
 
 
 def _run(code: str, *, function: str | None = None) -> Any:

@@ -4,6 +4,7 @@ by size, the audit record's counts, idempotence, a lost job queued again."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,8 +21,9 @@ NOW = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
 
 class Store:
-    """Just what the removal calls; a project of ``memory`` partition items, sessions of
-    ``per_session`` items each and ``patients`` patient references items."""
+    """Just what the removal calls of the admin, erasure, patient references and removal stores; a
+    project of ``memory`` partition items, sessions of ``per_session`` items each and ``patients``
+    patient references items."""
 
     def __init__(self, memory: int = 5, sessions: int = 2, per_session: int = 3, patients: int = 3) -> None:
         self.project: Project | None = Project(project_id="p1", name="p1", created_at=NOW - timedelta(days=3))
@@ -82,13 +84,15 @@ class Jobs:
     def __init__(self) -> None:
         self.sent: list[JobRequest] = []
 
-    def send(self, requests: list[JobRequest]) -> None:
+    def send(self, requests: Sequence[JobRequest]) -> int:
         self.sent.extend(requests)
+        return len(requests)
 
 
 def _deps(store: Store, jobs: Jobs | None = None, inline_items: int = 400, now: datetime = NOW) -> GovernanceDeps:
-    return GovernanceDeps(store=store, jobs=jobs, clock=lambda: now, inline_items=inline_items,  # type: ignore[arg-type]
-                          batch_items=2)
+    fake: Any = store  # it holds only what the removal calls of each port
+    return GovernanceDeps(admin=fake, erasures=fake, patient_refs=fake, exports=fake, removals=fake, jobs=jobs,
+                          clock=lambda: now, inline_items=inline_items, batch_items=2)
 
 
 def test_a_small_project_is_removed_inline_with_counts_and_a_second_call_answers_the_record() -> None:

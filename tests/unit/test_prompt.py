@@ -31,7 +31,7 @@ PI_PREFERENCE = "汇报时只看数据，不要废话。"
 def line(line_id: str, section: str, text: str, *, source: str = "admin", days_ago: int = 30,
          tag: str | None = None) -> HotMemoryLine:
     return HotMemoryLine(
-        line_id=line_id, section=section, text=text, source=source,  # type: ignore[arg-type]
+        line_id=line_id, section=section, text=text, source=source,
         role_tag=tag, created_at=T0 - timedelta(days=days_ago), created_by="admin-1",
     )
 
@@ -56,7 +56,7 @@ def report(week: int, text: str | None = None, year: int = 2026) -> WeeklyReport
 
 
 def msg(i: int, role: str, content: str) -> MessageRecord:
-    return MessageRecord(message_id=f"m{i:03d}", role=role, content=content,  # type: ignore[arg-type]
+    return MessageRecord(message_id=f"m{i:03d}", role=role, content=content,
                          at=T0 + timedelta(minutes=i), user_id="u1" if role == "user" else None)
 
 

@@ -10,11 +10,14 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent_memory.adapters.llm.offline_reminders import split_reminder_request
+from agent_memory.adapters.scheduler import cron_expression, recurrence_from_cron, schedule_expression
 from agent_memory.domain.errors import Forbidden, InvalidInput
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.domain.when import Recurrence, parse_when, recurrence_from_cron, split_reminder_request
+from agent_memory.domain.when import Recurrence
 from agent_memory.reminders.quiet import next_allowed, quiet_rules, shift_recurrence
 from agent_memory.reminders.service import cancel_reminder, deliver, list_reminders, schedule_reminder
+from agent_memory.reminders.when import parse_when
 from tests.fakes import InMemoryStore
 from tests.unit.chat_support import hot_line, make_deps, seed_project
 from tests.unit.reminder_support import RecordingChannel, reminder_deps
@@ -71,7 +74,7 @@ NOW_LOCAL = datetime(2026, 12, 2, 17, 5)
 ])
 def test_when_phrases_by_kind(phrase: str, expression: str) -> None:
     parsed = parse_when(phrase, NOW_LOCAL)
-    assert parsed is not None and parsed.expression() == expression
+    assert parsed is not None and schedule_expression(parsed) == expression
 
 
 @pytest.mark.parametrize(("message", "when", "what"), [
@@ -102,7 +105,7 @@ def test_impossible_times_are_errors(phrase: str) -> None:
 
 def test_cron_round_trip_and_next_occurrence() -> None:
     rec = Recurrence(9, 0, weekdays=(0,))
-    assert recurrence_from_cron(rec.expression()) == rec
+    assert recurrence_from_cron(cron_expression(rec)) == rec
     assert rec.next_after(NOW_LOCAL) == datetime(2026, 12, 7, 9, 0)
     assert Recurrence(9, 0, day_of_month=31).next_after(datetime(2027, 2, 1)) == datetime(2027, 3, 31, 9, 0)
 
@@ -214,7 +217,7 @@ def test_delivery_marks_a_one_time_reminder_done_and_moves_a_recurring_one_on() 
     deps.now.at = datetime(2026, 12, 7, 1, 0, tzinfo=UTC)  # type: ignore[attr-defined]  # Monday 09:00 local
     assert deliver(deps, channel, "p1", once.reminder.reminder_id)["status"] == "delivered"
     assert deliver(deps, channel, "p1", weekly.reminder.reminder_id)["status"] == "delivered"
-    assert store.get_reminder("p1", once.reminder.reminder_id).status == "done"  # type: ignore[union-attr]
+    assert store.get_reminder("p1", once.reminder.reminder_id).status == "done"  # type: ignore[union-attr]  # None fails
     nxt = store.get_reminder("p1", weekly.reminder.reminder_id)
     assert nxt is not None and nxt.status == "active" and nxt.next_fire_local == "2026-12-14T09:00"
     # a duplicate delivery of the same occurrence, and a firing of a done reminder, are skipped
@@ -304,7 +307,7 @@ def test_any_phrase_parses_or_is_a_value_error() -> None:
         except ValueError:
             continue
         if parsed is not None:
-            expression = parsed.expression()
+            expression = schedule_expression(parsed)
             assert expression.startswith(("at(", "cron(")), phrase
             if parsed.recurrence is not None:
                 assert recurrence_from_cron(expression) == parsed.recurrence, phrase

@@ -1,4 +1,4 @@
-"""The request gate of every route (http/routes.py, http/auth.py): bodies must be one JSON object
+"""The request gate of every route (http/guard.py, http/auth.py): bodies must be one JSON object
 of bounded depth, ids are checked on the raw path, the token's subject is a printable id, and a
 project named twice in the roles claim gets the least privilege."""
 
@@ -11,7 +11,7 @@ import pytest
 from agent_memory.domain.errors import Unauthorized
 from agent_memory.http.auth import caller_from_event
 from agent_memory.http.errors import RequestRejected
-from agent_memory.http.routes import MAX_BODY_DEPTH, body_depth, check_request
+from agent_memory.http.guard import MAX_BODY_DEPTH, body_depth, check_request
 from infra.local.events import build_http_api_event
 
 ROUTE = "POST /v1/projects/{project_id}/sessions/{session_id}/messages"

@@ -111,7 +111,7 @@ def test_facts_are_written_in_the_turns_single_transaction(srepo: InMemoryStore)
     # Given a store that records its calls
     recorder = Recorder(srepo)
     deps = chat_deps(srepo)
-    deps.store = recorder  # type: ignore[assignment]
+    deps.store = recorder
 
     # When one turn runs
     say(deps, "头痛、怕冷", patient_id="pt-1")
@@ -192,7 +192,7 @@ def test_transcript_turns_are_messages_flow_log_items_and_one_transaction(
     # Given a store that records its calls and a 10-turn transcript
     recorder = Recorder(srepo)
     sdeps = sessions_deps(srepo)
-    sdeps.store = recorder  # type: ignore[assignment]
+    sdeps.store = recorder
     body = turns(*[("patient" if i % 2 == 0 else "doctor", f"第{i}句，头痛") for i in range(10)])
 
     # When it is imported
@@ -213,7 +213,7 @@ def test_long_transcript_is_written_in_bounded_chunks_in_order(srepo: InMemorySt
     # Given 120 turns (more than one transaction of at most 100 items holds)
     recorder = Recorder(srepo)
     sdeps = sessions_deps(srepo)
-    sdeps.store = recorder  # type: ignore[assignment]
+    sdeps.store = recorder
     body = turns(*[("patient" if i % 2 == 0 else "doctor", f"第{i}句") for i in range(120)])
 
     # When it is imported
@@ -334,7 +334,7 @@ def test_patients_new_session_gets_earlier_diagnoses_in_the_session_block(srepo:
     llm = chat_llm()
     deps = chat_deps(srepo, llm=llm)
     reads, lookups = Recorder(srepo), Recorder(srepo)
-    deps.store, deps.memory.patients = reads, lookups  # type: ignore[union-attr]
+    deps.store, deps.memory.patients = reads, lookups  # type: ignore[union-attr]  # chat_deps sets memory
     say(deps, "还是头痛", session_id="visit-2", patient_id="pt-5")
     say(deps, "好些了", session_id="visit-2", patient_id="pt-5")
 
@@ -362,7 +362,7 @@ def test_a_patient_whose_diagnoses_predate_the_references_gets_them_through_one_
     llm = chat_llm()
     deps = chat_deps(srepo, llm=llm)
     lookups = Recorder(srepo)
-    deps.memory.patients = lookups  # type: ignore[union-attr]
+    deps.memory.patients = lookups  # type: ignore[union-attr]  # chat_deps sets memory
     say(deps, "还是头痛", session_id="new-visit", patient_id="pt-6")
 
     # Then the turn looked the diagnoses up once, and the prompt lists the earlier diagnosis
@@ -475,7 +475,9 @@ def test_sessions_function_never_imports_anthropic() -> None:
         "import importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('sessions_app', {str(root / 'functions/sessions/app.py')!r})\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-        "print('anthropic' in sys.modules, type(module.deps.memory.extractor).__name__)\n"
+        "from agent_memory.http.routes.sessions import function_deps\n"
+        "deps = module.app.dependency_overrides[function_deps]()\n"
+        "print('anthropic' in sys.modules, type(deps.sessions.memory.extractor).__name__)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(root / "layers/shared"), "FLOW_LOG_TABLE": "f", "MEMORY_TABLE": "m",
            "SESSIONS_TABLE": "s", "LLM_PROVIDER": "anthropic", "SYMPTOM_EXTRACTOR": "llm"}

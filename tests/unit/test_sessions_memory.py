@@ -29,7 +29,7 @@ from tests.unit.structured_support import fallbacks, usage_metrics
 
 
 def msg(i: int, role: str, content: str) -> MessageRecord:
-    return MessageRecord(message_id=f"m{i:05d}", role=role, content=content,  # type: ignore[arg-type]
+    return MessageRecord(message_id=f"m{i:05d}", role=role, content=content,
                          at=T0 + timedelta(minutes=i))
 
 
@@ -102,7 +102,7 @@ def test_llm_summary_is_bounded_and_falls_back_on_failure_or_no_time() -> None:
     turns = group_turns(conversation(1))
     ok = LLMSummariser(ScriptedLLM(text_reply("- 头痛" * 2000)), "claude-haiku-4-5")
     assert utf8_len(ok.summarise("", turns, [], time_zone="UTC", budget_bytes=500)) <= 500
-    assert ok.llm.requests[0].purpose == "summary"  # type: ignore[attr-defined]
+    assert ok.llm.requests[0].purpose == "summary"  # type: ignore[attr-defined]  # the ScriptedLLM given above
 
     failing = LLMSummariser(ScriptedLLM(LLMUnavailable("overloaded")), "claude-haiku-4-5")
     assert "patient: 第0轮：头痛" in failing.summarise("", turns, [], time_zone="UTC", budget_bytes=500)

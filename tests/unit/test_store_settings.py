@@ -34,4 +34,4 @@ def test_the_full_settings_are_store_settings_with_everything_else() -> None:
     assert StoreSettings.model_validate(full.model_dump(by_alias=True)) == store
     assert full.hot_memory_token_cap == 3000
     with pytest.raises(ValidationError, match="frozen"):
-        full.stage = "dev"  # type: ignore[misc]
+        full.stage = "dev"  # type: ignore[misc]  # the assignment a frozen model refuses, on purpose

@@ -242,7 +242,7 @@ def test_record_fallback_emits_one_count_and_logs_no_text(
     record_fallback("distill", "invalid_json")
     assert fallbacks(capsys.readouterr().out) == [("distill", "invalid_json")]
     (record,) = [r for r in caplog.records if hasattr(r, "fallback_reason")]
-    assert (record.task, record.fallback_reason) == ("distill", "invalid_json")  # type: ignore[attr-defined]
+    assert (record.task, record.fallback_reason) == ("distill", "invalid_json")  # type: ignore[attr-defined]  # extra=
 
 
 def test_usage_tally_sums_the_calls() -> None:

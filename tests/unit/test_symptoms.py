@@ -531,7 +531,7 @@ def test_short_answer_takes_trend_and_onset_from_the_answer() -> None:
 
 
 def fact(name: str, status: str = "present", ev: str = "m1", **kw: Any) -> SymptomFact:
-    return SymptomFact(name=name, status=status, evidence=[ev], **kw)  # type: ignore[arg-type]
+    return SymptomFact(name=name, status=status, evidence=[ev], **kw)
 
 
 def test_merge_newer_status_wins_both_ways() -> None:

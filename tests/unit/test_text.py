@@ -1,5 +1,5 @@
-"""UTF-8 byte caps (never splitting a character), the token estimate and DynamoDB item sizes
-(agent_memory.domain.text)."""
+"""UTF-8 byte caps (never splitting a character), the token estimate (agent_memory.domain.text) and
+DynamoDB item sizes (agent_memory.adapters.dynamo.item_size)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import re
 
 import pytest
 
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 from agent_memory.domain import text as text_module
 from agent_memory.domain.text import (
-    DYNAMODB_ITEM_LIMIT_BYTES,
     TOKEN_CACHE_ENTRIES,
     TOKEN_CACHE_MAX_CHARS,
     content_problem,
-    dynamodb_item_size,
     estimate_tokens,
     truncate_utf8,
     utf8_len,

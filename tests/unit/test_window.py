@@ -222,7 +222,7 @@ def test_adjacent_assistant_messages_are_merged_into_one() -> None:
 
 # ----------------------------------------------------------------------- trim_window
 def sized(i: int, role: str, chars: int) -> MessageRecord:
-    return MessageRecord(message_id=f"m{i:03d}", role=role, content="患" * chars, at=T0)  # type: ignore[arg-type]
+    return MessageRecord(message_id=f"m{i:03d}", role=role, content="患" * chars, at=T0)
 
 
 def json_bytes(window: list[MessageRecord]) -> int:

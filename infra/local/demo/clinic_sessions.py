@@ -112,7 +112,7 @@ def seed_demo_visits(repo: SessionsRepository, project_id: str, *, now: datetime
         create_session(deps, project_id=project_id, user_id="seed", session_id=visit.session_id,
                        patient_id=visit.patient_id, session_type="consultation", name=visit.name)
         turns = [
-            TranscriptTurn(role=role, content=text, at=visit.start + timedelta(minutes=2 * i))  # type: ignore[arg-type]
+            TranscriptTurn(role=role, content=text, at=visit.start + timedelta(minutes=2 * i))
             for i, (role, text) in enumerate(visit.turns)
         ]
         clock.at = min(visit.start + timedelta(minutes=2 * len(visit.turns)), now)

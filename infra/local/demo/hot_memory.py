@@ -41,7 +41,7 @@ def _line(
         line_id=line_id,
         section=section,
         text=text,
-        source=source,  # type: ignore[arg-type]
+        source=source,
         role_tag=role_tag,
         created_at=_at(created_at),
         created_by=created_by,

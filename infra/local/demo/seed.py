@@ -11,7 +11,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_memory.adapters.dynamo.chat import DynamoRepository
+from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.domain.errors import ProjectNotFound, VersionConflict
 from agent_memory.domain.models import ClinicalDataSource, Member, Project, StudyRole
 from agent_memory.domain.text import estimate_tokens
@@ -51,14 +51,14 @@ DEMO_TEAM: tuple[tuple[str, str, StudyRole, str], ...] = (
 def demo_members(project_id: str, added_at: datetime) -> list[Member]:
     """The demo team as members of ``project_id``: a PI (the admin), two CRCs and a DM."""
     return [
-        Member(project_id=project_id, user_id=user, project_role=role, study_role=study,  # type: ignore[arg-type]
+        Member(project_id=project_id, user_id=user, project_role=role, study_role=study,
                display_name=name, added_at=added_at, added_by=SEED_ACTOR)
         for user, role, study, name in DEMO_TEAM
     ]
 
 
 def seed_demo(
-    repo: DynamoRepository, *, now: datetime, clinical_data: ClinicalDataSource | None = None, members: Any = None
+    repo: ProjectRepository, *, now: datetime, clinical_data: ClinicalDataSource | None = None, members: Any = None
 ) -> None:
     """Create the demo projects, their team (:data:`DEMO_TEAM`, through ``members``, a
     ``MemberStore``), the demo-iit hot memory and its weekly reports, and the demo-clinic visits

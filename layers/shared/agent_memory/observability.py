@@ -9,6 +9,11 @@ docs/architecture.md, "Cold start").
 """
 
 from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+#: ``MetricUnit`` and ``single_metric`` are re-exported so that the feature packages use metrics
+#: without importing Powertools themselves (``.importlinter``: features import no vendor SDK).
+__all__ = ["MetricUnit", "logger", "metrics", "single_metric"]
 
 logger = Logger(service="agent-memory")
 metrics = Metrics(namespace="AgentMemory", service="agent-memory")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
     from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
+    from agent_memory.domain.when import Recurrence, When
 
 
 class LLMClient(Protocol):
@@ -185,14 +186,15 @@ class ConversationStore(Protocol):
 
 
 class ChatStore(ConversationStore, Protocol):
-    """What the chat turn needs from storage (implemented by ``DynamoRepository``)."""
+    """What the chat turn needs from storage (implemented by ``ChatRepository``)."""
 
     def load_turn_context(
         self, project_id: str, session_id: str, *, now: datetime, user_id: str | None = None,
         patient_id: str | None = None,
     ) -> TurnContext:
-        """Project, hot memory, session, (``user_id`` given) the asker's membership and
-        (``patient_id`` given) the patient's earlier-diagnosis references, in ONE read.
+        """Project, hot memory, session, (``user_id`` given) the asker's membership (``asker``,
+        None when not a member: the route guard decides on it) and (``patient_id`` given) the
+        patient's earlier-diagnosis references, in ONE read.
 
         ``TurnContext.patient_diagnoses``: the references of the patient's newest
         ``MAX_DIAGNOSIS_REFS`` diagnoses, oldest first, exactly those the diagnoses as stored
@@ -202,8 +204,6 @@ class ChatStore(ConversationStore, Protocol):
         ``PatientDiagnoses.patient_diagnosis_refs``).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member, checked before the project exists (a
-                non-member cannot tell an unknown project from one they may not use).
             ProjectNotFound: no project record.
         """
         ...
@@ -380,6 +380,10 @@ class AdminStore(Protocol):
         self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
     ) -> None: ...
 
+    def put_review_items(self, items: list[ReviewItem]) -> int:
+        """Queue review items (an item already queued is left as it is); how many were new."""
+        ...
+
 
 class HistoryReader(Protocol):
     """The weekly reports of an ISO-week range, for the chat's ``read_history`` tool (implemented by
@@ -401,7 +405,7 @@ class ViewStore(Protocol):
 
 
 class ContextStore(Protocol):
-    """Reads needed to rebuild a context (implemented by ``DynamoRepository``)."""
+    """Reads needed to rebuild a context (implemented by ``ChatRepository``)."""
 
     def get_message(
         self, project_id: str, session_id: str, message_id: str
@@ -418,22 +422,47 @@ class ContextStore(Protocol):
     def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
 
-class GovernanceStore(AdminStore, Protocol):
-    """Data access of the erasure and the export (``agent_memory.adapters.dynamo.governance``)."""
+class ErasureStore(Protocol):
+    """Erasure records and an erasure's reads, deletes and rewrites
+    (``agent_memory.adapters.dynamo.erasure.ErasureRepository``)."""
 
     def get_erasure(self, project_id: str, kind: ErasureKind, target_id: str) -> ErasureRecord | None: ...
 
-    def start_erasure(self, record: ErasureRecord) -> ErasureRecord: ...
+    def start_erasure(self, record: ErasureRecord) -> ErasureRecord:
+        """Store ``record`` unless one exists for its target; returns the stored one."""
+        ...
 
     def save_erasure(self, record: ErasureRecord) -> None: ...
 
-    def patient_sessions(self, project_id: str, patient_id: str) -> dict[str, int]: ...
+    def running_erasures(self, project_id: str) -> list[ErasureRecord]: ...
+
+    def patient_sessions(self, project_id: str, patient_id: str) -> dict[str, int]:
+        """``{session_id: items}`` of the patient's sessions and of those holding their diagnoses."""
+        ...
 
     def session_size(self, project_id: str, session_id: str) -> int | None: ...
 
     def session_message_refs(self, project_id: str, session_id: str) -> list[MessageRef]: ...
 
-    def drop_diagnosis_refs(self, project_id: str, session_id: str) -> int: ...
+    def drop_diagnosis_refs(self, project_id: str, session_id: str) -> int:
+        """Remove the references to the session's diagnoses from the facts of its patient's other
+        sessions; how many were removed."""
+        ...
+
+    def scrub_memory_references(self, project_id: str, message_ids: set[str], *,
+                                patient_id: str | None) -> dict[str, int]:
+        """Remove ``message_ids`` from stored evidence and the patient's id from stored texts;
+        returns ``evidence_refs`` and ``redactions``."""
+        ...
+
+    def delete_session_item(self, project_id: str, session_id: str) -> int: ...
+
+    def delete_session_batch(self, project_id: str, session_id: str, *, limit: int) -> dict[str, int]: ...
+
+
+class PatientRefsStore(Protocol):
+    """The patients' diagnosis references items outside a diagnosis write
+    (``agent_memory.adapters.dynamo.patient_refs_upkeep.PatientRefsRepository``)."""
 
     def drop_patient_refs(self, project_id: str, session_ids: list[str], *, now: datetime,
                           patient_id: str | None = None) -> int:
@@ -451,15 +480,9 @@ class GovernanceStore(AdminStore, Protocol):
         """Delete up to ``limit`` of the project's patient references items; how many (0: none left)."""
         ...
 
-    def delete_session_item(self, project_id: str, session_id: str) -> int: ...
 
-    def delete_session_batch(self, project_id: str, session_id: str, *, limit: int) -> dict[str, int]: ...
-
-    def scrub_memory_references(
-        self, project_id: str, message_ids: set[str], *, patient_id: str | None, now: datetime, actor: str,
-    ) -> dict[str, int]: ...
-
-    def put_review_items(self, items: list[ReviewItem]) -> int: ...
+class ExportReader(Protocol):
+    """The export's reads, items as plain JSON values (``agent_memory.adapters.dynamo.export.ExportRepository``)."""
 
     def memory_items(self, project_id: str) -> Iterator[dict[str, Any]]: ...
 
@@ -467,23 +490,30 @@ class GovernanceStore(AdminStore, Protocol):
 
     def session_items(self, project_id: str, session_id: str) -> Iterator[dict[str, Any]]: ...
 
+    def flow_log_items(self, project_id: str, utc_days: Iterable[str]) -> Iterator[dict[str, Any]]: ...
+
+
+class RemovalStore(Protocol):
+    """The project removal's record, reads and deletes
+    (``agent_memory.adapters.dynamo.removal.RemovalRepository``)."""
+
     def get_removal(self, project_id: str) -> RemovalRecord | None: ...
 
     def save_removal(self, record: RemovalRecord) -> None: ...
 
-    def running_erasures(self, project_id: str) -> list[ErasureRecord]: ...
+    def project_session_ids(self, project_id: str) -> list[str]: ...
 
     def project_size(self, project_id: str, *, stop_after: int) -> int: ...
 
-    def delete_project_item(self, project_id: str) -> int: ...
-
     def project_reminders(self, project_id: str) -> list[Reminder]: ...
+
+    def delete_project_item(self, project_id: str) -> int: ...
 
     def delete_flow_log_day(self, project_id: str, day: date) -> int: ...
 
     def delete_memory_batch(self, project_id: str, *, limit: int) -> int: ...
 
-    def flow_log_items(self, project_id: str, utc_days: Iterable[str]) -> Iterator[dict[str, Any]]: ...
+
 class FeedbackStore(Protocol):
     """Answer feedback (``agent_memory.adapters.dynamo.feedback.FeedbackRepository``)."""
 
@@ -523,10 +553,23 @@ class ReminderStore(Protocol):
 
 
 class ReminderScheduler(Protocol):
-    """The schedules (``agent_memory.adapters.scheduler.EventBridgeReminderScheduler``).
+    """The schedules (``agent_memory.adapters.scheduler.EventBridgeReminderScheduler``), and their
+    expressions: the use cases keep a reminder's ``expression`` as the scheduler wrote it.
 
     Raises ExternalServiceError when the scheduler fails.
     """
+
+    def expression(self, when: When) -> str:
+        """The schedule expression of ``when`` in the scheduler's syntax (read in the reminder's time zone)."""
+        ...
+
+    def recurrence(self, expression: str) -> Recurrence:
+        """The recurrence of an expression :meth:`expression` wrote for a recurring ``when``.
+
+        Raises:
+            ValueError: not such an expression.
+        """
+        ...
 
     def create(self, reminder: Reminder) -> None:
         """Create the schedule ``reminder.schedule_name`` firing ``reminder.expression`` in ``reminder.time_zone``."""

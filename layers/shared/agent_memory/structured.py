@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import BaseModel, ValidationError
 
 from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.llm import Effort, LLMRequest, LLMResponse, SystemBlock, ToolSpec, Usage
-from agent_memory.observability import logger, metrics
+from agent_memory.observability import MetricUnit, logger, metrics, single_metric
 from agent_memory.ports import LLMClient
 
 # ------------------------------------------------------------------ metrics

@@ -1,7 +1,11 @@
 """Cold-start wiring: settings -> the collaborators of each function, ONE builder per function.
 
-Each handler calls its builder once at module level (so SnapStart snapshots the result); no other
-code chooses adapters. Every builder binds the PynamoDB models to the configured tables first.
+Each handler calls its function's builder once at module level (so SnapStart snapshots the result)
+and gives what it built to its event handler (``agent_memory.http.routes.<function>``) or event
+handler (``agent_memory.events``); no other code chooses adapters. Every builder binds the
+PynamoDB models to the configured tables first. The per-function builders (``build_*_function``,
+``build_job_*``, ``build_reminder_function``) read the settings themselves; the smaller builders
+below them take the settings (tests and ``make bench`` use them).
 
 Each builder imports the modules of its own function, so a function loads only what it runs (the
 api function's cold start would grow by about a quarter with every function's modules). The
@@ -13,8 +17,6 @@ sessions function in a fresh interpreter to check).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -26,56 +28,27 @@ if TYPE_CHECKING:
     from agent_memory.config import Settings
     from agent_memory.consultation.session_memory import SessionMemory
     from agent_memory.consultation.sessions import SessionsDeps
+    from agent_memory.events.dispatcher import DispatcherDeps
+    from agent_memory.events.jobs import WorkerDeps
+    from agent_memory.events.reminders import ReminderFunctionDeps
     from agent_memory.governance.erasure import GovernanceDeps
+    from agent_memory.http.routes.admin import AdminFunctionDeps
+    from agent_memory.http.routes.api import ApiFunctionDeps
+    from agent_memory.http.routes.chat import ChatFunctionDeps
+    from agent_memory.http.routes.governance import GovernanceFunctionDeps
+    from agent_memory.http.routes.sessions import SessionsFunctionDeps
     from agent_memory.jobs.deps import JobDeps
     from agent_memory.ports import (
-        ActivityReader,
-        AdminStore,
         ContextStore,
         FeedbackStore,
-        JobSender,
         LLMClient,
         MemberStore,
         Notifier,
         ReminderChannel,
         ReminderScheduler,
-        ViewStore,
     )
     from agent_memory.reminders.service import ReminderDeps
     from agent_memory.store_settings import StoreSettings
-
-
-@dataclass(frozen=True)
-class AdminDeps:
-    """The admin function's collaborators: the only HTTP writer of the MemoryTable (hot memory,
-    reports, projects and members)."""
-
-    store: AdminStore
-    hot_memory_token_cap: int
-    clock: Callable[[], datetime]
-    members: MemberStore
-
-
-@dataclass(frozen=True)
-class ApiDeps:
-    """The api function's read-only stores: the project views, and the turn contexts' store.
-
-    ``contexts()`` makes the turn-context store on its first call (the same one afterwards): its
-    adapter, the chat's repository with the session and message models, is imported by the
-    admins' context route only, outside the function's cold start (docs/architecture.md, "Cold
-    start").
-    """
-
-    views: ViewStore
-    contexts: Callable[[], ContextStore]
-
-
-@dataclass(frozen=True)
-class DispatcherDeps:
-    """The job dispatcher's collaborators: who was active, and the queue to fan out to."""
-
-    activity: ActivityReader
-    sender: JobSender
 
 
 def _bind_tables(settings: StoreSettings) -> None:
@@ -168,7 +141,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
     """The chat function: everything a turn needs (LLM provider, classifier, clinical data, caps)."""
     from agent_memory.adapters.clinical.demo import DemoClinicalData, load_clinical_file
     from agent_memory.adapters.clinical.redcap import RedcapSources
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
+    from agent_memory.adapters.dynamo.chat import ChatRepository
     from agent_memory.adapters.dynamo.sessions import SessionsRepository
     from agent_memory.chat.intents import IntentClassifier, LLMIntentClassifier, RuleIntentClassifier
     from agent_memory.chat.prompt import PromptBudget
@@ -183,7 +156,7 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         if settings.intent_classifier == "llm" and _real_llm(llm) is not None
         else rules
     )
-    store = DynamoRepository(session_retention_days=settings.session_retention_days)
+    store = ChatRepository(session_retention_days=settings.session_retention_days)
     return ChatDeps(
         store=store,
         llm=llm,
@@ -191,10 +164,8 @@ def build_chat_deps(settings: Settings) -> ChatDeps:
         clinical=DemoClinicalData(load_clinical_file(settings.clinical_data_file)),
         clinical_sources=RedcapSources(token_secret_prefix=settings.clinical_token_secret_prefix),
         cache=SessionCache(max_messages=50),
-        memory=build_session_memory(
-            settings, SessionsRepository(session_retention_days=settings.session_retention_days), llm=llm
-        ),
-        history=store,
+        memory=build_session_memory(settings, SessionsRepository(chat=store), llm=llm),
+        history=store.projects,
         reminders=build_reminder_deps(settings),
         config=ChatConfig(
             chat_model_id=settings.chat_model_id,
@@ -279,43 +250,23 @@ def build_reminder_channel(settings: Settings, *, sns_client: Any | None = None)
                              secret_of=secret_of, sns_client=sns_client)
 
 
-def build_admin_deps(settings: Settings) -> AdminDeps:
-    """The admin function: the admin store, the hot-memory cap, the clock."""
-    from agent_memory.adapters.dynamo.admin import AdminRepository
-
-    _bind_tables(settings)
-    return AdminDeps(
-        store=AdminRepository(), hot_memory_token_cap=settings.hot_memory_token_cap, clock=lambda: datetime.now(UTC),
-        members=build_members(settings),
-    )
-
-
-def build_api_deps(settings: StoreSettings) -> ApiDeps:
-    """The api function: read-only stores of the project views and (made on first use) of the
-    turn contexts."""
-    from agent_memory.adapters.dynamo.activity import ActivityRepository
-
-    _bind_tables(settings)
-    return ApiDeps(views=ActivityRepository(), contexts=functools.cache(_context_store))
-
-
-def _context_store() -> ContextStore:
-    """The turn-context store of the api function (see :class:`ApiDeps`)."""
-    from agent_memory.adapters.dynamo.chat import DynamoRepository
-
-    return DynamoRepository()
-
-
 def build_governance_deps(settings: Settings) -> GovernanceDeps:
-    """The governance function (and the worker's erase jobs): the governance store with the
-    idempotency table, the job queue for large erasures (``JOB_QUEUE_URL``; none: inline)."""
-    from agent_memory.adapters.dynamo.governance import GovernanceRepository
+    """The governance function (and the worker's erase jobs): the admin store (project, hot memory,
+    review queue), the erasure store with the idempotency table, the patients' references upkeep,
+    the export and removal stores, the job queue for large erasures (``JOB_QUEUE_URL``; none:
+    inline)."""
+    from agent_memory.adapters.dynamo.admin import AdminRepository
+    from agent_memory.adapters.dynamo.erasure import ErasureRepository
+    from agent_memory.adapters.dynamo.export import ExportRepository
+    from agent_memory.adapters.dynamo.patient_refs_upkeep import PatientRefsRepository
+    from agent_memory.adapters.dynamo.removal import RemovalRepository
     from agent_memory.adapters.sqs import SqsJobQueue
     from agent_memory.governance.erasure import GovernanceDeps
 
     _bind_tables(settings)
     return GovernanceDeps(
-        store=GovernanceRepository(idempotency_table=settings.idempotency_table),
+        admin=AdminRepository(), erasures=ErasureRepository(idempotency_table=settings.idempotency_table),
+        patient_refs=PatientRefsRepository(), exports=ExportRepository(), removals=RemovalRepository(),
         jobs=SqsJobQueue(settings.job_queue_url) if settings.job_queue_url else None,
         clock=lambda: datetime.now(UTC),
         schedules=_schedule_deleter(settings),
@@ -332,15 +283,6 @@ def _schedule_deleter(settings: Settings) -> ReminderScheduler | None:
     return EventBridgeReminderScheduler(SchedulerTarget(
         group=settings.reminder_schedule_group, function_arn="", role_arn="", dlq_arn="",
     ))
-
-
-def build_dispatcher_deps(settings: Settings) -> DispatcherDeps:
-    """The job dispatcher: the activity index and the job queue (``JOB_QUEUE_URL``)."""
-    from agent_memory.adapters.dynamo.activity import ActivityRepository
-    from agent_memory.adapters.sqs import SqsJobQueue
-
-    _bind_tables(settings)
-    return DispatcherDeps(activity=ActivityRepository(), sender=SqsJobQueue(settings.job_queue_url))
 
 
 def build_job_deps(
@@ -383,3 +325,116 @@ def build_job_deps(
             compact_effort=settings.llm_effort_compact,
         ),
     )
+
+
+# ------------------------------------------------------------------------------ one per function
+def build_api_function() -> ApiFunctionDeps:
+    """The API function: read-only stores of the project views and (made on first use) of the turn
+    contexts, the guard's membership lookup, the stage. Reads only the store settings (the stage
+    and the tables: docs/architecture.md, "Cold start")."""
+    from agent_memory.adapters.dynamo.activity import ActivityRepository
+    from agent_memory.http.routes.api import ApiFunctionDeps
+    from agent_memory.store_settings import get_store_settings
+
+    settings = get_store_settings()
+    _bind_tables(settings)
+    return ApiFunctionDeps(
+        views=ActivityRepository(), contexts=functools.cache(_context_store), members=build_members(settings),
+        stage=settings.stage,
+    )
+
+
+def _context_store() -> ContextStore:
+    """The turn-context store of the api function (``ApiFunctionDeps.contexts``)."""
+    from agent_memory.adapters.dynamo.chat import ChatRepository
+
+    return ChatRepository()
+
+
+def build_chat_function() -> ChatFunctionDeps:
+    """The chat function: the turn's collaborators (:func:`build_chat_deps`), the guard's
+    membership lookup, the idempotency table and the turn's time budget."""
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.chat import ChatFunctionDeps
+
+    settings = get_settings()
+    return ChatFunctionDeps(
+        chat=build_chat_deps(settings), members=build_members(settings),
+        idempotency_table=settings.idempotency_table_name(),
+        api_gateway_timeout_s=settings.api_gateway_timeout_s, response_reserve_s=settings.response_reserve_s,
+    )
+
+
+def build_sessions_function() -> SessionsFunctionDeps:
+    """The sessions function: sessions, feedback and reminder use cases' collaborators (no LLM)."""
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.sessions import SessionsFunctionDeps
+
+    settings = get_settings()
+    return SessionsFunctionDeps(
+        sessions=build_sessions_deps(settings), feedback=build_feedback_store(settings),
+        reminders=build_reminder_deps(settings), members=build_members(settings),
+        flow_log_retention_days=settings.flow_log_retention_days,
+    )
+
+
+def build_admin_function() -> AdminFunctionDeps:
+    """The admin function: the admin store, the projects and members store, the hot-memory cap,
+    the REDCap token secrets' prefix, the clock."""
+    from agent_memory.adapters.dynamo.admin import AdminRepository
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.admin import AdminFunctionDeps
+
+    settings = get_settings()
+    _bind_tables(settings)
+    return AdminFunctionDeps(
+        store=AdminRepository(), members=build_members(settings), hot_memory_token_cap=settings.hot_memory_token_cap,
+        clinical_token_secret_prefix=settings.clinical_token_secret_prefix, clock=lambda: datetime.now(UTC),
+    )
+
+
+def build_governance_function() -> GovernanceFunctionDeps:
+    """The governance function: the governance use cases' collaborators, the guard's lookup."""
+    from agent_memory.config import get_settings
+    from agent_memory.http.routes.governance import GovernanceFunctionDeps
+
+    settings = get_settings()
+    return GovernanceFunctionDeps(governance=build_governance_deps(settings), members=build_members(settings))
+
+
+def build_job_dispatcher() -> DispatcherDeps:
+    """The job dispatcher: the activity index, the job queue (``JOB_QUEUE_URL``), the default
+    project time zone of a schedule's payload."""
+    from agent_memory.adapters.dynamo.activity import ActivityRepository
+    from agent_memory.adapters.sqs import SqsJobQueue
+    from agent_memory.config import get_settings
+    from agent_memory.events.dispatcher import DispatcherDeps
+
+    settings = get_settings()
+    _bind_tables(settings)
+    return DispatcherDeps(
+        activity=ActivityRepository(), sender=SqsJobQueue(settings.job_queue_url),
+        default_time_zone=settings.project_time_zone,
+    )
+
+
+def build_job_worker() -> WorkerDeps:
+    """The job worker: the jobs' collaborators (:func:`build_job_deps`) and, made on the first
+    erase job of the container, the governance use cases' (:func:`build_governance_deps`)."""
+    from agent_memory.config import get_settings
+    from agent_memory.events.jobs import WorkerDeps
+
+    settings = get_settings()
+    return WorkerDeps(
+        jobs=build_job_deps(settings), governance=functools.cache(lambda: build_governance_deps(settings))
+    )
+
+
+def build_reminder_function() -> ReminderFunctionDeps:
+    """The reminder function: the reminder use cases' collaborators (None without
+    ``REMINDER_SCHEDULE_GROUP``) and the delivery channels."""
+    from agent_memory.config import get_settings
+    from agent_memory.events.reminders import ReminderFunctionDeps
+
+    settings = get_settings()
+    return ReminderFunctionDeps(reminders=build_reminder_deps(settings), channel=build_reminder_channel(settings))

@@ -100,7 +100,7 @@ def test_the_rule_extractor_reads_a_down_vote_reason_as_the_raters_preference() 
 
 
 # ------------------------------------------------------------ the guards
-def _merge(hot: HotMemory, entries: list[FlowLogEntry], candidates: list[Candidate] | None = None):  # type: ignore[no-untyped-def]
+def _merge(hot: HotMemory, entries: list[FlowLogEntry], candidates: list[Candidate] | None = None):
     return merge_candidates(hot, extract_rule_candidates(entries) if candidates is None else candidates,
                             day_messages={m.message_id: m for m in entries}, day="2026-05-12", now=NOW,
                             max_line_tokens=200)

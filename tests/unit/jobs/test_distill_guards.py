@@ -33,7 +33,7 @@ RULES = [
 
 def entry(message_id: str, text: str, *, at: datetime = T, role: str = "user", study_role: str | None = "CRC",
           user_id: str = "u-a") -> FlowLogEntry:
-    return FlowLogEntry(message_id=message_id, session_id="s", role=role, content=text, at=at,  # type: ignore[arg-type]
+    return FlowLogEntry(message_id=message_id, session_id="s", role=role, content=text, at=at,
                         user_id=user_id, study_role=study_role if role == "user" else None)
 
 
@@ -197,7 +197,7 @@ def _ai(line_id: str, text: str, tag: str | None, section: str = "User Preferenc
     return line(line_id, section, text, source="distilled", tag=tag, evidence=("m-old",))
 
 
-def _merge(hot_lines_: list[HotMemoryLine], said: list[FlowLogEntry]):  # type: ignore[no-untyped-def]
+def _merge(hot_lines_: list[HotMemoryLine], said: list[FlowLogEntry]):
     hot = HotMemory(project_id="p1", lines=[*RULES, *hot_lines_])
     return merge_candidates(hot, extract_rule_candidates(said), day_messages={m.message_id: m for m in said},
                             day="2026-09-14", now=T, max_line_tokens=200)

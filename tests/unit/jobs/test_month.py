@@ -82,7 +82,7 @@ class Chat:
         session_id = f"s-{user_id}"
         version = self.versions.get(session_id, 0)
         user = MessageRecord(message_id=message_id, role="user", content=text, at=now, user_id=user_id,
-                             study_role=STUDY_ROLES[user_id])  # type: ignore[arg-type]
+                             study_role=STUDY_ROLES[user_id])
         messages = [user]
         if reply is not None:
             messages.append(MessageRecord(message_id=f"{message_id}-a", role="assistant", content=reply,
@@ -98,12 +98,12 @@ class Chat:
 
 def run_jobs_of(day: date, deps: object) -> None:
     with time_machine.travel(local(day, time(2, 0)), tick=False):
-        run(deps, "distill", PROJECT, day)  # type: ignore[arg-type]
+        run(deps, "distill", PROJECT, day)  # type: ignore[arg-type]  # deps: the month's JobDeps
     if day.weekday() == 0:
         with time_machine.travel(local(day, time(3, 0)), tick=False):
-            run(deps, "archive", PROJECT, day)  # type: ignore[arg-type]
+            run(deps, "archive", PROJECT, day)  # type: ignore[arg-type]  # deps: the month's JobDeps
     with time_machine.travel(local(day, time(4, 0)), tick=False):
-        run(deps, "prune", PROJECT, day)  # type: ignore[arg-type]
+        run(deps, "prune", PROJECT, day)  # type: ignore[arg-type]  # deps: the month's JobDeps
 
 
 def test_a_simulated_month_of_conversations(store: InMemoryStore) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from agent_memory.chat.toolsets import ToolSet, compact_result
 from agent_memory.domain.errors import LLMEmptyReply
-from agent_memory.domain.llm import LLMRequest, ToolSpec, Usage
+from agent_memory.domain.llm import LLMRequest, LLMResponse, ToolSpec, Usage
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.domain.turns import ToolCall
 from agent_memory.ports import ClinicalDataPort, LLMClient
@@ -175,12 +175,7 @@ def run_agent(
     step = 0
     while True:
         req = replace(request, messages=messages, tools=specs, tool_choice=dict(TOOL_CHOICE_AUTO) if specs else None)
-        response = llm.complete(req)
-        result.provider = response.provider
-        call = ModelCall(stop_reason=response.stop_reason, usage=response.usage)
-        result.calls.append(call)
-        if on_call is not None:
-            on_call(call)
+        response = _call(llm, req, result, on_call)
         last = step >= max_steps - 1
         uses = response.tool_uses
         if response.stop_reason == "tool_use" and uses and tools is not None and not last:
@@ -194,23 +189,45 @@ def run_agent(
             paused_text.append(response.text)
             step += 1
             continue
-        if response.refused:
-            result.text, result.refused = REFUSAL_REPLY, True
+        if _finish(response, paused_text, result, tools):
             return result
-        text = "".join([*paused_text, response.text])
-        if not text.strip() and (uses or response.stop_reason == "pause_turn"):
-            # The step cap stopped a loop that still wanted to go on: answer so, never retry it.
-            result.text, result.truncated = STEP_CAP_REPLY, True
-            return result
-        if not text.strip():
-            if retried:
-                raise LLMEmptyReply("the model's reply had no text, twice")
-            retried = True
-            continue
-        result.text = text
-        result.truncated = response.stop_reason in TRUNCATED_STOP_REASONS or bool(uses)
-        _compact_with_answer(tools, result)
-        return result
+        if retried:
+            raise LLMEmptyReply("the model's reply had no text, twice")
+        retried = True
+
+
+def _call(
+    llm: LLMClient, request: LLMRequest, result: AgentResult, on_call: Callable[[ModelCall], None] | None
+) -> LLMResponse:
+    """One model call, recorded on ``result`` (provider, stop reason, usage) and told to ``on_call``."""
+    response = llm.complete(request)
+    result.provider = response.provider
+    call = ModelCall(stop_reason=response.stop_reason, usage=response.usage)
+    result.calls.append(call)
+    if on_call is not None:
+        on_call(call)
+    return response
+
+
+def _finish(response: LLMResponse, paused_text: list[str], result: AgentResult, tools: ToolSet | None) -> bool:
+    """Complete ``result`` from the loop's last response: the refusal sentence, the step-cap reply
+    (the cap stopped a loop that still wanted to go on: never retried), or the text of the turn's
+    parts (flagged truncated when cut or when the model still asked for a tool). False: the reply
+    had no text (the caller asks once more)."""
+    if response.refused:
+        result.text, result.refused = REFUSAL_REPLY, True
+        return True
+    uses = response.tool_uses
+    text = "".join([*paused_text, response.text])
+    if not text.strip() and (uses or response.stop_reason == "pause_turn"):
+        result.text, result.truncated = STEP_CAP_REPLY, True
+        return True
+    if not text.strip():
+        return False
+    result.text = text
+    result.truncated = response.stop_reason in TRUNCATED_STOP_REASONS or bool(uses)
+    _compact_with_answer(tools, result)
+    return True
 
 
 def _compact_with_answer(tools: ToolSet | None, result: AgentResult) -> None:

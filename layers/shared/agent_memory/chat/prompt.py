@@ -455,71 +455,102 @@ def assemble_prompt(
         of the last recent turn, the session block and the user's text in the last message) and
         the measured blocks, in the order they are sent.
     """
-    blocks: list[PromptBlock] = []
-    system: list[SystemBlock] = []
-    prefix = tool_tokens(tools)
-
-    def add_system(block: PromptBlock, cacheable: bool) -> None:
-        nonlocal prefix
-        prefix += block.tokens
-        block.cache = cacheable and prefix >= min_cacheable_tokens
-        blocks.append(block)
-        system.append(SystemBlock(block.name, block.text, cache=block.cache))
-
-    add_system(PromptBlock("system", SYSTEM_INSTRUCTIONS, estimate_tokens(SYSTEM_INSTRUCTIONS)), cacheable=False)
-
-    lines = select_hot_memory_lines(hot_memory, budget.hot_memory_tokens)
-    hot_text = render_hot_memory_block(hot_memory, lines)
-    add_system(PromptBlock(
-        "hot_memory", hot_text, estimate_tokens(hot_text),
-        ref={"version": hot_memory.version, "line_ids": [ln.line_id for ln in lines],
-             "complete": len(lines) == len(hot_memory.lines)},
-    ), cacheable=True)
-
+    assembly = _Assembly(prefix=tool_tokens(tools), min_cacheable_tokens=min_cacheable_tokens)
+    assembly.add_system(PromptBlock("system", SYSTEM_INSTRUCTIONS, estimate_tokens(SYSTEM_INSTRUCTIONS)),
+                        cacheable=False)
+    assembly.add_system(_hot_memory_block(hot_memory, budget), cacheable=True)
     history_weeks: list[str] = []
     if reports is not None:
-        selected = select_history(reports, max_weeks=budget.history_weeks, max_tokens=budget.history_tokens)
-        history_weeks = [r.iso_week for r in selected]
-        used = sum(estimate_tokens(render_report(r)) for r in selected)
-        years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
-        history_text = render_history_block(selected, years)
-        add_system(PromptBlock(
-            "history", history_text, estimate_tokens(history_text),
-            ref={"weeks": history_weeks, "revisions": {r.iso_week: r.revision for r in selected},
-                 "years": [y.year for y in years]},
-        ), cacheable=True)
-
-    turns = select_recent_turns(
-        session.window, budget.recent_turns, turn_block=budget.turn_block,
-        first_position=max(0, session.message_count - len(session.window)),
-    )
-    messages = turns_to_messages(turns)
-    recent_ids = [m.message_id for t in turns for m in t]
-    if messages:
-        turn_tokens = _message_tokens(messages)
-        cached = prefix + turn_tokens >= min_cacheable_tokens
-        if cached:  # the previous turn's end: the next turn repeats everything up to here
-            messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
-        blocks.append(PromptBlock("recent_turns", "", turn_tokens, ref={"message_ids": recent_ids}, cache=cached))
-
-    session_text = render_session_block(
-        session, intents, budget.session_tokens, now=now, time_zone=time_zone, asker=asker
-    )
-    blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
-    blocks.append(PromptBlock("user_message", user_text, estimate_tokens(user_text)))
-    # After the last breakpoint: what changes every turn, then the question (last, so that it is the
-    # message's final text block).
-    messages.append({"role": "user", "content": [
-        {"type": "text", "text": session_text}, {"type": "text", "text": user_text},
-    ]})
+        history, history_weeks = _history_block(reports, yearly, budget)
+        assembly.add_system(history, cacheable=True)
+    turns, messages = assembly.add_recent_turns(session, budget)
+    session_text = render_session_block(session, intents, budget.session_tokens, now=now, time_zone=time_zone,
+                                        asker=asker)
+    messages.append(assembly.add_question(session_text, user_text))
     return AssembledPrompt(
-        system=system,
+        system=assembly.system,
         messages=messages,
-        blocks=blocks,
+        blocks=assembly.blocks,
         history_weeks=history_weeks,
         recent_turns=len(turns),
-        recent_message_ids=recent_ids,
+        recent_message_ids=[m.message_id for t in turns for m in t],
     )
+
+
+@dataclass
+class _Assembly:
+    """The blocks of one context as they are added, with the estimated tokens of the prefix so far
+    (tools included): a breakpoint is placed only where that prefix reaches ``min_cacheable_tokens``."""
+
+    prefix: int
+    min_cacheable_tokens: int
+    blocks: list[PromptBlock] = field(default_factory=list)
+    system: list[SystemBlock] = field(default_factory=list)
+
+    def add_system(self, block: PromptBlock, *, cacheable: bool) -> None:
+        """A system block, ending with a breakpoint when ``cacheable`` and the prefix is long enough."""
+        self.prefix += block.tokens
+        block.cache = cacheable and self.prefix >= self.min_cacheable_tokens
+        self.blocks.append(block)
+        self.system.append(SystemBlock(block.name, block.text, cache=block.cache))
+
+    def add_recent_turns(
+        self, session: SessionState, budget: PromptBudget
+    ) -> tuple[list[list[MessageRecord]], list[dict[str, Any]]]:
+        """The recent turns of the session's window (:func:`select_recent_turns`, numbered from
+        its ``message_count``) and their messages; a breakpoint ends the last one (the previous
+        turn's end: the next turn repeats everything up to here) when the prefix is long enough."""
+        turns = select_recent_turns(
+            session.window, budget.recent_turns, turn_block=budget.turn_block,
+            first_position=max(0, session.message_count - len(session.window)),
+        )
+        messages = turns_to_messages(turns)
+        if messages:
+            turn_tokens = _message_tokens(messages)
+            cached = self.prefix + turn_tokens >= self.min_cacheable_tokens
+            if cached:
+                messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
+            ids = [m.message_id for t in turns for m in t]
+            self.blocks.append(PromptBlock("recent_turns", "", turn_tokens, ref={"message_ids": ids}, cache=cached))
+        return turns, messages
+
+    def add_question(self, session_text: str, user_text: str) -> dict[str, Any]:
+        """The last user message: after the last breakpoint, what changes every turn (the session
+        block), then the question (last, so that it is the message's final text block)."""
+        self.blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
+        self.blocks.append(PromptBlock("user_message", user_text, estimate_tokens(user_text)))
+        return {"role": "user", "content": [
+            {"type": "text", "text": session_text}, {"type": "text", "text": user_text},
+        ]}
+
+
+def _hot_memory_block(hot_memory: HotMemory, budget: PromptBudget) -> PromptBlock:
+    """The hot-memory block of the lines that fit ``budget.hot_memory_tokens``; its ``ref`` names
+    the version and lines, and whether every stored line is in it."""
+    lines = select_hot_memory_lines(hot_memory, budget.hot_memory_tokens)
+    text = render_hot_memory_block(hot_memory, lines)
+    return PromptBlock(
+        "hot_memory", text, estimate_tokens(text),
+        ref={"version": hot_memory.version, "line_ids": [ln.line_id for ln in lines],
+             "complete": len(lines) == len(hot_memory.lines)},
+    )
+
+
+def _history_block(
+    reports: Sequence[WeeklyReport], yearly: Sequence[YearlySummary], budget: PromptBudget
+) -> tuple[PromptBlock, list[str]]:
+    """The history block (the newest weeks that fit, then the yearly summaries of older periods in
+    the tokens left) and its ISO weeks, oldest first."""
+    selected = select_history(reports, max_weeks=budget.history_weeks, max_tokens=budget.history_tokens)
+    weeks = [r.iso_week for r in selected]
+    used = sum(estimate_tokens(render_report(r)) for r in selected)
+    years = select_yearly(yearly, selected, max_tokens=max(0, budget.history_tokens - used))
+    text = render_history_block(selected, years)
+    return PromptBlock(
+        "history", text, estimate_tokens(text),
+        ref={"weeks": weeks, "revisions": {r.iso_week: r.revision for r in selected},
+             "years": [y.year for y in years]},
+    ), weeks
 
 
 __all__ = [

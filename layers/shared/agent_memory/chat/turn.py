@@ -1,10 +1,11 @@
 """The chat turn: read memory, route by intent, call the LLM, record the turn.
 
 One turn, in round trips (docs/architecture.md, "Request path"):
-1. ONE BatchGetItem: project + hot memory + the asker's membership + session item (window, facts,
-   summary), and, when the message names a patient and this container holds no messages of the
-   session (a new session), the patient's earlier-diagnosis references; a user who is not a
-   member of the project is refused here (403), before any write;
+1. ONE BatchGetItem (``agent_memory.chat.read``): project + hot memory + the asker's membership +
+   session item (window, facts, summary), and, when the message names a patient and this
+   container holds no messages of the session (a new session), the patient's earlier-diagnosis
+   references; in the chat function the route guard makes it, decides the membership on it and
+   hands it to the turn;
 2. (history intents only) ONE Query of the newest weekly reports;
 3. ONE TransactWriteItems: user + assistant messages, both flow-log items, the session
    item (version condition), the project's activity marker for the local day.
@@ -15,7 +16,12 @@ an unknown model, a malformed or empty reply), the user message is still recorde
 
 Every model call's token usage is reported: summed per LLM context in the response
 (``calls[].usage``, null offline), call by call in the turn's context manifest (with each call's
-stop reason), and as the ``chat`` task's metrics (docs/architecture.md, "Prompt caching").
+stop reason; :mod:`agent_memory.chat.answer`), and as the ``chat`` task's metrics
+(docs/architecture.md, "Prompt caching").
+
+:func:`handle_message` reads as its steps: validate, read (one BatchGetItem), replay an answered
+retry, start the turn (the user message, session memory), classify, read history, answer (one LLM
+context per plan), record the answer (one TransactWriteItems).
 """
 
 from __future__ import annotations
@@ -24,26 +30,26 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, Field
-
-from agent_memory.chat.agent import AgentResult, ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.agent import ClinicalTools, ModelCall, run_agent
+from agent_memory.chat.answer import CallOutcome, CallReport, ChatResult, TokenUsage, combine_replies, turn_manifest
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
-from agent_memory.chat.prompt import AssembledPrompt, PromptBudget, assemble_prompt
+from agent_memory.chat.prompt import PromptBudget, assemble_prompt
+from agent_memory.chat.read import TurnRead, context_for_turn
 from agent_memory.chat.toolsets import ToolSet, ToolSets
 from agent_memory.config import DEFAULT_CHAT_MODEL_ID, min_cacheable_tokens
 from agent_memory.conversation.append import Append, append_messages
 from agent_memory.conversation.cache import SessionCache
-from agent_memory.domain.errors import Forbidden, InvalidInput, LLMError, PayloadTooLarge
+from agent_memory.domain.errors import InvalidInput, LLMError, PayloadTooLarge
 from agent_memory.domain.ids import new_message_id
-from agent_memory.domain.llm import Effort, LLMRequest, Usage
+from agent_memory.domain.llm import Effort, LLMRequest
 from agent_memory.domain.models import HotMemory, Intent, Member, Project, WeeklyReport, YearlySummary
 from agent_memory.domain.text import content_problem, utf8_len
-from agent_memory.domain.turns import MessageRecord, SessionState
+from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext
 from agent_memory.ports import ChatStore, ClinicalDataPort, ClinicalSourcesPort, HistoryReader, LLMClient
 from agent_memory.reminders.service import ReminderDeps
 from agent_memory.reminders.tools import ReminderTools
@@ -51,7 +57,6 @@ from agent_memory.structured import record_usage
 
 if TYPE_CHECKING:
     from agent_memory.consultation.session_memory import SessionMemory, TurnMemory
-
 
 
 @dataclass(frozen=True)
@@ -105,70 +110,6 @@ class ChatDeps:
     reminders: ReminderDeps | None = None
 
 
-class TokenUsage(BaseModel):
-    """Tokens of the model calls of one LLM context, as the provider reported them (summed).
-
-    ``input_tokens`` excludes the cached parts: the prompts were ``input_tokens +
-    cache_creation_input_tokens + cache_read_input_tokens`` tokens.
-    """
-
-    input_tokens: int
-    output_tokens: int
-    cache_creation_input_tokens: int
-    cache_read_input_tokens: int
-
-    @classmethod
-    def of(cls, usage: Usage | None) -> TokenUsage | None:
-        return None if usage is None else cls(**usage.as_dict())
-
-
-class CallReport(BaseModel):
-    """One LLM context of the turn as reported to the client. ``usage`` is null from the offline
-    provider; ``model_calls`` counts the Messages-API calls the context took (tool steps, a retry);
-    ``history_tool_weeks``: the weekly reports the model read through ``read_history``."""
-
-    intents: list[str]
-    history_weeks: int
-    recent_turns: int
-    prompt_tokens: int
-    layers: dict[str, int]
-    model_calls: int = 0
-    usage: TokenUsage | None = None
-    history_tool_weeks: int = 0
-    #: lines of an over-budget hot memory were left out of this context (oldest AI lines first)
-    hot_memory_trimmed: bool = False
-    #: Values the tools withheld from the model in this context, by kind (``identifier_fields``:
-    #: identifier-flagged fields left out per subject read; ``resident_id``, ``phone``, ``email``:
-    #: values scrubbed from free text). Empty when nothing was withheld.
-    redactions: dict[str, int] = Field(default_factory=dict)
-
-
-class ChatResult(BaseModel):
-    """The 200 response body of ``POST .../messages``.
-
-    ``truncated``: a reply was cut (``max_tokens``, or the tool-step cap); ``refused``: the model
-    declined the request and ``reply`` says so in a fixed sentence.
-    """
-
-    message_id: str
-    user_message_id: str
-    reply: str
-    truncated: bool
-    intents: list[str]
-    provider: str
-    calls: list[CallReport]
-    refused: bool = False
-
-
-@dataclass
-class _CallOutcome:
-    plan: CallPlan
-    prompt: AssembledPrompt
-    result: AgentResult
-    history_weeks_read: list[str] = field(default_factory=list)
-    redactions: dict[str, int] = field(default_factory=dict)
-
-
 def validate_message(content: str, max_bytes: int) -> None:
     """Reject empty or over-size messages before anything is read or written.
 
@@ -197,6 +138,7 @@ def handle_message(
     patient_id: str | None,
     deadline: float | None,
     idempotency_hash: str | None = None,
+    prefetched: TurnRead | None = None,
 ) -> ChatResult:
     """Run one chat turn (see module docstring).
 
@@ -208,131 +150,167 @@ def handle_message(
         deadline: ``time.monotonic()`` instant by which the LLM must have answered.
         idempotency_hash: hash of the client's Idempotency-Key; a retry of a failed turn
             with the same key reuses the recorded user message instead of writing it again.
+        prefetched: the turn's one read, made before the turn (in the chat function by the route
+            guard, which decided the asker's membership on it; ``agent_memory.chat.read``);
+            None: the turn reads it itself.
 
     Returns:
         ChatResult (message_id is the assistant message; its context is inspectable).
 
+    Who may send a turn is decided before it runs, by the route guard (``agent_memory.http.guard``).
+
     Raises:
-        Forbidden: ``user_id`` is not a member of the project (its ``MEMBER#`` item, read in the
-            turn's one BatchGetItem, decides; the token's claims do not): nothing is written.
         InvalidInput, PayloadTooLarge, ProjectNotFound: nothing is written.
         LLMError (LLMUnavailable, LLMDeadlineExceeded, LLMBadRequest, LLMAuthError,
             LLMModelNotFound, LLMBadResponse, LLMEmptyReply): the user message was recorded as
             failed (exactly once), nothing else.
     """
-    cfg = deps.config
-    validate_message(content, cfg.max_message_bytes)
+    validate_message(content, deps.config.max_message_bytes)
     now = deps.now()
-    # A session this container already wrote has messages: its first turn (the only one that
-    # needs the patient's earlier diagnoses) is over, so their item is not read again.
-    refs_of = patient_id if patient_id and not deps.cache.holds(project_id, session_id) else None
-    ctx = deps.store.load_turn_context(project_id, session_id, now=now, user_id=user_id, patient_id=refs_of)
-    if ctx.asker is None:
-        raise Forbidden(f"you are not a member of project {project_id}")
-    session = ctx.session
-    if patient_id and session.patient_id and session.patient_id != patient_id:
+    ctx = context_for_turn(deps.store, deps.cache, project_id, session_id, user_id=user_id, patient_id=patient_id,
+                           now=now, prefetched=prefetched)
+    if patient_id and ctx.session.patient_id and ctx.session.patient_id != patient_id:
         raise InvalidInput("this session belongs to another patient")
-
-    answered = _answered_retry(session.window, idempotency_hash)
+    answered = _answered_retry(ctx.session.window, idempotency_hash)
     if answered is not None:
         return _replay(deps, project_id, session_id, content, *answered)
-    reused = _failed_retry(session.window, idempotency_hash)
-    user_msg = reused or MessageRecord(
-        message_id=new_message_id(now), role="user", content=content, at=now, user_id=user_id,
-        study_role=ctx.asker.study_role, idempotency_hash=idempotency_hash,
-    )
-
-    # Session memory : this message's facts BEFORE any LLM call, so the prompt's
-    # session block already holds them; re-applied at write time to the session as re-read.
-    turn_memory: TurnMemory | None = None
-    memory_session = session
-    if deps.memory is not None:
-        memory_session, turn_memory = deps.memory.before_turn(
-            session, user_msg, patient_id=patient_id, time_zone=ctx.project.time_zone,
-            deadline=pre_chat_deadline(deadline), known_refs=ctx.patient_diagnoses,
-        )
-
+    turn = _start_turn(deps, ctx, ctx.asker, user_id=user_id, content=content, patient_id=patient_id, now=now,
+                       deadline=deadline, idempotency_hash=idempotency_hash)
     classification = deps.classifier.classify(content, deadline=pre_chat_deadline(deadline))
     plans = plan_calls(classification.intents)
-    reports: list[WeeklyReport] | None = None
-    yearly: list[YearlySummary] = []
-    if any(p.load_history for p in plans):
-        reports = deps.store.load_history(project_id, limit_weeks=cfg.budget.history_weeks)
-        if len(reports) >= cfg.budget.history_weeks:
-            # More history than the week cap may exist: older periods come through the yearly
-            # summaries, read with the turn's BatchGetItem (a Query only for a project older than
-            # the years that read covers; docs/architecture.md, "Request path").
-            read = ctx.yearly_summaries
-            yearly = read if read is not None else deps.store.load_yearly_summaries(project_id)
+    reports, yearly = _read_history(deps, ctx, plans)
+    outcomes = _answer(deps, turn, plans, reports, yearly)
+    return _record_answer(deps, turn, outcomes, classification.intents)
 
-    # A reused failed message stays in the window the prompt sees (its place numbers the window's
-    # messages); being failed, it is never replayed as a recent turn.
-    outcomes: list[_CallOutcome] = []
-    tools = turn_tools(deps, ctx.project, deadline)  # one per turn: one export per subject per turn
-    # The asker's own reminder tools, offered to the first LLM context only (one request, one schedule).
-    reminder_tools = None if deps.reminders is None else ReminderTools(
-        deps.reminders, project_id=project_id, time_zone=ctx.project.time_zone, user_id=user_id,
-        study_role=ctx.asker.study_role if ctx.asker else None, hot_lines=ctx.hot_memory.lines,
+
+@dataclass
+class _Turn:
+    """One turn under way: what its read returned, who asks, the user's message (new, or the failed
+    one of an earlier try with the same Idempotency-Key: ``reused``), and the session the prompt
+    sees with this message's facts (``session``) plus what session memory applies at write time."""
+
+    ctx: TurnContext
+    asker: Member | None
+    user_id: str
+    content: str
+    patient_id: str | None
+    now: datetime
+    deadline: float | None
+    user_msg: MessageRecord
+    reused: MessageRecord | None
+    session: SessionState
+    memory: TurnMemory | None = None
+
+    @property
+    def project(self) -> Project:
+        return self.ctx.project
+
+    def fill(self) -> dict[str, str]:
+        """Session fields the turn sets when they are still empty."""
+        return _fill(self.patient_id, self.user_id)
+
+
+def _start_turn(
+    deps: ChatDeps, ctx: TurnContext, asker: Member | None, *, user_id: str, content: str, patient_id: str | None,
+    now: datetime, deadline: float | None, idempotency_hash: str | None,
+) -> _Turn:
+    """The turn's user message, and session memory's facts of it BEFORE any LLM call, so the
+    prompt's session block already holds them (re-applied at write time to the session as re-read).
+    A reused failed message stays in the window the prompt sees (its place numbers the window's
+    messages); being failed, it is never replayed as a recent turn."""
+    reused = _failed_retry(ctx.session.window, idempotency_hash)
+    user_msg = reused or MessageRecord(
+        message_id=new_message_id(now), role="user", content=content, at=now, user_id=user_id,
+        study_role=asker.study_role if asker else None, idempotency_hash=idempotency_hash,
     )
+    turn = _Turn(ctx=ctx, asker=asker, user_id=user_id, content=content, patient_id=patient_id, now=now,
+                 deadline=deadline, user_msg=user_msg, reused=reused, session=ctx.session)
+    if deps.memory is not None:
+        turn.session, turn.memory = deps.memory.before_turn(
+            ctx.session, user_msg, patient_id=patient_id, time_zone=ctx.project.time_zone,
+            deadline=pre_chat_deadline(deadline), known_refs=ctx.patient_diagnoses,
+        )
+    return turn
+
+
+def _read_history(
+    deps: ChatDeps, ctx: TurnContext, plans: Sequence[CallPlan]
+) -> tuple[list[WeeklyReport] | None, list[YearlySummary]]:
+    """The weekly reports (None: no plan loads history) and, when the week cap is reached, the
+    yearly summaries of older periods: those the turn's BatchGetItem read, or (a project older
+    than the years that read covers) one Query (docs/architecture.md, "Request path")."""
+    if not any(p.load_history for p in plans):
+        return None, []
+    cap = deps.config.budget.history_weeks
+    reports = deps.store.load_history(ctx.project.project_id, limit_weeks=cap)
+    if len(reports) < cap:
+        return reports, []
+    read = ctx.yearly_summaries
+    return reports, read if read is not None else deps.store.load_yearly_summaries(ctx.project.project_id)
+
+
+def _answer(
+    deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], reports: list[WeeklyReport] | None,
+    yearly: list[YearlySummary],
+) -> list[CallOutcome]:
+    """One LLM context per plan, sharing the turn's tool sets (one export per subject per turn);
+    the asker's reminder tools go to the first context only (one request, one schedule).
+
+    Raises:
+        LLMError: a context failed; the user message was recorded as failed (once: a reused one
+            already is).
+    """
+    project = turn.project
+    tools = turn_tools(deps, project, turn.deadline)
+    reminder_tools = None if deps.reminders is None else ReminderTools(
+        deps.reminders, project_id=project.project_id, time_zone=project.time_zone, user_id=turn.user_id,
+        study_role=turn.asker.study_role if turn.asker else None, hot_lines=turn.ctx.hot_memory.lines,
+    )
+    outcomes: list[CallOutcome] = []
     try:
         for i, plan in enumerate(plans):
-            outcomes.append(_run_call(
-                deps, _CallInput(ctx.hot_memory, memory_session, plan, reports, yearly, content, project_id,
-                                 ctx.project.time_zone, now, deadline, ctx.asker,
-                                 reminder_tools if i == 0 else None), tools,
-            ))
+            outcomes.append(_run_call(deps, _CallInput(
+                turn.ctx.hot_memory, turn.session, plan, reports, yearly, turn.content, project.project_id,
+                project.time_zone, turn.now, turn.deadline, turn.asker, reminder_tools if i == 0 else None,
+            ), tools))
     except LLMError:
-        if reused is None:
-            failed = user_msg.model_copy(update={"status": "failed"})
-            _append(deps, ctx.project.time_zone, session,
-                    Append(new=[failed], flow=[failed], fill=_fill(patient_id, user_id)), turn_memory)
+        if turn.reused is None:
+            failed = turn.user_msg.model_copy(update={"status": "failed"})
+            _append(deps, project.time_zone, turn.ctx.session,
+                    Append(new=[failed], flow=[failed], fill=turn.fill()), turn.memory)
         raise
+    return outcomes
 
+
+def _record_answer(deps: ChatDeps, turn: _Turn, outcomes: list[CallOutcome], intents: Sequence[Intent]) -> ChatResult:
+    """Write the reply (and the user message, unless a reused failed one is marked answered) with
+    its context manifest through the one session append; returns the response body."""
     reply_at = deps.now()
     assistant = MessageRecord(
-        message_id=new_message_id(reply_at),
-        role="assistant",
-        content=_combine(outcomes),
-        at=reply_at,
+        message_id=new_message_id(reply_at), role="assistant", content=combine_replies(outcomes), at=reply_at,
         tool_calls=[tc for o in outcomes for tc in o.result.tool_calls],
         truncated=any(o.result.truncated for o in outcomes),
     )
-    manifest = _manifest(outcomes, classification.intents, user_msg.message_id, ctx.asker)
+    user_msg = turn.user_msg
     result = ChatResult(
-        message_id=assistant.message_id,
-        user_message_id=user_msg.message_id,
-        reply=assistant.content,
-        truncated=assistant.truncated,
-        refused=any(o.result.refused for o in outcomes),
-        intents=[i.value for i in classification.intents],
+        message_id=assistant.message_id, user_message_id=user_msg.message_id, reply=assistant.content,
+        truncated=assistant.truncated, refused=any(o.result.refused for o in outcomes),
+        intents=[i.value for i in intents],
         provider=outcomes[0].result.provider if outcomes else deps.llm.provider,
-        calls=[
-            CallReport(
-                intents=[i.value for i in o.plan.intents],
-                history_weeks=len(o.prompt.history_weeks),
-                recent_turns=o.prompt.recent_turns,
-                prompt_tokens=o.prompt.prompt_tokens,
-                layers=o.prompt.layers,
-                model_calls=o.result.model_calls,
-                usage=TokenUsage.of(o.result.usage),
-                history_tool_weeks=len(o.history_weeks_read),
-                hot_memory_trimmed=o.prompt.hot_memory_trimmed,
-                redactions=o.redactions,
-            )
-            for o in outcomes
-        ],
+        calls=[o.report() for o in outcomes],
     )
+    manifest = turn_manifest(outcomes, intents, user_msg.message_id, turn.asker)
     # the answer's fields the messages do not hold, for the replay of a retry (_replay)
     manifest["answer"] = result.model_dump(mode="json", include={"provider", "refused", "calls"})
-    if reused is None:
+    if turn.reused is None:
         new, flow, mark_ok = [user_msg, assistant], [user_msg, assistant], []
     else:
-        new, flow, mark_ok = [assistant], [assistant], [reused.message_id]
-    _append(deps, ctx.project.time_zone, session, Append(
+        new, flow, mark_ok = [assistant], [assistant], [turn.reused.message_id]
+    _append(deps, turn.project.time_zone, turn.ctx.session, Append(
         new=new, flow=flow, mark_ok=mark_ok,
         contexts={assistant.message_id: manifest}, reply_to={assistant.message_id: user_msg.message_id},
-        fill=_fill(patient_id, user_id),
-    ), turn_memory)
+        fill=turn.fill(),
+    ), turn.memory)
     return result
 
 
@@ -421,7 +399,7 @@ def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list
     return [clinical, *(factory(project.project_id, deadline) for factory in deps.tool_sets)]
 
 
-def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> _CallOutcome:
+def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOutcome:
     cfg = deps.config
     history_tools: HistoryTools | None = None
     sets = list(shared)
@@ -460,64 +438,13 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> _CallO
     result = run_agent(deps.llm, request, tools, max_steps=cfg.react_max_steps, on_call=_record_usage)
     weeks = list(history_tools.weeks_read) if history_tools is not None else []
     withheld = tools.redactions() - withheld_before
-    return _CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks,
-                        redactions=dict(sorted(withheld.items())))
+    return CallOutcome(plan=call.plan, prompt=prompt, result=result, history_weeks_read=weeks,
+                       redactions=dict(sorted(withheld.items())))
 
 
 def _record_usage(call: ModelCall) -> None:
     """The ``chat`` task's token metrics, per model call (nothing offline)."""
     record_usage("chat", call.usage)
-
-
-def _combine(outcomes: Sequence[_CallOutcome]) -> str:
-    if len(outcomes) == 1:
-        return outcomes[0].result.text
-    parts = []
-    for o in outcomes:
-        title = "【质控 QC】" if Intent.QC_TASK in o.plan.intents else "【历史 History】"
-        parts.append(f"{title}\n{o.result.text}")
-    return "\n\n".join(parts)
-
-
-def _manifest(
-    outcomes: Sequence[_CallOutcome], intents: Sequence[Intent], user_message_id: str, asker: Member | None = None
-) -> dict[str, Any]:
-    """What was sent, by reference, so the context endpoint can rebuild it (kept small), what each
-    model call cost, and who asked (user id, display name and study role at that moment)."""
-    calls = []
-    for o in outcomes:
-        blocks = []
-        for b in o.prompt.blocks:
-            entry: dict[str, Any] = {"name": b.name, "tokens": b.tokens}
-            if b.name in ("system", "session"):
-                entry["text"] = b.text
-            elif b.name == "user_message":
-                entry["ref"] = {"message_id": user_message_id}
-            else:
-                entry["ref"] = b.ref
-            if b.cache:
-                entry["cache"] = True
-            blocks.append(entry)
-        usage = o.result.usage
-        calls.append({
-            "intents": [i.value for i in o.plan.intents],
-            "load_history": o.plan.load_history,
-            "blocks": blocks,
-            "tool_calls": [tc.id for tc in o.result.tool_calls],
-            "usage": usage.as_dict() if usage is not None else None,
-            "model_calls": [
-                {"stop_reason": c.stop_reason, "usage": c.usage.as_dict() if c.usage is not None else None}
-                for c in o.result.calls
-            ],
-            "truncated": o.result.truncated,
-            "refused": o.result.refused,
-            **({"read_history": {"weeks": o.history_weeks_read}} if o.history_weeks_read else {}),
-        })
-    manifest: dict[str, Any] = {"intents": [i.value for i in intents], "calls": calls}
-    if asker is not None:
-        manifest["asker"] = {"user_id": asker.user_id, "display_name": asker.display_name,
-                             "study_role": asker.study_role}
-    return manifest
 
 
 def _append(

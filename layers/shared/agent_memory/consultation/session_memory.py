@@ -307,7 +307,7 @@ class SessionMemory:
         horizon = max(span_start, trim_start)
         gap: list[MessageRecord] = []
         if through in ids:
-            start = ids.index(through) + 1  # type: ignore[arg-type]
+            start = ids.index(through) + 1
         else:
             start = 0
             if through is None:

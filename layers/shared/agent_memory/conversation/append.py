@@ -125,42 +125,44 @@ def append_messages(
                     update={"version": 0, "window": []}
                 )
             at = now()
-            full_window = _insert(list(current.window), append)
-            window = trim_window(full_window, keep_user_turns=keep_user_turns, budget_bytes=WINDOW_BUDGET_BYTES)
             local_dates = sorted(
                 {m.at.astimezone(zone).date().isoformat() for m in append.flow}
                 or {at.astimezone(zone).date().isoformat()}
             )
-            fields: dict[str, Any] = {
-                "window": window,
-                "updated_at": at,
-                "message_count": current.message_count + len(append.new),
-                "activity_date": local_dates[-1],
-            }
-            for name, value in append.fill.items():
-                if name == "type":
-                    if not current.version:
-                        fields[name] = value
-                elif not getattr(current, name):
-                    fields[name] = value
-            updated = current.model_copy(update=fields)
-            if update is not None:
-                updated = update(current, updated, full_window)
+            updated = _appended(current, append, at=at, activity_date=local_dates[-1],
+                                keep_user_turns=keep_user_turns, update=update)
             store.record_turn(TurnWrite(
-                session=updated,
-                expected_version=current.version,
-                new_messages=list(append.new),
-                flow_log=list(append.flow),
-                mark_ok=list(append.mark_ok),
-                contexts=dict(append.contexts),
+                session=updated, expected_version=current.version, new_messages=list(append.new),
+                flow_log=list(append.flow), mark_ok=list(append.mark_ok), contexts=dict(append.contexts),
                 reply_to=dict(append.reply_to),
                 # a day this session's stored state says a turn already marked is not marked again
                 activity_local_dates=[day for day in local_dates if day != current.activity_date],
-                now=at,
-                flow_log_retention_days=flow_log_retention_days,
+                now=at, flow_log_retention_days=flow_log_retention_days,
             ))
             return Appended(base=current, written=updated.model_copy(update={"version": current.version + 1}))
     raise VersionConflict("session changed concurrently")  # pragma: no cover - Retrying re-raises
+
+
+def _appended(current: SessionState, append: Append, *, at: datetime, activity_date: str, keep_user_turns: int,
+              update: SessionUpdate | None) -> SessionState:
+    """``current`` with the messages appended: the window (trimmed to ``keep_user_turns`` user
+    turns and its byte budget), the counters, the last day its turns marked, the ``fill`` fields
+    still empty (``type`` only on a session not stored yet), then ``update``'s changes."""
+    full_window = _insert(list(current.window), append)
+    fields: dict[str, Any] = {
+        "window": trim_window(full_window, keep_user_turns=keep_user_turns, budget_bytes=WINDOW_BUDGET_BYTES),
+        "updated_at": at,
+        "message_count": current.message_count + len(append.new),
+        "activity_date": activity_date,
+    }
+    for name, value in append.fill.items():
+        if name == "type":
+            if not current.version:
+                fields[name] = value
+        elif not getattr(current, name):
+            fields[name] = value
+    updated = current.model_copy(update=fields)
+    return update(current, updated, full_window) if update is not None else updated
 
 
 def _insert(window: list[MessageRecord], append: Append) -> list[MessageRecord]:

@@ -7,6 +7,11 @@ import json
 import secrets
 from datetime import datetime
 
+#: Every id a client names (project, session, patient, message, diagnosis, reminder ids): letters,
+#: digits, ``.``, ``_``, ``-``; 1..128 characters, starting with a letter or digit (anchored; the
+#: path gate of the HTTP functions applies the same rule to every path parameter).
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
 #: Ids carry the epoch milliseconds in 13 digits: 1970-01-01 up to (not including) 2286-11-20.
 _EPOCH_MS_LIMIT = 10**13
 

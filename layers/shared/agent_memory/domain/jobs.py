@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_memory.domain.ids import ID_PATTERN
 from agent_memory.domain.models import YearlySummary
 
 #: Sections the AI may write (``System Rules`` is admin-only).
@@ -47,6 +48,11 @@ class FlowLogEntry(BaseModel):
     rating: str | None = None
 
 
+#: What a candidate asks: a statement to add, a change of a value, a withdrawal, a relaxation of a
+#: System Rule (held for review).
+CandidateKind = Literal["statement", "change", "withdraw", "relaxes_rule"]
+
+
 class Candidate(BaseModel):
     """A proposed hot-memory line, from the rule extractor or the LLM extractor.
 
@@ -66,7 +72,7 @@ class Candidate(BaseModel):
     order: tuple[str, int] = ("", 0)
     #: ``statement`` (a line to add), ``change`` (a new value for a subject), ``withdraw`` (the
     #: speaker takes back a statement), ``relaxes_rule`` (the LLM says it relaxes a System Rule)
-    kind: Literal["statement", "change", "withdraw", "relaxes_rule"] = "statement"
+    kind: CandidateKind = "statement"
     #: when the statement was made (its newest evidence message); the line's provenance keeps it
     stated_at: datetime | None = None
     #: the speaker's user id (scope of a replacement besides the role)
@@ -164,13 +170,13 @@ class JobRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     job: JobName | Literal["erase"]
-    project_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    project_id: str = Field(pattern=ID_PATTERN)
     date: date
     #: ``erase`` only: what to erase (docs/architecture.md, "Data governance"); the record
     #: ``ERASURE#{kind}#{id}`` says who asked (``project``: a project removal, its record
     #: ``REMOVED#{project}#{time}`` in the platform partition).
     target_kind: Literal["patient", "session", "project"] | None = None
-    target_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    target_id: str | None = Field(default=None, pattern=ID_PATTERN)
 
 
 class JobReport(BaseModel):

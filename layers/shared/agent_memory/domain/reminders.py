@@ -22,7 +22,8 @@ MAX_ACTIVE_REMINDERS = 50
 class Reminder(BaseModel):
     """One reminder.
 
-    - ``expression``: the schedule's ``at(yyyy-mm-ddThh:mm:ss)`` / ``cron(...)``, read in ``time_zone``;
+    - ``expression``: the schedule's expression as the scheduler wrote it (``ReminderScheduler.expression``;
+      EventBridge Scheduler: ``at(yyyy-mm-ddThh:mm:ss)`` / ``cron(...)``), read in ``time_zone``;
     - ``schedule_name``: the EventBridge Scheduler schedule (in the stack's schedule group);
     - ``next_fire_at`` / ``next_fire_local``: the next firing (UTC / local ``YYYY-MM-DDTHH:MM``);
     - ``requested``: what the user asked for when a preference moved it (``shifted_because``: the line).

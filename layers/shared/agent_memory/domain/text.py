@@ -10,7 +10,6 @@ import functools
 import math
 import re
 import unicodedata
-from typing import Any
 
 #: The ideographic space: a CJK symbol (one token) that is also whitespace.
 _IDEOGRAPHIC_SPACE = "\u3000"
@@ -97,39 +96,6 @@ def normalise_for_compare(text: str) -> str:
     return "".join(ch for ch in folded if ch.isalnum())
 
 
-def dynamodb_item_size(item: dict[str, Any]) -> int:
-    """Size of a raw (wire-format) DynamoDB item in bytes, as DynamoDB counts it.
-
-    Attribute names and string values count their UTF-8 bytes; numbers about
-    ``len(digits) / 2 + 1``; binary its length; lists and maps add 3 bytes plus one byte
-    per element; booleans and nulls 1 byte. The limit is 400 KB (AWS DynamoDB item size
-    limit, 409,600 bytes).
-    """
-    return sum(utf8_len(name) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: dict[str, Any]) -> int:
-    (kind, inner), = value.items()
-    if kind == "S":
-        return utf8_len(inner)
-    if kind == "N":
-        return len(str(inner).lstrip("-").replace(".", "")) // 2 + 2
-    if kind == "B":
-        return len(inner)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "SS":
-        return sum(utf8_len(v) for v in inner)
-    if kind == "NS":
-        return sum(len(str(v)) // 2 + 2 for v in inner)
-    if kind == "L":
-        return 3 + sum(1 + _value_size(v) for v in inner)
-    if kind == "M":
-        return 3 + sum(utf8_len(k) + 1 + _value_size(v) for k, v in inner.items())
-    raise ValueError(f"unknown DynamoDB type {kind}")
-
-
-DYNAMODB_ITEM_LIMIT_BYTES = 409_600
 
 
 #: C0 controls other than tab, newline and carriage return, and DEL: never part of a message.

@@ -13,7 +13,6 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import BaseModel
 
 from agent_memory.domain.errors import InvalidInput
@@ -25,7 +24,7 @@ from agent_memory.domain.feedback import (
     Rating,
 )
 from agent_memory.domain.text import content_problem
-from agent_memory.observability import metrics
+from agent_memory.observability import MetricUnit, metrics, single_metric
 from agent_memory.ports import FeedbackStore
 
 #: Metric of every rating, dimension ``rating`` (up / down).

@@ -45,7 +45,15 @@ from agent_memory.domain.governance import (
 from agent_memory.domain.jobs import JobRequest, ReviewItem
 from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.editor import audit_record
-from agent_memory.ports import GovernanceStore, JobSender, ReminderScheduler
+from agent_memory.ports import (
+    AdminStore,
+    ErasureStore,
+    ExportReader,
+    JobSender,
+    PatientRefsStore,
+    ReminderScheduler,
+    RemovalStore,
+)
 
 #: Hot-memory commits tried when an admin or a job saves at the same moment.
 _HOT_ATTEMPTS = 4
@@ -53,12 +61,21 @@ _HOT_ATTEMPTS = 4
 
 @dataclass(frozen=True)
 class GovernanceDeps:
-    """Collaborators of the erasure and the export.
+    """Collaborators of the erasure, the export and the project removal.
 
-    ``jobs`` sends large erasures to the job queue (None: everything runs inline).
+    - ``admin``: the project record, hot memory (a new revision with its audit record) and the
+      review queue;
+    - ``erasures``: the erasure records and an erasure's reads, deletes and rewrites;
+    - ``patient_refs``: the patients' diagnosis references items;
+    - ``exports``: the export's reads; ``removals``: the removal record, reads and deletes;
+    - ``jobs`` sends large erasures and removals to the job queue (None: everything runs inline).
     """
 
-    store: GovernanceStore
+    admin: AdminStore
+    erasures: ErasureStore
+    patient_refs: PatientRefsStore
+    exports: ExportReader
+    removals: RemovalStore
     jobs: JobSender | None
     clock: Callable[[], datetime]
     inline_items: int = ERASURE_INLINE_ITEMS
@@ -80,8 +97,8 @@ def request_erasure(
         ProjectNotFound: unknown project (404).
         PatientNotFound / SessionNotFound: nothing of that target exists, and it was never erased (404).
     """
-    store = deps.store
-    store.get_project(project_id)
+    store = deps.erasures
+    deps.admin.get_project(project_id)
     existing = store.get_erasure(project_id, kind, target_id)
     sizes = _target_sizes(store, project_id, kind, target_id)
     if existing is not None and existing.status == "done" and not sizes:
@@ -127,7 +144,7 @@ def run_erasure(deps: GovernanceDeps, *, project_id: str, kind: ErasureKind, tar
     Raises:
         PatientNotFound / SessionNotFound: no erasure was requested for that target.
     """
-    store = deps.store
+    store = deps.erasures
     record = store.get_erasure(project_id, kind, target_id)
     if record is None:
         raise (PatientNotFound if kind == "patient" else SessionNotFound)(f"no erasure of {kind} {target_id}")
@@ -138,9 +155,7 @@ def run_erasure(deps: GovernanceDeps, *, project_id: str, kind: ErasureKind, tar
     }
     patient_id = target_id if kind == "patient" else None
     counts = add_counts(record.counts, _scrub_hot_memory(deps, project_id, message_ids, patient_id, record.actor))
-    counts = add_counts(counts, store.scrub_memory_references(
-        project_id, message_ids, patient_id=patient_id, now=deps.clock(), actor=record.actor,
-    ))
+    counts = add_counts(counts, store.scrub_memory_references(project_id, message_ids, patient_id=patient_id))
     # (a session alone: its patient is read from its session item, which is still there)
     counts = add_counts(counts, {"patient_refs": drop_patient_refs(deps, project_id, record.sessions,
                                                                    patient_id=patient_id)})
@@ -172,14 +187,14 @@ def get_erasure(deps: GovernanceDeps, *, project_id: str, kind: ErasureKind, tar
     Raises:
         PatientNotFound / SessionNotFound: that target was never erased (404).
     """
-    deps.store.get_project(project_id)
-    record = deps.store.get_erasure(project_id, kind, target_id)
+    deps.admin.get_project(project_id)
+    record = deps.erasures.get_erasure(project_id, kind, target_id)
     if record is None:
         raise (PatientNotFound if kind == "patient" else SessionNotFound)(f"no erasure of {kind} {target_id}")
     return record
 
 
-def _target_sizes(store: GovernanceStore, project_id: str, kind: ErasureKind, target_id: str) -> dict[str, int]:
+def _target_sizes(store: ErasureStore, project_id: str, kind: ErasureKind, target_id: str) -> dict[str, int]:
     if kind == "patient":
         return store.patient_sessions(project_id, target_id)
     size = store.session_size(project_id, target_id)
@@ -192,12 +207,12 @@ def _target_sizes(store: GovernanceStore, project_id: str, kind: ErasureKind, ta
 def drop_patient_refs(deps: GovernanceDeps, project_id: str, session_ids: list[str], *,
                       patient_id: str | None) -> int:
     """The references to the diagnoses of ``session_ids`` leave the patient's references item
-    (``GovernanceStore.drop_patient_refs``; ``patient_id`` None: the first session's patient),
+    (``PatientRefsStore.drop_patient_refs``; ``patient_id`` None: the first session's patient),
     re-read and retried when a diagnosis is written meanwhile (``version_conflict_retrying``).
     Returns how many references were removed."""
     for attempt in version_conflict_retrying():
         with attempt:
-            return deps.store.drop_patient_refs(project_id, list(session_ids), now=deps.clock(),
+            return deps.patient_refs.drop_patient_refs(project_id, list(session_ids), now=deps.clock(),
                                                 patient_id=patient_id)
     return 0  # pragma: no cover - the policy returns or re-raises
 
@@ -205,7 +220,7 @@ def drop_patient_refs(deps: GovernanceDeps, project_id: str, session_ids: list[s
 def erase_session_items(deps: GovernanceDeps, project_id: str, session_id: str) -> dict[str, int]:
     """Delete the session item, then the rest of its partition in batches of ``deps.batch_items``
     (each message's flow-log item and cached reply with it). Returns counts per kind (no zeros)."""
-    store = deps.store
+    store = deps.erasures
     counts = {"session": store.delete_session_item(project_id, session_id)}
     while True:
         batch = store.delete_session_batch(project_id, session_id, limit=deps.batch_items)
@@ -219,7 +234,7 @@ def _scrub_hot_memory(
 ) -> dict[str, int]:
     """A new hot-memory version without references to ``message_ids``; lines naming
     ``patient_id`` leave it for the review queue (their text with the id replaced)."""
-    store = deps.store
+    store = deps.admin
     for attempt in range(_HOT_ATTEMPTS):
         current = store.load_hot_memory(project_id)
         refs = 0

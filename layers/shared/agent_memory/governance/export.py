@@ -75,8 +75,8 @@ def export_lines(deps: GovernanceDeps, *, project_id: str, include_flow_log: boo
     Raises:
         ProjectNotFound: unknown project (404).
     """
-    store = deps.store
-    store.get_project(project_id)
+    store = deps.exports
+    deps.admin.get_project(project_id)
     for item in store.memory_items(project_id):
         kind = memory_kind(str(item.get("sk", "")))
         if kind is not None:

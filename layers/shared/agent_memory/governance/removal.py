@@ -31,7 +31,9 @@ from datetime import date, datetime, timedelta
 from agent_memory.domain.errors import InvalidInput, JobsRunning, ProjectNotFound
 from agent_memory.domain.governance import JOB_RUNNING_WINDOW_S, RemovalRecord, add_counts
 from agent_memory.domain.jobs import JobRequest
+from agent_memory.domain.models import Project
 from agent_memory.governance.erasure import GovernanceDeps, erase_session_items
+from agent_memory.ports import JobSender
 
 #: One flow-log day partition counts as this fraction of an item when choosing inline or job
 #: (an empty day is one cheap Query).
@@ -55,50 +57,73 @@ def request_removal(deps: GovernanceDeps, *, project_id: str, confirm: str | Non
     """
     if confirm != project_id:
         raise InvalidInput(f"confirm the removal with confirm={project_id} (take an export first)")
-    store = deps.store
+    store = deps.removals
     existing = store.get_removal(project_id)
     try:
-        project = store.get_project(project_id)
+        project = deps.admin.get_project(project_id)
     except ProjectNotFound:
         if existing is None:
             raise
-        if existing.status == "running" and existing.mode == "inline":
-            return run_removal(deps, project_id=project_id)  # a removal that stopped midway
-        now = deps.clock()
-        if (existing.status == "running" and deps.jobs is not None
-                and (now - existing.requested_at).total_seconds() >= JOB_RUNNING_WINDOW_S):
-            # its job outlived every delivery (it went to the DLQ): queue it again
-            deps.jobs.send([JobRequest(job="erase", project_id=project_id, date=now.date(),
-                                       target_kind="project", target_id=project_id)])
-            return existing
-        if existing.status == "done" and store.project_size(project_id, stop_after=0):
-            # Items written after the sweep (a chat turn that read the project just before its
-            # PROJECT item went): sweep again under the same record.
-            store.save_removal(existing.model_copy(update={"status": "running", "finished_at": None}))
-            return run_removal(deps, project_id=project_id)
-        return existing
+        return _continue_removal(deps, existing)
     now = deps.clock()
-    running = [r for r in store.running_erasures(project_id)
-               if (now - r.requested_at).total_seconds() < JOB_RUNNING_WINDOW_S]
-    if running:
-        raise JobsRunning(f"{len(running)} erasure job(s) of project {project_id} still running; retry later")
-    days = len(_days(project.created_at, now))
-    size = store.project_size(project_id, stop_after=deps.inline_items) + days // _DAYS_PER_ITEM
-    mode = "job" if deps.jobs is not None and size > deps.inline_items else "inline"
-    if existing is not None and existing.status == "running":
-        record = existing.model_copy(update={"mode": mode})  # it stopped before the PROJECT item went
-    else:
-        record = RemovalRecord(project_id=project_id, actor=actor, requested_at=now, mode=mode,
-                               since=project.created_at)
+    _refuse_while_erasing(deps, project_id, now)
+    record = _new_removal(deps, project, existing, actor=actor, now=now)
     store.save_removal(record)
     removed = {"memory": store.delete_project_item(project_id)}
     record = record.model_copy(update={"counts": add_counts(record.counts, removed)})
     store.save_removal(record)
-    if mode == "job" and deps.jobs is not None:
-        deps.jobs.send([JobRequest(job="erase", project_id=project_id, date=now.date(),
-                                   target_kind="project", target_id=project_id)])
+    if record.mode == "job" and deps.jobs is not None:
+        _queue_removal(deps.jobs, project_id, now)
         return record
     return run_removal(deps, project_id=project_id)
+
+
+def _continue_removal(deps: GovernanceDeps, existing: RemovalRecord) -> RemovalRecord:
+    """A removal asked for again once its ``PROJECT`` item is gone: an inline one that stopped
+    midway goes on; a job that outlived every delivery (it went to the DLQ) is queued again; a
+    done one sweeps again what a chat turn that read the project just before its ``PROJECT``
+    item went wrote after the sweep; else the record as it is."""
+    project_id = existing.project_id
+    if existing.status == "running" and existing.mode == "inline":
+        return run_removal(deps, project_id=project_id)
+    now = deps.clock()
+    if (existing.status == "running" and deps.jobs is not None
+            and (now - existing.requested_at).total_seconds() >= JOB_RUNNING_WINDOW_S):
+        _queue_removal(deps.jobs, project_id, now)
+        return existing
+    if existing.status == "done" and deps.removals.project_size(project_id, stop_after=0):
+        deps.removals.save_removal(existing.model_copy(update={"status": "running", "finished_at": None}))
+        return run_removal(deps, project_id=project_id)
+    return existing
+
+
+def _refuse_while_erasing(deps: GovernanceDeps, project_id: str, now: datetime) -> None:
+    """Raises JobsRunning while an erasure of the project is running and younger than the job
+    queue's window (:data:`JOB_RUNNING_WINDOW_S`)."""
+    running = [r for r in deps.erasures.running_erasures(project_id)
+               if (now - r.requested_at).total_seconds() < JOB_RUNNING_WINDOW_S]
+    if running:
+        raise JobsRunning(f"{len(running)} erasure job(s) of project {project_id} still running; retry later")
+
+
+def _new_removal(deps: GovernanceDeps, project: Project, existing: RemovalRecord | None, *, actor: str,
+                 now: datetime) -> RemovalRecord:
+    """The record of this removal: inline up to ``deps.inline_items`` items (a flow-log day
+    counting :data:`_DAYS_PER_ITEM`-th of one), else a job when a queue is configured; a removal
+    that stopped before its ``PROJECT`` item went is continued under its own record."""
+    days = len(_days(project.created_at, now))
+    size = deps.removals.project_size(project.project_id, stop_after=deps.inline_items) + days // _DAYS_PER_ITEM
+    mode = "job" if deps.jobs is not None and size > deps.inline_items else "inline"
+    if existing is not None and existing.status == "running":
+        return existing.model_copy(update={"mode": mode})
+    return RemovalRecord(project_id=project.project_id, actor=actor, requested_at=now, mode=mode,
+                         since=project.created_at)
+
+
+def _queue_removal(jobs: JobSender, project_id: str, now: datetime) -> None:
+    """Send the removal to the job worker (``JobRequest(job="erase", target_kind="project")``)."""
+    jobs.send([JobRequest(job="erase", project_id=project_id, date=now.date(), target_kind="project",
+                          target_id=project_id)])
 
 
 def run_removal(deps: GovernanceDeps, *, project_id: str) -> RemovalRecord:
@@ -107,7 +132,7 @@ def run_removal(deps: GovernanceDeps, *, project_id: str) -> RemovalRecord:
     Raises:
         ProjectNotFound: no removal of that project was requested.
     """
-    store = deps.store
+    store = deps.removals
     record = store.get_removal(project_id)
     if record is None:
         raise ProjectNotFound(f"no removal of project {project_id}")
@@ -123,7 +148,7 @@ def run_removal(deps: GovernanceDeps, *, project_id: str) -> RemovalRecord:
         counts = add_counts(counts, erase_session_items(deps, project_id, session_id))
         record = record.model_copy(update={"counts": counts})
         store.save_removal(record)
-    while deleted := store.delete_patient_refs_items(project_id, limit=deps.batch_items):
+    while deleted := deps.patient_refs.delete_patient_refs_items(project_id, limit=deps.batch_items):
         counts = add_counts(counts, {"patient_refs": deleted})
     for day in _days(record.since, deps.clock()):
         counts = add_counts(counts, {"flow_log": store.delete_flow_log_day(project_id, day)})
@@ -142,7 +167,7 @@ def get_removal(deps: GovernanceDeps, *, project_id: str) -> RemovalRecord:
     Raises:
         ProjectNotFound: the project was never removed (404).
     """
-    record = deps.store.get_removal(project_id)
+    record = deps.removals.get_removal(project_id)
     if record is None:
         raise ProjectNotFound(f"no removal of project {project_id}")
     return record

@@ -192,34 +192,17 @@ def commit_change(
         OverTokenCap: ``enforce_cap`` and the new document is over ``cap`` (nothing written).
         VersionConflict: another save came first (nothing written).
     """
-    candidate = current.model_copy(update={"lines": lines})
     tokens = check_cap(lines, cap) if enforce_cap else document_tokens(lines)
-    audit = audit_record(
-        current.project_id,
-        action=action,
-        target=target,
-        actor=actor,
-        now=now,
-        reason=reason,
-        details={
-            "from_version": current.version,
-            "to_version": current.version + 1,
-            "added_line_ids": added,
-            "removed_line_ids": removed,
-            "tokens_before": document_tokens(current.lines),
-            "tokens": tokens,
-            **(extra or {}),
-        },
-    )
+    details = {
+        "from_version": current.version, "to_version": current.version + 1, "added_line_ids": added,
+        "removed_line_ids": removed, "tokens_before": document_tokens(current.lines), "tokens": tokens,
+        **(extra or {}),
+    }
+    audit = audit_record(current.project_id, action=action, target=target, actor=actor, now=now, reason=reason,
+                         details=details)
     saved = store.commit_hot_memory(
-        candidate,
-        expected_version=current.version,
-        actor=actor,
-        reason=f"{what}: {reason}" if reason else what,
-        now=now,
-        tokens=tokens,
-        audit=audit,
-        decide=decide,
+        current.model_copy(update={"lines": lines}), expected_version=current.version, actor=actor,
+        reason=f"{what}: {reason}" if reason else what, now=now, tokens=tokens, audit=audit, decide=decide,
     )
     return ChangeResult(
         memory=memory_view(saved, cap),

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
@@ -130,78 +131,131 @@ def merge_candidates(
 
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
     """
-    by_rater: dict[tuple[str, str | None], FlowLogEntry] = {(m.message_id, m.user_id): m for m in feedback_events}
-    lines = list(hot.lines)
-    result = MergeResult(lines=lines)
-    rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
-    queued: set[str] = set()
+    merge = _Merge(hot, day_messages=day_messages, day=day, now=now, max_line_tokens=max_line_tokens,
+                   feedback_events=feedback_events)
     for cand in sorted(candidates, key=lambda c: c.order):
+        merge.add(cand)
+    return merge.result
+
+
+@dataclass
+class _Statement:
+    """A grounded candidate as the merge reads it: its normalised text and evidence, the records it
+    cites (the day's user messages, or down-vote records of its own speaker), and who said it."""
+
+    cand: Candidate
+    text: str
+    evidence: list[str]
+    said: list[FlowLogEntry]
+
+    @cached_property
+    def info(self) -> Analysis:
+        return analyse(self.text)
+
+    @property
+    def speaker(self) -> FlowLogEntry:
+        return self.said[-1]
+
+    @property
+    def role(self) -> str | None:
+        """A preference's role tag: the speaker's study role from the flow-log record."""
+        return self.speaker.study_role if self.cand.section == "User Preferences" else None
+
+    @property
+    def feedback(self) -> list[FlowLogEntry]:
+        """The down-vote records among what it cites."""
+        return [m for m in self.said if m.source == FEEDBACK_SOURCE]
+
+
+class _Merge:
+    """One merge of :func:`merge_candidates`: the document being changed (``lines``), the result,
+    the admin rules guarding it, the messages already queued for review."""
+
+    def __init__(self, hot: HotMemory, *, day_messages: Mapping[str, FlowLogEntry], day: str, now: datetime,
+                 max_line_tokens: int, feedback_events: Sequence[FlowLogEntry]) -> None:
+        self.hot = hot
+        self.lines = list(hot.lines)
+        self.result = MergeResult(lines=self.lines)
+        self.rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
+        self.queued: set[str] = set()
+        self.by_rater = {(m.message_id, m.user_id): m for m in feedback_events}
+        self.day_messages, self.day, self.now, self.max_line_tokens = day_messages, day, now, max_line_tokens
+
+    def add(self, cand: Candidate) -> None:
+        """One candidate through the steps of :func:`merge_candidates`: rejected, held for an admin,
+        a withdrawal, a down-vote stating no preference, a duplicate, or placed."""
         text = " ".join(cand.text.split())
         evidence = list(dict.fromkeys(cand.evidence))
-        rejection = _rejection(cand, text, evidence, day_messages, max_line_tokens, by_rater)
+        rejection = _rejection(cand, text, evidence, self.day_messages, self.max_line_tokens, self.by_rater)
         if rejection == "proposes_system_rule":
-            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, "proposes_system_rule", None)
-            continue
+            self._queue(cand, text, evidence, "proposes_system_rule", None)
+            return
         if rejection is not None:
-            result.rejected[rejection] += 1
-            continue
-        info = analyse(text)
-        said = [by_rater.get((e, cand.speaker), day_messages[e]) for e in evidence]
-        context = "\n".join(m.content for m in said)
-        speaker = said[-1]
-        role = speaker.study_role if cand.section == "User Preferences" else None
-        stated_at = max(m.at for m in said)
-
-        target = next((ln for ln in lines if cand.replaces and ln.line_id == cand.replaces), None)
-        feedback = [m for m in said if m.source == FEEDBACK_SOURCE]
-        held = _held_for_admin(cand, text, info, lines, rules, target, context, asks_output=bool(feedback))
+            self.result.rejected[rejection] += 1
+            return
+        said = [self.by_rater.get((e, cand.speaker), self.day_messages[e]) for e in evidence]
+        statement = _Statement(cand, text, evidence, said)
+        target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
+        feedback = statement.feedback
+        held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target,
+                               "\n".join(m.content for m in said), asks_output=bool(feedback))
         if held is not None:
-            _queue(result, queued, hot.project_id, cand, text, evidence, day, now, *held)
-            continue
-        if cand.kind == "withdraw":
-            if target is not None and target.source != "admin":
-                lines.remove(target)
-                _note_removed(result, target)
-                result.withdrawn.extend(evidence)
-            else:
-                _withdraw(result, lines, text, role, cand.section, evidence)
-            continue
-        if feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
-            result.rejected["not_a_preference"] += 1
-            continue
-        dup = next((ln for ln in lines if is_duplicate(info, analyse(ln.text))
-                    or _restates(text, role, cand.section, ln, speaker.user_id)), None)
-        if dup is not None:
-            result.duplicates += 1
-            if feedback:
-                _confirm(result, lines, dup, [m.message_id for m in feedback])
-            continue
+            self._queue(cand, text, evidence, *held)
+        elif cand.kind == "withdraw":
+            self._withdraw(statement, target)
+        elif feedback and len(feedback) == len(said) and not any(_states_preference(m.content) for m in feedback):
+            self.result.rejected["not_a_preference"] += 1
+        elif not self._duplicate(statement):
+            self._place(statement, target)
 
-        section = cand.section
+    def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None) -> None:
+        _queue(self.result, self.queued, self.hot.project_id, cand, text, evidence, self.day, self.now, reason,
+               detail)
+
+    def _withdraw(self, statement: _Statement, target: HotMemoryLine | None) -> None:
+        """The line the LLM named (an AI line), else the speaker's statement on that subject."""
+        if target is not None and target.source != "admin":
+            self.lines.remove(target)
+            _note_removed(self.result, target)
+            self.result.withdrawn.extend(statement.evidence)
+        else:
+            _withdraw(self.result, self.lines, statement.text, statement.role, statement.cand.section,
+                      statement.evidence)
+
+    def _duplicate(self, statement: _Statement) -> bool:
+        """A line (or one added earlier in this merge) says it already: counted, the line keeps its
+        provenance; a down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
+        info = statement.info
+        dup = next((ln for ln in self.lines if is_duplicate(info, analyse(ln.text))
+                    or _restates(statement.text, statement.role, statement.cand.section, ln,
+                                 statement.speaker.user_id)), None)
+        if dup is None:
+            return False
+        self.result.duplicates += 1
+        if statement.feedback:
+            _confirm(self.result, self.lines, dup, [m.message_id for m in statement.feedback])
+        return True
+
+    def _place(self, statement: _Statement, target: HotMemoryLine | None) -> None:
+        """A new line in place of the AI lines holding its subject in its scope, or at the end; a
+        change of value with no subject in memory (a plan, a decision of the day) is rejected
+        ``no_subject`` for a preference."""
+        cand, speaker = statement.cand, statement.speaker
         new_line = HotMemoryLine(
-            line_id=stable_id("hm", hot.project_id, text, *evidence),
-            section=section,
-            text=text,
-            source="distilled",
-            role_tag=role,
-            created_at=now,
-            created_by=DISTILLER,
-            evidence=evidence,
-            stated_at=stated_at,
-            stated_by=speaker.user_id,
+            line_id=stable_id("hm", self.hot.project_id, statement.text, *statement.evidence),
+            section=cand.section, text=statement.text, source="distilled", role_tag=statement.role,
+            created_at=self.now, created_by=DISTILLER, evidence=statement.evidence,
+            stated_at=max(m.at for m in statement.said), stated_by=speaker.user_id,
         )
-        change = cand.kind == "change"
-        same = [ln for ln in lines if ln.source != "admin" and (
-            (ln is target and _same_scope(ln, section, role, text=text, speaker=speaker.user_id))
-            or same_subject(new_line, ln, change=change))]
-        if cand.kind == "change" and not same and section == "User Preferences":
-            # a change of value with no subject in memory is not a standing preference (a plan,
-            # a decision of the day): nothing to change
-            result.rejected["no_subject"] += 1
-            continue
-        _place(result, lines, new_line, same)
-        result.evidence.extend(e for e in evidence if e not in result.evidence)
-    return result
+        same = [ln for ln in self.lines if ln.source != "admin" and (
+            (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
+                                          speaker=speaker.user_id))
+            or same_subject(new_line, ln, change=cand.kind == "change"))]
+        if cand.kind == "change" and not same and cand.section == "User Preferences":
+            self.result.rejected["no_subject"] += 1
+            return
+        _place(self.result, self.lines, new_line, same)
+        self.result.evidence.extend(e for e in statement.evidence if e not in self.result.evidence)
 
 
 def _states_preference(reason: str) -> bool:
@@ -404,7 +458,7 @@ def _review(
         section=cand.section,
         role_tag=cand.role_tag,
         evidence=evidence,
-        reason=reason,  # type: ignore[arg-type]
+        reason=reason,
         detail=detail,
         origin=cand.origin,
         created_at=now,
@@ -526,7 +580,8 @@ def build_llm_compaction(
         text = " ".join(str(raw.get("text") or "").split())
         section = str(raw.get("section") or "")
         role_tag = raw.get("role_tag")
-        merged_from = [str(x) for x in raw.get("merged_from") or [] if str(x) in by_id]  # type: ignore[attr-defined]
+        folded = raw.get("merged_from")
+        merged_from = [str(x) for x in folded if str(x) in by_id] if isinstance(folded, list | tuple) else []
         original = by_id.get(line_id)
         if original is not None and not merged_from and text == original.text and section == original.section:
             comp.lines.append(original)

@@ -136,14 +136,8 @@ def approve_review(
     )
     key = (item.section, normalise_text(tagged_text(item.text, item.role_tag)))
     if any(line_key(ln) == key for ln in current.lines):
-        audit = audit_record(
-            project_id, action="review.approve", target=f"review:{item_id}", actor=actor, now=now,
-            reason=reason, details={"already_present": True, "version": current.version},
-        )
-        store.decide_review(project_id, decided, audit=audit)
-        result = unchanged(current, cap)
-        result.audit_id = audit.audit_id
-        return result
+        return _approve_present(store, project_id, item_id, decided, current, actor=actor, now=now, reason=reason,
+                                cap=cap)
     relaxed = relaxed_rules(item, current)
     if relaxed and not confirm:
         raise confirmation_required(item_id, relaxed, current.version)
@@ -160,6 +154,20 @@ def approve_review(
         added=[line.line_id], removed=[], actor=actor, now=now, reason=reason, cap=cap,
         extra=extra, decide=decided,
     )
+
+
+def _approve_present(store: AdminStore, project_id: str, item_id: str, decided: ReviewEntry, current: HotMemory, *,
+                     actor: str, now: datetime, reason: str | None, cap: int) -> ChangeResult:
+    """Approve a candidate the hot memory already holds: the item is decided and audited
+    (``already_present``), no revision is written."""
+    audit = audit_record(
+        project_id, action="review.approve", target=f"review:{item_id}", actor=actor, now=now,
+        reason=reason, details={"already_present": True, "version": current.version},
+    )
+    store.decide_review(project_id, decided, audit=audit)
+    result = unchanged(current, cap)
+    result.audit_id = audit.audit_id
+    return result
 
 
 def reject_review(

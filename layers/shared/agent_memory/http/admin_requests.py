@@ -1,23 +1,37 @@
-"""The admin API's requests (bodies, query parameters, ``If-Match``, reasons), the response of a
-hot-memory change, and the answer to an approval that needs the admin's confirmation. Bodies and
-parameters are validated by the Powertools event handler (bad input -> 422)."""
+"""The admin API's requests (bodies, query parameters, ``If-Match``, reasons) and the response of a
+hot-memory change. Bodies, parameters and headers are validated by the Powertools event handler
+(bad input -> 422; a missing ``If-Match`` -> 428)."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from agent_memory.domain.errors import InvalidInput
-from agent_memory.hot_memory.editor import ChangeResult, parse_if_match
-from agent_memory.http.powertools import ApiGatewayResolver, Query, Response
+from agent_memory.hot_memory.editor import ChangeResult
+from agent_memory.http.powertools import Header, Query, Response
 from agent_memory.http.responses import etag, model_response
+from agent_memory.http.text_patterns import NOT_BLANK
 from agent_memory.observability import logger, metrics
 
 Cursor = Annotated[str | None, Query(max_length=512)]
 ReasonQuery = Annotated[str | None, Query(max_length=1000)]
 ReviewStatus = Annotated[str | None, Query(pattern="^(pending|approved|rejected)$")]
+
+#: ``If-Match`` as :func:`agent_memory.hot_memory.editor.parse_if_match` reads it: a strong ETag,
+#: ``"7"`` (the quotes may be left out), 1-12 ASCII digits; never ``*`` nor a weak ``W/"7"``.
+IF_MATCH_PATTERN = r'^[ \t]*"*[0-9]{1,12}"*[ \t]*$'
+_IF_MATCH = (
+    "The version the write is based on: the `ETag` of what was read (\"7\"). Without it the answer "
+    "is 428; a stale version, 409 with `current_version`."
+)
+#: A write based on a version: without ``If-Match`` the request is refused with 428 (the error map
+#: answers a missing ``If-Match`` so, ``agent_memory.http.errors``).
+IfMatch = Annotated[str, Header(alias="If-Match", pattern=IF_MATCH_PATTERN, description=_IF_MATCH)]
+#: ``If-Match`` where it may be left out (approving a review item).
+OptionalIfMatch = Annotated[
+    str | None, Header(alias="If-Match", pattern=IF_MATCH_PATTERN, description="Optional: " + _IF_MATCH)
+]
 
 
 class MemoryPutRequest(BaseModel):
@@ -60,38 +74,11 @@ class ReportCorrectionRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    summary: str = Field(min_length=1, description="The corrected report text (replaces the whole text).")
+    summary: str = Field(
+        min_length=1, json_schema_extra={"pattern": NOT_BLANK},
+        description="The corrected report text (replaces the whole text); not blank.",
+    )
     reason: str | None = None
-
-
-def if_match(app: ApiGatewayResolver) -> int:
-    """The version the request's ``If-Match`` names.
-
-    Raises:
-        PreconditionRequired: no header (428); InvalidInput: not a version (422).
-    """
-    return parse_if_match(app.current_event.headers.get("if-match"))
-
-
-def optional_if_match(app: ApiGatewayResolver) -> int | None:
-    """The version ``If-Match`` names, or None without the header."""
-    value = app.current_event.headers.get("if-match")
-    return parse_if_match(value) if value else None
-
-
-def reason_from_body(app: ApiGatewayResolver) -> str | None:
-    """The optional ``{"reason": ...}`` body of the POST routes (no body = no reason).
-
-    Raises:
-        InvalidInput: a body of another shape (422).
-    """
-    raw = app.current_event.decoded_body
-    if not raw or not raw.strip():
-        return None
-    try:
-        return ReasonRequest.model_validate(json.loads(raw)).reason
-    except (ValueError, ValidationError):
-        raise InvalidInput('the body must be {"reason": string or null}') from None
 
 
 def change_response(result: ChangeResult, metric: str) -> Response[str]:

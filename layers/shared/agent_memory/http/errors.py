@@ -38,7 +38,7 @@ class RequestRejected(Exception):
 
 def _request_id(app: ApiGatewayResolver) -> str:
     try:
-        return str(app.current_event.request_context.request_id)  # type: ignore[attr-defined]
+        return str(app.current_event.request_context.request_id)  # type: ignore[attr-defined]  # HTTP API v2 event
     except Exception:  # noqa: BLE001 - no event (unit tests): no id
         return ""
 
@@ -128,6 +128,17 @@ def _register_request_errors(app: ApiGatewayResolver) -> None:
 
     @app.exception_handler(RequestValidationError)
     def _validation(exc: RequestValidationError) -> Response:
+        if_match = _if_match_errors(exc.errors())
+        if if_match == "missing":
+            return error_response(
+                app, HTTPStatus.PRECONDITION_REQUIRED, "precondition_required",
+                "If-Match with the version you are editing (the ETag) is required",
+            )
+        if if_match == "invalid":
+            return error_response(
+                app, HTTPStatus.UNPROCESSABLE_ENTITY, "validation_error",
+                'If-Match must be a strong ETag of the version you are editing, e.g. "7" (not W/"7", not *)',
+            )
         details = [
             {
                 "loc": [_safe_loc(x) for x in err.get("loc", ())],
@@ -151,6 +162,17 @@ def _register_request_errors(app: ApiGatewayResolver) -> None:
             app, HTTPStatus.UNAUTHORIZED, "unauthorized", exc.reason,
             headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
+
+
+def _if_match_errors(errors: Any) -> str | None:
+    """``"missing"`` when the one thing wrong with a request is a missing ``If-Match`` header (a
+    write based on a version needs it: 428, RFC 6585), ``"invalid"`` when it is an ``If-Match``
+    that names no version (422 saying what it must be), else None."""
+    errors = list(errors)
+    found = [err for err in errors if [str(x).lower() for x in err.get("loc", ())] == ["header", "if-match"]]
+    if not found or len(found) != len(errors):
+        return None
+    return "missing" if all(err.get("type") == "missing" for err in found) else "invalid"
 
 
 def _register_domain_errors(app: ApiGatewayResolver) -> None:

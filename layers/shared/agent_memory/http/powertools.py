@@ -24,8 +24,14 @@ event-handler and event-source names from here, so the packages stay lazy whiche
 imported first. Other Powertools utilities (idempotency, batch, parser, ...) import what they
 need by full submodule path and are unaffected.
 
-Pinned facts this relies on (aws-lambda-powertools 3.37.0, ``requirements.txt``), guarded by
-``tests/unit/test_powertools_lazy.py``:
+Is it still worth it? Measured with the routes in ``agent_memory.http.routes`` (this machine, 2
+cores shared with other work, so noisy: three runs of 21 interleaved pairs each, the bench's method):
+the API function's import is 1.63 / 1.65 / 1.65 times ``import boto3`` with the lazy registration and
+1.78 / 1.85 / 1.79 without it (``make bench`` target: 1.7). So it stays, in this one module.
+
+Pinned facts this relies on (aws-lambda-powertools :data:`CHECKED_VERSION`, ``requirements.txt``),
+guarded by ``tests/unit/test_powertools_lazy.py``, which fails on another installed version and
+names what to re-check:
 
 - at import time, the submodules of both packages ask their package only for names this module
   provides (:data:`PROVIDED`: e.g. ``api_gateway`` takes ``content_types`` and seven event classes
@@ -45,6 +51,11 @@ import importlib.util
 import sys
 import threading
 from types import ModuleType
+
+#: The Powertools version the internals used here (the lazy registration's :data:`PROVIDED` names,
+#: the resolver's ``_request_validation_middleware`` in :func:`validate_requests_with`) were checked
+#: against; ``tests/unit/test_powertools_lazy.py`` fails when another one is installed.
+CHECKED_VERSION = "3.37.0"
 
 #: Serialises the deferred ``__init__`` runs (a second thread asking waits for the first).
 _INIT_LOCK = threading.RLock()
@@ -142,17 +153,41 @@ from aws_lambda_powertools.event_handler.api_gateway import (  # noqa: E402
     BaseRouter,
     Response,
 )
+from aws_lambda_powertools.event_handler.depends import Depends  # noqa: E402
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware  # noqa: E402
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (  # noqa: E402
     OpenAPIRequestValidationMiddleware,
 )
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError  # noqa: E402
-from aws_lambda_powertools.event_handler.openapi.params import Query  # noqa: E402
+from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query  # noqa: E402
+from aws_lambda_powertools.event_handler.request import Request  # noqa: E402
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (  # noqa: E402
     APIGatewayProxyEventV2,
 )
 
+
+def validate_requests_with(app: ApiGatewayResolver, middleware: OpenAPIRequestValidationMiddleware) -> None:
+    """Make ``middleware`` (a request validation middleware) the first middleware of every route
+    of ``app``, in the place of Powertools' own request validation.
+
+    Powertools runs its request validation before every middleware given to ``use()``; a check
+    that must answer before validation (the route guard: 401 / 403 before any 422) can only take
+    that place. It is an attribute of the resolver that Powertools documents nowhere
+    (``_request_validation_middleware``, aws-lambda-powertools 3.37.0): this function is the one
+    place that touches it, and ``tests/unit/test_powertools_lazy.py`` fails on an upgrade that
+    moves it.
+
+    Raises:
+        RuntimeError: ``app`` validates no requests there (created without ``enable_validation``,
+            or a Powertools version without that place): the middleware would never run.
+    """
+    if not isinstance(getattr(app, "_request_validation_middleware", None), OpenAPIRequestValidationMiddleware):
+        raise RuntimeError("the Powertools event handler no longer validates requests where the route guard expects")
+    app._request_validation_middleware = middleware
+
+
 __all__ = [
+    "CHECKED_VERSION",
     "DATA_CLASSES",
     "EVENT_HANDLER",
     "PROVIDED",
@@ -160,11 +195,16 @@ __all__ = [
     "APIGatewayProxyEventV2",
     "ApiGatewayResolver",
     "BaseRouter",
+    "Depends",
+    "Header",
     "NextMiddleware",
     "OpenAPIRequestValidationMiddleware",
+    "Path",
     "Query",
+    "Request",
     "RequestValidationError",
     "Response",
     "content_types",
     "lazy_package",
+    "validate_requests_with",
 ]

@@ -5,14 +5,15 @@ with the field's location (never its value)."""
 from __future__ import annotations
 
 import unicodedata
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agent_memory.domain.models import ClinicalDataSource, StudyRole
 from agent_memory.http.requests import ID_PATTERN
+from agent_memory.http.text_patterns import DISPLAY_TEXT
 
 #: A Secrets Manager secret NAME (never the secret itself): 1-512 of the characters AWS allows.
 SECRET_NAME_PATTERN = r"^[A-Za-z0-9/_+=.@-]{1,512}$"
@@ -51,8 +52,24 @@ def _api_url(value: str) -> str:
     return value
 
 
-TimeZone = Annotated[str, Field(min_length=1, max_length=64), AfterValidator(_time_zone)]
-DisplayText = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_display_text)]
+def _known_time_zones(schema: dict[str, Any]) -> None:
+    """The JSON schema of a time zone lists the zones the runtime knows (only when a schema is
+    made: reading them walks the time zone database)."""
+    schema["enum"] = sorted(available_timezones())
+
+
+#: An https URL, or http to localhost / 127.0.0.1; a host name, no user info (:func:`_api_url`).
+API_URL_PATTERN = (
+    r"^(?:[Hh][Tt][Tt][Pp][Ss]://[^/?#@\[\]:][^/?#@\[\]]*"
+    r"|[Hh][Tt][Tt][Pp]://(?:[Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|127\.0\.0\.1)(?::[^/?#@\[\]]*)?)(?:[/?#].*)?$"
+)
+
+TimeZone = Annotated[
+    str, Field(min_length=1, max_length=64, json_schema_extra=_known_time_zones), AfterValidator(_time_zone)
+]
+DisplayText = Annotated[
+    str, Field(min_length=1, max_length=200, json_schema_extra={"pattern": DISPLAY_TEXT}), AfterValidator(_display_text)
+]
 
 
 class CreateProjectRequest(BaseModel):
@@ -73,7 +90,11 @@ class ClinicalDataRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     source: Literal["redcap"]
-    api_url: Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_api_url)]
+    api_url: Annotated[
+        str,
+        Field(min_length=1, max_length=2048, json_schema_extra={"pattern": API_URL_PATTERN}),
+        AfterValidator(_api_url),
+    ]
     token_secret: str = Field(pattern=SECRET_NAME_PATTERN, description="A secret NAME, not its value.")
 
     def to_domain(self) -> ClinicalDataSource:

@@ -3,20 +3,24 @@ the chat turn they become."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from http import HTTPStatus
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_memory.domain.ids import idempotency_hash
-from agent_memory.http.errors import RequestRejected
-from agent_memory.http.powertools import Query
+from agent_memory.domain.ids import ID_PATTERN, idempotency_hash
+from agent_memory.http.powertools import Header, Query
+from agent_memory.http.text_patterns import VISIBLE_TEXT
 
-#: Path ids: letters, digits, ``-``, ``_``, ``.``, 1..128 characters.
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 #: The longest ``Idempotency-Key`` accepted (characters).
 IDEMPOTENCY_KEY_MAX_CHARS = 128
+#: The optional ``Idempotency-Key`` header of a chat turn (longer ones: 422; empty: none).
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key", max_length=IDEMPOTENCY_KEY_MAX_CHARS,
+        description="A retry with the same key returns the first answer and writes nothing new (24 h).",
+    ),
+]
 #: A listing's page size (query parameter ``limit``).
 Limit = Annotated[int, Query(ge=1, le=100)]
 
@@ -26,7 +30,13 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
 
-    content: str = Field(min_length=1, description="The user's message (UTF-8 byte limit: MAX_MESSAGE_BYTES).")
+    content: str = Field(
+        min_length=1, json_schema_extra={"pattern": VISIBLE_TEXT},
+        description=(
+            "The user's message: at least one visible character, no control character but tab, newline and "
+            "carriage return; at most MAX_MESSAGE_BYTES UTF-8 bytes (32,768 by default; 413 above)."
+        ),
+    )
     patient_id: str | None = Field(default=None, pattern=ID_PATTERN)
 
 
@@ -65,18 +75,3 @@ class ChatTurn(BaseModel):
             key=key,
             key_hash=idempotency_hash(project_id, session_id, user_id, key) if key else None,
         )
-
-
-def idempotency_key(headers: Mapping[str, str]) -> str | None:
-    """The request's ``Idempotency-Key`` header, or None without one.
-
-    Raises:
-        RequestRejected: longer than :data:`IDEMPOTENCY_KEY_MAX_CHARS` (400 ``invalid_idempotency_key``).
-    """
-    key = headers.get("idempotency-key") or headers.get("Idempotency-Key")
-    if key and len(key) > IDEMPOTENCY_KEY_MAX_CHARS:
-        raise RequestRejected(
-            HTTPStatus.BAD_REQUEST, "invalid_idempotency_key",
-            f"Idempotency-Key is longer than {IDEMPOTENCY_KEY_MAX_CHARS} characters",
-        )
-    return key or None

@@ -11,6 +11,7 @@ from agent_memory.domain.session_models import TranscriptTurn, report_problem
 from agent_memory.domain.text import content_problem
 from agent_memory.http.powertools import Query
 from agent_memory.http.requests import ID_PATTERN
+from agent_memory.http.text_patterns import VISIBLE_TEXT
 
 #: A listing's continuation token (query parameter ``next_token``).
 NextToken = Annotated[str | None, Query(max_length=2048)]
@@ -24,7 +25,9 @@ class CreateSessionRequest(BaseModel):
     session_id: str | None = Field(default=None, pattern=ID_PATTERN)
     patient_id: str | None = Field(default=None, pattern=ID_PATTERN)
     type: Literal["consultation", "research"] = "consultation"
-    name: str | None = Field(default=None, max_length=200)
+    name: Annotated[str, Field(max_length=200, json_schema_extra={"pattern": VISIBLE_TEXT})] | None = Field(
+        default=None, description="Shown in listings: at least one visible character, no control character."
+    )
 
     @field_validator("name")
     @classmethod
@@ -36,12 +39,21 @@ class CreateSessionRequest(BaseModel):
         return value
 
 
+class TranscriptTurnBody(TranscriptTurn):
+    """One turn of a transcript import, as the request states it (:class:`TranscriptTurn`)."""
+
+    content: str = Field(
+        json_schema_extra={"pattern": VISIBLE_TEXT},
+        description="At least one visible character, no control character but tab, newline and carriage return.",
+    )
+
+
 class TranscriptRequest(BaseModel):
     """Body of ``POST .../sessions/{session_id}/transcript``."""
 
     model_config = ConfigDict(extra="forbid")
 
-    turns: list[TranscriptTurn] = Field(min_length=1, max_length=MAX_TRANSCRIPT_TURNS)
+    turns: list[TranscriptTurnBody] = Field(min_length=1, max_length=MAX_TRANSCRIPT_TURNS)
 
 
 class DiagnosisRequest(BaseModel):

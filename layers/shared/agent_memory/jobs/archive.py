@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from datetime import date
+from typing import Final
 from zoneinfo import ZoneInfo
 
 from agent_memory.domain.errors import LLMError
@@ -38,13 +39,13 @@ from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.feedback.report import split_feedback, with_feedback_section
 from agent_memory.history.reports import REPORT_SECTIONS
 from agent_memory.jobs.calendar import archive_week, iso_week_window, period_over, zone
-from agent_memory.jobs.deps import JobCaps, JobDeps, count_metric, send_alert
+from agent_memory.jobs.deps import JobCaps, JobDeps, JobProgress, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import ARCHIVE_TASK, ReportOutput, ReportPoint, report_request, request_input_tokens
 from agent_memory.jobs.report_text import condense, is_placeholder, similar
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
-JOB = "archive"
+JOB: Final = "archive"
 ARCHIVER = "archiver"
 
 _DECISION = re.compile(
@@ -270,43 +271,56 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         and ``existing_report`` / ``already_done`` / ``reason = "period_not_over"`` when nothing
         was written.
     """
-    store, caps = deps.store, deps.caps
-    pid = project.project_id
     label, monday = archive_week(run_date)
-    tz = zone(project.time_zone)
     start, end = iso_week_window(monday, project.time_zone)
-    details: dict[str, object] = {"iso_week": label, "window_utc": [start.isoformat(), end.isoformat()]}
-    counts: dict[str, int] = {}
-
-    def report(changed: bool) -> JobReport:
-        return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
-
+    progress = JobProgress(JOB, project.project_id, run_date,
+                           details={"iso_week": label, "window_utc": [start.isoformat(), end.isoformat()]})
     if not period_over(end, deps.clock()):
-        details["reason"] = "period_not_over"
-        return report(False)
-    done = store.get_job_run(pid, JOB, label)
-    if done is not None:
-        details["already_done"] = done.status
-        return report(False)
-    if store.get_weekly_report(pid, label) is not None:
-        details["existing_report"] = True
-        return report(False)
-
+        progress.details["reason"] = "period_not_over"
+        return progress.report(False)
+    if progress.already_done(deps.store, label):
+        return progress.report(False)
+    if deps.store.get_weekly_report(project.project_id, label) is not None:
+        progress.details["existing_report"] = True
+        return progress.report(False)
     # Feedback events are not conversation: they become the report's feedback section.
-    messages, feedback = split_feedback(store.read_flow_log(pid, start, end))
-    counts["messages"] = len(messages)
+    messages, feedback = split_feedback(deps.store.read_flow_log(project.project_id, start, end))
+    progress.counts["messages"] = len(messages)
     if not messages:
-        return report(False)
+        return progress.report(False)
+    points = _week_points(deps, progress, messages, label, zone(project.time_zone))
+    summary, evidence, dropped = render_summary(points, deps.caps, overview(label, points, len(messages)))
+    summary = with_feedback_section(summary, feedback, deps.caps.report_max_bytes)
+    progress.counts.update(
+        points=sum(len(v) for v in points.values()) - dropped,
+        points_dropped=dropped,
+        summary_bytes=utf8_len(summary),
+    )
+    now = deps.clock()
+    written = deps.store.commit_weekly_report(
+        WeeklyReport(project_id=project.project_id, iso_week=label, summary=summary, created_at=now,
+                     created_by=ARCHIVER, evidence=evidence),
+        JobRun(project_id=project.project_id, job=JOB, key=label, completed_at=now, counts=dict(progress.counts)),
+    )
+    if written:
+        count_metric("ReportsArchived")
+    else:
+        progress.details["existing_report"] = True
+    logger.info("archiving done", extra={"project_id": project.project_id, "iso_week": label,
+                                         "counts": progress.counts, "written": written})
+    return progress.report(written)
 
-    tally = UsageTally()
-    points, summariser, ungrounded = _llm_points(deps, messages, label, tz, tally)
-    if tally.calls:
-        details.update(tally.details())
+
+def _week_points(deps: JobDeps, progress: JobProgress, messages: list[FlowLogEntry], label: str,
+                 tz: ZoneInfo) -> dict[str, list[ReportPoint]]:
+    """The week's points by section: the LLM's grounded ones, else the offline summary (an LLM
+    report that said nothing twice is alerted), else one point counting the week's messages."""
+    points, summariser, ungrounded = _llm_points(deps, messages, label, tz, progress.tally)
     if points is None:
-        details["fallback_reason"] = summariser
+        progress.details["fallback_reason"] = summariser
         if summariser in REJECTED_REASONS:
-            _alert_rejected(deps, pid, label, summariser)
-        points, summariser = summarise_offline(messages, tz, caps), "offline"
+            _alert_rejected(deps, progress.project_id, label, summariser)
+        points, summariser = summarise_offline(messages, tz, deps.caps), "offline"
     if not any(points.values()):
         users = sum(1 for m in messages if m.role == "user")
         sessions = len({m.session_id for m in messages})
@@ -317,27 +331,9 @@ def run_archive(deps: JobDeps, project: Project, run_date: date) -> JobReport:
             ),
             evidence=[messages[0].message_id],
         )]}
-    summary, evidence, dropped = render_summary(points, caps, overview(label, points, len(messages)))
-    summary = with_feedback_section(summary, feedback, caps.report_max_bytes)
-    details["summariser"] = summariser
-    counts.update(
-        points=sum(len(v) for v in points.values()) - dropped,
-        points_dropped=dropped,
-        ungrounded=ungrounded,
-        summary_bytes=utf8_len(summary),
-    )
-    now = deps.clock()
-    written = store.commit_weekly_report(
-        WeeklyReport(project_id=pid, iso_week=label, summary=summary, created_at=now, created_by=ARCHIVER,
-                     evidence=evidence),
-        JobRun(project_id=pid, job=JOB, key=label, completed_at=now, counts=dict(counts)),
-    )
-    if written:
-        count_metric("ReportsArchived")
-    else:
-        details["existing_report"] = True
-    logger.info("archiving done", extra={"project_id": pid, "iso_week": label, "counts": counts, "written": written})
-    return report(written)
+    progress.details["summariser"] = summariser
+    progress.counts["ungrounded"] = ungrounded
+    return points
 
 
 __all__ = ["REJECTED_REASONS", "overview", "render_summary", "run_archive", "summarise_offline", "week_content"]

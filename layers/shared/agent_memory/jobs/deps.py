@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
-from aws_lambda_powertools.metrics import MetricUnit
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from agent_memory.domain.errors import VersionConflict
-from agent_memory.domain.jobs import Alert
+from agent_memory.domain.jobs import Alert, JobName, JobReport
 from agent_memory.domain.llm import Effort
 from agent_memory.jobs.notifier import cap_alert
-from agent_memory.observability import logger, metrics
+from agent_memory.observability import MetricUnit, logger, metrics
 from agent_memory.ports import JobStore, LLMClient, Notifier
+from agent_memory.structured import UsageTally
 
 
 def utc_now() -> datetime:
@@ -81,6 +81,36 @@ class JobDeps:
         return self.llm
 
 
+@dataclass
+class JobProgress:
+    """What one run of a job for one project reports as it goes: its counts and details, and the
+    LLM calls it made (``tally``: their number and summed usage, added to the details once there
+    is a call)."""
+
+    job: JobName
+    project_id: str
+    run_date: date
+    counts: dict[str, int] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
+    tally: UsageTally = field(default_factory=UsageTally)
+
+    def already_done(self, store: JobStore, key: str) -> bool:
+        """True when the run marker ``JOBRUN#{job}#{key}`` exists (a re-run, a duplicate delivery, or
+        a concurrent run that finished first): the details say with which status."""
+        done = store.get_job_run(self.project_id, self.job, key)
+        if done is None:
+            return False
+        self.details["already_done"] = done.status
+        return True
+
+    def report(self, changed: bool) -> JobReport:
+        """The job's report (``llm_calls`` and ``llm_usage`` in the details when the LLM was called)."""
+        if self.tally.calls:
+            self.details.update(self.tally.details())
+        return JobReport(job=self.job, project_id=self.project_id, date=self.run_date, changed=changed,
+                         counts=self.counts, details=self.details)
+
+
 def count_metric(name: str, value: int = 1) -> None:
     """Add a Count metric (a business event of a job; flushed by the handler's ``log_metrics``)."""
     if value:
@@ -124,4 +154,4 @@ def conflict_retrying(caps: JobCaps) -> Retrying:
     )
 
 
-__all__ = ["JobCaps", "JobDeps", "conflict_retrying", "count_metric", "send_alert", "utc_now"]
+__all__ = ["JobCaps", "JobDeps", "JobProgress", "conflict_retrying", "count_metric", "send_alert", "utc_now"]

@@ -23,22 +23,23 @@ idempotent, so what was merged early is a duplicate then).
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Final
 
 from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.feedback import FEEDBACK_SOURCE, is_distillable_feedback
-from agent_memory.domain.jobs import Alert, Candidate, FlowLogEntry, JobReport, JobRun
+from agent_memory.domain.jobs import Alert, Candidate, CandidateKind, FlowLogEntry, JobReport, JobRun
 from agent_memory.domain.models import HotMemory, Project
 from agent_memory.domain.text import truncate_utf8
 from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.merge import DISTILLER, MergeResult, compact_offline, merge_candidates
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
-from agent_memory.jobs.deps import JobDeps, conflict_retrying, count_metric, send_alert
+from agent_memory.jobs.deps import JobDeps, JobProgress, conflict_retrying, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import DISTILL_TASK, ExtractOutput, extract_request, request_input_tokens
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
-JOB = "distill"
+JOB: Final = "distill"
 
 
 class _Extraction:
@@ -88,26 +89,32 @@ def extract_candidates(
             raise
         return _Extraction(extract_rule_candidates(messages), "rules_fallback", reason)
     tally.add(answer.usage)
-    output = answer.value
+    return _Extraction(llm_candidates(answer.value, messages), "llm")
+
+
+#: The candidate kind of each operation of the LLM's reply.
+_OPERATION_KINDS: dict[str, CandidateKind] = {
+    "add": "statement", "replace": "statement", "withdraw": "withdraw", "relaxes_rule": "relaxes_rule",
+}
+
+
+def llm_candidates(output: ExtractOutput, messages: list[FlowLogEntry]) -> list[Candidate]:
+    """The candidates of the LLM's operations, ordered by their newest evidence (then as listed),
+    with the statement's time and speaker from the flow-log records it cites; the merge tags a
+    preference with the speaker's study role (flow log), whatever the reply proposed."""
     at = {m.message_id: m.at.isoformat() for m in messages}
     by_id = {m.message_id: m for m in messages}
-    kinds = {"add": "statement", "replace": "statement", "withdraw": "withdraw", "relaxes_rule": "relaxes_rule"}
-    candidates = [
+    return [
         Candidate(
-            text=op.text,
-            section=op.section,
-            role_tag=None,  # the merge tags a preference with the speaker's study role (flow log)
-            evidence=op.evidence,
-            replaces=op.line_id if op.op != "add" else None,
-            origin="llm",
+            text=op.text, section=op.section, role_tag=None, evidence=op.evidence,
+            replaces=op.line_id if op.op != "add" else None, origin="llm",
             order=(max((f"{at[e]}#{e}" for e in op.evidence if e in at), default="~"), i),
-            kind=kinds[op.op],  # type: ignore[arg-type]
+            kind=_OPERATION_KINDS[op.op],
             stated_at=max((by_id[e].at for e in op.evidence if e in by_id), default=None),
             speaker=next((by_id[e].user_id for e in op.evidence if e in by_id), None),
         )
         for i, op in enumerate(output.operations)
     ]
-    return _Extraction(candidates, "llm")
 
 
 def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
@@ -123,112 +130,118 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         ``reason = "period_not_over"`` when the day is still in progress (merged, no marker)
         and, when nothing could be applied, ``failure`` (``llm_truncated`` / ``over_cap``).
     """
-    store, caps = deps.store, deps.caps
-    pid = project.project_id
     day = distill_day(run_date)
     key = day.isoformat()
     start, end = local_day_window(day, project.time_zone)
-    details: dict[str, object] = {"day": key, "window_utc": [start.isoformat(), end.isoformat()]}
-    counts: dict[str, int] = {}
-
-    def report(changed: bool) -> JobReport:
-        return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
-
-    done = store.get_job_run(pid, JOB, key)
-    if done is not None:
-        details["already_done"] = done.status
-        return report(False)
+    progress = JobProgress(JOB, project.project_id, run_date,
+                           details={"day": key, "window_utc": [start.isoformat(), end.isoformat()]})
+    if progress.already_done(deps.store, key):
+        return progress.report(False)
     final = period_over(end, deps.clock())  # False: the day is not over, so no marker
     if not final:
-        details["reason"] = "period_not_over"
-
-    messages = store.read_flow_log(pid, start, end)
-    # A feedback event is a statement of its rater only when it is a down-vote with a reason, and
-    # only the rater's last rating of an answer counts (a second rating replaces the first).
-    last = {(m.message_id, m.user_id): m for m in sorted(
-        (m for m in messages if m.source == FEEDBACK_SOURCE), key=lambda m: m.at)}
-    users = [m for m in messages if m.role == "user" and (m.source != FEEDBACK_SOURCE or (
-        last[(m.message_id, m.user_id)] is m and is_distillable_feedback(m.rating, m.content)))]
-    counts.update(messages=len(messages), user_messages=len(users))
+        progress.details["reason"] = "period_not_over"
+    messages = deps.store.read_flow_log(project.project_id, start, end)
+    users = day_statements(messages)
+    progress.counts.update(messages=len(messages), user_messages=len(users))
     if not users:
-        return report(False)
-
-    hot = store.load_hot_memory(pid)
-    tally = UsageTally()
-    try:
-        extraction = extract_candidates(deps, hot, users, key, tally)
-    except LLMTruncated:
-        details.update(tally.details())
-        count_metric("DistillLLMTruncated")
-        logger.warning("distillation reply truncated; nothing applied", extra={"project_id": pid, "day": key})
-        details.update(extractor="llm", failure="llm_truncated")
-        counts["llm_truncated"] = 1
-        return report(False)
-    _describe_extraction(details, extraction, tally)
-    counts["candidates"] = len(extraction.candidates)
-    day_messages = {m.message_id: m for m in users}
-
+        return progress.report(False)
+    hot = deps.store.load_hot_memory(project.project_id)
+    extraction = _extract(deps, progress, hot, users, key)
+    if extraction is None:
+        return progress.report(False)
     changed = False
     merged: MergeResult | None = None
-    for attempt in conflict_retrying(caps):
+    for attempt in conflict_retrying(deps.caps):
         with attempt:
             if attempt.retry_state.attempt_number > 1:
                 count_metric("DistillVersionConflicts")
-                done = store.get_job_run(pid, JOB, key)
-                if done is not None:  # a concurrent delivery of the same job finished first
-                    details["already_done"] = done.status
-                    return report(changed)
-                hot = store.load_hot_memory(pid)
-            now = deps.clock()
-            merged = merge_candidates(
-                hot, extraction.candidates, day_messages=day_messages, day=key, now=now,
-                max_line_tokens=caps.max_line_tokens,
-                feedback_events=[m for m in users if m.source == FEEDBACK_SOURCE],
-            )
-            tokens_before = document_tokens(hot.lines)
-            tokens_after = document_tokens(merged.lines)
-            _count(counts, merged, tokens_before, tokens_after)
-            if merged.reviews:
-                store.put_review_items(merged.reviews)
-            if merged.changed and tokens_after > caps.hot_memory_token_cap:
-                fitted = _fit_to_cap(deps, pid, key, hot.version, merged, tokens_after, now)
-                if fitted is None:
-                    details["failure"] = "over_cap"
-                    return report(False)
-                tokens_after = fitted
-                counts.update(compacted=len(merged.compacted), tokens_after=tokens_after)
-            run = JobRun(project_id=pid, job=JOB, key=key, completed_at=now, counts=dict(counts),
-                         hot_version=hot.version) if final else None
-            if merged.changed:
-                store.commit_hot_memory(
-                    HotMemory(project_id=pid, lines=merged.lines),
-                    expected_version=hot.version,
-                    actor=DISTILLER,
-                    reason=_reason(key, merged, caps.revision_reason_max_bytes),
-                    now=now,
-                    tokens=tokens_after,
-                    run=run,
-                )
-                changed = True
-            elif run is not None:
-                store.put_job_run(run)
+                if progress.already_done(deps.store, key):  # a concurrent delivery of the same job finished first
+                    return progress.report(changed)
+                hot = deps.store.load_hot_memory(project.project_id)
+            merged = _merge_and_save(deps, progress, hot, extraction.candidates, users, key, final=final)
+            if merged is None:
+                return progress.report(False)
+            changed = changed or merged.changed
     assert merged is not None
+    _count_metrics(merged, progress.counts)
+    logger.info("distillation done", extra={"project_id": project.project_id, "day": key, "counts": progress.counts})
+    return progress.report(changed)
+
+
+def day_statements(messages: list[FlowLogEntry]) -> list[FlowLogEntry]:
+    """What is distilled of a day's flow log: the user messages, and the down-votes whose reason
+    may state something (a feedback event is a statement of its rater only when it is a down-vote
+    with a reason, and only the rater's last rating of an answer counts: a second rating replaces
+    the first). The assistant's messages never are."""
+    last = {(m.message_id, m.user_id): m for m in sorted(
+        (m for m in messages if m.source == FEEDBACK_SOURCE), key=lambda m: m.at)}
+    return [m for m in messages if m.role == "user" and (m.source != FEEDBACK_SOURCE or (
+        last[(m.message_id, m.user_id)] is m and is_distillable_feedback(m.rating, m.content)))]
+
+
+def _extract(deps: JobDeps, progress: JobProgress, hot: HotMemory, users: list[FlowLogEntry],
+             key: str) -> _Extraction | None:
+    """The day's candidates (:func:`extract_candidates`), described in the report; None when the
+    LLM's structured reply was cut (nothing of it is applied, and the rules do not answer for it)."""
+    try:
+        extraction = extract_candidates(deps, hot, users, key, progress.tally)
+    except LLMTruncated:
+        count_metric("DistillLLMTruncated")
+        logger.warning("distillation reply truncated; nothing applied",
+                       extra={"project_id": progress.project_id, "day": key})
+        progress.details.update(extractor="llm", failure="llm_truncated")
+        progress.counts["llm_truncated"] = 1
+        return None
+    progress.details["extractor"] = extraction.extractor
+    if extraction.fallback_reason:
+        progress.details["fallback_reason"] = extraction.fallback_reason
+    progress.counts["candidates"] = len(extraction.candidates)
+    return extraction
+
+
+def _merge_and_save(deps: JobDeps, progress: JobProgress, hot: HotMemory, candidates: list[Candidate],
+                    users: list[FlowLogEntry], key: str, *, final: bool) -> MergeResult | None:
+    """Merge the candidates into ``hot`` as read, queue what is held for review, bring a result over
+    the cap under it, and save ONE new revision with the marker (only the marker when nothing
+    changed; no marker for a day not over). None: over the cap even so (nothing applied).
+
+    Raises:
+        VersionConflict: hot memory changed since it was read (the caller re-reads it).
+    """
+    pid, caps, now = progress.project_id, deps.caps, deps.clock()
+    merged = merge_candidates(
+        hot, candidates, day_messages={m.message_id: m for m in users}, day=key, now=now,
+        max_line_tokens=caps.max_line_tokens, feedback_events=[m for m in users if m.source == FEEDBACK_SOURCE],
+    )
+    tokens_after = document_tokens(merged.lines)
+    _count(progress.counts, merged, document_tokens(hot.lines), tokens_after)
+    if merged.reviews:
+        deps.store.put_review_items(merged.reviews)
+    if merged.changed and tokens_after > caps.hot_memory_token_cap:
+        fitted = _fit_to_cap(deps, pid, key, hot.version, merged, tokens_after, now)
+        if fitted is None:
+            progress.details["failure"] = "over_cap"
+            return None
+        tokens_after = fitted
+        progress.counts.update(compacted=len(merged.compacted), tokens_after=tokens_after)
+    run = JobRun(project_id=pid, job=JOB, key=key, completed_at=now, counts=dict(progress.counts),
+                 hot_version=hot.version) if final else None
+    if merged.changed:
+        deps.store.commit_hot_memory(
+            HotMemory(project_id=pid, lines=merged.lines), expected_version=hot.version, actor=DISTILLER,
+            reason=_reason(key, merged, caps.revision_reason_max_bytes), now=now, tokens=tokens_after, run=run,
+        )
+    elif run is not None:
+        deps.store.put_job_run(run)
+    return merged
+
+
+def _count_metrics(merged: MergeResult, counts: dict[str, int]) -> None:
     count_metric("DistilledLinesAdded", len(merged.added))
     count_metric("DistilledLinesReplaced", len(merged.replaced))
     count_metric("DistilledDuplicates", merged.duplicates)
     count_metric("DistilledReviewQueued", len(merged.reviews))
     count_metric("DistilledRejected", counts["rejected"])
-    logger.info("distillation done", extra={"project_id": pid, "day": key, "counts": counts})
-    return report(changed)
-
-
-def _describe_extraction(details: dict[str, object], extraction: _Extraction, tally: UsageTally) -> None:
-    """The report's ``extractor``, the LLM calls' usage and the fall-back reason, when any."""
-    details["extractor"] = extraction.extractor
-    if tally.calls:
-        details.update(tally.details())
-    if extraction.fallback_reason:
-        details["fallback_reason"] = extraction.fallback_reason
 
 
 def _fit_to_cap(deps: JobDeps, pid: str, day: str, version: int, merged: MergeResult, tokens: int,
@@ -308,4 +321,4 @@ def _reason(day: str, merged: MergeResult, max_bytes: int) -> str:
     return truncate_utf8("; ".join(parts), max_bytes)
 
 
-__all__ = ["extract_candidates", "run_distill"]
+__all__ = ["day_statements", "extract_candidates", "llm_candidates", "run_distill"]

@@ -146,16 +146,8 @@ def extract_request(
         f"<hot_memory>\n{render_numbered_hot_memory(hot)}\n</hot_memory>\n"
         f'<user_messages day="{day}">\n{render_messages(users, max_bytes_each=max_bytes_each)}\n</user_messages>'
     )
-    return structured_request(
-        ExtractOutput,
-        task=DISTILL_TASK,
-        model=model,
-        system=[SystemBlock(name="extract_instructions", text=EXTRACT_INSTRUCTIONS, cache=True)],
-        content=content,
-        max_tokens=max_tokens,
-        effort=effort,
-        deadline=_deadline(timeout_s),
-    )
+    return _job_request(ExtractOutput, DISTILL_TASK, "extract_instructions", EXTRACT_INSTRUCTIONS, content,
+                        model=model, max_tokens=max_tokens, timeout_s=timeout_s, effort=effort)
 
 
 # -------------------------------------------------------------- compaction
@@ -198,16 +190,8 @@ def compact_request(
     content = (
         f'<hot_memory budget_tokens="{cap_tokens}">\n{render_numbered_hot_memory(hot)}\n</hot_memory>'
     )
-    return structured_request(
-        CompactOutput,
-        task=COMPACT_TASK,
-        model=model,
-        system=[SystemBlock(name="compact_instructions", text=COMPACT_INSTRUCTIONS, cache=True)],
-        content=content,
-        max_tokens=max_tokens,
-        effort=effort,
-        deadline=_deadline(timeout_s),
-    )
+    return _job_request(CompactOutput, COMPACT_TASK, "compact_instructions", COMPACT_INSTRUCTIONS, content,
+                        model=model, max_tokens=max_tokens, timeout_s=timeout_s, effort=effort)
 
 
 # -------------------------------------------------------------- archiving
@@ -258,15 +242,19 @@ def report_request(
 ) -> LLMRequest:
     """The archiving request: the week's messages (user and assistant) with ids."""
     content = f'<week iso_week="{iso_week}">\n{render_messages(messages, max_bytes_each=max_bytes_each)}\n</week>'
+    return _job_request(ReportOutput, ARCHIVE_TASK, "report_instructions", REPORT_INSTRUCTIONS, content,
+                        model=model, max_tokens=max_tokens, timeout_s=timeout_s, effort=effort)
+
+
+def _job_request(
+    output: type[BaseModel], task: str, instructions_name: str, instructions: str, content: str, *, model: str,
+    max_tokens: int, timeout_s: float, effort: Effort | None,
+) -> LLMRequest:
+    """A job's structured request: its instructions as one cached system block, then ``content``;
+    the deadline ``timeout_s`` seconds from now."""
     return structured_request(
-        ReportOutput,
-        task=ARCHIVE_TASK,
-        model=model,
-        system=[SystemBlock(name="report_instructions", text=REPORT_INSTRUCTIONS, cache=True)],
-        content=content,
-        max_tokens=max_tokens,
-        effort=effort,
-        deadline=_deadline(timeout_s),
+        output, task=task, model=model, system=[SystemBlock(name=instructions_name, text=instructions, cache=True)],
+        content=content, max_tokens=max_tokens, effort=effort, deadline=_deadline(timeout_s),
     )
 
 

@@ -20,7 +20,8 @@ One run = one project as of the run date:
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from typing import Final
 
 from agent_memory.domain.errors import LLMError, LLMTruncated
 from agent_memory.domain.jobs import Alert, JobReport, JobRun, YearlySummary
@@ -36,12 +37,12 @@ from agent_memory.hot_memory.merge import (
     validate_compaction,
 )
 from agent_memory.jobs.calendar import iso_week_monday, zone
-from agent_memory.jobs.deps import JobDeps, conflict_retrying, count_metric, send_alert
+from agent_memory.jobs.deps import JobDeps, JobProgress, conflict_retrying, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import COMPACT_TASK, CompactOutput, compact_request
 from agent_memory.observability import logger
 from agent_memory.structured import UsageTally, call_structured, failure_reason, failure_usage, record_fallback
 
-JOB = "prune"
+JOB: Final = "prune"
 
 
 # ------------------------------------------------------------- yearly summaries
@@ -120,7 +121,8 @@ def _compact(deps: JobDeps, hot: HotMemory, tally: UsageTally) -> tuple[Compacti
 
 
 def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
-    """Prune ``project`` as of ``run_date`` (see module docstring).
+    """Prune ``project`` as of ``run_date`` (see module docstring): the marker first, then the
+    yearly summaries due, then hot memory (re-read and done again on a version conflict).
 
     Returns:
         JobReport with counts ``tokens_before``, ``tokens_after``, ``admin_tokens``,
@@ -130,113 +132,121 @@ def run_prune(deps: JobDeps, project: Project, run_date: date) -> JobReport:
         and ``llm_usage`` (the four token counts summed, None when no call reported any) when the
         LLM was called.
     """
-    store, caps = deps.store, deps.caps
-    pid = project.project_id
+    progress = JobProgress(JOB, project.project_id, run_date)
     key = run_date.isoformat()
-    cap = caps.hot_memory_token_cap
-    details: dict[str, object] = {}
-    counts: dict[str, int] = {}
-
-    tally = UsageTally()
-
-    def report(changed: bool) -> JobReport:
-        if tally.calls:
-            details.update(tally.details())
-        return JobReport(job=JOB, project_id=pid, date=run_date, changed=changed, counts=counts, details=details)
-
-    done = store.get_job_run(pid, JOB, key)
-    if done is not None:
-        details["already_done"] = done.status
-        return report(False)
-
+    if progress.already_done(deps.store, key):
+        return progress.report(False)
     years = summarise_years(deps, project, run_date)
-    counts["yearly_summaries"] = len(years)
+    progress.counts["yearly_summaries"] = len(years)
     if years:
-        details["years"] = years
+        progress.details["years"] = years
     changed = bool(years)
-
-    for attempt in conflict_retrying(caps):
+    for attempt in conflict_retrying(deps.caps):
         with attempt:
-            if attempt.retry_state.attempt_number > 1:
-                done = store.get_job_run(pid, JOB, key)
-                if done is not None:
-                    details["already_done"] = done.status
-                    return report(changed)
-            hot = store.load_hot_memory(pid)
-            tokens = document_tokens(hot.lines)
-            admin_tokens = admin_only_tokens(hot)
-            counts.update(tokens_before=tokens, tokens_after=tokens, admin_tokens=admin_tokens)
-            now = deps.clock()
-            if tokens <= cap:
-                status = "under_cap"
-            elif admin_tokens > cap:
-                status = "admin_over_cap"
-                count_metric("HotMemoryAdminOverCap")
-                send_alert(deps, Alert(
-                    project_id=pid,
-                    kind="admin_over_cap",
-                    subject=f"Agent Memory: admin lines exceed the hot-memory cap ({pid})",
-                    message=(
-                        f"Project {pid}: the admin-written lines of hot memory alone are {admin_tokens} tokens, "
-                        f"over the {cap}-token cap (whole document {tokens} tokens, version {hot.version}). "
-                        "The AI never changes admin lines; please shorten them in the memory editor."
-                    ),
-                    dedupe_key=f"admin-over-cap#{hot.version}",
-                ))
-            else:
-                comp, compactor = _compact(deps, hot, tally)
-                details["compactor"] = compactor
-                if comp is None:
-                    status = "llm_truncated"
-                    problems: list[str] = ["llm_truncated"]
-                    after = tokens
-                else:
-                    problems, after = validate_compaction(hot, comp.lines, cap)
-                    counts.update(
-                        tokens_after=after if not problems else tokens,
-                        merged=sum(len(v) for v in comp.merged.values()),
-                        superseded=len(comp.superseded),
-                        evicted=len(comp.evicted),
-                        reworded=len(comp.reworded),
-                    )
-                    counts["proposed_tokens"] = after
-                if problems:
-                    status = "rejected" if comp is not None else status
-                    details["problems"] = problems
-                    count_metric("PruneRejected")
-                    send_alert(deps, Alert(
-                        project_id=pid,
-                        kind="prune_rejected",
-                        subject=f"Agent Memory: hot-memory compaction rejected ({pid})",
-                        message=(
-                            f"Project {pid}: hot memory is {tokens} tokens (cap {cap}, version {hot.version}). "
-                            f"The {compactor} compaction ({after} tokens) was rejected: {', '.join(problems)}. "
-                            "The stored revision is unchanged."
-                        ),
-                        dedupe_key=f"prune-rejected#{hot.version}#{compactor}",
-                    ))
-                else:
-                    assert comp is not None
-                    run = JobRun(project_id=pid, job=JOB, key=key, status="compacted", completed_at=now,
-                                 counts=dict(counts), hot_version=hot.version)
-                    reason = truncate_utf8(
-                        f"prune {key}: {tokens}->{after} tokens ({compactor}); {comp.describe()}",
-                        caps.revision_reason_max_bytes,
-                    )
-                    store.commit_hot_memory(
-                        HotMemory(project_id=pid, lines=comp.lines), expected_version=hot.version, actor=PRUNER,
-                        reason=reason, now=now, tokens=after, run=run,
-                    )
-                    count_metric("HotMemoryCompacted")
-                    count_metric("HotMemoryLinesEvicted", len(comp.evicted))
-                    details["status"] = "compacted"
-                    logger.info("pruning done", extra={"project_id": pid, "date": key, "counts": counts})
-                    return report(True)
-            details["status"] = status
-            store.put_job_run(JobRun(project_id=pid, job=JOB, key=key, status=status, completed_at=now,
-                                     counts=dict(counts), hot_version=hot.version))
-    logger.info("pruning done", extra={"project_id": pid, "date": key, "counts": counts})
-    return report(changed)
+            if attempt.retry_state.attempt_number > 1 and progress.already_done(deps.store, key):
+                return progress.report(changed)
+            changed = _prune_hot_memory(deps, progress, key) or changed
+    logger.info("pruning done", extra={"project_id": project.project_id, "date": key, "counts": progress.counts})
+    return progress.report(changed)
+
+
+def _prune_hot_memory(deps: JobDeps, progress: JobProgress, key: str) -> bool:
+    """Hot memory as read now: under the cap, nothing to do; admin lines alone over it, an alert;
+    else compacted (:func:`_compact_and_commit`). Every outcome but a committed compaction is
+    recorded in a marker of its own. Returns True when a compaction was committed.
+
+    Raises:
+        VersionConflict: hot memory changed since it was read (the caller re-reads it).
+    """
+    cap = deps.caps.hot_memory_token_cap
+    hot = deps.store.load_hot_memory(progress.project_id)
+    tokens, admin_tokens = document_tokens(hot.lines), admin_only_tokens(hot)
+    progress.counts.update(tokens_before=tokens, tokens_after=tokens, admin_tokens=admin_tokens)
+    now = deps.clock()
+    if tokens <= cap:
+        status = "under_cap"
+    elif admin_tokens > cap:
+        status = "admin_over_cap"
+        count_metric("HotMemoryAdminOverCap")
+        send_alert(deps, _admin_over_cap_alert(hot, tokens, admin_tokens, cap))
+    else:
+        status = _compact_and_commit(deps, progress, hot, key, now)
+        if status == "compacted":
+            return True
+    progress.details["status"] = status
+    deps.store.put_job_run(JobRun(project_id=hot.project_id, job=JOB, key=key, status=status, completed_at=now,
+                                  counts=dict(progress.counts), hot_version=hot.version))
+    return False
+
+
+def _compact_and_commit(deps: JobDeps, progress: JobProgress, hot: HotMemory, key: str, now: datetime) -> str:
+    """Compact the AI lines and validate the result (nothing clipped; under the cap; every admin
+    line byte-identical): a valid one is committed as ONE revision with the marker (``compacted``);
+    a rejected one (``rejected``) or a truncated LLM reply (``llm_truncated``) changes nothing and
+    is counted and alerted."""
+    cap, tokens = deps.caps.hot_memory_token_cap, progress.counts["tokens_before"]
+    comp, compactor = _compact(deps, hot, progress.tally)
+    progress.details["compactor"] = compactor
+    if comp is None:
+        problems: list[str] = ["llm_truncated"]
+        after = tokens
+    else:
+        problems, after = validate_compaction(hot, comp.lines, cap)
+        progress.counts.update(
+            tokens_after=after if not problems else tokens, merged=sum(len(v) for v in comp.merged.values()),
+            superseded=len(comp.superseded), evicted=len(comp.evicted), reworded=len(comp.reworded),
+        )
+        progress.counts["proposed_tokens"] = after
+    if problems:
+        progress.details["problems"] = problems
+        count_metric("PruneRejected")
+        send_alert(deps, _rejected_alert(hot, tokens, cap, compactor, after, problems))
+        return "rejected" if comp is not None else "llm_truncated"
+    assert comp is not None
+    run = JobRun(project_id=hot.project_id, job=JOB, key=key, status="compacted", completed_at=now,
+                 counts=dict(progress.counts), hot_version=hot.version)
+    reason = truncate_utf8(f"prune {key}: {tokens}->{after} tokens ({compactor}); {comp.describe()}",
+                           deps.caps.revision_reason_max_bytes)
+    deps.store.commit_hot_memory(
+        HotMemory(project_id=hot.project_id, lines=comp.lines), expected_version=hot.version, actor=PRUNER,
+        reason=reason, now=now, tokens=after, run=run,
+    )
+    count_metric("HotMemoryCompacted")
+    count_metric("HotMemoryLinesEvicted", len(comp.evicted))
+    progress.details["status"] = "compacted"
+    return "compacted"
+
+
+def _admin_over_cap_alert(hot: HotMemory, tokens: int, admin_tokens: int, cap: int) -> Alert:
+    """The alert when the admin lines alone are over the cap (nothing the AI may remove would help)."""
+    pid = hot.project_id
+    return Alert(
+        project_id=pid,
+        kind="admin_over_cap",
+        subject=f"Agent Memory: admin lines exceed the hot-memory cap ({pid})",
+        message=(
+            f"Project {pid}: the admin-written lines of hot memory alone are {admin_tokens} tokens, "
+            f"over the {cap}-token cap (whole document {tokens} tokens, version {hot.version}). "
+            "The AI never changes admin lines; please shorten them in the memory editor."
+        ),
+        dedupe_key=f"admin-over-cap#{hot.version}",
+    )
+
+
+def _rejected_alert(hot: HotMemory, tokens: int, cap: int, compactor: str, after: int, problems: list[str]) -> Alert:
+    """The alert when a compaction was rejected (the stored revision is unchanged)."""
+    pid = hot.project_id
+    return Alert(
+        project_id=pid,
+        kind="prune_rejected",
+        subject=f"Agent Memory: hot-memory compaction rejected ({pid})",
+        message=(
+            f"Project {pid}: hot memory is {tokens} tokens (cap {cap}, version {hot.version}). "
+            f"The {compactor} compaction ({after} tokens) was rejected: {', '.join(problems)}. "
+            "The stored revision is unchanged."
+        ),
+        dedupe_key=f"prune-rejected#{hot.version}#{compactor}",
+    )
 
 
 __all__ = ["run_prune", "summarise_years", "years_due"]

@@ -1,6 +1,6 @@
 """Entry point of the job logic for the fan-out workers and the backfill command.
 
-Contract (``agent_memory.jobs``): ``run_job(deps, request) -> JobReport`` runs one job for one
+Contract (``agent_memory.jobs``): ``run_job(deps, request, job) -> JobReport`` runs one job for one
 project and is safe to run again: a retry after a crash, a duplicate SQS delivery or a manual
 re-run changes nothing more (``JOBRUN#`` markers written with each result, checked first; the
 merge and the report put are idempotent by themselves too).
@@ -18,23 +18,21 @@ writes nothing at all; both report ``details["reason"] == "period_not_over"``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import date
 
 from agent_memory.domain.jobs import JobReport, JobRequest
-from agent_memory.jobs.archive import run_archive
+from agent_memory.domain.models import Project
 from agent_memory.jobs.deps import JobCaps, JobDeps
-from agent_memory.jobs.distill import run_distill
-from agent_memory.jobs.prune import run_prune
 from agent_memory.observability import logger
 
-if TYPE_CHECKING:
-    pass
-
-_JOBS = {"distill": run_distill, "archive": run_archive, "prune": run_prune}
+#: One scheduled job of one project as of a run date (``run_distill``, ``run_archive``, ``run_prune``).
+PeriodJob = Callable[[JobDeps, Project, date], JobReport]
 
 
-def run_job(deps: JobDeps, request: JobRequest) -> JobReport:
-    """Run ``request.job`` for ``request.project_id`` as of ``request.date``.
+def run_job(deps: JobDeps, request: JobRequest, job: PeriodJob) -> JobReport:
+    """Run ``job`` (the job ``request.job`` names, from the worker's job table,
+    ``agent_memory.events.jobs.JOB_TABLE``) for ``request.project_id`` as of ``request.date``.
 
     Returns:
         JobReport (counts and ids only, never message text); ``changed`` is False when the run
@@ -46,10 +44,8 @@ def run_job(deps: JobDeps, request: JobRequest) -> JobReport:
         Other exceptions (DynamoDB, SNS) propagate so the SQS retry / DLQ handles them; a
             partially done job is completed or left unchanged by the retry.
     """
-    if request.job == "erase":
-        raise ValueError("erase requests run agent_memory.governance.erasure, not run_job")
     project = deps.store.get_project(request.project_id)
-    report = _JOBS[request.job](deps, project, request.date)
+    report = job(deps, project, request.date)
     logger.info(
         "job finished",
         extra={
@@ -63,4 +59,4 @@ def run_job(deps: JobDeps, request: JobRequest) -> JobReport:
     return report
 
 
-__all__ = ["JobCaps", "JobDeps", "run_job"]
+__all__ = ["JobCaps", "JobDeps", "PeriodJob", "run_job"]

@@ -1,7 +1,7 @@
 """The reminder use cases: schedule, list, cancel, deliver.
 
 Rules:
-- ``when`` is read in the project's time zone (:func:`agent_memory.domain.when.parse_when`); a time
+- ``when`` is read in the project's time zone (:func:`agent_memory.reminders.when.parse_when`); a time
   in the past, a phrase naming no time, a text over ``REMINDER_TEXT_MAX_CHARS`` characters or a
   user's ``MAX_ACTIVE_REMINDERS + 1``-th active reminder is refused (InvalidInput, 422) and nothing
   is scheduled;
@@ -32,9 +32,10 @@ from agent_memory.domain.reminders import (
     ReminderDelivery,
 )
 from agent_memory.domain.text import content_problem
-from agent_memory.domain.when import When, parse_when, recurrence_from_cron
+from agent_memory.domain.when import When
 from agent_memory.ports import ReminderChannel, ReminderScheduler, ReminderStore
 from agent_memory.reminders.quiet import next_allowed, quiet_rules, shift_recurrence
+from agent_memory.reminders.when import parse_when
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -166,7 +167,7 @@ def schedule_reminder(
         allowed = next_allowed(parsed.at, rules)
         if allowed != parsed.at:
             parsed, moved_because = When(at=allowed), rules.sources[0]
-    expression = parsed.expression()
+    expression = deps.scheduler.expression(parsed)
     active = [r for r in deps.store.list_reminders(project_id, owner=owner) if r.status == "active"]
     for r in active:
         if r.text == clean and r.expression == expression:
@@ -247,7 +248,7 @@ def deliver(deps: ReminderDeps, channel: ReminderChannel, project_id: str, remin
     channels = channel.deliver(delivery)
     update: dict[str, Any] = {"last_fired_at": now, "fired_count": reminder.fired_count + 1}
     if reminder.recurring:
-        nxt = recurrence_from_cron(reminder.expression).next_after(_local_now(now, reminder.time_zone))
+        nxt = deps.scheduler.recurrence(reminder.expression).next_after(_local_now(now, reminder.time_zone))
         update.update(next_fire_at=_to_utc(nxt, reminder.time_zone), next_fire_local=nxt.strftime("%Y-%m-%dT%H:%M"))
     else:
         update["status"] = "done"

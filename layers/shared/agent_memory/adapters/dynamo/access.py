@@ -1,6 +1,9 @@
 """How the repositories talk to DynamoDB beyond a model's own get/query/save.
 
 - :func:`batch_get`: ONE ``BatchGetItem`` across tables (unprocessed keys fetched again);
+- :func:`query_pages` / :func:`query_items`: a low-level ``Query`` page by page (raw items), for
+  the reads that need only keys or a few attributes; :func:`delete_keys`: ``BatchWriteItem``
+  deletes of at most 25 keys per call (unprocessed keys sent again);
 - :func:`transaction`: ONE ``TransactWriteItems`` (:func:`cancellation_codes` / :func:`is_conflict`
   read why it was cancelled);
 - :func:`put_if_absent`: a ``PutItem`` that never overwrites;
@@ -12,27 +15,29 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from pynamodb.connection import Connection
 from pynamodb.exceptions import PutError, PynamoDBException, TransactWriteError
-from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
-from agent_memory.adapters.dynamo.tables import ProjectItem
+from agent_memory.adapters.dynamo.pynamodb_internals import model_connection
+from agent_memory.adapters.dynamo.tables import BaseItem, ProjectItem
 from agent_memory.adapters.errors import coded_error, service_error
 from agent_memory.domain.errors import ExternalServiceError
 
 #: Cancellation codes that mean "a condition of ours failed or a concurrent writer won".
 CONFLICT_CODES = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
+#: Most keys of one ``BatchWriteItem`` call (the AWS limit).
+BATCH_WRITE_MAX = 25
 
 
 def connection() -> Connection:
     """The low-level connection of the bound tables (shared by every table: transactions and
     batch reads span tables)."""
-    return ProjectItem._get_connection().connection
+    return model_connection(ProjectItem)
 
 
 def batch_get(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -47,6 +52,39 @@ def batch_get(request: dict[str, Any]) -> list[dict[str, Any]]:
             items.extend(table_items)
         pending = response.get("UnprocessedKeys") or {}
     return items
+
+
+def query_pages(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The pages (raw responses) of a low-level ``Query`` of ``table``, every page in turn."""
+    conn = connection()
+    start: dict[str, Any] | None = None
+    while True:
+        paging = {"ExclusiveStartKey": start} if start else {}
+        page = conn.dispatch("Query", {"TableName": table, **request, **paging})
+        yield page
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return
+
+
+def query_items(table: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The raw items of a low-level ``Query`` of ``table``, every page."""
+    for page in query_pages(table, request):
+        yield from page.get("Items", [])
+
+
+def delete_keys(table: str, item_keys: list[dict[str, Any]]) -> int:
+    """Delete the keys (raw ``{"pk": ..., "sk": ...}``) in ``BatchWriteItem`` calls of
+    :data:`BATCH_WRITE_MAX` (unprocessed keys sent again); returns how many keys were sent (a
+    missing key deletes nothing and is no error)."""
+    conn = connection()
+    for start in range(0, len(item_keys), BATCH_WRITE_MAX):
+        chunk = item_keys[start:start + BATCH_WRITE_MAX]
+        pending: dict[str, Any] = {table: [{"DeleteRequest": {"Key": k}} for k in chunk]}
+        while pending:
+            response = conn.dispatch("BatchWriteItem", {"RequestItems": pending})
+            pending = response.get("UnprocessedItems") or {}
+    return len(item_keys)
 
 
 def transaction(client_request_token: str | None = None) -> TransactWrite:
@@ -65,10 +103,10 @@ def is_conflict(exc: TransactWriteError) -> bool:
     return not CONFLICT_CODES.isdisjoint(cancellation_codes(exc))
 
 
-def put_if_absent(item: Model) -> bool:
+def put_if_absent(item: BaseItem) -> bool:
     """Write ``item`` unless an item with its key exists; False (nothing written) when one does."""
     try:
-        item.save(condition=type(item).sk.does_not_exist())  # type: ignore[attr-defined]
+        item.save(condition=type(item).sk.does_not_exist())
     except PutError as exc:
         if exc.cause_response_code == "ConditionalCheckFailedException":
             return False
@@ -114,13 +152,17 @@ def sdk_errors_as_domain[C: type](cls: C) -> C:
 
 
 __all__ = [
+    "BATCH_WRITE_MAX",
     "CONFLICT_CODES",
     "batch_get",
     "cancellation_codes",
     "connection",
+    "delete_keys",
     "external_error",
     "is_conflict",
     "put_if_absent",
+    "query_items",
+    "query_pages",
     "sdk_errors_as_domain",
     "transaction",
 ]

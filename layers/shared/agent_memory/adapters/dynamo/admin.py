@@ -1,5 +1,6 @@
-"""The admin API's store: the project's partition (:class:`ProjectRepository`) plus revisions,
-the review queue's decisions, the audit trail and report corrections.
+"""The admin API's store: revisions, the review queue, the audit trail and report corrections, over
+the project's partition (a :class:`ProjectRepository` it holds: the project record, hot memory and
+the reports).
 
 Round trips per call (all on the project's MemoryTable partition, so every key carries the project):
 - a hot-memory write: ONE TransactWriteItems: ``HOT`` (condition on the version read),
@@ -26,7 +27,7 @@ from pynamodb.exceptions import DoesNotExist, TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import is_conflict, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.access import is_conflict, put_if_absent, sdk_errors_as_domain, transaction
 from agent_memory.adapters.dynamo.admin_mappers import (
     audit_from_item,
     audit_to_item,
@@ -34,11 +35,14 @@ from agent_memory.adapters.dynamo.admin_mappers import (
     review_entry_from_item,
     revision_summary_from_item,
 )
+from agent_memory.adapters.dynamo.delegation import delegate
+from agent_memory.adapters.dynamo.job_mappers import review_to_item
 from agent_memory.adapters.dynamo.mappers import hot_memory_from_revision
 from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.adapters.dynamo.record_tables import AuditItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.errors import AlreadyDecided, InvalidInput, VersionConflict
+from agent_memory.domain.jobs import ReviewItem
 from agent_memory.domain.models import HotMemory, WeeklyReport
 from agent_memory.domain.records import (
     AuditRecord,
@@ -74,9 +78,27 @@ def decode_cursor(project_id: str, cursor: str, prefix: str) -> dict[str, Any]:
     return {"pk": {"S": project_id}, "sk": {"S": sort_key}}
 
 
+def queue_review_items(items: list[ReviewItem]) -> int:
+    """Queue review items, each with a conditional PutItem (an item already queued, same key, is
+    left as it is); returns how many were new."""
+    return sum(put_if_absent(review_to_item(r)) for r in items)
+
+
 @sdk_errors_as_domain
-class AdminRepository(ProjectRepository):
-    """:class:`ProjectRepository` plus the admin API's reads and writes (module docstring)."""
+class AdminRepository:
+    """The admin API's reads and writes (module docstring).
+
+    Args:
+        projects: the project's partition its hot-memory commits go through and its project and
+            report reads come from (a new :class:`ProjectRepository` by default).
+    """
+
+    def __init__(self, projects: ProjectRepository | None = None) -> None:
+        self.projects = projects or ProjectRepository()
+
+    get_project = delegate("projects", ProjectRepository.get_project)
+    load_hot_memory = delegate("projects", ProjectRepository.load_hot_memory)
+    get_report = delegate("projects", ProjectRepository.get_weekly_report)
 
     # ----------------------------------------------------------------------- hot memory
     def commit_hot_memory(
@@ -110,7 +132,7 @@ class AdminRepository(ProjectRepository):
             if decide is not None and len(codes) > 1 and codes[1] == "ConditionalCheckFailed":
                 raise self._already_decided(hot.project_id, decide.item_id)
 
-        return self.write_hot_memory(
+        return self.projects.write_hot_memory(
             hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens,
             extra=add_audit_and_decision, on_conflict=decided_meanwhile,
             conflict_reason="someone else saved the hot memory first",
@@ -141,6 +163,10 @@ class AdminRepository(ProjectRepository):
             filter_condition=(ReviewQueueItem.status == status) if status else None,
         )
         return [review_entry_from_item(i) for i in items]
+
+    def put_review_items(self, items: list[ReviewItem]) -> int:
+        """Queue review items (:func:`queue_review_items`); how many were new."""
+        return queue_review_items(items)
 
     def get_review(self, project_id: str, item_id: str) -> ReviewEntry | None:
         """One review item by its route id ``{day}_{review_id}``, or None."""
@@ -178,10 +204,6 @@ class AdminRepository(ProjectRepository):
         return Page[AuditRecord](items=[audit_from_item(i) for i in items], next_cursor=next_cursor)
 
     # -------------------------------------------------------------------------- reports
-    def get_report(self, project_id: str, iso_week: str) -> WeeklyReport | None:
-        """The report of one ISO week (strongly consistent) or None."""
-        return self.get_weekly_report(project_id, iso_week)
-
     def correct_report(
         self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
     ) -> None:
@@ -258,4 +280,4 @@ def _newest_first(
     return items, encode_cursor(str(last["sk"]["S"]))
 
 
-__all__ = ["AdminRepository", "decode_cursor", "encode_cursor"]
+__all__ = ["AdminRepository", "decode_cursor", "encode_cursor", "queue_review_items"]

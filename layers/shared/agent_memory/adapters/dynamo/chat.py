@@ -1,12 +1,13 @@
-"""The chat turn's store: the project's partition (:class:`ProjectRepository`) plus the session
-item and its messages (reads of messages by id, by range; the turn write).
+"""The chat turn's store: the session item and its messages (the turn's read and write, reads of
+messages by id, by range), over the project's partition (a :class:`ProjectRepository` it holds:
+the project record, hot memory, the history book).
 
 Round trips of one turn (``docs/architecture.md``, "Request path"):
-- :meth:`DynamoRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
+- :meth:`ChatRepository.load_turn_context`: ONE strongly consistent BatchGetItem across the
   MemoryTable and the SessionsTable (project, hot memory, the recent years' summaries, the asker's
   membership, session item and, on a patient's first turn, the patient's diagnosis references,
   :mod:`.patient_refs`);
-- :meth:`DynamoRepository.record_turn`: ONE TransactWriteItems (session item under its version
+- :meth:`ChatRepository.record_turn`: ONE TransactWriteItems (session item under its version
   condition, message items, flow-log items, activity markers);
 - the history book only for history intents (:meth:`ProjectRepository.load_history`).
 """
@@ -14,9 +15,10 @@ Round trips of one turn (``docs/architecture.md``, "Request path"):
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
+from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import (
@@ -27,7 +29,9 @@ from agent_memory.adapters.dynamo.access import (
     transaction,
 )
 from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, MessageItem, SessionItem
-from agent_memory.adapters.dynamo.mappers import activity_to_item, check_size, member_from_item
+from agent_memory.adapters.dynamo.delegation import delegate
+from agent_memory.adapters.dynamo.item_size import check_size
+from agent_memory.adapters.dynamo.mappers import activity_to_item, member_from_item
 from agent_memory.adapters.dynamo.message_mappers import (
     MESSAGE_ITEM_BUDGET_BYTES,
     SESSION_ITEM_BUDGET_BYTES,
@@ -47,26 +51,34 @@ from agent_memory.adapters.dynamo.projects import (
 )
 from agent_memory.adapters.dynamo.record_tables import ErasureItem
 from agent_memory.adapters.dynamo.tables import MemberItem, ProjectItem
-from agent_memory.domain.errors import Forbidden, MessageNotFound, SessionErased, VersionConflict
+from agent_memory.domain.errors import MessageNotFound, SessionErased, VersionConflict
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
 
 
 @sdk_errors_as_domain
-class DynamoRepository(ProjectRepository):
-    """:class:`ProjectRepository` plus the session reads and the turn write of the chat path.
+class ChatRepository:
+    """The session reads and the turn write of the chat path (module docstring).
 
     Args:
         session_retention_days: items written to the sessions table expire this many days after
             the write (``expires_at``, the table's TTL); 0 = kept until erased.
+        projects: the project's partition (a new :class:`ProjectRepository` by default).
     """
 
-    def __init__(self, session_retention_days: int = 0) -> None:
+    def __init__(self, session_retention_days: int = 0, projects: ProjectRepository | None = None) -> None:
         self.session_retention_days = session_retention_days
+        self.projects = projects or ProjectRepository()
 
-    def _session_expiry(self, at: datetime) -> datetime | None:
+    def session_expiry(self, at: datetime) -> datetime | None:
         """``expires_at`` of a sessions-table item written at ``at`` (None: kept)."""
         days = self.session_retention_days
         return at + timedelta(days=days) if days > 0 else None
+
+    get_project = delegate("projects", ProjectRepository.get_project)
+    load_history = delegate("projects", ProjectRepository.load_history)
+    load_yearly_summaries = delegate("projects", ProjectRepository.load_yearly_summaries)
+    get_hot_memory_revision = delegate("projects", ProjectRepository.get_hot_memory_revision)
+    get_reports = delegate("projects", ProjectRepository.get_reports)
 
     # --------------------------------------------------------------------------- reads
     def load_turn_context(
@@ -78,13 +90,12 @@ class DynamoRepository(ProjectRepository):
         BatchGetItem.
 
         Returns a new, unsaved session (``version == 0``) when the session does not exist,
-        ``asker = None`` when ``user_id`` is not a member, and ``patient_diagnoses`` as
+        ``asker = None`` when ``user_id`` is not a member (who may use the project is the route
+        guard's decision, made on this), and ``patient_diagnoses`` as
         :func:`.patient_refs.patient_refs_among` finds them (None: not asked, or unknown for a
         patient of a project not yet backfilled; the caller queries them).
 
         Raises:
-            Forbidden: ``user_id`` given and not a member, checked before the project exists: a
-                non-member cannot tell an unknown project from one they may not use.
             ProjectNotFound: no ``PROJECT`` item for ``project_id``.
         """
         memory_keys = project_keys(project_id)
@@ -101,8 +112,6 @@ class DynamoRepository(ProjectRepository):
         session_raw = next((raw for raw in raw_items if raw["sk"]["S"] == keys.SESSION_SK), None)
         member_raw = next((raw for raw in raw_items if raw["sk"]["S"].startswith(keys.MEMBER_PREFIX)), None)
         asker = member_from_item(MemberItem.from_raw_data(member_raw)) if member_raw is not None else None
-        if user_id is not None and asker is None:
-            raise Forbidden(f"you are not a member of project {project_id}")
         project, hot = project_and_hot_memory(project_id, raw_items)
         if session_raw is not None:
             session = session_from_item(SessionItem.from_raw_data(session_raw))
@@ -169,36 +178,16 @@ class DynamoRepository(ProjectRepository):
             ItemTooLarge: the session or a message item is over its byte budget.
         """
         s = write.session
-        session_item = session_to_item(s)
-        # PynamoDB's VersionAttribute adds the optimistic-lock condition and the increment.
-        if write.expected_version:
-            session_item.version = write.expected_version
-        session_item.expires_at = self._session_expiry(write.now)
-        check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
-        message_items: list[MessageItem] = []
-        for m in write.new_messages:
-            item = message_to_item(
-                s.project_id,
-                s.session_id,
-                m,
-                context=write.contexts.get(m.message_id),
-                reply_to=write.reply_to.get(m.message_id),
-            )
-            item.expires_at = self._session_expiry(write.now)
-            check_size(item, MESSAGE_ITEM_BUDGET_BYTES, "message")
-            message_items.append(item)
-        retention = write.flow_log_retention_days
-        expires = write.now + timedelta(days=retention) if retention > 0 else None
+        session_item, message_items = self._turn_items(write)
+        flow_expires = write.now + timedelta(days=write.flow_log_retention_days) \
+            if write.flow_log_retention_days > 0 else None
         pk = keys.session_pk(s.project_id, s.session_id)
         try:
             with transaction(write.client_request_token) as tx:
                 # First item (code 0): the session was not erased. An erasure writes its record
                 # before deleting anything, so a turn racing it either lands before the record
                 # (and the erasure finds its items) or fails here (docs/architecture.md, "Data governance").
-                tx.condition_check(
-                    ErasureItem, s.project_id, keys.erasure_sk("session", s.session_id),
-                    condition=ErasureItem.sk.does_not_exist(),
-                )
+                check_not_erased(tx, s.project_id, s.session_id)
                 tx.save(session_item)
                 for item in message_items:
                     tx.save(item, condition=MessageItem.sk.does_not_exist())
@@ -210,18 +199,65 @@ class DynamoRepository(ProjectRepository):
                     )
                 for m in write.flow_log:
                     tx.save(
-                        flow_log_to_item(s.project_id, s.session_id, m, expires_at=expires),
+                        flow_log_to_item(s.project_id, s.session_id, m, expires_at=flow_expires),
                         condition=FlowLogItem.sk.does_not_exist(),
                     )
                 for local_date in sorted(set(write.activity_local_dates)):
                     tx.save(activity_to_item(s.project_id, local_date, at=write.now))
         except TransactWriteError as exc:
-            codes = cancellation_codes(exc)
-            if codes and codes[0] == "ConditionalCheckFailed":
-                raise SessionErased(f"session {s.session_id} was erased") from None
-            if is_conflict(exc):
-                raise VersionConflict("session changed concurrently", current_version=None) from None
-            raise
+            raise_session_write_error(exc, s.session_id)
+
+    def _turn_items(self, write: TurnWrite) -> tuple[SessionItem, list[MessageItem]]:
+        """The session item (under the version read: PynamoDB's VersionAttribute adds the
+        optimistic-lock condition and the increment) and the new message items, each checked
+        against its byte budget.
+
+        Raises:
+            ItemTooLarge: an item is over its budget.
+        """
+        s = write.session
+        session_item = session_to_item(s)
+        if write.expected_version:
+            session_item.version = write.expected_version
+        session_item.expires_at = self.session_expiry(write.now)
+        check_size(session_item, SESSION_ITEM_BUDGET_BYTES, "session")
+        message_items: list[MessageItem] = []
+        for m in write.new_messages:
+            item = message_to_item(s.project_id, s.session_id, m, context=write.contexts.get(m.message_id),
+                                   reply_to=write.reply_to.get(m.message_id))
+            item.expires_at = self.session_expiry(write.now)
+            check_size(item, MESSAGE_ITEM_BUDGET_BYTES, "message")
+            message_items.append(item)
+        return session_item, message_items
 
 
-__all__ = ["DynamoRepository"]
+def check_not_erased(tx: TransactWrite, project_id: str, session_id: str) -> None:
+    """Add to ``tx`` the condition that the session has no erasure record (a write to an erased
+    session fails; docs/architecture.md, "Data governance"). Added first, its cancellation code
+    is the transaction's first."""
+    tx.condition_check(ErasureItem, project_id, keys.erasure_sk("session", session_id),
+                       condition=ErasureItem.sk.does_not_exist())
+
+
+def raise_session_write_error(exc: TransactWriteError, session_id: str, *, exists_at: int | None = None,
+                              exists: Exception | None = None) -> NoReturn:
+    """The domain error of a cancelled session write whose first item is :func:`check_not_erased`.
+
+    Raises:
+        SessionErased: the session was erased (code 0).
+        (``exists``): the item at ``exists_at`` already exists (its condition failed).
+        VersionConflict: another condition failed or a concurrent transaction won.
+        TransactWriteError: anything else (as it was).
+    """
+    codes = cancellation_codes(exc)
+    if codes and codes[0] == "ConditionalCheckFailed":
+        raise SessionErased(f"session {session_id} was erased") from None
+    if exists is not None and exists_at is not None and len(codes) > exists_at \
+            and codes[exists_at] == "ConditionalCheckFailed":
+        raise exists from None
+    if is_conflict(exc):
+        raise VersionConflict("session changed concurrently", current_version=None) from None
+    raise exc
+
+
+__all__ = ["ChatRepository", "check_not_erased", "raise_session_write_error"]

@@ -15,10 +15,11 @@ from datetime import datetime
 from pynamodb.exceptions import DoesNotExist
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.access import sdk_errors_as_domain, transaction
 from agent_memory.adapters.dynamo.conversation_tables import FeedbackItem, FlowLogItem, MessageItem
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
+from agent_memory.adapters.dynamo.members import study_role_of
 from agent_memory.adapters.dynamo.message_mappers import message_from_item
-from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.errors import MessageNotFound
 from agent_memory.domain.feedback import FEEDBACK_SOURCE, Feedback
 from agent_memory.domain.turns import MessageRecord
@@ -40,20 +41,12 @@ def feedback_event_id(message_id: str, user_id: str) -> str:
 
 def _item(fb: Feedback) -> FeedbackItem:
     return FeedbackItem(
-        keys.session_pk(fb.project_id, fb.session_id),
-        f"{FEEDBACK_PREFIX}{fb.message_id}#{fb.user_id}",
-        project_id=fb.project_id,
-        session_id=fb.session_id,
-        message_id=fb.message_id,
-        user_id=fb.user_id,
-        rating=fb.rating,
-        reason=fb.reason,
+        keys.session_pk(fb.project_id, fb.session_id), f"{FEEDBACK_PREFIX}{fb.message_id}#{fb.user_id}",
+        **item_fields(fb, FeedbackItem,
         tags=list(fb.tags),
-        study_role=fb.study_role,
-        at=fb.at,
         project_pk=feedback_index_pk(fb.project_id),
         project_sk=f"{keys.sort_time(fb.at)}#{fb.message_id}#{fb.user_id}",
-    )
+    ))
 
 
 def _event(fb: Feedback, expires_at: datetime | None) -> FlowLogItem:
@@ -76,11 +69,9 @@ def _event(fb: Feedback, expires_at: datetime | None) -> FlowLogItem:
 
 
 def _from_item(item: FeedbackItem) -> Feedback:
-    return Feedback(
-        project_id=item.project_id, session_id=item.session_id, message_id=item.message_id,
-        user_id=item.user_id, rating=item.rating,  # type: ignore[arg-type]
-        reason=item.reason, tags=list(item.tags or []), study_role=item.study_role, at=item.at,
-    )
+    return Feedback(**read_fields(item, Feedback,
+        tags=list(item.tags or []),
+    ))
 
 
 @sdk_errors_as_domain
@@ -96,11 +87,8 @@ class FeedbackRepository:
         return message_from_item(item)
 
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
-        """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item in the
-        MemoryTable), or None when there is no such item or role (one GetItem)."""
-        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
-        value = (response.get("Item") or {}).get("study_role") or {}
-        return value.get("S") if isinstance(value, dict) else None
+        """The member's study role, or None (:func:`.members.study_role_of`: one GetItem)."""
+        return study_role_of(project_id, user_id)
 
     def put_feedback(self, feedback: Feedback, *, expires_at: datetime | None) -> None:
         """The rating (replacing the rater's earlier one) and its flow-log event, in ONE

@@ -7,48 +7,27 @@ from datetime import datetime
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.adapters.dynamo.record_tables import AlertSentItem, JobRunItem, ReviewQueueItem
 from agent_memory.domain.jobs import FlowLogEntry, JobRun, ReviewItem
 
 
 def flow_log_entry_from_item(item: FlowLogItem) -> FlowLogEntry:
-    return FlowLogEntry(
-        message_id=item.message_id,
-        session_id=item.session_id,
-        role=item.role,  # type: ignore[arg-type]
-        content=item.content,
-        at=item.at,
-        user_id=item.user_id,
-        study_role=item.study_role,
-        status=item.status,
-        source=item.source,
-        rating=item.rating,
-    )
+    return FlowLogEntry(**read_fields(item, FlowLogEntry))
 
 
 def job_run_to_item(run: JobRun) -> JobRunItem:
-    return JobRunItem(
-        run.project_id,
-        keys.job_run_sk(run.job, run.key),
-        job=run.job,
-        key=run.key,
-        status=run.status,
-        completed_at=run.completed_at,
+    return JobRunItem(run.project_id, keys.job_run_sk(run.job, run.key), **item_fields(run, JobRunItem,
         counts=dict(run.counts),
-        hot_version=run.hot_version,
-    )
+    ))
 
 
 def job_run_from_item(item: JobRunItem) -> JobRun:
-    return JobRun(
+    return JobRun(**read_fields(item, JobRun,
         project_id=item.pk,
-        job=item.job,
-        key=item.key,
-        status=item.status,
-        completed_at=item.completed_at,
         counts={k: int(v) for k, v in (item.counts or {}).items()},
         hot_version=int(item.hot_version) if item.hot_version is not None else None,
-    )
+    ))
 
 
 def alert_to_item(project_id: str, dedupe_key: str, *, kind: str, now: datetime) -> AlertSentItem:
@@ -57,22 +36,7 @@ def alert_to_item(project_id: str, dedupe_key: str, *, kind: str, now: datetime)
 
 def review_to_item(r: ReviewItem) -> ReviewQueueItem:
     """A new review-queue item, as the distiller queues it (undecided)."""
-    return ReviewQueueItem(
-        r.project_id,
-        keys.review_sk(r.day, r.review_id),
-        review_id=r.review_id,
-        day=r.day,
-        text=r.text,
-        section=r.section,
-        role_tag=r.role_tag,
-        evidence=r.evidence,
-        reason=r.reason,
-        detail=r.detail,
-        origin=r.origin,
-        status=r.status,
-        created_at=r.created_at,
-        created_by=r.created_by,
-    )
+    return ReviewQueueItem(r.project_id, keys.review_sk(r.day, r.review_id), **item_fields(r, ReviewQueueItem))
 
 
 __all__ = [

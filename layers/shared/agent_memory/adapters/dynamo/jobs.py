@@ -1,5 +1,6 @@
-"""The background jobs' store: the project's partition (:class:`ProjectRepository`) plus the flow
-log, the run markers, the review queue, the archive's report write and the alert claims.
+"""The background jobs' store: the flow log, the run markers, the review queue, the archive's report
+write and the alert claims, over the project's partition (a :class:`ProjectRepository` it holds:
+the project record, hot memory, reports and yearly summaries).
 
 Round trips per job and project (the cost does not grow with the number of projects):
 - distill: 1 GetItem (marker) + 1 GetItem (hot memory) + 1-2 Query (flow-log partitions of the
@@ -28,13 +29,14 @@ from agent_memory.adapters.dynamo.access import (
     sdk_errors_as_domain,
     transaction,
 )
+from agent_memory.adapters.dynamo.admin import queue_review_items
 from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem
+from agent_memory.adapters.dynamo.delegation import delegate
 from agent_memory.adapters.dynamo.job_mappers import (
     alert_to_item,
     flow_log_entry_from_item,
     job_run_from_item,
     job_run_to_item,
-    review_to_item,
 )
 from agent_memory.adapters.dynamo.mappers import report_to_item
 from agent_memory.adapters.dynamo.projects import ProjectRepository
@@ -51,8 +53,24 @@ def save_job_run(tx: TransactWrite, run: JobRun) -> None:
 
 
 @sdk_errors_as_domain
-class JobsRepository(ProjectRepository):
-    """:class:`ProjectRepository` plus what the jobs need (module docstring lists the calls)."""
+class JobsRepository:
+    """What the jobs read and write (module docstring lists the calls).
+
+    Args:
+        projects: the project's partition: the project record, hot memory (a job's commit goes
+            through it with the run marker), weekly reports and yearly summaries (a new
+            :class:`ProjectRepository` by default).
+    """
+
+    def __init__(self, projects: ProjectRepository | None = None) -> None:
+        self.projects = projects or ProjectRepository()
+
+    get_project = delegate("projects", ProjectRepository.get_project)
+    load_hot_memory = delegate("projects", ProjectRepository.load_hot_memory)
+    get_weekly_report = delegate("projects", ProjectRepository.get_weekly_report)
+    list_reports_between = delegate("projects", ProjectRepository.list_reports_between)
+    load_yearly_summaries = delegate("projects", ProjectRepository.load_yearly_summaries)
+    put_yearly_summary = delegate("projects", ProjectRepository.put_yearly_summary)
 
     # ----------------------------------------------------------------------- hot memory
     def commit_hot_memory(
@@ -80,7 +98,7 @@ class JobsRepository(ProjectRepository):
             if run is not None:
                 save_job_run(tx, run.model_copy(update={"hot_version": new_version}))
 
-        return self.write_hot_memory(
+        return self.projects.write_hot_memory(
             hot, expected_version=expected_version, actor=actor, reason=reason, now=now, tokens=tokens,
             extra=add_marker,
         )
@@ -125,7 +143,7 @@ class JobsRepository(ProjectRepository):
         Returns:
             How many items were new.
         """
-        return sum(put_if_absent(review_to_item(r)) for r in items)
+        return queue_review_items(items)
 
     # --------------------------------------------------------------------- history book
     def commit_weekly_report(self, report: WeeklyReport, run: JobRun) -> bool:

@@ -3,7 +3,7 @@ members, hot memory, weekly reports and yearly summaries, activity.
 
 ``<kind>_to_item(model)`` builds the item to write (keys from :mod:`.keys`);
 ``<kind>_from_item(item)`` reads one back. Items with a byte budget are checked with
-:func:`check_size` before they are written, so a write never meets DynamoDB's 400 KB item limit.
+:func:`.item_size.check_size` before they are written, so a write never meets DynamoDB's 400 KB item limit.
 The kinds only some functions store have their own modules, so that a function imports only the
 domain models it uses: :mod:`.admin_mappers` (revisions, report revisions, review queue, audit),
 :mod:`.job_mappers` (job runs, flow log entries, alerts, review items),
@@ -16,9 +16,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from pynamodb.expressions.update import Action
-from pynamodb.models import Model
 
 from agent_memory.adapters.dynamo import keys
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
+from agent_memory.adapters.dynamo.item_size import DYNAMODB_ITEM_LIMIT_BYTES, check_size
 from agent_memory.adapters.dynamo.tables import (
     ActivityItem,
     HotMemoryItem,
@@ -28,7 +29,6 @@ from agent_memory.adapters.dynamo.tables import (
     WeeklyReportItem,
     YearSummaryItem,
 )
-from agent_memory.domain.errors import ItemTooLarge
 from agent_memory.domain.models import (
     ClinicalDataSource,
     HotMemory,
@@ -38,30 +38,16 @@ from agent_memory.domain.models import (
     WeeklyReport,
     YearlySummary,
 )
-from agent_memory.domain.text import DYNAMODB_ITEM_LIMIT_BYTES, dynamodb_item_size
 
 #: Byte budget of the hot-memory item and of each of its revision items.
 HOT_ITEM_MAX_BYTES = DYNAMODB_ITEM_LIMIT_BYTES - 10_000
 
 
-def check_size(item: Model, budget: int, what: str) -> None:
-    """Raise :class:`ItemTooLarge` when ``item`` serialised is over ``budget`` bytes."""
-    size = dynamodb_item_size(item.serialize())
-    if size > budget:
-        raise ItemTooLarge(f"{what} item would be {size} bytes (budget {budget})")
-
-
 # ----------------------------------------------------------------------------------- project
 def project_to_item(project: Project) -> ProjectItem:
-    return ProjectItem(
-        project.project_id,
-        keys.PROJECT_SK,
-        name=project.name,
-        time_zone=project.time_zone,
-        kind=project.kind,
+    return ProjectItem(project.project_id, keys.PROJECT_SK, **item_fields(project, ProjectItem,
         clinical_data=project.clinical_data.model_dump(mode="json") if project.clinical_data else None,
-        created_at=project.created_at,
-    )
+    ))
 
 
 def project_update_actions(project: Project) -> list[Action]:
@@ -86,50 +72,29 @@ def new_project_item(project: Project) -> ProjectItem:
 
 
 def project_from_item(item: ProjectItem) -> Project:
-    return Project(
+    return Project(**read_fields(item, Project,
         project_id=item.pk,
-        name=item.name,
-        time_zone=item.time_zone,
-        kind=item.kind,  # type: ignore[arg-type]
         clinical_data=ClinicalDataSource.model_validate(item.clinical_data) if item.clinical_data else None,
-        created_at=item.created_at,
-    )
+    ))
 
 
 def member_to_item(member: Member) -> MemberItem:
-    return MemberItem(
-        member.project_id,
-        keys.member_sk(member.user_id),
-        user_id=member.user_id,
-        project_role=member.project_role,
-        study_role=member.study_role,
-        display_name=member.display_name,
-        added_at=member.added_at,
-        added_by=member.added_by,
-    )
+    return MemberItem(member.project_id, keys.member_sk(member.user_id), **item_fields(member, MemberItem))
 
 
 def member_from_item(item: MemberItem) -> Member:
-    return Member(
+    return Member(**read_fields(item, Member,
         project_id=item.pk,
-        user_id=item.user_id,
-        project_role=item.project_role,  # type: ignore[arg-type]
-        study_role=item.study_role,  # type: ignore[arg-type]
-        display_name=item.display_name,
-        added_at=item.added_at,
-        added_by=item.added_by,
-    )
+    ))
 
 
 # -------------------------------------------------------------------------------- hot memory
 def hot_memory_from_item(item: HotMemoryItem) -> HotMemory:
-    return HotMemory(
+    return HotMemory(**read_fields(item, HotMemory,
         project_id=item.pk,
         version=int(item.version or 0),
         lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
-        updated_at=item.updated_at,
-        updated_by=item.updated_by,
-    )
+    ))
 
 
 def hot_memory_to_items(
@@ -177,52 +142,28 @@ def hot_memory_from_revision(item: HotMemoryRevisionItem) -> HotMemory:
 
 # ----------------------------------------------------------------------------- history book
 def report_to_item(report: WeeklyReport) -> WeeklyReportItem:
-    return WeeklyReportItem(
-        report.project_id,
-        keys.report_sk(report.iso_week),
-        iso_week=report.iso_week,
-        summary=report.summary,
-        revision=report.revision,
-        created_at=report.created_at,
-        created_by=report.created_by,
-        evidence=report.evidence,
-    )
+    return WeeklyReportItem(report.project_id, keys.report_sk(report.iso_week), **item_fields(report, WeeklyReportItem))
 
 
 def report_from_item(item: WeeklyReportItem) -> WeeklyReport:
-    return WeeklyReport(
+    return WeeklyReport(**read_fields(item, WeeklyReport,
         project_id=item.pk,
-        iso_week=item.iso_week,
-        summary=item.summary,
         revision=int(item.revision),
-        created_at=item.created_at,
-        created_by=item.created_by,
         evidence=list(item.evidence or []),
-    )
+    ))
 
 
 
 def yearly_summary_to_item(summary: YearlySummary) -> YearSummaryItem:
-    return YearSummaryItem(
-        summary.project_id,
-        keys.year_sk(summary.year),
-        year=summary.year,
-        summary=summary.summary,
-        weeks=summary.weeks,
-        created_at=summary.created_at,
-        created_by=summary.created_by,
-    )
+    return YearSummaryItem(summary.project_id, keys.year_sk(summary.year), **item_fields(summary, YearSummaryItem))
 
 
 def yearly_summary_from_item(item: YearSummaryItem) -> YearlySummary:
-    return YearlySummary(
+    return YearlySummary(**read_fields(item, YearlySummary,
         project_id=item.pk,
         year=int(item.year),
-        summary=item.summary,
         weeks=list(item.weeks or []),
-        created_at=item.created_at,
-        created_by=item.created_by,
-    )
+    ))
 
 
 def activity_to_item(project_id: str, local_date: str, *, at: datetime) -> ActivityItem:
@@ -235,7 +176,6 @@ def activity_to_item(project_id: str, local_date: str, *, at: datetime) -> Activ
 __all__ = [
     "HOT_ITEM_MAX_BYTES",
     "activity_to_item",
-    "check_size",
     "hot_memory_from_item",
     "hot_memory_from_revision",
     "hot_memory_to_items",

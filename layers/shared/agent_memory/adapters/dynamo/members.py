@@ -19,7 +19,13 @@ from pynamodb.exceptions import DeleteError, DoesNotExist, PutError, TransactWri
 from pynamodb.transactions import TransactWrite
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import is_conflict, put_if_absent, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.access import (
+    connection,
+    is_conflict,
+    put_if_absent,
+    sdk_errors_as_domain,
+    transaction,
+)
 from agent_memory.adapters.dynamo.mappers import (
     member_from_item,
     member_to_item,
@@ -32,6 +38,28 @@ from agent_memory.domain.errors import AlreadyExists, LastAdmin, ProjectNotFound
 from agent_memory.domain.models import Member, Project
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def study_role_of(project_id: str, user_id: str) -> str | None:
+    """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item in the
+    MemoryTable), or None when there is no such item or role (one GetItem of that attribute's item)."""
+    response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
+    value = (response.get("Item") or {}).get("study_role") or {}
+    return value.get("S") if isinstance(value, dict) else None
+
+
+def _unless_changed(write: Callable[[], object]) -> None:
+    """Run a write conditional on the role read; its failed condition is a concurrent change.
+
+    Raises:
+        VersionConflict: the membership changed since it was read.
+    """
+    try:
+        write()
+    except (PutError, DeleteError) as exc:
+        if exc.cause_response_code == _CONDITION_FAILED:
+            raise VersionConflict("the membership changed concurrently") from None
+        raise
 
 
 @sdk_errors_as_domain
@@ -90,12 +118,7 @@ class MemberRepository:
             self._with_other_admin(member.project_id, member.user_id, lambda tx: tx.save(
                 item, condition=MemberItem.project_role == "admin"))
             return False
-        try:
-            item.save(condition=MemberItem.project_role == current.project_role)
-        except PutError as exc:
-            if exc.cause_response_code == _CONDITION_FAILED:
-                raise VersionConflict("the membership changed concurrently") from None
-            raise
+        _unless_changed(lambda: item.save(condition=MemberItem.project_role == current.project_role))
         return False
 
     def remove_member(self, project_id: str, user_id: str) -> bool:
@@ -108,12 +131,7 @@ class MemberRepository:
             self._with_other_admin(project_id, user_id, lambda tx: tx.delete(
                 key, condition=MemberItem.project_role == "admin"))
             return True
-        try:
-            key.delete(condition=MemberItem.project_role == current.project_role)
-        except DeleteError as exc:
-            if exc.cause_response_code == _CONDITION_FAILED:
-                raise VersionConflict("the membership changed concurrently") from None
-            raise
+        _unless_changed(lambda: key.delete(condition=MemberItem.project_role == current.project_role))
         return True
 
     def _with_other_admin(self, project_id: str, user_id: str, write: Callable[[TransactWrite], object]) -> None:

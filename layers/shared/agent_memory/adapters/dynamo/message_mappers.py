@@ -10,6 +10,7 @@ from typing import Any
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.conversation_tables import FlowLogItem, MessageItem, SessionItem
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.domain.turns import MessageRecord, SessionState, ToolCall
 
 #: Byte budget of the session item (window + facts + summary + metadata), kept well under
@@ -23,47 +24,25 @@ def session_to_item(s: SessionState) -> SessionItem:
     """The session item, in both indexes by ``updated_at`` (the PatientIndex only with a patient)."""
     updated = keys.sort_time(s.updated_at)
     return SessionItem(
-        keys.session_pk(s.project_id, s.session_id),
-        keys.SESSION_SK,
-        project_id=s.project_id,
-        session_id=s.session_id,
-        patient_id=s.patient_id,
-        type=s.type,
-        name=s.name,
-        created_by=s.created_by,
-        created_at=s.created_at,
-        updated_at=s.updated_at,
-        message_count=s.message_count,
-        diagnosis_count=s.diagnosis_count,
+        keys.session_pk(s.project_id, s.session_id), keys.SESSION_SK,
+        **item_fields(s, SessionItem, exclude=("version",),  # the VersionAttribute is PynamoDB's
         window=[m.model_dump(mode="json", exclude_defaults=True) for m in s.window],
-        facts=s.facts,
-        summary=s.summary,
-        activity_date=s.activity_date,
         patient_pk=keys.patient_pk(s.project_id, s.patient_id) if s.patient_id else None,
         patient_sk=f"{updated}#{s.session_id}" if s.patient_id else None,
         project_pk=s.project_id,
         project_sk=f"{updated}#{s.session_id}",
-    )
+    ))
 
 
 def session_from_item(item: SessionItem) -> SessionState:
-    return SessionState(
-        project_id=item.project_id,
-        session_id=item.session_id,
-        patient_id=item.patient_id,
-        type=item.type,  # type: ignore[arg-type]
-        name=item.name,
-        created_by=item.created_by,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
+    return SessionState(**read_fields(item, SessionState,
         version=int(item.version or 0),
         message_count=int(item.message_count),
         diagnosis_count=int(item.diagnosis_count),
         window=[MessageRecord.model_validate(x) for x in item.window or []],
         facts=item.facts or {},
         summary=item.summary or "",
-        activity_date=item.activity_date,
-    )
+    ))
 
 
 def message_to_item(
@@ -94,19 +73,10 @@ def message_to_item(
 
 
 def message_from_item(item: MessageItem) -> MessageRecord:
-    return MessageRecord(
-        message_id=item.message_id,
-        role=item.role,  # type: ignore[arg-type]
-        content=item.content,
-        at=item.at,
-        user_id=item.user_id,
-        study_role=item.study_role,  # type: ignore[arg-type]
-        status=item.status,  # type: ignore[arg-type]
+    return MessageRecord(**read_fields(item, MessageRecord,
         truncated=bool(item.truncated),
         tool_calls=[ToolCall.model_validate(x) for x in item.tool_calls or []],
-        idempotency_hash=item.idempotency_hash,
-        source=item.source,  # type: ignore[arg-type]
-    )
+    ))
 
 
 def flow_log_to_item(project_id: str, session_id: str, m: MessageRecord, *, expires_at: datetime | None) -> FlowLogItem:

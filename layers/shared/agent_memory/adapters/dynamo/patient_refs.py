@@ -34,6 +34,7 @@ from pynamodb.transactions import TransactWrite
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import batch_get
 from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, PatientRefsItem
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.adapters.dynamo.record_tables import ErasureItem
 from agent_memory.adapters.dynamo.session_mappers import diagnosis_from_item
 from agent_memory.adapters.dynamo.tables import ProjectItem
@@ -96,8 +97,10 @@ def patient_refs_from_item(item: PatientRefsItem) -> PatientRefs:
             refs.append(DiagnosisRef.model_validate(raw))
         except ValueError:
             continue
-    return PatientRefs(project_id=item.project_id, patient_id=item.patient_id, refs=refs,
-                       version=int(item.version or 0), expires_at=item.expires_at)
+    return PatientRefs(**read_fields(item, PatientRefs,
+        refs=refs,
+        version=int(item.version or 0),
+    ))
 
 
 def patient_refs_to_item(refs: PatientRefs, *, updated_at: datetime) -> PatientRefsItem:
@@ -105,11 +108,12 @@ def patient_refs_to_item(refs: PatientRefs, *, updated_at: datetime) -> PatientR
     VersionAttribute makes the write conditional on it."""
     item = PatientRefsItem(
         keys.patient_refs_pk(refs.project_id, refs.patient_id), keys.PATIENT_REFS_SK,
-        project_id=refs.project_id, patient_id=refs.patient_id,
-        refs=[r.model_dump(mode="json") for r in refs.refs], updated_at=updated_at,
-        project_pk=keys.patient_refs_listing(refs.project_id), project_sk=refs.patient_id,
-        expires_at=refs.expires_at,
-    )
+        **item_fields(refs, PatientRefsItem, exclude=("version",),  # set below, when one was read
+        refs=[r.model_dump(mode="json") for r in refs.refs],
+        updated_at=updated_at,
+        project_pk=keys.patient_refs_listing(refs.project_id),
+        project_sk=refs.patient_id,
+    ))
     if refs.version:
         item.version = refs.version
     return item

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pynamodb.exceptions import DoesNotExist
 
-from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import connection, sdk_errors_as_domain
+from agent_memory.adapters.dynamo.access import sdk_errors_as_domain
+from agent_memory.adapters.dynamo.fields import item_fields
+from agent_memory.adapters.dynamo.members import study_role_of
 from agent_memory.adapters.dynamo.record_tables import ReminderItem, WebhookItem
-from agent_memory.adapters.dynamo.tables import ProjectItem
 from agent_memory.domain.reminders import Reminder
 
 REMINDER_PREFIX = "REMINDER#"
@@ -22,8 +22,9 @@ def reminder_sk(reminder_id: str) -> str:
 
 
 def _item(r: Reminder) -> ReminderItem:
-    return ReminderItem(r.project_id, reminder_sk(r.reminder_id), reminder=r.model_dump(mode="json"),
-                        owner=r.owner, status=r.status)
+    return ReminderItem(r.project_id, reminder_sk(r.reminder_id), **item_fields(r, ReminderItem,
+        reminder=r.model_dump(mode="json"),
+    ))
 
 
 @sdk_errors_as_domain
@@ -55,10 +56,8 @@ class ReminderRepository:
         _item(reminder).save(condition=ReminderItem.sk.exists())
 
     def study_role_of(self, project_id: str, user_id: str) -> str | None:
-        """The member's study role (``study_role`` of the project's ``MEMBER#{user_id}`` item) or None."""
-        response = connection().get_item(ProjectItem.Meta.table_name, project_id, range_key=keys.member_sk(user_id))
-        value = (response.get("Item") or {}).get("study_role") or {}
-        return value.get("S") if isinstance(value, dict) else None
+        """The member's study role, or None (:func:`.members.study_role_of`: one GetItem)."""
+        return study_role_of(project_id, user_id)
 
     def webhook(self, project_id: str) -> tuple[str, str] | None:
         """The project's webhook ``(url, secret name)`` or None."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, SessionItem
+from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.domain.session_models import Diagnosis, SessionListItem, report_problem
 from agent_memory.observability import logger
 
@@ -16,37 +17,21 @@ UNREADABLE_REPORT_KEY = "_unreadable_report"
 
 def session_list_item_from_item(item: SessionItem) -> SessionListItem:
     """A row of a session listing (no window, facts or summary)."""
-    return SessionListItem(
-        session_id=item.session_id,
-        patient_id=item.patient_id,
-        type=item.type,  # type: ignore[arg-type]
-        name=item.name,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
+    return SessionListItem(**read_fields(item, SessionListItem,
         message_count=int(item.message_count or 0),
         diagnosis_count=int(item.diagnosis_count or 0),
-    )
+    ))
 
 
 def diagnosis_to_item(d: Diagnosis) -> DiagnosisItem:
     """The diagnosis item; with a patient, also in the PatientIndex (``DIAG#{created_at}#{id}``,
     which sorts apart from the patient's sessions, whose index sort keys start with a digit)."""
     return DiagnosisItem(
-        keys.session_pk(d.project_id, d.session_id),
-        keys.diagnosis_sk(d.diagnosis_id),
-        project_id=d.project_id,
-        session_id=d.session_id,
-        diagnosis_id=d.diagnosis_id,
-        patient_id=d.patient_id,
-        created_at=d.created_at,
-        created_by=d.created_by,
-        report=d.report,
-        symptoms_snapshot=d.symptoms_snapshot,
+        keys.session_pk(d.project_id, d.session_id), keys.diagnosis_sk(d.diagnosis_id),
+        **item_fields(d, DiagnosisItem,
         patient_pk=keys.patient_pk(d.project_id, d.patient_id) if d.patient_id else None,
-        patient_sk=(
-            f"{keys.DIAGNOSIS_PREFIX}{keys.sort_time(d.created_at)}#{d.diagnosis_id}" if d.patient_id else None
-        ),
-    )
+        patient_sk=f"{keys.DIAGNOSIS_PREFIX}{keys.sort_time(d.created_at)}#{d.diagnosis_id}" if d.patient_id else None,
+    ))
 
 
 def diagnosis_from_item(item: DiagnosisItem) -> Diagnosis:
@@ -61,16 +46,10 @@ def diagnosis_from_item(item: DiagnosisItem) -> Diagnosis:
             extra={"project_id": item.project_id, "diagnosis_id": item.diagnosis_id},
         )
         report = {UNREADABLE_REPORT_KEY: problem}
-    return Diagnosis(
-        project_id=item.project_id,
-        session_id=item.session_id,
-        diagnosis_id=item.diagnosis_id,
-        patient_id=item.patient_id,
-        created_at=item.created_at,
-        created_by=item.created_by,
+    return Diagnosis(**read_fields(item, Diagnosis,
         report=report,
         symptoms_snapshot=list(item.symptoms_snapshot or []),
-    )
+    ))
 
 
 __all__ = [

@@ -1,5 +1,6 @@
-"""The session layer's store: the chat store (:class:`DynamoRepository`) plus session creation,
-listings and diagnoses.
+"""The session layer's store: session creation, listings, diagnoses and the patients' diagnosis
+references, over the chat's store (a :class:`ChatRepository` it holds: the session item, its
+messages and the turn write, which the transcript import appends through).
 
 SessionsTable items and indexes (keys in :mod:`agent_memory.adapters.dynamo.keys`):
 
@@ -35,15 +36,11 @@ from typing import Any
 from pynamodb.exceptions import DoesNotExist, TransactWriteError
 
 from agent_memory.adapters.dynamo import keys
-from agent_memory.adapters.dynamo.access import (
-    cancellation_codes,
-    is_conflict,
-    sdk_errors_as_domain,
-    transaction,
-)
-from agent_memory.adapters.dynamo.chat import DynamoRepository
+from agent_memory.adapters.dynamo.access import cancellation_codes, sdk_errors_as_domain, transaction
+from agent_memory.adapters.dynamo.chat import ChatRepository, check_not_erased, raise_session_write_error
 from agent_memory.adapters.dynamo.conversation_tables import DiagnosisItem, SessionItem
-from agent_memory.adapters.dynamo.mappers import check_size
+from agent_memory.adapters.dynamo.delegation import delegate
+from agent_memory.adapters.dynamo.item_size import check_size
 from agent_memory.adapters.dynamo.message_mappers import SESSION_ITEM_BUDGET_BYTES, session_to_item
 from agent_memory.adapters.dynamo.patient_refs import (
     add_patient_refs,
@@ -51,6 +48,7 @@ from agent_memory.adapters.dynamo.patient_refs import (
     read_patient_refs,
     refs_from_diagnoses,
 )
+from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.adapters.dynamo.record_tables import ErasureItem
 from agent_memory.adapters.dynamo.session_mappers import (
     DIAGNOSIS_ITEM_BUDGET_BYTES,
@@ -58,13 +56,7 @@ from agent_memory.adapters.dynamo.session_mappers import (
     diagnosis_to_item,
     session_list_item_from_item,
 )
-from agent_memory.domain.errors import (
-    AlreadyExists,
-    DiagnosisNotFound,
-    InvalidContinuationToken,
-    SessionErased,
-    VersionConflict,
-)
+from agent_memory.domain.errors import AlreadyExists, DiagnosisNotFound, InvalidContinuationToken, SessionErased
 from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
 from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import SessionState
@@ -75,8 +67,25 @@ _TOKEN_MAX_CHARS = 2048
 
 
 @sdk_errors_as_domain
-class SessionsRepository(DynamoRepository):
-    """:class:`DynamoRepository` plus the session-layer reads and writes."""
+class SessionsRepository:
+    """The session-layer reads and writes (module docstring).
+
+    Args:
+        session_retention_days: items written to the sessions table expire this many days after
+            the write (``expires_at``, the table's TTL); 0 = kept until erased.
+        chat: the chat's store (a new :class:`ChatRepository` with that retention by default); its
+            project partition is this store's ``projects``.
+    """
+
+    def __init__(self, session_retention_days: int = 0, chat: ChatRepository | None = None) -> None:
+        self.chat = chat or ChatRepository(session_retention_days)
+        self.projects = self.chat.projects
+
+    get_project = delegate("projects", ProjectRepository.get_project)
+    load_turn_context = delegate("chat", ChatRepository.load_turn_context)
+    get_session = delegate("chat", ChatRepository.get_session)
+    record_turn = delegate("chat", ChatRepository.record_turn)
+    messages_between = delegate("chat", ChatRepository.messages_between)
 
     # ----------------------------------------------------------------------- sessions
     def create_session(self, session: SessionState) -> SessionState:
@@ -87,13 +96,10 @@ class SessionsRepository(DynamoRepository):
             SessionErased: a session with this id was erased (404; docs/architecture.md, "Data governance").
         """
         item = session_to_item(session)
-        item.expires_at = self._session_expiry(session.updated_at)
+        item.expires_at = self.chat.session_expiry(session.updated_at)
         try:
             with transaction() as tx:
-                tx.condition_check(
-                    ErasureItem, session.project_id, keys.erasure_sk("session", session.session_id),
-                    condition=ErasureItem.sk.does_not_exist(),
-                )
+                check_not_erased(tx, session.project_id, session.session_id)
                 tx.save(item, condition=SessionItem.sk.does_not_exist())
         except TransactWriteError as exc:
             codes = cancellation_codes(exc)
@@ -162,7 +168,7 @@ class SessionsRepository(DynamoRepository):
             ItemTooLarge: the diagnosis or the session item is over its byte budget.
         """
         item = diagnosis_to_item(diagnosis)
-        expires_at = self._session_expiry(diagnosis.created_at)
+        expires_at = self.chat.session_expiry(diagnosis.created_at)
         item.expires_at = expires_at
         check_size(item, DIAGNOSIS_ITEM_BUDGET_BYTES, "diagnosis")
         session_item = session_to_item(session)
@@ -172,11 +178,7 @@ class SessionsRepository(DynamoRepository):
         checks = 1  # PynamoDB sends the condition checks first, then the puts, in the order added
         try:
             with transaction() as tx:
-                # The session was not erased (code 0): docs/architecture.md, "Data governance".
-                tx.condition_check(
-                    ErasureItem, session.project_id, keys.erasure_sk("session", session.session_id),
-                    condition=ErasureItem.sk.does_not_exist(),
-                )
+                check_not_erased(tx, session.project_id, session.session_id)  # (code 0)
                 tx.save(item, condition=DiagnosisItem.sk.does_not_exist())  # (code ``checks``)
                 tx.save(session_item)
                 if patient_refs is not None:
@@ -185,14 +187,8 @@ class SessionsRepository(DynamoRepository):
                     checks += add_patient_refs(tx, updated, updated_at=diagnosis.created_at,
                                                checked_sessions=[session.session_id])
         except TransactWriteError as exc:
-            codes = cancellation_codes(exc)
-            if codes and codes[0] == "ConditionalCheckFailed":
-                raise SessionErased(f"session {session.session_id} was erased") from None
-            if len(codes) > checks and codes[checks] == "ConditionalCheckFailed":
-                raise AlreadyExists(f"diagnosis {diagnosis.diagnosis_id} already exists") from None
-            if is_conflict(exc):
-                raise VersionConflict("session changed concurrently", current_version=None) from None
-            raise
+            raise_session_write_error(exc, session.session_id, exists_at=checks,
+                                      exists=AlreadyExists(f"diagnosis {diagnosis.diagnosis_id} already exists"))
 
     def patient_refs(self, project_id: str, patient_id: str) -> PatientRefs:
         """The patient's references item (strongly consistent, with the project record in ONE

@@ -31,6 +31,8 @@ from pynamodb.attributes import (
 from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
+from agent_memory.adapters.dynamo.pynamodb_internals import forget_connection
+
 
 class Utf8JSONAttribute(JSONAttribute):
     """JSON stored as compact UTF-8 text (``ensure_ascii=False``).
@@ -208,7 +210,7 @@ _current: list[TableBinding | None] = [None]
 def _bind(model: type[Model], table_name: str, region: str) -> None:
     model.Meta.table_name = table_name
     model.Meta.region = region
-    model._connection = None
+    forget_connection(model)
 
 
 def register(table: str, *models: type[Model]) -> None:

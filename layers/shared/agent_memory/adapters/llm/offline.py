@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.adapters.llm import offline_clinical
+from agent_memory.adapters.llm.offline_reminders import split_reminder_request
 from agent_memory.domain.lexicon import expand_bilingual
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.domain.when import split_reminder_request
 
 OFFLINE_LABEL = "【离线模式 offline】"
 _SUBJECT_RE = re.compile(r"\b[Pp]\d{3}\b|(?<![A-Za-z])[Pp]\d{3}(?!\d)")

@@ -6,6 +6,7 @@ truncation, refusal, no text, invalid JSON or output) - docs/architecture.md, "I
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,6 +83,7 @@ def _intents(output: IntentOutput) -> tuple[Intent, ...]:
     return intents
 
 
+@dataclass
 class LLMIntentClassifier:
     """Claude-backed classifier with a structured output and a rule fallback.
 
@@ -104,30 +106,22 @@ class LLMIntentClassifier:
         effort: ``output_config.effort`` of the call; None = the model's default.
     """
 
-    def __init__(
-        self,
-        llm: LLMClient,
-        model: str,
-        fallback: IntentClassifier,
-        max_tokens: int = 2048,
-        effort: Effort | None = None,
-    ) -> None:
-        self._llm = llm
-        self._model = model
-        self._fallback = fallback
-        self._max_tokens = max_tokens
-        self._effort = effort
+    llm: LLMClient
+    model: str
+    fallback: IntentClassifier
+    max_tokens: int = 2048
+    effort: Effort | None = None
 
     def build_request(self, text: str, deadline: float | None) -> LLMRequest:
         """The Messages-API request for ``text`` (structured output, ``purpose="intent"``)."""
         return structured_request(
             IntentOutput,
             task=TASK,
-            model=self._model,
+            model=self.model,
             system=[SystemBlock(name="intent_instructions", text=SYSTEM_PROMPT, cache=True)],
             content=text,
-            max_tokens=self._max_tokens,
-            effort=self._effort,
+            max_tokens=self.max_tokens,
+            effort=self.effort,
             deadline=deadline,
         )
 
@@ -141,12 +135,12 @@ class LLMIntentClassifier:
         if deadline is not None and time.monotonic() >= deadline:
             return self._fall_back(text, "deadline_passed", None)
         try:
-            answer = call_structured(self._llm, self.build_request(text, deadline), IntentOutput)
+            answer = call_structured(self.llm, self.build_request(text, deadline), IntentOutput)
         except Exception as exc:  # any failure of the call or its answer means: answer with the rules
             return self._fall_back(text, failure_reason(exc), failure_usage(exc))
         return Classification(intents=_intents(answer.value), source="llm", usage=answer.usage)
 
     def _fall_back(self, text: str, reason: str, usage: Usage | None) -> Classification:
         record_fallback(TASK, reason)
-        result = self._fallback.classify(text)
+        result = self.fallback.classify(text)
         return Classification(intents=result.intents, source="rules_fallback", fallback_reason=reason, usage=usage)

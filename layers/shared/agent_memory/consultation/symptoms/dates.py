@@ -193,69 +193,69 @@ def _exact(day: date) -> ResolvedDate:
 _Resolver = Callable[[re.Match[str], date], "ResolvedDate | None"]
 
 
-def _rules() -> list[tuple[re.Pattern[str], _Resolver]]:
-    rules: list[tuple[str, _Resolver]] = [
-        # Absolute dates.
-        (r"(\d{4})\s*[-/年.]\s*(\d{1,2})\s*[-/月.]\s*(\d{1,2})\s*[日号]?" + _SUFFIX,
-         lambda m, t: _calendar(t, int(m.group(2)), int(m.group(3)), int(m.group(1)))),
-        (r"(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]" + _SUFFIX,
-         lambda m, t: _calendar(t, _int(m.group(1)), _int(m.group(2)))),
-        (r"(?<![\d.月])(\d{1,2})\s*[日号](?!\s*[-~到至前])" + _SUFFIX,
-         lambda m, t: _calendar(t, None, int(m.group(1)))),
-        (r"(?<![\d.月一二三四五六七八九十第])([一二三四五六七八九十]{1,3})\s*号" + _SUFFIX,
-         lambda m, t: _calendar(t, None, _int(m.group(1)))),
-        # Named days.
-        (r"大前天(?:早上|上午|中午|下午|晚上|夜里|凌晨|半夜)?" + _SUFFIX, lambda m, t: _exact(t - timedelta(days=3))),
-        (r"前(?:天|日|晚|夜)(?:早上|上午|中午|下午|晚上|夜里|凌晨|半夜)?" + _SUFFIX,
-         lambda m, t: _exact(t - timedelta(days=2))),
-        (r"(?:昨天|昨日|昨晚|昨夜|昨儿)(?:早上|上午|中午|下午|晚上|夜里|凌晨|半夜)?" + _SUFFIX,
-         lambda m, t: _exact(t - timedelta(days=1))),
-        (r"(?:今天|今日|今早|今晨|今晚|今儿|今天早上)(?:早上|上午|中午|下午|晚上|凌晨)?" + _SUFFIX,
-         lambda m, t: _exact(t)),
-        # Weeks.
-        (r"(?:上|上个)(?:周|星期|礼拜)([一二三四五六日天末])" + _SUFFIX,
-         lambda m, t: _exact(_week_monday(t) - timedelta(days=7) + timedelta(days=_WEEKDAYS_ZH[m.group(1)]))),
-        (r"(?:上周|上个?星期|上个?礼拜)" + _SUFFIX,
-         lambda m, t: ResolvedDate(_week_monday(t) - timedelta(days=7), _week_monday(t) - timedelta(days=1), True)),
-        (r"(?:这周|本周|这个?星期|这个?礼拜|本星期)(?![一二三四五六日天末])" + _SUFFIX,
-         lambda m, t: ResolvedDate(_week_monday(t), t, True)),
-        (r"(?:这|本)?(?:周|星期|礼拜)([一二三四五六日天])" + _SUFFIX,
-         lambda m, t: _exact(_latest_weekday(t, _WEEKDAYS_ZH[m.group(1)]))),
-        # Offsets: N 天/周/月 前.
-        (r"(" + _NUM_ZH + r")\s*" + _UNIT_DAY + r"(?:之前|以前|前)" + _SUFFIX,
-         lambda m, t: _offset(t, m.group(1), 1)),
-        (r"(" + _NUM_ZH + r")\s*" + _UNIT_WEEK + r"(?:之前|以前|前)" + _SUFFIX,
-         lambda m, t: _offset(t, m.group(1), 7)),
-        (r"(" + _NUM_ZH + r")\s*" + _UNIT_MONTH + r"(?:之前|以前|前)" + _SUFFIX,
-         lambda m, t: _offset(t, m.group(1), 30)),
-        (r"半个?月(?:之前|以前|前)" + _SUFFIX, lambda m, t: _day_span(t, 0.5, 0.5, 30)),
-        # Vague recent days.
-        (r"前(?:两|二|俩)天" + _SUFFIX, lambda m, t: _day_span(t, 2, 3, 1)),
-        (r"前几天" + _SUFFIX, lambda m, t: _day_span(t, 2, 6, 1)),
-        (r"(?:这|近|最近)(?:两|二|俩)天" + _SUFFIX, lambda m, t: _day_span(t, 0, 2, 1)),
-        (r"(?:这|近|最近)几天" + _SUFFIX, lambda m, t: _day_span(t, 0, 5, 1)),
-        (r"前(?:段|阵子|一阵子|一段)时间?" + _SUFFIX, lambda m, t: _day_span(t, 7, 30, 1)),
-        # English.
-        (r"\bthe day before yesterday\b", lambda m, t: _exact(t - timedelta(days=2))),
-        (r"\b(?:since |from |starting )?(?:yesterday|last night)\b", lambda m, t: _exact(t - timedelta(days=1))),
-        (r"\b(?:since |from |starting )?(?:today|this morning|tonight|this afternoon|this evening)\b",
-         lambda m, t: _exact(t)),
-        (r"\b(?:since |from |starting )?last week\b",
-         lambda m, t: ResolvedDate(_week_monday(t) - timedelta(days=7), _week_monday(t) - timedelta(days=1), True)),
-        (r"\b(?:since |from |starting )?this week\b", lambda m, t: ResolvedDate(_week_monday(t), t, True)),
-        (r"\b(?:since |from |starting |on )?last (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-         lambda m, t: _exact(_week_monday(t) - timedelta(days=7) + timedelta(days=_WEEKDAYS_EN[m.group(1)]))),
-        (r"\b(?:since |from |starting |on )(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-         lambda m, t: _exact(_latest_weekday(t, _WEEKDAYS_EN[m.group(1)]))),
-        (r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|a couple of|"
-         r"couple of|a few|few|several)\s+(days?|weeks?|months?)\s+ago\b",
-         lambda m, t: _en_offset(t, m.group(1), m.group(2))),
-        (r"\bfor (?:the (?:last|past) )?(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|"
-         r"a few|several)\s+(days?|weeks?|months?)\b",
-         lambda m, t: _en_offset(t, m.group(1), m.group(2))),
-        (r"\b(?:a few|several|a couple of) days\b", lambda m, t: _day_span(t, 2, 5, 1)),
-    ]
-    return [(re.compile(p), f) for p, f in rules]
+#: The date phrases, by kind (a data table): a pattern and how it resolves against the date it
+#: is read on (``t``), in the order they are tried.
+_RULE_TABLE: list[tuple[str, _Resolver]] = [
+    # Absolute dates.
+    (r"(\d{4})\s*[-/年.]\s*(\d{1,2})\s*[-/月.]\s*(\d{1,2})\s*[日号]?" + _SUFFIX,
+     lambda m, t: _calendar(t, int(m.group(2)), int(m.group(3)), int(m.group(1)))),
+    (r"(\d{1,2}|[一二三四五六七八九十]+)\s*月\s*(\d{1,2}|[一二三四五六七八九十]+)\s*[日号]" + _SUFFIX,
+     lambda m, t: _calendar(t, _int(m.group(1)), _int(m.group(2)))),
+    (r"(?<![\d.月])(\d{1,2})\s*[日号](?!\s*[-~到至前])" + _SUFFIX,
+     lambda m, t: _calendar(t, None, int(m.group(1)))),
+    (r"(?<![\d.月一二三四五六七八九十第])([一二三四五六七八九十]{1,3})\s*号" + _SUFFIX,
+     lambda m, t: _calendar(t, None, _int(m.group(1)))),
+    # Named days.
+    (r"大前天(?:早上|上午|中午|下午|晚上|夜里|凌晨|半夜)?" + _SUFFIX, lambda m, t: _exact(t - timedelta(days=3))),
+    (r"前(?:天|日|晚|夜)(?:早上|上午|中午|下午|晚上|夜里|凌晨|半夜)?" + _SUFFIX,
+     lambda m, t: _exact(t - timedelta(days=2))),
+    (r"(?:昨天|昨日|昨晚|昨夜|昨儿)(?:早上|上午|中午|下午|晚上|夜里|凌晨|半夜)?" + _SUFFIX,
+     lambda m, t: _exact(t - timedelta(days=1))),
+    (r"(?:今天|今日|今早|今晨|今晚|今儿|今天早上)(?:早上|上午|中午|下午|晚上|凌晨)?" + _SUFFIX,
+     lambda m, t: _exact(t)),
+    # Weeks.
+    (r"(?:上|上个)(?:周|星期|礼拜)([一二三四五六日天末])" + _SUFFIX,
+     lambda m, t: _exact(_week_monday(t) - timedelta(days=7) + timedelta(days=_WEEKDAYS_ZH[m.group(1)]))),
+    (r"(?:上周|上个?星期|上个?礼拜)" + _SUFFIX,
+     lambda m, t: ResolvedDate(_week_monday(t) - timedelta(days=7), _week_monday(t) - timedelta(days=1), True)),
+    (r"(?:这周|本周|这个?星期|这个?礼拜|本星期)(?![一二三四五六日天末])" + _SUFFIX,
+     lambda m, t: ResolvedDate(_week_monday(t), t, True)),
+    (r"(?:这|本)?(?:周|星期|礼拜)([一二三四五六日天])" + _SUFFIX,
+     lambda m, t: _exact(_latest_weekday(t, _WEEKDAYS_ZH[m.group(1)]))),
+    # Offsets: N 天/周/月 前.
+    (r"(" + _NUM_ZH + r")\s*" + _UNIT_DAY + r"(?:之前|以前|前)" + _SUFFIX,
+     lambda m, t: _offset(t, m.group(1), 1)),
+    (r"(" + _NUM_ZH + r")\s*" + _UNIT_WEEK + r"(?:之前|以前|前)" + _SUFFIX,
+     lambda m, t: _offset(t, m.group(1), 7)),
+    (r"(" + _NUM_ZH + r")\s*" + _UNIT_MONTH + r"(?:之前|以前|前)" + _SUFFIX,
+     lambda m, t: _offset(t, m.group(1), 30)),
+    (r"半个?月(?:之前|以前|前)" + _SUFFIX, lambda m, t: _day_span(t, 0.5, 0.5, 30)),
+    # Vague recent days.
+    (r"前(?:两|二|俩)天" + _SUFFIX, lambda m, t: _day_span(t, 2, 3, 1)),
+    (r"前几天" + _SUFFIX, lambda m, t: _day_span(t, 2, 6, 1)),
+    (r"(?:这|近|最近)(?:两|二|俩)天" + _SUFFIX, lambda m, t: _day_span(t, 0, 2, 1)),
+    (r"(?:这|近|最近)几天" + _SUFFIX, lambda m, t: _day_span(t, 0, 5, 1)),
+    (r"前(?:段|阵子|一阵子|一段)时间?" + _SUFFIX, lambda m, t: _day_span(t, 7, 30, 1)),
+    # English.
+    (r"\bthe day before yesterday\b", lambda m, t: _exact(t - timedelta(days=2))),
+    (r"\b(?:since |from |starting )?(?:yesterday|last night)\b", lambda m, t: _exact(t - timedelta(days=1))),
+    (r"\b(?:since |from |starting )?(?:today|this morning|tonight|this afternoon|this evening)\b",
+     lambda m, t: _exact(t)),
+    (r"\b(?:since |from |starting )?last week\b",
+     lambda m, t: ResolvedDate(_week_monday(t) - timedelta(days=7), _week_monday(t) - timedelta(days=1), True)),
+    (r"\b(?:since |from |starting )?this week\b", lambda m, t: ResolvedDate(_week_monday(t), t, True)),
+    (r"\b(?:since |from |starting |on )?last (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+     lambda m, t: _exact(_week_monday(t) - timedelta(days=7) + timedelta(days=_WEEKDAYS_EN[m.group(1)]))),
+    (r"\b(?:since |from |starting |on )(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+     lambda m, t: _exact(_latest_weekday(t, _WEEKDAYS_EN[m.group(1)]))),
+    (r"\b(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fourteen|a couple of|"
+     r"couple of|a few|few|several)\s+(days?|weeks?|months?)\s+ago\b",
+     lambda m, t: _en_offset(t, m.group(1), m.group(2))),
+    (r"\bfor (?:the (?:last|past) )?(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a couple of|"
+     r"a few|several)\s+(days?|weeks?|months?)\b",
+     lambda m, t: _en_offset(t, m.group(1), m.group(2))),
+    (r"\b(?:a few|several|a couple of) days\b", lambda m, t: _day_span(t, 2, 5, 1)),
+]
 
 
 #: Durations ("咳嗽三天了", "发烧两天"): they date the symptom they follow, approximately.
@@ -294,7 +294,7 @@ def _en_offset(today: date, count: str, unit: str) -> ResolvedDate | None:
     return _day_span(today, low, high, unit_days)
 
 
-_RULES = _rules()
+_RULES = [(re.compile(p), f) for p, f in _RULE_TABLE]
 
 
 def find_time_phrases(text: str, at_local: datetime | date, *, normalised: bool = False) -> list[TimePhrase]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -99,6 +100,7 @@ def canonical_name(name: str) -> str:
     return norm
 
 
+@dataclass
 class LLMSymptomExtractor:
     """Claude-backed extractor with a structured output and a rule fallback.
 
@@ -122,22 +124,14 @@ class LLMSymptomExtractor:
         effort: ``output_config.effort`` of the call; None = the model's default.
     """
 
-    def __init__(
-        self,
-        llm: LLMClient,
-        model: str,
-        fallback: SymptomExtractor,
-        max_tokens: int = 4096,
-        effort: Effort | None = None,
-    ) -> None:
-        self._llm = llm
-        self._model = model
-        self._fallback = fallback
-        self._max_tokens = max_tokens
-        self._effort = effort
-        self.last_source: Literal["llm", "rules_fallback"] | None = None
-        self.last_fallback_reason: str | None = None
-        self.last_usage: Usage | None = None
+    llm: LLMClient
+    model: str
+    fallback: SymptomExtractor
+    max_tokens: int = 4096
+    effort: Effort | None = None
+    last_source: Literal["llm", "rules_fallback"] | None = field(default=None, init=False)
+    last_fallback_reason: str | None = field(default=None, init=False)
+    last_usage: Usage | None = field(default=None, init=False)
 
     def build_request(self, text: str, at_local: datetime, question: str | None, deadline: float | None) -> LLMRequest:
         """The Messages-API request (structured output, ``purpose="symptoms"``)."""
@@ -145,11 +139,11 @@ class LLMSymptomExtractor:
         return structured_request(
             SymptomOutput,
             task=TASK,
-            model=self._model,
+            model=self.model,
             system=[SystemBlock(name="symptom_instructions", text=_system_prompt(), cache=True)],
             content=json.dumps(body, ensure_ascii=False),
-            max_tokens=self._max_tokens,
-            effort=self._effort,
+            max_tokens=self.max_tokens,
+            effort=self.effort,
             deadline=deadline,
         )
 
@@ -167,7 +161,7 @@ class LLMSymptomExtractor:
         if deadline is not None and time.monotonic() >= deadline:
             return self._fall_back(text, message_id, at_local, question, "deadline_passed")
         try:
-            answer = call_structured(self._llm, self.build_request(text, at_local, question, deadline), SymptomOutput)
+            answer = call_structured(self.llm, self.build_request(text, at_local, question, deadline), SymptomOutput)
         except Exception as exc:  # any failure of the call or its answer means: answer with the rules
             self.last_usage = failure_usage(exc)
             return self._fall_back(text, message_id, at_local, question, failure_reason(exc))
@@ -221,4 +215,4 @@ class LLMSymptomExtractor:
     ) -> list[SymptomFact]:
         record_fallback(TASK, reason)
         self.last_source, self.last_fallback_reason = "rules_fallback", reason
-        return self._fallback.extract(text, message_id=message_id, at_local=at_local, question=question)
+        return self.fallback.extract(text, message_id=message_id, at_local=at_local, question=question)

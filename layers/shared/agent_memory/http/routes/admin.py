@@ -1,0 +1,330 @@
+"""The admin function's routes: the hot-memory editor and its kill switch (delete any line, AI or
+admin), its revisions, the distillation review queue, the audit trail, weekly report corrections,
+the editor page, and the projects and their members (create a project, add / replace / remove
+members).
+
+Why a function of its own: it is the only HTTP path that WRITES the MemoryTable, so it alone gets
+write permissions there (and nothing on the sessions or flow-log tables, no secret, no LLM); the
+read-only ApiFunction stays read-only. Each route is one call into ``agent_memory.hot_memory``
+(editor, revisions, review), ``agent_memory.history.corrections`` or ``agent_memory.projects``.
+"""
+
+# No ``from __future__ import annotations``: Powertools resolves the body, query and dependency
+# models from these annotations at runtime.
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from agent_memory.domain.records import Page, ReviewEntry
+from agent_memory.history import corrections
+from agent_memory.history.corrections import REPORT_MAX_BYTES
+from agent_memory.history.reports import ISO_WEEK_PATTERN
+from agent_memory.hot_memory import editor, review, revisions
+from agent_memory.hot_memory.editor import MARKDOWN_MAX_BYTES, REASON_MAX_BYTES, parse_if_match
+from agent_memory.http.admin_requests import (
+    ApproveRequest,
+    Cursor,
+    IfMatch,
+    MemoryPutRequest,
+    OptionalIfMatch,
+    ReasonQuery,
+    ReasonRequest,
+    ReportCorrectionRequest,
+    ReviewStatus,
+    change_response,
+)
+from agent_memory.http.guard import CurrentCaller, guarded_resolver, member_lookup
+from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Response
+from agent_memory.http.powertools import Path as PathParameter
+from agent_memory.http.project_requests import CreateProjectRequest, PutMemberRequest, UpdateProjectRequest
+from agent_memory.http.requests import Limit
+from agent_memory.http.responses import created, etag, model_response
+from agent_memory.http.routing import Routes
+from agent_memory.observability import metrics
+from agent_memory.ports import AdminStore, MemberStore
+from agent_memory.projects import members
+
+routes = Routes()
+_P = "/v1/projects/<project_id>"
+
+
+@dataclass(frozen=True)
+class AdminFunctionDeps:
+    """The admin function's collaborators (built by ``wiring.build_admin_function``): the only
+    HTTP writer of the MemoryTable (hot memory, reports, projects and members)."""
+
+    store: AdminStore
+    members: MemberStore
+    hot_memory_token_cap: int
+    clinical_token_secret_prefix: str
+    clock: Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class EditorPage:
+    """The editor's static page and script (read from the function's ``static`` folder)."""
+
+    html: str
+    script: str
+
+    @classmethod
+    def read(cls, folder: Path) -> "EditorPage":
+        """``admin.html`` and ``editor.js`` of ``folder``."""
+        return cls(html=(folder / "admin.html").read_text(encoding="utf-8"),
+                   script=(folder / "editor.js").read_text(encoding="utf-8"))
+
+
+def function_deps() -> AdminFunctionDeps:
+    """The function's collaborators: given to the resolver by :func:`admin_app`."""
+    raise RuntimeError("the admin function's collaborators are given by admin_app()")
+
+
+def editor_page_files() -> EditorPage:
+    """The editor's page: given to the resolver by :func:`admin_app`."""
+    raise RuntimeError("the editor's page is given by admin_app()")
+
+
+Deps = Annotated[AdminFunctionDeps, Depends(function_deps)]
+_REASON = f"reason over {REASON_MAX_BYTES:,} UTF-8 bytes"
+#: A hot-memory version in a path (what ``ETag`` and ``If-Match`` name).
+Version = Annotated[int, PathParameter(ge=0, le=999_999_999_999)]
+#: A week of the history book in a path.
+IsoWeek = Annotated[str, PathParameter(pattern=ISO_WEEK_PATTERN)]
+EditorFiles = Annotated[EditorPage, Depends(editor_page_files)]
+#: The page runs only its own script; data is rendered with textContent (never innerHTML).
+PAGE_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
+
+
+# ---------------------------------------------------------------------------- editor page
+@routes.get("/admin", "public", responses={200: {"description": "the editor page", "content": {"text/html": {}}}})
+def editor_page(page: EditorFiles) -> Response[str]:
+    """The hot-memory editor (public: static HTML; its data calls carry the bearer token)."""
+    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page.html, headers=PAGE_HEADERS)
+
+
+@routes.get(
+    "/admin/editor.js", "public",
+    responses={200: {"description": "the editor's script", "content": {"text/javascript": {}}}},
+)
+def editor_script(page: EditorFiles) -> Response[str]:
+    """The editor's script (public; vanilla JS, no build step)."""
+    return Response(
+        status_code=200, content_type="text/javascript; charset=utf-8", body=page.script, headers=PAGE_HEADERS
+    )
+
+
+# ----------------------------------------------------------------------------- hot memory
+@routes.put(f"{_P}/memory", "admin", rules={
+    413: f"markdown over {MARKDOWN_MAX_BYTES:,} or {_REASON}",
+    422: "over_token_cap: the document would pass the hot-memory token cap (HOT_MEMORY_TOKEN_CAP, 2,000 by default)",
+})
+def put_memory(
+    project_id: str, body: MemoryPutRequest, caller: CurrentCaller, deps: Deps, if_match: IfMatch
+) -> Response[str]:
+    """Replace the document (admins; ``If-Match``: the version edited). Unchanged lines keep their
+    provenance; new or edited lines become admin lines. 409 if someone saved first, 422
+    ``over_token_cap`` over the cap (nothing stored), 428 without ``If-Match``."""
+    result = editor.put_memory(
+        deps.store, project_id, markdown=body.markdown, reason=body.reason, if_match=parse_if_match(if_match),
+        actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
+    )
+    return change_response(result, "HotMemoryAdminEdits")
+
+
+@routes.delete(f"{_P}/memory/lines/<line_id>", "admin", rules={413: _REASON})
+def delete_line(
+    project_id: str, line_id: str, caller: CurrentCaller, deps: Deps, if_match: IfMatch, reason: ReasonQuery = None
+) -> Response[str]:
+    """The kill switch: delete one line, AI or admin (admins; ``If-Match``; optional ``?reason=``)."""
+    result = editor.delete_line(
+        deps.store, project_id, line_id, reason=reason, if_match=parse_if_match(if_match),
+        actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
+    )
+    return change_response(result, "HotMemoryLinesDeleted")
+
+
+@routes.get(f"{_P}/memory/revisions", "admin", rules={422: "a cursor this listing did not issue"})
+def list_revisions(project_id: str, deps: Deps, limit: Limit = 20, cursor: Cursor = None) -> Response[str]:
+    """Stored versions, newest first (admins; ``?limit=&cursor=``; ``next_cursor`` for the next page)."""
+    return model_response(revisions.list_revisions(deps.store, project_id, limit=limit, cursor=cursor))
+
+
+@routes.get(f"{_P}/memory/revisions/<version>", "admin")
+def get_revision(project_id: str, version: Version, deps: Deps) -> Response[str]:
+    """One version: its Markdown, lines and diff against the version before it (admins)."""
+    view = revisions.get_revision(deps.store, project_id, version)
+    return model_response(view, etag=etag(view.version))
+
+
+@routes.post(f"{_P}/memory/revisions/<version>/restore", "admin", rules={
+    413: _REASON,
+    422: "over_token_cap: the restored document would pass the hot-memory token cap",
+})
+def restore_revision(
+    project_id: str, version: Version, caller: CurrentCaller, deps: Deps, if_match: IfMatch,
+    body: ReasonRequest | None = None,
+) -> Response[str]:
+    """A NEW version equal to ``version`` (admins; ``If-Match``: the current version; optional
+    body ``{"reason"}``)."""
+    result = revisions.restore_revision(
+        deps.store, project_id, version, reason=body.reason if body else None, if_match=parse_if_match(if_match),
+        actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap,
+    )
+    return change_response(result, "HotMemoryRestores")
+
+
+@routes.get(f"{_P}/memory/review", "admin")
+def list_review(project_id: str, deps: Deps, status: ReviewStatus = None) -> Response[str]:
+    """The distillation candidates held for review (admins; ``?status=pending`` to filter)."""
+    return model_response(Page[ReviewEntry](items=review.list_review(deps.store, project_id, status=status)))
+
+
+@routes.post(
+    f"{_P}/memory/review/<item_id>/approve", "admin",
+    rules={
+        413: _REASON,
+        422: "confirmation_required (an item that would relax System Rules, without confirm), or over_token_cap",
+    },
+    description=(
+        "Add the candidate as an admin line (same cap check as every write; `If-Match` optional). An item that "
+        "would relax System Rules needs `\"confirm\": true`: without it 422 `confirmation_required` names the "
+        "rules (`rules`: line id and text) and `current_version`."
+    ),
+)
+def approve_review(
+    project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, if_match: OptionalIfMatch = None,
+    body: ApproveRequest | None = None,
+) -> Response[str]:
+    """Add the candidate as an admin line (admins; ``If-Match`` optional); one that would relax System
+    Rules only with ``"confirm": true`` (see ``review.approve_review``)."""
+    asked = body or ApproveRequest()
+    result = review.approve_review(
+        deps.store, project_id, item_id, reason=asked.reason,
+        if_match=parse_if_match(if_match) if if_match else None,
+        actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap, confirm=asked.confirm,
+    )
+    metrics.add_metric(name="ReviewApproved", unit="Count", value=1)
+    return change_response(result, "HotMemoryAdminEdits")
+
+
+@routes.post(f"{_P}/memory/review/<item_id>/reject", "admin", rules={413: _REASON})
+def reject_review(
+    project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, body: ReasonRequest | None = None
+) -> Response[str]:
+    """Reject the candidate (admins; optional body ``{"reason"}``; the hot memory is not touched)."""
+    decided = review.reject_review(
+        deps.store, project_id, item_id, reason=body.reason if body else None, actor=caller.user_id,
+        now=deps.clock(),
+    )
+    metrics.add_metric(name="ReviewRejected", unit="Count", value=1)
+    return model_response(decided)
+
+
+@routes.get(f"{_P}/memory/audit", "admin", rules={422: "a cursor this listing did not issue"})
+def list_audit(project_id: str, deps: Deps, limit: Limit = 50, cursor: Cursor = None) -> Response[str]:
+    """Admin changes, newest first: who, when, what, why (admins)."""
+    return model_response(editor.list_audit(deps.store, project_id, limit=limit, cursor=cursor))
+
+
+# ---------------------------------------------------------------------------- history book
+@routes.put(f"{_P}/reports/<iso_week>", "admin", rules={
+    413: f"summary over {REPORT_MAX_BYTES:,} or {_REASON}",
+})
+def correct_report(
+    project_id: str, iso_week: IsoWeek, body: ReportCorrectionRequest, caller: CurrentCaller, deps: Deps,
+    if_match: IfMatch,
+) -> Response[str]:
+    """Correct a weekly report (admins; ``If-Match``: its revision); the previous text is kept."""
+    view = corrections.correct_report(
+        deps.store, project_id, iso_week, summary=body.summary, reason=body.reason, if_match=parse_if_match(if_match),
+        actor=caller.user_id, now=deps.clock(),
+    )
+    if view.changed:
+        metrics.add_metric(name="ReportsCorrected", unit="Count", value=1)
+    return model_response(view, etag=etag(view.revision))
+
+
+# ------------------------------------------------------------------------ projects and members
+@routes.post("/v1/projects", "operator", status_code=201)
+def create_project(body: CreateProjectRequest, deps: Deps) -> Response[dict[str, Any]]:
+    """Create a project (platform operators; 201); 409 if the id exists, 422 for an unknown time
+    zone or a bad id. It has no members yet: add its first admin with PUT .../members/{user_id}."""
+    project = members.create_project(
+        deps.members, project_id=body.project_id, name=body.name, time_zone=body.time_zone, kind=body.kind,
+        now=deps.clock(),
+    )
+    metrics.add_metric(name="ProjectsCreated", unit="Count", value=1)
+    return created(project.model_dump(mode="json"))
+
+
+@routes.get(_P, "member")
+def get_project(project_id: str, deps: Deps) -> Response[str]:
+    """The project: name, time zone, kind, clinical data source (members)."""
+    return model_response(members.get_project(deps.members, project_id))
+
+
+@routes.patch(_P, "admin", rules={
+    422: "clinical_data.token_secret outside the deployment's secret prefix (CLINICAL_TOKEN_SECRET_PREFIX, "
+         "agent-memory/redcap/ by default)",
+})
+def update_project(project_id: str, body: UpdateProjectRequest, deps: Deps) -> Response[str]:
+    """Change the name, the time zone or the clinical data source (admins; fields left out stay).
+    The REDCap token is named by its Secrets Manager secret, never sent here."""
+    project = members.update_project(
+        deps.members, project_id, name=body.name, time_zone=body.time_zone,
+        clinical_data=body.clinical_data.to_domain() if body.clinical_data else None,
+        token_secret_prefix=deps.clinical_token_secret_prefix,
+    )
+    return model_response(project)
+
+
+@routes.get(f"{_P}/members", "member")
+def list_members(project_id: str, deps: Deps) -> Response[str]:
+    """The project's members with their project and study roles (members)."""
+    return model_response(members.list_members(deps.members, project_id))
+
+
+@routes.put(f"{_P}/members/<user_id>", "admin_or_operator", responses={
+    200: {"description": "the membership was replaced", "content": {"application/json": {}}},
+    201: {"description": "the member was added", "content": {"application/json": {}}},
+})
+def put_member(
+    project_id: str, user_id: str, body: PutMemberRequest, caller: CurrentCaller, deps: Deps
+) -> Response[str]:
+    """Add (201) or replace (200) a member (the project's admins, or a platform operator: the first
+    admin); 409 when it would demote the last admin."""
+    change = members.put_member(
+        deps.members, project_id, user_id, project_role=body.project_role, study_role=body.study_role,
+        display_name=body.display_name, actor=caller.user_id, now=deps.clock(),
+    )
+    response = model_response(change.member)
+    if change.created:
+        response.status_code = 201
+        metrics.add_metric(name="MembersAdded", unit="Count", value=1)
+    return response
+
+
+@routes.delete(f"{_P}/members/<user_id>", "admin", status_code=204)
+def remove_member(project_id: str, user_id: str, deps: Deps) -> Response[str]:
+    """Remove a member (admins; 204): their next request is refused. 409 for the last admin."""
+    members.remove_member(deps.members, project_id, user_id)
+    metrics.add_metric(name="MembersRemoved", unit="Count", value=1)
+    return Response(status_code=204, body="", headers={"Cache-Control": "no-store"})
+
+
+def admin_app(deps: AdminFunctionDeps, *, static_folder: Path) -> APIGatewayHttpResolver:
+    """The admin function's event handler; ``static_folder``: the editor's page and script (read now)."""
+    return guarded_resolver(
+        routes, membership=member_lookup(deps.members),
+        provide={function_deps: deps, editor_page_files: EditorPage.read(static_folder)},
+    )

@@ -1,0 +1,71 @@
+"""The handlers in ``functions/`` import only ``agent_memory.wiring``, ``agent_memory.http`` and
+``agent_memory.events`` (docs/architecture.md, "Layout"): what a function does is in those
+packages, the handler module holds its Powertools objects, its decorators and
+``return app.resolve(event, context)``.
+
+import-linter cannot check them (``functions/*/app.py`` are outside the ``agent_memory`` package,
+and its contracts forbid, they do not allow only): this test reads every handler's imports, at any
+depth of the module, with ``ast``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+HANDLERS = sorted((REPO / "functions").glob("*/app.py"))
+#: What a handler may import: the three packages (and their modules), and the standard library's
+#: names a handler module uses for its annotations and its folder.
+ALLOWED = ("agent_memory.wiring", "agent_memory.http", "agent_memory.events", "typing", "pathlib", "__future__")
+
+
+def imported_modules(source: str) -> list[str]:
+    """Every module ``source`` imports (``import x``, ``from x import y``; relative imports as
+    ``.x``), wherever the statement is."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append("." * node.level + (node.module or ""))
+    return found
+
+
+def disallowed(source: str) -> list[str]:
+    """The imports of ``source`` outside :data:`ALLOWED`."""
+    return [m for m in imported_modules(source) if not any(m == a or m.startswith(a + ".") for a in ALLOWED)]
+
+
+def test_there_is_a_handler_per_function_folder() -> None:
+    assert {p.parent.name for p in HANDLERS} == {
+        "admin", "api", "chat", "governance", "job_dispatcher", "job_worker", "reminder", "sessions",
+    }
+
+
+@pytest.mark.parametrize("handler", HANDLERS, ids=lambda p: p.parent.name)
+def test_a_handler_imports_only_wiring_http_and_events(handler: Path) -> None:
+    assert disallowed(handler.read_text(encoding="utf-8")) == []
+
+
+def test_the_check_finds_every_kind_of_import_outside_the_three_packages() -> None:
+    # Given a handler that reaches past them in every way an import can be written
+    source = (
+        "from agent_memory.http.routes.api import api_app\n"
+        "from agent_memory.wiring import build_api_function\n"
+        "import agent_memory.adapters.dynamo.chat\n"
+        "from agent_memory.chat.turn import handle_message\n"
+        "from aws_lambda_powertools.utilities.typing import LambdaContext\n"
+        "from agent_memory import config\n"
+        "from . import helpers\n"
+        "def lambda_handler(event, context):\n"
+        "    from agent_memory.observability import logger\n"
+        "    import boto3\n"
+    )
+    # Then each of them is reported, and only them
+    assert disallowed(source) == [
+        "agent_memory.adapters.dynamo.chat", "agent_memory.chat.turn", "aws_lambda_powertools.utilities.typing",
+        "agent_memory", ".", "agent_memory.observability", "boto3",
+    ]
