@@ -340,7 +340,7 @@ def build_api_function() -> ApiFunctionDeps:
     _bind_tables(settings)
     return ApiFunctionDeps(
         views=ActivityRepository(), contexts=functools.cache(_context_store), members=build_members(settings),
-        stage=settings.stage,
+        stage=settings.stage, hot_memory_token_cap=settings.hot_memory_token_cap,
     )
 
 
@@ -380,7 +380,7 @@ def build_sessions_function() -> SessionsFunctionDeps:
 
 def build_admin_function() -> AdminFunctionDeps:
     """The admin function: the admin store, the projects and members store, the hot-memory cap,
-    the REDCap token secrets' prefix, the clock."""
+    the REDCap token secrets' prefix, the clock, the console's Hosted UI (domain, client id)."""
     from agent_memory.adapters.dynamo.admin import AdminRepository
     from agent_memory.config import get_settings
     from agent_memory.http.routes.admin import AdminFunctionDeps
@@ -390,6 +390,8 @@ def build_admin_function() -> AdminFunctionDeps:
     return AdminFunctionDeps(
         store=AdminRepository(), members=build_members(settings), hot_memory_token_cap=settings.hot_memory_token_cap,
         clinical_token_secret_prefix=settings.clinical_token_secret_prefix, clock=lambda: datetime.now(UTC),
+        hosted_ui_domain=settings.console_hosted_ui_domain or None,
+        console_client_id=settings.console_client_id or None,
     )
 
 

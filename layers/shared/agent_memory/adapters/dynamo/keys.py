@@ -7,7 +7,8 @@ without naming it (``docs/architecture.md``, "Request path").
   ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` /
   ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` /
   ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}`` /
-  ``MEMBER#{user_id}``;
+  ``MEMBER#{user_id}``; a member item is also in the MemberIndex under ``USER#{user_id}`` /
+  ``{project}`` (a user's own memberships);
 - SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
   ``DIAG#{diagnosis_id}``; a patient's diagnosis references: pk ``{project}#PATIENT#{patient}``,
   sk ``DIAGREFS`` (ids hold no ``#``, so no session partition is ever named so);
@@ -53,14 +54,26 @@ def member_sk(user_id: str) -> str:
     return f"{MEMBER_PREFIX}{user_id}"
 
 
+def user_memberships_pk(user_id: str) -> str:
+    """``USER#{user_id}``: the MemberIndex partition of one user's memberships (sort key: the
+    project id). The one key that starts with no project id: it lists the user's OWN projects,
+    read only for that user (``GET /v1/me``)."""
+    return f"USER#{user_id}"
+
+
 def report_sk(iso_week: str) -> str:
     """``REPORT#{YYYY-Www}``: the weekly report of one ISO week."""
     return f"{REPORT_PREFIX}{iso_week}"
 
 
+def report_revision_prefix(iso_week: str) -> str:
+    """``REPORTREV#{YYYY-Www}#``: the sort-key prefix of one week's replaced revisions."""
+    return f"REPORTREV#{iso_week}#"
+
+
 def report_revision_sk(iso_week: str, revision: int) -> str:
     """``REPORTREV#{YYYY-Www}#{revision:06d}``: a report's text before a correction."""
-    return f"REPORTREV#{iso_week}#{revision:06d}"
+    return f"{report_revision_prefix(iso_week)}{revision:06d}"
 
 
 def year_sk(year: int) -> str:
@@ -187,6 +200,8 @@ __all__ = [
     "patient_pk",
     "patient_refs_listing",
     "patient_refs_pk",
+    "report_revision_prefix",
+    "user_memberships_pk",
     "report_revision_sk",
     "report_sk",
     "review_sk",
