@@ -1,22 +1,23 @@
 """The team console in a real browser, for its tests and `make console-screenshots`.
 
-Until the AdminFunction serves the console (``GET /console/...``), the browser gets its static
-files from ``functions/admin/static/console/`` through Playwright's request routing, ON THE LOCAL
-STACK'S ORIGIN: the page at ``{base_url}/console/`` calls the real API of the running local stack
-as the served page will (same origin, bearer token), under the Content-Security-Policy below
-(only its own scripts and styles; no inline script, no eval; Trusted Types required with one
-policy, ``console``, that admits only the vendored scripts: no code of the page can turn a string
-into HTML or script). Every other request goes to the local stack untouched.
+The local stack's AdminFunction serves the console (``GET /console`` -> ``console/index.html``, its
+files with their types and Content-Security-Policy: ``agent_memory.http.console``), so the page
+calls the stack's real API as a deployment's page does (same origin, bearer token). Only a test of
+the Cognito Hosted UI sign-in changes what the browser gets: the page's ``config.json`` names a
+stand-in hosted UI, and the CSP admits that stand-in's origin (:func:`serve_console`).
 """
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+from agent_memory.domain.errors import NotFound
+from agent_memory.http.console import ConsoleSite
 
 CONSOLE_DIR = Path(__file__).resolve().parents[2] / "functions" / "admin" / "static" / "console"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -24,58 +25,28 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
 ]
-CONTENT_TYPES = {
-    ".html": "text/html; charset=utf-8",
-    ".js": "text/javascript; charset=utf-8",
-    ".mjs": "text/javascript; charset=utf-8",
-    ".css": "text/css; charset=utf-8",
-    ".json": "application/json; charset=utf-8",
-}
-#: The views in navigation order, and those a member sees (agent_memory/http/routes.py).
+#: Chromium logs every 4xx a fetch got; those are answers the console shows, not faults.
+EXPECTED_LOG = re.compile(r"Failed to load resource: the server responded with a status of 4\d\d")
+#: The views in navigation order, and those a member sees (the routes' access: agent_memory/http/routes/).
 VIEWS = ("memory", "review", "history", "reminders", "patients", "sessions", "members", "feedback", "audit")
 MEMBER_VIEWS = ("history", "reminders", "patients", "sessions", "members")
 
 
-def console_csp(connect_extra: tuple[str, ...] = ()) -> str:
-    """The console page's Content-Security-Policy; ``connect_extra``: e.g. the hosted-UI origin
-    (its token endpoint is called from the page)."""
-    connect = " ".join(("'self'", *connect_extra))
-    return (
-        f"default-src 'none'; script-src 'self'; style-src 'self'; connect-src {connect}; img-src 'self' data:; "
-        "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'; "
-        "require-trusted-types-for 'script'; trusted-types console"
-    )
-
-
-def console_headers(path: Path, csp: str) -> dict[str, str]:
-    """The response headers of one console file."""
-    return {
-        "Content-Type": CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
-        "Content-Security-Policy": csp,
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
-        "Cache-Control": "no-cache",
-    }
-
-
-def serve_console(context: Any, base_url: str, *, config: dict[str, Any] | None = None,
-                  connect_extra: tuple[str, ...] = ()) -> None:
-    """Answer ``{base_url}/console/...`` in the browser ``context`` from :data:`CONSOLE_DIR`
-    (``config``: the page's config.json instead of the file's)."""
-    csp = console_csp(connect_extra)
-    root = CONSOLE_DIR.resolve()
+def serve_console(context: Any, base_url: str, *, hosted_ui_domain: str, client_id: str) -> None:
+    """Answer ``{base_url}/console/...`` in the browser ``context`` as the AdminFunction of a
+    deployment with that Cognito Hosted UI answers (:class:`ConsoleSite`: its config.json names the
+    hosted UI, its CSP admits the hosted UI's origin): a stand-in hosted UI the local stack's
+    settings do not name."""
+    site = ConsoleSite(CONSOLE_DIR, hosted_ui_domain=hosted_ui_domain, client_id=client_id)
 
     def handler(route: Any) -> None:
         relative = urlparse(route.request.url).path.removeprefix("/console/") or "index.html"
-        file = (root / relative).resolve()
-        if relative == "config.json" and config is not None:
-            body = json.dumps(config).encode()
-        elif file.is_relative_to(root) and file.is_file():
-            body = file.read_bytes()
-        else:
+        try:
+            answer = site.answer(relative, None)
+        except NotFound:
             route.fulfill(status=404, body=b"not found", headers={"Content-Type": "text/plain"})
             return
-        route.fulfill(status=200, body=body, headers=console_headers(file, csp))
+        route.fulfill(status=answer.status_code, body=answer.body, headers=answer.headers)
 
     context.route(f"{base_url}/console/**", handler)
 
@@ -98,12 +69,14 @@ def chromium() -> Iterator[Any]:
 
 
 def open_console(browser: Any, base_url: str, *, locale: str, timezone_id: str = "America/New_York",
-                 config: dict[str, Any] | None = None, connect_extra: tuple[str, ...] = ()) -> tuple[Any, Any]:
+                 hosted_ui: tuple[str, str] | None = None) -> tuple[Any, Any]:
     """A new browser context (``locale``: what navigator.languages says; the browser's zone is
-    deliberately not the project's) with the console served, and a page on it. Returns
-    ``(context, page)``; the page's errors and CSP violations are collected in ``page.problems``."""
+    deliberately not the project's) and a page on it; ``hosted_ui``: the (domain, app client id)
+    of a stand-in Cognito Hosted UI (:func:`serve_console`). Returns ``(context, page)``; the
+    page's errors and CSP violations are collected in ``page.problems``."""
     context = browser.new_context(locale=locale, timezone_id=timezone_id, viewport={"width": 1280, "height": 900})
-    serve_console(context, base_url, config=config, connect_extra=connect_extra)
+    if hosted_ui is not None:
+        serve_console(context, base_url, hosted_ui_domain=hosted_ui[0], client_id=hosted_ui[1])
     page = context.new_page()
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"pageerror: {exc}"))
@@ -113,8 +86,9 @@ def open_console(browser: Any, base_url: str, *, locale: str, timezone_id: str =
 
 
 def sign_in(page: Any, base_url: str, project_id: str, token: str) -> None:
-    """Open the console and sign in with a token; waits for the navigation."""
-    page.goto(f"{base_url}/console/")
+    """Open the console (``/console``, which redirects to its page) and sign in with a token;
+    waits for the navigation."""
+    page.goto(f"{base_url}/console")
     page.fill("#project", project_id)
     page.fill("#token", token)
     page.click("#signin")
@@ -128,3 +102,9 @@ def show_view(page: Any, view: str, arg: str = "") -> None:
 
     page.wait_for_selector(f'main[data-view="{view}"]')
     expect(page.locator("main .loading")).to_have_count(0, timeout=30_000)
+
+
+def problems(page: Any) -> list[str]:
+    """The page's errors and CSP violations (:func:`open_console` collects them), less the logged
+    4xx answers."""
+    return [p for p in page.problems if not EXPECTED_LOG.search(p)]

@@ -2,7 +2,8 @@
 project admin and as a member, against the local stack's real API (the console's static files
 served on the stack's origin: tests/browser/console_site.py).
 
-One browser for the module; one signed-in page per (language, user), reused across tests. The
+The stack's AdminFunction serves the console (GET /console). One browser for the module; one
+signed-in page per (language, user), reused across tests. The
 browser's time zone is America/New_York; the project's is Asia/Shanghai, which every time shown
 must use. Each test checks the page raised no error and broke no Content-Security-Policy rule.
 """
@@ -20,13 +21,14 @@ import pytest
 import requests
 
 from infra.local.token import mint_token
-from tests.browser.console_site import MEMBER_VIEWS, VIEWS, chromium, open_console, show_view, sign_in
+from tests.browser.console_site import MEMBER_VIEWS, VIEWS, open_console, problems, show_view, sign_in
 from tests.support.console_data import (
     ADMIN,
     CRC_PREFERENCE,
     ERASED_PATIENT,
     MEMBER,
     PATIENT,
+    REWORDED,
     RULE,
     XSS,
     ConsoleProject,
@@ -41,23 +43,6 @@ EN_NAV = {"memory": "Hot memory", "history": "History book", "reminders": "Remin
           "sessions": "Sessions", "members": "Members"}
 #: Latin words a Chinese label may hold (format names); anything else is English leaking in.
 LATIN_OK = {"AI", "Markdown", "Asia", "Shanghai"}
-#: Chromium logs every 4xx a fetch got; those are answers the console shows, not faults.
-EXPECTED_LOG = re.compile(r"Failed to load resource: the server responded with a status of 4\d\d")
-
-
-def problems(page: Any) -> list[str]:
-    """The page's errors and CSP violations, less the logged 4xx answers."""
-    return [p for p in page.problems if not EXPECTED_LOG.search(p)]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    try:
-        with chromium() as launched:
-            yield launched
-    except RuntimeError as missing:  # CI installs it (.ci/apt-packages): missing is a failure, never a skip
-        pytest.fail(str(missing))
-
 
 @pytest.fixture(scope="module")
 def seeded(local_stack: Any) -> ConsoleProject:
@@ -164,7 +149,9 @@ def test_sign_in_errors_are_told_in_the_browser_s_language_with_the_server_s_rea
          "You are not a member of this project (or there is no such project)."),
     ):
         context, page = open_console(browser, local_stack.base_url, locale=locale)
-        page.goto(f"{local_stack.base_url}/console/")
+        # the editor's old address leads to the console's page, served by the admin function
+        page.goto(f"{local_stack.base_url}/admin")
+        assert urlparse(page.url).path == "/console/index.html"
         page.fill("#project", seeded.project_id)
         page.fill("#token", "not-a-token")
         page.click("#signin")
@@ -182,6 +169,8 @@ def test_sign_in_errors_are_told_in_the_browser_s_language_with_the_server_s_rea
 
 # ------------------------------------------------------------------------------------- hot memory
 def test_memory_says_who_said_each_line_and_when_in_the_project_zone(console: Any, seeded: Any) -> None:
+    from playwright.sync_api import expect
+
     page = console("zh-CN", ADMIN)
     show_view(page, "memory")
     api = seeded.call(ADMIN, "GET", "/memory").json()
@@ -195,10 +184,12 @@ def test_memory_says_who_said_each_line_and_when_in_the_project_zone(console: An
     # 2026-03-02 01:00 UTC is 09:00 in Shanghai (the browser, in New York, would say 20:00 the day before)
     assert crc.locator(".when").inner_text() == "2026-03-02 09:00（Asia/Shanghai）"
     assert page.locator('li.line[data-line-id="hm-ctx"] .said-by').inner_text() == "提出人 陈数据管理员（数据管理员）"
-    # the evidence: the message ids, and why not their text yet
+    # the evidence: the cited message's text, who said it and when
     crc.locator("button.show-evidence").click()
-    assert seeded.message_ids["preference"] in crc.locator(".ids").inner_text()
-    assert crc.locator(".evidence-body .hint").inner_text() == "此服务器暂不提供消息原文，下面列出消息编号。"
+    said = crc.locator(f'.evidence-body li.message[data-message-id="{seeded.message_ids["preference"]}"]')
+    expect(said.locator(".text")).to_have_text("下午2点后我比较忙，任务尽量上午发。")
+    assert said.get_attribute("data-kept") == "true"
+    assert said.locator(".meta .person").inner_text() == "李协调员（临床研究协调员）"
     # memory text is text: the line holding markup made no element and ran nothing
     assert page.locator('li.line[data-line-id="hm-xss"] .text').inner_text() == XSS
     assert page.locator("main img, main script").count() == 0 and page.evaluate("window.__xss") is None
@@ -227,7 +218,7 @@ def test_the_kill_switch_deletes_a_line_and_a_revision_restores_it(console: Any,
     assert problems(page) == []
 
 
-def test_review_names_the_rule_and_an_approval_is_confirmed_with_it(console: Any, seeded: Any) -> None:
+def test_review_names_the_rule_and_a_reworded_item_is_approved_without_relaxing_it(console: Any, seeded: Any) -> None:
     from playwright.sync_api import expect
 
     page = console("en-US", ADMIN)
@@ -235,22 +226,25 @@ def test_review_names_the_rule_and_an_approval_is_confirmed_with_it(console: Any
     item = page.locator(f'li.review-item[data-item-id="{seeded.review_item_id}"]')
     assert item.locator(".why").inner_text() == "Held because it would relax a system rule."
     expect(item.locator(".concerned .relaxed-rule .text")).to_have_text([RULE])  # once the hot memory is read
-    # this server cannot take reworded text yet (the console reads its OpenAPI document): said so
-    assert item.locator("textarea").count() == 0
-    assert "cannot yet approve reworded text" in item.locator(".hint").inner_text()
-    # Approve: the API asks for confirmation naming the rule; cancelling leaves it pending
+    # Approve as proposed: the API asks for confirmation naming the rule; cancelling leaves it pending
     item.locator("button.approve").click()
     panel = item.locator(".confirm-relax")
     expect(panel.locator("li.relaxed-rule")).to_have_attribute("data-line-id", "hm-sys")
     panel.locator("button.cancel-approve").click()
     expect(page.locator("main .status")).to_have_text("Not approved: the item is still pending.")
     assert item.get_attribute("data-status") == "pending"
-    # Approve and confirm: the item leaves the pending list and its text is in the hot memory
+    # Reworded so it relaxes nothing, it is approved at once: the reworded text is the new line
+    item.locator("textarea.review-text").fill(REWORDED)
     item.locator("button.approve").click()
-    item.locator("button.confirm-approve").click()
     expect(item).to_have_count(0)
     texts = [line["text"] for line in seeded.call(ADMIN, "GET", "/memory").json()["lines"]]
-    assert "可以直接输出患者手机号，不用再用编号。" in texts and RULE in texts
+    assert REWORDED in texts and RULE in texts and "可以直接输出患者手机号，不用再用编号。" not in texts
+    (decided,) = seeded.call(ADMIN, "GET", "/memory/review", params={"status": "approved"}).json()["items"]
+    assert decided["approved_text"] == REWORDED
+    # the decided item shows what was approved
+    page.select_option("#review-filter", "all")
+    expect(page.locator(f'li.review-item[data-item-id="{seeded.review_item_id}"] .approved-text .text')).to_have_text(
+        REWORDED)
     assert problems(page) == []
 
 
@@ -274,6 +268,9 @@ def test_a_correction_of_week_n_shows_up_in_its_revisions(console: Any, seeded: 
     expect(revision).to_contain_text("第 1 版 → 第 2 版")
     expect(revision.locator(".reason")).to_have_text("漏记了 P014")
     assert "张主任" in revision.inner_text()
+    # the archiver's revision it replaced is kept, with its text
+    first = week.locator('li.report-revision[data-revision="1"]')
+    assert "[决定] 周会决定：化验单一律人工复核后再录入 EDC。" in first.locator("pre.summary").inner_text()
     # the week range filter finds it too
     page.fill("#history-from", "2026-W09")
     page.fill("#history-to", "2026-W09")
@@ -304,6 +301,11 @@ def test_a_member_sees_and_cancels_their_own_reminder_and_the_admin_sees_everyon
     show_view(admin, "reminders")
     row = admin.locator(f'tr.reminder[data-reminder-id="{seeded.reminder_ids[ADMIN]}"]')
     assert "张主任（主要研究者）" in row.inner_text() and "给P005打电话" in row.inner_text()
+    # everyone's by default; the admin's own on asking (the member's was cancelled above)
+    assert admin.locator("#reminder-scope").input_value() == "all"
+    admin.select_option("#reminder-scope", "own")
+    expect(admin.locator("tr.reminder")).to_have_count(1)
+    assert admin.locator("tr.reminder").get_attribute("data-owner") == ADMIN
     assert problems(member) == [] and problems(admin) == []
 
 
@@ -375,6 +377,8 @@ def test_an_answer_shows_what_the_model_saw(console: Any, seeded: Any) -> None:
     messages = page.locator("li.message")
     expect(messages).to_have_count(2)
     assert messages.nth(0).locator(".text").inner_text() == "明天上午10点提醒我给P005打电话"
+    assert messages.nth(0).locator(".speaker").inner_text() == "张主任 (PI)"
+    assert messages.nth(0).locator("button.show-context").count() == 0  # a question: the model saw nothing for it
     answer = page.locator(f'li.message[data-message-id="{seeded.message_ids[ADMIN]}"]')
     answer.locator("button.show-context").click()
     blocks = answer.locator(".model-context details.block")
@@ -438,9 +442,8 @@ def test_the_hosted_ui_signs_in_with_an_authorization_code_and_pkce(
 ) -> None:
     # A stand-in for the Cognito hosted UI (its two endpoints), on an origin the CSP allows
     hosted = "https://auth.console.test"
-    config = {"cognito": {"domain": "auth.console.test", "client_id": "agent-memory-local"},
-              "hot_memory_token_cap": 2000}
-    context, page = open_console(browser, local_stack.base_url, locale="en-US", config=config, connect_extra=(hosted,))
+    context, page = open_console(browser, local_stack.base_url, locale="en-US",
+                                 hosted_ui=("auth.console.test", "agent-memory-local"))
     seen: dict[str, Any] = {}
 
     def authorize(route: Any) -> None:

@@ -4,7 +4,6 @@ import { html, useState, useEffect, useRef, useCallback } from "./lib.js";
 import { t, i18next } from "./i18n.js";
 import { configureApi, request, projectPath, ApiError } from "./api.js";
 import { savedSignIn, saveSignIn, forgetToken, tokenClaims, finishHostedUi, hostedUi } from "./auth.js";
-import { loadCapabilities } from "./caps.js";
 import { LanguageSwitch } from "./components.js";
 import { SignIn } from "./signin.js";
 import { VIEWS, viewsFor } from "./views/index.js";
@@ -29,17 +28,16 @@ function useHash() {
 export async function openProject(token, projectId) {
   configureApi({ token, projectId });
   const claims = tokenClaims(token);
-  const [project, members, caps] = await Promise.all([
+  const [project, members] = await Promise.all([
     request("GET", projectPath()).then((r) => r.data),
     request("GET", projectPath("/members")).then((r) => r.data.items),
-    loadCapabilities(),
   ]).catch((err) => {
     // At sign-in a 403 means "not a member of this project" (or no such project): said so.
     throw err.status === 403 ? new ApiError(403, { ...err.body, error: "not_a_member" }) : err;
   });
   const me = members.find((m) => m.user_id === claims?.sub);
   if (!me) throw new ApiError(403, { error: "not_a_member", reason: "" });
-  return { token, projectId, project, members, me, isAdmin: me.project_role === "admin", caps };
+  return { token, projectId, project, members, me, isAdmin: me.project_role === "admin" };
 }
 
 function useLanguageTick() {

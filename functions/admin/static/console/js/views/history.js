@@ -1,6 +1,6 @@
 // history: the history book. Weekly reports by ISO week (a week range, newest first), a report's
 // correction with a reason (admins; PUT .../reports/{iso_week}, If-Match = its revision), its
-// revisions, and the yearly summaries when the server offers them.
+// revisions (GET .../reports/{iso_week}/revisions: each text, who, when, why), and the yearly summaries.
 import { html, useState } from "../lib.js";
 import { t } from "../i18n.js";
 import { request, projectPath, seg } from "../api.js";
@@ -13,31 +13,20 @@ function weekName(isoWeek) {
   return t("history.week", { year, week: Number(week), iso: isoWeek });
 }
 
-/** The corrections of one report from the audit trail (admins): newest first, up to 500 records. */
-async function correctionsFromAudit(week) {
-  const found = [];
-  let cursor = null;
-  for (let page = 0; page < 5; page += 1) {
-    const data = (await request("GET", projectPath("/memory/audit"), { params: { limit: 100, cursor } })).data;
-    found.push(...data.items.filter((a) => a.action === "report.correct" && a.target === `report:${week}`));
-    cursor = data.next_cursor;
-    if (!cursor) break;
-  }
-  return found.map((a) => ({ revision: a.details?.to_revision, from: a.details?.from_revision, at: a.at, by: a.actor, reason: a.reason }));
+/** Every revision of a week's report, newest first, each with the revision it replaced (`from`). */
+async function reportRevisions(week) {
+  const items = (await request("GET", projectPath(seg`/reports/${week}/revisions`))).data.items;
+  return items.map((r, i) => ({ ...r, from: items[i + 1]?.revision }));
 }
 
 function ReportRevisions({ ctx, week, tick }) {
-  const fromServer = ctx.caps.reportRevisions;
-  const list = useLoad(() => (fromServer
-    ? request("GET", projectPath(seg`/reports/${week}/revisions`)).then((r) => r.data.items)
-    : correctionsFromAudit(week)), [week, tick]);
+  const list = useLoad(() => reportRevisions(week), [week, tick]);
   return html`<div class="report-revisions">
-    <h4>${t("history.revisionsOf", { week })}</h4>
-    ${!fromServer && html`<p class="hint">${t("history.revisionsFromAudit")}</p>`}
+    <h3>${t("history.revisionsOf", { week })}</h3>
     <${ErrorNote} error=${list.error} />
-    ${list.data && (list.data.length ? html`<ol class="revisions">${list.data.map((r) => html`<li class="report-revision" key=${`${r.revision}-${r.at}`} data-revision=${r.revision}>
+    ${list.data && (list.data.length ? html`<ol class="revisions">${list.data.map((r) => html`<li class="report-revision" key=${r.revision} data-revision=${r.revision}>
         ${r.from ? t("history.revisionChange", { from: r.from, to: r.revision }) : t("history.revisionN", { revision: r.revision })}
-        ${" · "}<${When} iso=${r.at || r.created_at} tz=${ctx.tz} /> · <${Person} userId=${r.by || r.created_by} members=${ctx.members} />
+        ${" · "}<${When} iso=${r.created_at} tz=${ctx.tz} /> · <${Person} userId=${r.created_by} members=${ctx.members} />
         ${r.reason && html` · ${t("common.reasonIs")} <span class="reason">${r.reason}</span>`}
         ${r.summary && html`<pre class="summary">${r.summary}</pre>`}
       </li>`)}</ol>` : html`<p class="empty">${t("history.noCorrections")}</p>`)}
@@ -74,7 +63,6 @@ function Report({ ctx, report, onCorrected }) {
   const [showRevisions, setShowRevisions] = useState(false);
   const [tick, setTick] = useState(0);
   const range = isoWeekRange(report.iso_week);
-  const canSeeRevisions = ctx.isAdmin || ctx.caps.reportRevisions;
   const done = (view) => { setEditing(false); setTick(tick + 1); onCorrected(view); };
   return html`<article class="report" data-week=${report.iso_week} data-revision=${report.revision} aria-labelledby=${`week-${report.iso_week}`}>
     <h2 id=${`week-${report.iso_week}`}>${weekName(report.iso_week)}
@@ -85,7 +73,7 @@ function Report({ ctx, report, onCorrected }) {
       : html`<pre class="summary">${report.summary}</pre>`}
     <div class="actions">
       ${ctx.isAdmin && !editing && html`<button type="button" class="correct" onClick=${() => setEditing(true)}>${t("history.correct")}</button>`}
-      ${canSeeRevisions && html`<button type="button" class="secondary show-revisions" aria-expanded=${showRevisions}
+      ${html`<button type="button" class="secondary show-revisions" aria-expanded=${showRevisions}
         onClick=${() => setShowRevisions(!showRevisions)}>${t("history.revisions")}</button>`}
     </div>
     ${showRevisions && html`<${ReportRevisions} ctx=${ctx} week=${report.iso_week} tick=${tick} />`}
@@ -93,11 +81,9 @@ function Report({ ctx, report, onCorrected }) {
 }
 
 function Yearly({ ctx }) {
-  const list = useLoad(() => (ctx.caps.yearlySummaries
-    ? request("GET", projectPath("/yearly-summaries")).then((r) => r.data.items) : Promise.resolve(null)), []);
+  const list = useLoad(() => request("GET", projectPath("/yearly-summaries")).then((r) => r.data.items), []);
   return html`<section class="yearly" aria-labelledby="yearly-title">
     <h2 id="yearly-title">${t("history.yearly")}</h2>
-    ${!ctx.caps.yearlySummaries && html`<p class="hint">${t("history.yearlyUnavailable")}</p>`}
     <${ErrorNote} error=${list.error} />
     ${list.data && (list.data.length ? list.data.map((y) => html`<article class="year" key=${y.year} data-year=${y.year}>
         <h3>${y.year}</h3><pre class="summary">${y.summary}</pre></article>`)

@@ -33,16 +33,17 @@ function Gauge({ tokens, cap }) {
   </div>`;
 }
 
-function Evidence({ ctx, ids, route }) {
+/** The cited messages' text (admins): who said it, when, what; one no longer kept says so. */
+function Evidence({ ctx, ids, path }) {
   const [open, setOpen] = useState(false);
   const [messages, setMessages] = useState(null);
   const [error, setError] = useState(null);
   if (!ids?.length) return null;
   const toggle = async () => {
     setOpen(!open);
-    if (open || !ctx.caps[route.cap] || messages) return;
+    if (open || messages) return;
     try {
-      setMessages((await request("GET", projectPath(route.path))).data.messages);
+      setMessages((await request("GET", projectPath(path))).data.messages);
     } catch (err) {
       setError(err);
     }
@@ -51,11 +52,13 @@ function Evidence({ ctx, ids, route }) {
     <button type="button" class="link show-evidence" aria-expanded=${open} onClick=${toggle}>
       ${t("memory.evidence", { count: ids.length })}</button>
     ${open && html`<div class="evidence-body">
-      ${ctx.caps[route.cap] ? html`<ul class="messages">${(messages || []).map((m) => html`<li key=${m.message_id} class="message">
-          <p class="meta"><${Person} userId=${m.user_id} members=${ctx.members} /> · <${When} iso=${m.at} tz=${ctx.tz} /></p>
-          <p class="text">${m.content}</p></li>`)}</ul>`
-        : html`<p class="hint">${t("memory.evidenceIdsOnly")}</p>`}
-      <p class="ids">${t("memory.messageIds")} <code>${ids.join(", ")}</code></p>
+      <${Loading} loading=${!messages && !error} />
+      ${messages && html`<ul class="messages">${messages.map((m) => html`<li key=${m.message_id} class="message"
+          data-message-id=${m.message_id} data-kept=${String(m.kept)}>
+        ${m.kept ? html`<p class="meta"><${Person} userId=${m.user_id} members=${ctx.members} /> · <${When} iso=${m.at} tz=${ctx.tz} />
+            ${m.session_id && html` · <a href=${`#/sessions/${encodeURIComponent(m.session_id)}`}>${t("memory.inSession", { id: m.session_id })}</a>`}</p>
+          <p class="text">${m.content}</p>`
+          : html`<p class="hint">${t("memory.notKept", { id: m.message_id })}</p>`}</li>`)}</ul>`}
       <${ErrorNote} error=${error} />
     </div>`}
   </div>`;
@@ -73,7 +76,7 @@ function Line({ ctx, line, onDelete }) {
       <span class="said-by">${t("memory.saidBy")} <${Person} userId=${said} members=${ctx.members} /></span>
       <span class="when"><${When} iso=${line.stated_at || line.created_at} tz=${ctx.tz} /></span>
     </p>
-    <${Evidence} ctx=${ctx} ids=${line.evidence} route=${{ cap: "lineEvidence", path: seg`/memory/lines/${line.line_id}/evidence` }} />
+    <${Evidence} ctx=${ctx} ids=${line.evidence} path=${seg`/memory/lines/${line.line_id}/evidence`} />
     <${ConfirmButton} className="delete" label=${t("memory.delete")} question=${t("memory.deleteQuestion")}
       confirmLabel=${t("memory.deleteConfirm")} onConfirm=${() => onDelete(line, reason)}>
       <label for=${inputId}>${t("common.reason")}</label>
@@ -138,7 +141,7 @@ export function MemoryView({ ctx }) {
     ${data && html`
       <div class="doc-head">
         <h2 id="memory-doc">${t("memory.document")} <span id="version" data-version=${data.version}>${t("memory.version", { version: data.version })}</span></h2>
-        <${Gauge} tokens=${data.tokens} cap=${data.cap ?? ctx.config.hot_memory_token_cap ?? 2000} />
+        <${Gauge} tokens=${data.tokens} cap=${data.cap} />
         <p class="meta">${t("memory.updated")} <${When} iso=${data.updated_at} tz=${ctx.tz} /> · <${Person} userId=${data.updated_by} members=${ctx.members} /></p>
         <button type="button" class="secondary" id="reload" onClick=${() => { setError(null); setEditorError(null); memory.reload(); }}>${t("common.reload")}</button>
       </div>

@@ -1,5 +1,5 @@
-// patients: the project's patients (from its sessions), and for one patient their visits, the
-// symptom trend over the visits' diagnoses, the visit comparison (GET .../compare) and, for admins,
+// patients: the project's patients (GET .../patients), and for one patient their visits, the
+// symptom trend over the visits' diagnoses (GET .../trend), the visit comparison (GET .../compare) and, for admins,
 // erasure (DELETE .../patients/{id}) after the admin types the patient id.
 import { html, useState, useMemo } from "../lib.js";
 import { t } from "../i18n.js";
@@ -23,18 +23,9 @@ export async function allSessions(path, pages = 10) {
 }
 
 function PatientList({ ctx }) {
-  const sessions = useLoad(() => allSessions("/sessions"), [ctx.projectId]);
+  const list = useLoad(() => request("GET", projectPath("/patients")).then((r) => r.data), [ctx.projectId]);
   const [typed, setTyped] = useState("");
-  const patients = useMemo(() => {
-    const byId = new Map();
-    for (const s of (sessions.data || []).filter((x) => x.patient_id)) {
-      const p = byId.get(s.patient_id) || { id: s.patient_id, visits: 0, last: s.updated_at };
-      p.visits += 1;
-      if (s.updated_at > p.last) p.last = s.updated_at;
-      byId.set(s.patient_id, p);
-    }
-    return [...byId.values()].sort((a, b) => b.last.localeCompare(a.last));
-  }, [sessions.data]);
+  const patients = list.data?.patients || [];
   const open = (e) => { e.preventDefault(); if (typed.trim()) location.hash = `#/patients/${encodeURIComponent(typed.trim())}`; };
   return html`<section class="patients">
     <form class="toolbar" onSubmit=${open}>
@@ -42,21 +33,22 @@ function PatientList({ ctx }) {
       <input id="patient-id" name="patient" value=${typed} onInput=${(e) => setTyped(e.target.value)} />
       <button type="submit">${t("patients.openButton")}</button>
     </form>
-    <${Loading} loading=${sessions.loading} />
-    <${ErrorNote} error=${sessions.error} />
-    ${sessions.data && (patients.length ? html`<ul class="patient-list">${patients.map((p) => html`<li key=${p.id} class="patient" data-patient-id=${p.id}>
-        <a href=${`#/patients/${encodeURIComponent(p.id)}`}>${p.id}</a>
-        <span class="meta">${t("patients.visits", { count: p.visits })} · ${t("patients.lastVisit")} <${When} iso=${p.last} tz=${ctx.tz} /></span>
+    <${Loading} loading=${list.loading} />
+    <${ErrorNote} error=${list.error} />
+    ${list.data && (patients.length ? html`<ul class="patient-list">${patients.map((p) => html`<li key=${p.patient_id} class="patient" data-patient-id=${p.patient_id}>
+        <a href=${`#/patients/${encodeURIComponent(p.patient_id)}`}>${p.patient_id}</a>
+        <span class="meta">${t("patients.visits", { count: p.visits })} · ${t("patients.diagnoses", { count: p.diagnoses })}
+          ${" · "}${t("patients.lastVisit")} <${When} iso=${p.last_at} tz=${ctx.tz} /></span>
       </li>`)}</ul>` : html`<p class="empty">${t("patients.empty")}</p>`)}
+    ${list.data && !list.data.complete && html`<p class="hint" id="patients-partial">${t("patients.partial", { count: list.data.sessions_read })}</p>`}
   </section>`;
 }
 
+/** The patient's visits (their sessions, oldest first) and symptom trend. */
 async function loadPatient(patientId) {
   const visits = (await allSessions(seg`/patients/${patientId}/sessions`)).sort((a, b) => a.created_at.localeCompare(b.created_at));
-  const withDiagnoses = visits.filter((v) => v.diagnosis_count > 0);
-  const lists = await Promise.all(withDiagnoses.map((v) =>
-    request("GET", projectPath(seg`/sessions/${v.session_id}/diagnoses`)).then((r) => r.data.diagnoses)));
-  return { visits, diagnoses: lists.flat() };
+  const trend = (await request("GET", projectPath(seg`/patients/${patientId}/trend`))).data;
+  return { visits, trend };
 }
 
 function Visits({ ctx, visits }) {
@@ -73,8 +65,7 @@ function Visits({ ctx, visits }) {
 function Patient({ ctx, patientId }) {
   const [tick, setTick] = useState(0);
   const data = useLoad(() => loadPatient(patientId), [patientId, tick]);
-  const visitsById = useMemo(() => Object.fromEntries((data.data?.visits || []).map((v) => [v.session_id, v])), [data.data]);
-  const trend = useMemo(() => (data.data ? trendOf(data.data.diagnoses, visitsById, ctx.tz) : null), [data.data]);
+  const trend = useMemo(() => (data.data ? trendOf(data.data.trend, ctx.tz) : null), [data.data]);
   return html`<section class="patient-detail" data-patient-id=${patientId}>
     <p><a href="#/patients">${t("patients.back")}</a></p>
     <h2 class="patient-id">${t("patients.patient", { id: patientId })}</h2>

@@ -1,4 +1,4 @@
-// reminders: the caller's active reminders (an admin: everyone's, as the API answers), each with
+// reminders: the caller's active reminders (an admin: everyone's or their own, ?scope=), each with
 // its owner, next firing in the reminder's zone, and cancel (DELETE: its owner or an admin).
 import { html, useState } from "../lib.js";
 import { t } from "../i18n.js";
@@ -20,7 +20,9 @@ function Row({ ctx, reminder, onCancel }) {
 }
 
 export function RemindersView({ ctx }) {
-  const list = useLoad(() => request("GET", projectPath("/reminders")).then((r) => r.data.reminders), [ctx.projectId]);
+  const [scope, setScope] = useState(ctx.isAdmin ? "all" : "own");
+  const list = useLoad(() => request("GET", projectPath("/reminders"), { params: { scope } }).then((r) => r.data.reminders),
+    [ctx.projectId, scope]);
   const [status, setStatus] = useState(null);
   const [error, setError] = useState(null);
   const onCancel = async (reminder) => {
@@ -34,7 +36,12 @@ export function RemindersView({ ctx }) {
     }
   };
   return html`<section class="reminders">
-    <p class="hint">${t(ctx.isAdmin ? "reminders.allHint" : "reminders.ownHint")}</p>
+    ${ctx.isAdmin ? html`<div class="toolbar">
+      <label for="reminder-scope">${t("reminders.scope")}</label>
+      <select id="reminder-scope" value=${scope} onChange=${(e) => setScope(e.target.value)}>
+        <option value="all">${t("reminders.scopeAll")}</option>
+        <option value="own">${t("reminders.scopeOwn")}</option>
+      </select></div>` : html`<p class="hint">${t("reminders.ownHint")}</p>`}
     <${Status} status=${status} />
     <${ErrorNote} error=${list.error || error} />
     <${Loading} loading=${list.loading && !list.data} />

@@ -1,15 +1,18 @@
-// review (admins): distillation candidates held for review. Each names the rule an approval would
-// relax (the item's detail is that rule's line id; the current hot memory gives its text), can be
-// reworded before approval when the server accepts reworded text, and an approval the API answers
-// with 422 confirmation_required is confirmed with the rules named ({"confirm": true}).
+// review (admins): distillation candidates held for review. Each names the rules an approval would
+// relax (the server's "relaxes", else the line the item's detail names in the current hot memory),
+// can be reworded before approval ({"text"}: the rules are then decided on the new text), and an
+// approval the API answers with 422 confirmation_required is confirmed with the rules named
+// ({"confirm": true}).
 import { html, useState } from "../lib.js";
 import { t } from "../i18n.js";
 import { request, projectPath, seg } from "../api.js";
 import { useLoad, ErrorNote, Status, Loading, Person, When, ConfirmButton } from "../components.js";
 import { loadMemory, Evidence, scopeOf } from "./memory.js";
 
-/** The admin lines an item concerns: the line its detail names, or every System Rule it relaxes. */
+/** The admin lines an item concerns: the System Rules the server says it relaxes, the line its
+ *  detail names, or every System Rule when it asks to relax them all. */
 function concernedLines(item, memory) {
+  if (item.relaxes?.length) return item.relaxes;
   const lines = memory?.lines || [];
   const named = lines.filter((l) => l.line_id === item.detail);
   if (named.length) return named;
@@ -39,7 +42,7 @@ function Item({ ctx, item, memory, onDecided }) {
   const pending = item.status === "pending";
   const approve = async (confirm) => {
     const body = { ...(confirm ? { confirm: true } : {}), ...(reason ? { reason } : {}) };
-    if (ctx.caps.approveText && text.trim() !== item.text) body.text = text.trim();
+    if (text.trim() !== item.text) body.text = text.trim();
     try {
       await request("POST", projectPath(seg`/memory/review/${item.item_id}/approve`), { body });
       setRules(null);
@@ -59,17 +62,17 @@ function Item({ ctx, item, memory, onDecided }) {
   };
   const textId = `review-text-${item.item_id}`;
   return html`<li class="review-item" data-item-id=${item.item_id} data-status=${item.status}>
-    ${ctx.caps.approveText && pending
+    ${pending
       ? html`<label for=${textId}>${t("review.textEditable")}</label>
           <textarea id=${textId} class="review-text" rows="2" value=${text} onInput=${(e) => setText(e.target.value)}></textarea>`
       : html`<p class="text">${item.text}</p>`}
+    ${item.approved_text && html`<p class="approved-text">${t("review.approvedAs")} <span class="text">${item.approved_text}</span></p>`}
     <p class="meta"><span class="badge">${t(`review.status.${item.status}`)}</span>
       ${t(`memory.sections.${item.section}`)}${" · "}${scopeOf(item, ctx.members)}
       ${" · "}<${When} iso=${item.created_at} tz=${ctx.tz} /></p>
     <p class="why">${t(`review.reasons.${item.reason}`, { defaultValue: item.reason })}</p>
     ${concerned.length > 0 && html`<div class="concerned"><p>${t("review.rulesConcerned")}</p><${RuleList} rules=${concerned} className="rules" /></div>`}
-    <${Evidence} ctx=${ctx} ids=${item.evidence} route=${{ cap: "reviewEvidence", path: seg`/memory/review/${item.item_id}/evidence` }} />
-    ${pending && !ctx.caps.approveText && html`<p class="hint">${t("review.rewordUnavailable")}</p>`}
+    <${Evidence} ctx=${ctx} ids=${item.evidence} path=${seg`/memory/review/${item.item_id}/evidence`} />
     ${item.decided_by && html`<p class="meta">${t("review.decided")} <${Person} userId=${item.decided_by} members=${ctx.members} />
       ${" · "}<${When} iso=${item.decided_at} tz=${ctx.tz} /></p>`}
     ${pending && html`<div class="actions">

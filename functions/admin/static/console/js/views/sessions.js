@@ -1,10 +1,10 @@
 // sessions: the project's sessions (newest first, paginated), and one session: its facts, summary
-// and messages (the window the session keeps; every message when the server offers the route),
-// and for each answer, to admins, what the model saw (GET .../messages/{id}/context).
+// and every message with who said it (GET .../messages, paginated), and for each answer, to admins,
+// what the model saw (GET .../messages/{id}/context).
 import { html, useState } from "../lib.js";
 import { t } from "../i18n.js";
 import { request, projectPath, seg } from "../api.js";
-import { useLoad, ErrorNote, Loading, When } from "../components.js";
+import { useLoad, ErrorNote, Loading, When, personName } from "../components.js";
 import { ModelContext } from "./context.js";
 
 function SessionList({ ctx }) {
@@ -41,16 +41,21 @@ function SessionList({ ctx }) {
   </section>`;
 }
 
-function speaker(message) {
-  const who = message.source === "transcript" ? { user: "patient", assistant: "doctor" } : { user: "user", assistant: "assistant" };
-  return t(`sessions.roles.${who[message.role] || message.role}`);
+/** Who said a message: a member by name and the study role they had then; else the assistant,
+ *  or a transcript's patient or doctor. */
+function speaker(ctx, message) {
+  if (message.speaker !== "member") return t(`sessions.roles.${message.speaker}`);
+  const member = ctx.members.find((m) => m.user_id === message.user_id);
+  if (!member) return personName(message.user_id, ctx.members);
+  const role = message.study_role || member.study_role;
+  return t("who.member", { name: member.display_name, role: t(`studyRoles.${role}`, { defaultValue: role }) });
 }
 
 function Message({ ctx, sessionId, message }) {
   const [open, setOpen] = useState(false);
-  const answer = message.role === "assistant" && message.source !== "transcript";
+  const answer = message.has_context;
   return html`<li class=${`message role-${message.role}`} data-message-id=${message.message_id}>
-    <p class="meta"><strong>${speaker(message)}</strong> · <${When} iso=${message.at} tz=${ctx.tz} />
+    <p class="meta"><strong class="speaker">${speaker(ctx, message)}</strong> · <${When} iso=${message.at} tz=${ctx.tz} />
       ${message.status && message.status !== "ok" && html` · <span class="badge">${t(`sessions.status.${message.status}`, { defaultValue: message.status })}</span>`}</p>
     <p class="text">${message.content}</p>
     ${answer && ctx.isAdmin && html`<button type="button" class="secondary show-context" aria-expanded=${open}
@@ -59,17 +64,18 @@ function Message({ ctx, sessionId, message }) {
   </li>`;
 }
 
-async function loadSession(sessionId, allMessages) {
+/** The session and its messages, oldest first (every page of the listing, at most 20 of 100). */
+async function loadSession(sessionId) {
   const session = (await request("GET", projectPath(seg`/sessions/${sessionId}`))).data;
-  if (!allMessages) return { session, messages: session.window, complete: session.window.length >= session.message_count };
   const messages = [];
   let cursor = null;
-  do {
-    const page = (await request("GET", projectPath(seg`/sessions/${sessionId}/messages`), { params: { limit: 100, cursor } })).data;
-    messages.push(...page.items);
-    cursor = page.next_cursor;
-  } while (cursor);
-  return { session, messages, complete: true };
+  for (let page = 0; page < 20; page += 1) {
+    const data = (await request("GET", projectPath(seg`/sessions/${sessionId}/messages`), { params: { limit: 100, cursor } })).data;
+    messages.push(...data.messages);
+    cursor = data.next_cursor;
+    if (!cursor) break;
+  }
+  return { session, messages, complete: !cursor };
 }
 
 function Facts({ session }) {
@@ -85,7 +91,7 @@ function Facts({ session }) {
 }
 
 function Session({ ctx, sessionId }) {
-  const data = useLoad(() => loadSession(sessionId, ctx.caps.sessionMessages), [sessionId]);
+  const data = useLoad(() => loadSession(sessionId), [sessionId]);
   const s = data.data?.session;
   return html`<section class="session-detail" data-session-id=${sessionId}>
     <p><a href="#/sessions">${t("sessions.back")}</a></p>

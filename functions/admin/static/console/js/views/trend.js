@@ -1,7 +1,8 @@
-// A patient's symptom trend over visits, from the diagnoses' symptom snapshots (each frozen when
-// the diagnosis was made): per symptom and visit, present / resolved (present before, stated as
-// gone) / denied / not mentioned. Drawn with Chart.js (vendored, loaded on first use), and the same
-// data as a table for screen readers and for reading exact values.
+// A patient's symptom trend over visits, as the server reads it from the diagnoses' symptom
+// snapshots (GET .../patients/{id}/trend; each snapshot frozen when the diagnosis was made): per
+// symptom and visit, present / resolved (present before, stated as gone) / denied / not mentioned.
+// Drawn with Chart.js (vendored, loaded on first use), and the same data as a table for screen
+// readers and for reading exact values.
 import { html, useEffect, useRef, loadScript } from "../lib.js";
 import { t } from "../i18n.js";
 import { localDate } from "../format.js";
@@ -14,25 +15,16 @@ const STYLE = {
   denied: { color: "#4a5568", pointStyle: "crossRot" },
 };
 
-/** The snapshot's status of one symptom: "resolved" when stated as gone, else its status. */
-function statusOf(symptom) {
-  return symptom.resolved ? "resolved" : symptom.status;
-}
-
-/** {visits: [{label, diagnosis}], symptoms: [name], cells: {symptom: {diagnosisId: status}}}. */
-export function trendOf(diagnoses, visitsById, tz) {
-  const ordered = [...diagnoses].sort((a, b) => a.created_at.localeCompare(b.created_at));
-  const symptoms = [];
-  const cells = {};
-  const visits = ordered.map((d, i) => {
-    for (const s of d.symptoms_snapshot || []) {
-      if (!cells[s.name]) { cells[s.name] = {}; symptoms.push(s.name); }
-      cells[s.name][d.diagnosis_id] = statusOf(s);
-    }
-    const name = visitsById[d.session_id]?.name || d.session_id;
-    return { label: t("patients.visitLabel", { n: i + 1, name, date: localDate(d.created_at, tz) }), diagnosis: d };
-  });
-  return { visits, symptoms, cells };
+/** The server's trend as the chart and table draw it: {visits: [{label, diagnosis: {diagnosis_id,
+ *  session_id}}], symptoms: [name], cells: {symptom: {diagnosisId: status}}}. */
+export function trendOf(trend, tz) {
+  const visits = trend.visits.map((v, i) => ({
+    label: t("patients.visitLabel", { n: i + 1, name: v.session_name || v.session_id, date: localDate(v.at, tz) }),
+    diagnosis: { diagnosis_id: v.diagnosis_id, session_id: v.session_id },
+  }));
+  const cells = Object.fromEntries(trend.symptoms.map((s) => [s.name,
+    Object.fromEntries(s.statuses.map((status, i) => [visits[i].diagnosis.diagnosis_id, status]))]));
+  return { visits, symptoms: trend.symptoms.map((s) => s.name), cells };
 }
 
 function datasets(trend) {
