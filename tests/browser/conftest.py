@@ -14,6 +14,11 @@ from tests.browser.console_site import chromium
 def browser() -> Iterator[Any]:
     """Debian's Chromium under Playwright; missing is a failure, never a skip (CI installs it from
     .ci/apt-packages)."""
+    from playwright.sync_api import expect
+
+    # How long an expectation waits for the page: a view's first call may meet a cold function
+    # container of the local stack on a busy machine (a waiting limit, not a speed check).
+    expect.set_options(timeout=30_000)
     try:
         with chromium() as launched:
             yield launched

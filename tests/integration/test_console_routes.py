@@ -84,7 +84,8 @@ def test_yearly_summaries_come_newest_year_first(local_stack: Any, seeded: Conso
             project_id=seeded.project_id, year=year, summary=f"{year} 年：入组 {year - 2000} 例。",
             weeks=[f"{year}-W01"], created_at=datetime(year + 1, 1, 5, tzinfo=UTC)))
     items = seeded.call(MEMBER, "GET", "/yearly-summaries").json()["items"]
-    assert [(y["year"], y["summary"]) for y in items] == [(2025, "2025 年：入组 25 例。"), (2024, "2024 年：入组 24 例。")]
+    assert [(y["year"], y["summary"]) for y in items] == [
+        (2025, "2025 年：入组 25 例。"), (2024, "2024 年：入组 24 例。")]
 
 
 def test_reminders_scope_own_or_all_and_all_is_for_admins(seeded: ConsoleProject) -> None:

@@ -3,7 +3,7 @@
 import { html, useState } from "../lib.js";
 import { t } from "../i18n.js";
 import { request, projectPath, seg } from "../api.js";
-import { useLoad, ErrorNote, Person, When, ConfirmButton } from "../components.js";
+import { useLoad, ErrorNote, Loading, Person, When, ConfirmButton } from "../components.js";
 
 function Diff({ version }) {
   const diff = useLoad(() => request("GET", projectPath(seg`/memory/revisions/${version}`)).then((r) => r.data.diff), [version]);
@@ -32,6 +32,7 @@ export function Revisions({ ctx, current, tick, onRestore }) {
   const list = useLoad(() => request("GET", projectPath("/memory/revisions"), { params: { limit: 20 } }).then((r) => r.data.items), [tick]);
   return html`<section class="revisions" aria-labelledby="revisions-title">
     <h2 id="revisions-title">${t("memory.revisions")}</h2>
+    <${Loading} loading=${list.loading && !list.data} />
     <${ErrorNote} error=${list.error} />
     <ol class="revision-list">${(list.data || []).map((item) => html`<${Revision} key=${item.version} ctx=${ctx} item=${item}
       current=${current} onRestore=${onRestore} />`)}</ol>
