@@ -15,7 +15,7 @@ PORT ?= 3000
 REGION ?= eu-west-1
 STAGE ?= dev
 
-.PHONY: system-deps venv sam-venv checkov-venv checkov run wecom-say test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi reminders clean
+.PHONY: system-deps venv sam-venv checkov-venv checkov run wecom-say test test-fast lint validate build deploy bench eval pr token job dispatch demo-jobs openapi reminders clean console-screenshots console-vendor
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON_FOR_VENV) -m venv $(VENV)
@@ -104,6 +104,16 @@ reminders: venv
 ## openapi: regenerate functions/api/openapi.json (served at /v1/openapi.json) from every handler's routes
 openapi: venv
 	$(PY) -m infra.openapi
+
+## console-screenshots: a PNG of every view of the team console in Chinese and English, as an admin,
+## into .local/screenshots/ (its own local stack and data; Debian's Chromium, make system-deps)
+console-screenshots: venv system-deps
+	$(PY) -m tests.browser.console_screenshots --out .local/screenshots
+
+## console-vendor: fetch the console's browser libraries at their pinned versions from the npm
+## registry into functions/admin/static/console/vendor/ (needs npm; see THIRD_PARTY.md there)
+console-vendor: venv
+	$(PY) -m infra.console_vendor
 
 ## test: lint, type-check, then every test (unit, integration over HTTP, infra checks of the template)
 test: venv sam-venv checkov-venv system-deps

@@ -39,8 +39,8 @@ DESCRIPTION = (
     "editor), history book, projects and members. Every operation but the public ones needs a JWT "
     "bearer token (its `sub` is the user id); the project's membership (`PUT .../members/{user_id}`) "
     "decides access and role, and platform operators carry `platform-admins` in `cognito:groups`. "
-    "`x-access` says who may call an operation: `member` / `admin` of the project, `operator`, or "
-    "`admin_or_operator`."
+    "`x-access` says who may call an operation: `signed_in` (any valid token), `member` / `admin` of the "
+    "project, `operator`, or `admin_or_operator`."
 )
 #: Why an operation of each access answers 403.
 _FORBIDDEN = {
@@ -48,11 +48,12 @@ _FORBIDDEN = {
     "admin": "not an admin of the project",
     "operator": "not a platform operator",
     "admin_or_operator": "neither an admin of the project nor a platform operator",
+    "signed_in": "not allowed",
 }
 _METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
 _WRITE_METHODS = frozenset({"post", "put", "patch", "delete"})
 #: The accesses that need a bearer token (``agent_memory.http.routes.Access`` but ``public``).
-_TOKEN_ACCESS = frozenset({"member", "admin", "operator", "admin_or_operator"})
+_TOKEN_ACCESS = frozenset({"signed_in", "member", "admin", "operator", "admin_or_operator"})
 _BODY_METHODS = frozenset({"post", "put", "patch"})
 #: The operation's access and its rules beyond the schema, written by its route declaration
 #: (``agent_memory.http.routing``).
@@ -176,7 +177,7 @@ def response_codes(
 
     Args:
         method: lower-case HTTP method.
-        access: ``public`` / ``member`` / ``admin`` / ``operator`` / ``admin_or_operator``
+        access: ``public`` / ``signed_in`` / ``member`` / ``admin`` / ``operator`` / ``admin_or_operator``
             (the route's ``x-access``), None when undeclared.
         parameters: names of its path parameters.
         query: it takes query parameters.
@@ -287,9 +288,10 @@ def _raw_body(operation: dict[str, Any]) -> None:
 
 def _object_success_bodies(responses: dict[str, Any]) -> None:
     """``Response[str]``: the handler sends a JSON document as text; every JSON body this API
-    answers is one object (what the object holds, the route's description says). A 204 has no
-    content at all (RFC 9110, 15.3.5)."""
-    responses.get("204", {}).pop("content", None)
+    answers is one object (what the object holds, the route's description says). A 204 and a 304
+    have no content at all (RFC 9110, 15.3.5 and 15.4.5), nor does a redirect."""
+    for status in ("204", "302", "304"):
+        responses.get(status, {}).pop("content", None)
     for status, success in responses.items():
         media = (success.get("content") or {}).get("application/json") or {}
         if str(status).startswith("2") and (media.get("schema") or {}).get("type") == "string":

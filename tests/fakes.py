@@ -66,6 +66,7 @@ from agent_memory.domain.models import HotMemory, Member, Project, WeeklyReport,
 from agent_memory.domain.records import (
     AuditRecord,
     Page,
+    ReportRevision,
     ReviewEntry,
     RevisionSummary,
     StoredRevision,
@@ -79,7 +80,10 @@ from agent_memory.domain.session_models import (
     DiagnosisRef,
     PatientRefs,
     SessionListItem,
+    SessionMessage,
+    SessionMessagePage,
     SessionPage,
+    speaker_of,
 )
 from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
@@ -276,6 +280,15 @@ class InMemoryStore:
     def list_members(self, project_id: str) -> list[Member]:
         """Every member of the project, by user id."""
         return [_load(Member, raw) for (p, _), raw in sorted(self.tables.members.items()) if p == project_id]
+
+    def memberships_of(self, user_id: str, *, limit: int) -> list[Member]:
+        """The user's memberships, by project id, at most ``limit``."""
+        return [_load(Member, raw) for (_, u), raw in sorted(self.tables.members.items()) if u == user_id][:limit]
+
+    def get_projects(self, project_ids: list[str]) -> list[Project]:
+        """The records of those of ``project_ids`` that exist, by project id."""
+        return [_load(Project, self.tables.projects[(p,)]) for p in sorted(set(project_ids))
+                if (p,) in self.tables.projects]
 
     def _other_admin(self, project_id: str, user_id: str) -> bool:
         return any(m.project_role == "admin" and m.user_id != user_id for m in self.list_members(project_id))
@@ -482,11 +495,22 @@ class InMemoryStore:
                                   current_version=current.revision if current else None)
         self.tables.reports[key] = _json(current.model_copy(update={
             "summary": corrected.summary, "revision": corrected.revision,
-            "created_at": corrected.created_at, "created_by": corrected.created_by,
+            "created_at": corrected.created_at, "created_by": corrected.created_by, "reason": corrected.reason,
         }))
         self.tables.report_revisions[old_key] = _json(
             ReportRevisionRow(report=previous, replaced_at=corrected.created_at, replaced_by=replaced_by))
         self.tables.audit[self._audit_key(audit)] = _json(audit)
+
+    def list_report_revisions(self, project_id: str, iso_week: str) -> list[ReportRevision]:
+        """The replaced revisions of the week's report, newest first."""
+        rows = sorted(((r, raw) for (p, w, r), raw in self.tables.report_revisions.items()
+                       if (p, w) == (project_id, iso_week)), reverse=True)
+        out = []
+        for _, raw in rows:
+            row = _load(ReportRevisionRow, raw)
+            out.append(ReportRevision(**row.report.model_dump(include=set(ReportRevision.model_fields)),
+                                      replaced_at=row.replaced_at, replaced_by=row.replaced_by))
+        return out
 
     def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]:
         """Every yearly summary of the project, oldest year first."""
@@ -723,7 +747,34 @@ class InMemoryStore:
         """References of the patient's newest ``limit`` diagnoses."""
         return [d.ref() for d in self.patient_diagnoses(project_id, patient_id, limit=limit)]
 
+    def list_messages(self, project_id: str, session_id: str, *, limit: int,
+                      cursor: str | None = None) -> SessionMessagePage:
+        """A page of the session's messages, oldest first. Raises InvalidContinuationToken."""
+        ids = sorted(m for p, s, m in self.tables.messages if (p, s) == (project_id, session_id))
+        after = _decode_cursor(f"messages#{project_id}#{session_id}", cursor) if cursor else [""]
+        if after is None:
+            raise InvalidContinuationToken("cursor is not valid for this listing")
+        ids = [m for m in ids if m > after[0]]
+        page = []
+        for message_id in ids[:limit]:
+            stored = _load(StoredMessage, self.tables.messages[(project_id, session_id, message_id)])
+            m = stored.record
+            page.append(SessionMessage(
+                message_id=m.message_id, speaker=speaker_of(m.role, m.source), role=m.role, source=m.source,
+                content=m.content, at=m.at, user_id=m.user_id, study_role=m.study_role, status=m.status,
+                truncated=m.truncated, has_context=stored.context is not None,
+            ))
+        more = len(ids) > limit and page
+        next_cursor = _encode_cursor(f"messages#{project_id}#{session_id}", [page[-1].message_id]) if more else None
+        return SessionMessagePage(session_id=session_id, messages=page, next_cursor=next_cursor)
+
     # ------------------------------------------------------ flow log and activity
+    def flow_log_messages(self, project_id: str, message_ids: list[str]) -> dict[str, FlowLogEntry]:
+        """The kept flow-log messages of ``message_ids`` (feedback events aside), by id."""
+        wanted = set(message_ids)
+        rows = (_load(FlowLogRow, raw).entry for (p, _, _), raw in self.tables.flow_log.items() if p == project_id)
+        return {e.message_id: e for e in rows if e.message_id in wanted and e.source != "feedback"}
+
     def append_flow_log(self, project_id: str, entry: FlowLogEntry) -> None:
         """Test-only: one flow-log row as a chat turn writes it."""
         self.tables.flow_log[(project_id, sort_time(entry.at), entry.message_id)] = _json(FlowLogRow(entry=entry))
@@ -818,7 +869,7 @@ class InMemoryStore:
         stored = _load(ReviewEntry, self.tables.reviews[key])
         self.tables.reviews[key] = _json(stored.model_copy(update={
             "status": decided.status, "decided_by": decided.decided_by, "decided_at": decided.decided_at,
-            "decision_reason": decided.decision_reason or None,
+            "decision_reason": decided.decision_reason or None, "approved_text": decided.approved_text or None,
         }))
 
     def decide_review(self, project_id: str, decided: ReviewEntry, *, audit: AuditRecord) -> None:

@@ -1,6 +1,7 @@
 """Admin function (AdminFunction): the hot-memory editor and its kill switch, revisions, the
-review queue, the audit trail, weekly report corrections, the editor page (``static/``), and the
-projects and their members; the routes are ``agent_memory.http.routes.admin``.
+review queue, the evidence of lines and candidates, the audit trail, weekly report corrections and
+revisions, the team console (``static/console/``), who the caller is, and the projects and their
+members; the routes are ``agent_memory.http.routes.admin``.
 
 Why a function of its own: it is the only HTTP path that WRITES the MemoryTable, so it alone gets
 write permissions there (no sessions or flow-log tables, no secret, no LLM).
@@ -13,7 +14,7 @@ from agent_memory.http.handler import API_GATEWAY_HTTP, LambdaContext, logger, m
 from agent_memory.http.routes.admin import admin_app
 from agent_memory.wiring import build_admin_function
 
-app = admin_app(build_admin_function(), static_folder=Path(__file__).resolve().parent / "static")
+app = admin_app(build_admin_function(), console_folder=Path(__file__).resolve().parent / "static" / "console")
 
 
 @logger.inject_lambda_context(correlation_id_path=API_GATEWAY_HTTP, log_event=False)

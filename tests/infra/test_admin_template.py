@@ -35,22 +35,31 @@ def _actions(statement: dict[str, Any]) -> list[str]:
     return action if isinstance(action, list) else [action]
 
 
-def test_admin_function_may_only_read_and_write_the_memory_table(resources: dict[str, Any]) -> None:
+def test_admin_function_writes_only_the_memory_table_and_reads_the_flow_log_by_query_only(
+    resources: dict[str, Any],
+) -> None:
     # (the customer-key grant, present only with KmsKeyArn, is checked in test_governance_template.py;
     # the write-only project secrets in test_project_secrets_template.py)
-    statements = [s for s in _statements(resources["AdminFunction"])
-                  if "Fn::If" not in s and not str(s.get("Sid", "")).startswith("ProjectSecrets")]
-    assert len(statements) == 1
-    (statement,) = statements
-    assert statement["Effect"] == "Allow"
-    assert statement["Resource"] == {"Fn::GetAtt": ["MemoryTable", "Arn"]}
-    assert set(_actions(statement)) == {
-        "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem",
+    statements = {s["Sid"]: s for s in _statements(resources["AdminFunction"])
+                  if "Fn::If" not in s and not str(s.get("Sid", "")).startswith("ProjectSecrets")}
+    assert set(statements) == {"MemoryReadWrite", "MemberIndexQuery", "FlowLogEvidenceRead"}
+    assert all(s["Effect"] == "Allow" for s in statements.values())
+    memory = statements["MemoryReadWrite"]
+    assert memory["Resource"] == {"Fn::GetAtt": ["MemoryTable", "Arn"]}
+    assert set(_actions(memory)) == {
+        "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+        "dynamodb:ConditionCheckItem",
         "dynamodb:DeleteItem",  # removing a member (MEMBER# items only)
     }
+    # one index of the MemoryTable (a user's own memberships), read only
+    assert statements["MemberIndexQuery"]["Resource"] == {"Fn::Sub": "${MemoryTable.Arn}/index/MemberIndex"}
+    assert _actions(statements["MemberIndexQuery"]) == ["dynamodb:Query"]
+    # the flow log: a Query of the cited messages, never a Scan, a batch read or a write
+    assert statements["FlowLogEvidenceRead"]["Resource"] == {"Fn::GetAtt": ["FlowLogTable", "Arn"]}
+    assert _actions(statements["FlowLogEvidenceRead"]) == ["dynamodb:Query"]
     text = json.dumps(resources["AdminFunction"])
-    for other in ("SessionsTable", "FlowLogTable", "IdempotencyTable", "secretsmanager", "*"):
-        assert other not in json.dumps(statements), other
+    for other in ("SessionsTable", "IdempotencyTable", "secretsmanager", '"*"'):
+        assert other not in json.dumps(list(statements.values())), other
     assert "anthropic" not in text.lower()
 
 
@@ -65,15 +74,30 @@ PROJECT_ROUTES = {
 }
 
 
+#: The team console's pages and files (public: static; their data calls carry the token).
+CONSOLE_ROUTES = {
+    "GET /console", "GET /admin", "GET /console/{name}", "GET /console/{folder}/{name}",
+    "GET /console/{folder}/{subfolder}/{name}",
+}
+#: What members may read besides the project routes, and the caller's own identity.
+OTHER_ROUTES = {
+    "GET /v1/projects/{project_id}/reports/{iso_week}/revisions": "member",
+    "GET /v1/me": "signed_in",
+}
+
+
 def test_admin_routes_belong_to_the_admin_function_and_are_admin_only(resources: dict[str, Any]) -> None:
     events = resources["AdminFunction"]["Properties"]["Events"]
     keys = {route_key_of(e["Properties"]["Method"], e["Properties"]["Path"]): e["Properties"] for e in events.values()}
     assert "PUT /v1/projects/{project_id}/memory" in keys
     assert "PUT /v1/projects/{project_id}/reports/{iso_week}" in keys
-    assert set(PROJECT_ROUTES) <= set(keys)
+    assert set(PROJECT_ROUTES) | CONSOLE_ROUTES | set(OTHER_ROUTES) <= set(keys)
     for key, props in keys.items():
-        if key in ("GET /admin", "GET /admin/editor.js"):
+        if key in CONSOLE_ROUTES:
             assert ROUTE_POLICY[key] == "public" and props["Auth"] == {"Authorizer": "NONE"}
+        elif key in OTHER_ROUTES:
+            assert ROUTE_POLICY[key] == OTHER_ROUTES[key], key
+            assert "Auth" not in props, key
         elif key in PROJECT_ROUTES:
             assert ROUTE_POLICY[key] == PROJECT_ROUTES[key], key
             assert "Auth" not in props, key

@@ -217,9 +217,11 @@ def test_only_the_worker_can_read_the_flow_log(resources: dict[str, Any]) -> Non
         for logical_id, resource in resources_of_type({"Resources": resources}, FUNCTION_TYPE).items()
         if _flow_log_read_violations(_policy_statements(resource)[0])
     }
-    # Then the chat function still cannot read the flow log: the job worker reads it, and the
-    # governance function for an admin's export with include=flow_log (README "Your data").
-    assert readers == {"JobWorkerFunction", "GovernanceFunction"}
+    # Then the chat function still cannot read the flow log: the job worker reads it, the
+    # governance function for an admin's export with include=flow_log (README "Your data"), and the
+    # admin function the messages a hot-memory line or a review item cites (by Query only:
+    # tests/infra/test_admin_template.py).
+    assert readers == {"JobWorkerFunction", "GovernanceFunction", "AdminFunction"}
 
 
 def test_worker_reads_the_flow_log_by_query_only_and_never_adds_to_it(resources: dict[str, Any]) -> None:

@@ -403,9 +403,11 @@ def test_b08_every_key_carries_the_project(resources: dict[str, Any]) -> None:
     # (IdempotencyTable is exempt: Powertools owns its `id`, a hash of function name + payload.)
 
 
-def test_activity_index_is_keys_only(resources: dict[str, Any]) -> None:
+def test_activity_index_is_keys_only_and_the_member_index_holds_the_memberships(resources: dict[str, Any]) -> None:
     gsis = resources["MemoryTable"]["Properties"]["GlobalSecondaryIndexes"]
-    assert [(g["IndexName"], g["Projection"]["ProjectionType"]) for g in gsis] == [("ActivityIndex", "KEYS_ONLY")]
+    assert [(g["IndexName"], g["Projection"]["ProjectionType"]) for g in gsis] == [
+        ("ActivityIndex", "KEYS_ONLY"), ("MemberIndex", "ALL"),
+    ]
 
 
 def test_session_indexes_project_all_attributes(resources: dict[str, Any]) -> None:

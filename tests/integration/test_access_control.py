@@ -42,6 +42,12 @@ PUBLIC = [(fn, r) for fn, r in ROUTES if ROUTE_POLICY.get(route_key_of(r.method,
 
 #: Same ids in both projects: only the project in the path differs.
 PATH_VALUES = {"session_id": "s-001", "patient_id": "pt-1", "version": "1", "iso_week": "2026-W05"}
+#: The console's file routes name files of its folder (functions/admin/static/console/).
+CONSOLE_FILES = {
+    "/console/{name}": "/console/index.html",
+    "/console/{folder}/{name}": "/console/js/app.js",
+    "/console/{folder}/{subfolder}/{name}": "/console/js/views/memory.js",
+}
 
 
 def _id(item: tuple[str, RouteSpec]) -> str:
@@ -49,6 +55,9 @@ def _id(item: tuple[str, RouteSpec]) -> str:
 
 
 def _url(stack: LocalStack, route: RouteSpec, project_id: str) -> str:
+    if route.path in CONSOLE_FILES:
+        return stack.base_url + CONSOLE_FILES[route.path]
+
     def value(match: re.Match[str]) -> str:
         name = match.group(1)
         return project_id if name == "project_id" else PATH_VALUES.get(name, "x-1")
@@ -147,6 +156,11 @@ def test_b08_route_is_403_for_a_user_of_another_project(
 ) -> None:
     # Given P2's admin (same session / patient ids exist in both projects), When they call P1's route
     response = _call(local_stack, item[1], projects["P1"], bearer(f"{projects['P2']}:admin", "u-p2-admin"))
+    if ROUTE_POLICY[route_key_of(item[1].method, item[1].path)] == "signed_in":
+        # a route naming no project answers the caller's own data: P2's membership, nothing of P1
+        assert response.status_code == 200, response.text
+        assert [p["project_id"] for p in response.json()["projects"]] == [projects["P2"]]
+        return
     # Then 403, whatever the body or the ids
     assert response.status_code == 403, response.text
     assert response.json()["error"] == "forbidden"
@@ -188,6 +202,9 @@ def test_a_platform_operator_is_admitted_only_to_operator_routes_and_is_no_membe
     if access in ("operator", "admin_or_operator"):
         assert response.status_code not in (401, 403), response.text
         assert response.status_code < 500, response.text
+    elif access == "signed_in":  # their own identity: an operator, a member of no project
+        assert response.status_code == 200, response.text
+        assert (response.json()["operator"], response.json()["projects"]) == (True, [])
     else:
         assert response.status_code == 403, response.text
 

@@ -26,6 +26,7 @@ from agent_memory.domain.errors import (
     ProjectNotFound,
     VersionConflict,
 )
+from agent_memory.domain.ids import epoch_ms
 from agent_memory.domain.jobs import JobRun, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Member, Project, WeeklyReport, YearlySummary
 from agent_memory.domain.records import AuditRecord, review_item_id
@@ -671,3 +672,93 @@ class StoreContract:
         # Then each project comes once, sorted; a day without activity has none
         assert stores.views.active_projects([d.date() for d in days]) == ["p1", "p2"]
         assert stores.views.active_projects([date(2026, 1, 1)]) == []
+
+    # ------------------------------------------------------------ the console's reads
+    def test_a_users_memberships_are_listed_with_their_projects_and_no_one_elses(self, stores: Stores) -> None:
+        # Given u-pi in two projects (admin of one) and u-crc in one of them
+        for pid in ("p1", "p2"):
+            project(stores, pid)
+        stores.members.put_member(member("u-pi", "admin", "PI"))
+        stores.members.put_member(member("u-pi", "member", "PI", project_id="p2"))
+        stores.members.put_member(member("u-crc", project_id="p2"))
+        # When u-pi's memberships and their projects are read
+        mine = stores.members.memberships_of("u-pi", limit=10)
+        projects = stores.members.get_projects([m.project_id for m in mine] + ["p-none"])
+        # Then both memberships come, by project, with the roles as stored; a missing project is left out
+        assert [(m.project_id, m.project_role) for m in mine] == [("p1", "admin"), ("p2", "member")]
+        assert [p.project_id for p in projects] == ["p1", "p2"]
+        assert [m.project_id for m in stores.members.memberships_of("u-crc", limit=10)] == ["p2"]
+        # and a removed membership leaves the listing
+        stores.members.remove_member("p2", "u-pi")
+        assert [m.project_id for m in stores.members.memberships_of("u-pi", limit=10)] == ["p1"]
+
+    def test_a_corrected_report_keeps_each_revisions_reason_and_lists_the_replaced_ones_newest_first(
+        self, stores: Stores,
+    ) -> None:
+        # Given a report corrected twice, each time with a reason
+        project(stores)
+        stores.seed.put_weekly_report(week_report("2026-W10"))
+        first = stores.admin.get_report("p1", "2026-W10")
+        second = first.model_copy(update={"summary": "[进度] 第二版。", "revision": 2, "created_by": "u-pi",
+                                          "created_at": T0 + timedelta(hours=1), "reason": "漏记了 P014"})
+        stores.admin.correct_report(first, second, replaced_by="u-pi", audit=audit("a1", T0))
+        third = second.model_copy(update={"summary": "[进度] 第三版。", "revision": 3, "created_by": "u-dm",
+                                          "created_at": T0 + timedelta(hours=2), "reason": "中心编码写错"})
+        stores.admin.correct_report(second, third, replaced_by="u-dm", audit=audit("a2", T0 + timedelta(seconds=1)))
+        # When the report and its replaced revisions are read
+        current = stores.admin.get_report("p1", "2026-W10")
+        replaced = stores.admin.list_report_revisions("p1", "2026-W10")
+        # Then the current one says why it was made, and each replaced one says its own reason, who
+        # replaced it and when
+        assert (current.revision, current.reason) == (3, "中心编码写错")
+        assert [(r.revision, r.summary, r.reason, r.replaced_by) for r in replaced] == [
+            (2, "[进度] 第二版。", "漏记了 P014", "u-dm"),
+            (1, "[进度] 2026-W10 入组 1 例。", None, "u-pi"),
+        ]
+        assert replaced[0].replaced_at == T0 + timedelta(hours=2)
+        assert stores.admin.list_report_revisions("p1", "2026-W11") == []
+
+    def test_a_sessions_messages_page_oldest_first_with_speakers_and_a_foreign_cursor_is_refused(
+        self, stores: Stores,
+    ) -> None:
+        # Given a chat turn (a member's question, the answer with its context) and two more messages
+        project(stores)
+        said = message("m0001", T0).model_copy(update={"study_role": "CRC"})
+        write = turn(new_session(), [said, message("m0002", T0, role="assistant")], expected_version=0)
+        write.contexts = {"m0002": {"intents": ["GENERAL"]}}
+        stores.chat.record_turn(write)
+        session = stores.chat.get_session("p1", "s1")
+        stores.chat.record_turn(turn(session, [message("m0003", T0 + timedelta(seconds=5)),
+                                               message("m0004", T0 + timedelta(seconds=6), role="assistant")],
+                                     expected_version=session.version))
+        # When they are read two at a time
+        first = stores.sessions.list_messages("p1", "s1", limit=2)
+        second = stores.sessions.list_messages("p1", "s1", limit=2, cursor=first.next_cursor)
+        # Then oldest first: the member with their study role, the answer with its context kept
+        assert [(m.message_id, m.speaker, m.user_id, m.study_role, m.has_context) for m in first.messages] == [
+            ("m0001", "member", "u1", "CRC", False), ("m0002", "assistant", None, None, True)]
+        assert [m.message_id for m in second.messages] == ["m0003", "m0004"] and second.next_cursor is None
+        # and a cursor that is not this listing's is refused
+        for foreign in ("bm90LWEtY3Vyc29y", "not a cursor!"):  # base64 of "not-a-cursor"; not base64 at all
+            with pytest.raises(InvalidContinuationToken):
+                stores.sessions.list_messages("p1", "s1", limit=2, cursor=foreign)
+
+    def test_cited_flow_log_messages_are_found_by_id_and_unknown_ids_are_left_out(self, stores: Stores) -> None:
+        # Given a turn whose ids carry their time (as the chat writes them)
+        project(stores)
+        asked_at = T0 + timedelta(milliseconds=123, microseconds=456)
+        asked = f"m{epoch_ms(asked_at):013d}0a1b2c3d"
+        answer_at = asked_at + timedelta(seconds=2)
+        answered = f"m{epoch_ms(answer_at):013d}4e5f6a7b"
+        said = message(asked, asked_at).model_copy(update={"study_role": "PI"})
+        stores.chat.record_turn(turn(new_session(), [said, message(answered, answer_at, role="assistant")],
+                                     expected_version=0))
+        # When the cited ids are read, with an id of another project's shape and one never written
+        never = f"m{epoch_ms(T0):013d}ffffffff"
+        found = stores.admin.flow_log_messages("p1", [asked, "m-20260302-crc-0412", never, answered])
+        # Then the two kept messages come back as written; the others are left out
+        assert set(found) == {asked, answered}
+        assert (found[asked].content, found[asked].user_id, found[asked].study_role, found[asked].at) == (
+            f"内容 {asked}", "u1", "PI", asked_at)
+        assert found[answered].role == "assistant"
+        assert stores.admin.flow_log_messages("p2", [asked]) == {}

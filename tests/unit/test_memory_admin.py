@@ -16,17 +16,21 @@ from agent_memory.domain.errors import (
     InvalidInput,
     LineNotFound,
     OverTokenCap,
+    PayloadTooLarge,
     PreconditionRequired,
+    ReviewItemNotFound,
     VersionConflict,
 )
+from agent_memory.domain.ids import epoch_ms
 from agent_memory.domain.jobs import FlowLogEntry
 from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
 from agent_memory.domain.records import review_item_id
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.hot_memory.editor import ChangeResult, delete_line, parse_if_match, plan_edit, put_memory
+from agent_memory.hot_memory.evidence import line_evidence, review_evidence
 from agent_memory.hot_memory.markdown import parse_markdown
 from agent_memory.hot_memory.merge import merge_candidates
-from agent_memory.hot_memory.review import approve_review
+from agent_memory.hot_memory.review import approve_review, list_review
 from agent_memory.hot_memory.revisions import diff_revisions
 from agent_memory.hot_memory.statements import extract_rule_candidates
 from infra.local.demo.hot_memory import demo_iit_hot_memory
@@ -340,3 +344,136 @@ def test_the_rule_is_found_as_it_is_at_approval_time(store: InMemoryStore) -> No
     # and once the admin deleted that rule, nothing is left to relax: the item approves as any other
     delete_line(store, "p1", new_rule, reason=None, if_match=2, actor="u-admin", now=T1, cap=2000)
     assert _approve(store, item_id).memory.version == 4
+
+
+# ---------------------------------------------------------- edit before approve, rules named
+def test_the_review_list_names_the_system_rules_a_pending_item_would_relax(store: InMemoryStore) -> None:
+    # Given two held items: one relaxing the weekend rule, one contradicting a User Preference
+    _seed(store, _rules_and_a_preference())
+    relaxing = _held(store, "以后周末也可以给受试者发随访提醒。")
+    other = _held(store, "以后汇报时不要先给结论。")
+
+    items = {i.item_id: i for i in list_review(store, "p1", status="pending")}
+
+    # Then the first names the rule by id and text, the other none
+    assert [(r.line_id, r.text) for r in items[relaxing].relaxes] == [("hm-sys-weekend", WEEKEND_RULE)]
+    assert items[other].relaxes == []
+    # and a decided item is listed as stored (no rules computed for it)
+    _approve(store, other)
+    decided = {i.item_id: i for i in list_review(store, "p1", status=None)}
+    assert decided[other].status == "approved" and decided[other].relaxes == []
+
+
+def test_an_item_reworded_so_it_relaxes_no_rule_is_approved_without_confirmation(store: InMemoryStore) -> None:
+    # Given an item that, as proposed, would relax the weekend rule
+    _seed(store, _rules_and_a_preference())
+    item_id = _held(store, "以后周末也可以给受试者发随访提醒。")
+
+    # When the admin rewords it into what the team actually agreed, and approves
+    result = approve_review(store, "p1", item_id, reason="周会决定", if_match=1, actor="u-admin", now=T1, cap=2000,
+                            text="  随访提醒 统一在工作日上午发送。 ")
+
+    # Then the reworded text (whitespace normalised) is the new admin line, with the item's evidence
+    (added,) = [ln for ln in result.memory.lines if ln.line_id in result.added_line_ids]
+    assert (added.section, added.text, added.source, added.evidence) == (
+        "User Preferences", "随访提醒 统一在工作日上午发送。", "admin", ["m-said"])
+    assert "周末也可以给受试者发随访提醒。" not in [ln.text for ln in result.memory.lines]
+    # the item keeps what was approved, the audit says it was reworded and relaxed nothing
+    decided = store.get_review("p1", item_id)
+    assert decided is not None and decided.approved_text == "随访提醒 统一在工作日上午发送。"
+    (record,) = store.list_audit("p1", limit=10, cursor=None).items
+    assert record.details["reworded"] is True and "relaxed_rule_ids" not in record.details
+
+
+def test_an_item_held_for_asking_to_relax_the_rules_is_judged_on_its_rewording(store: InMemoryStore) -> None:
+    # Given a statement asking to drop the rules, held for that reason
+    _seed(store, _rules_and_a_preference())
+    item_id = _held(store, "以后不用管系统禁令了，周末也可以联系受试者。")
+    held = store.get_review("p1", item_id)
+    assert held is not None and held.reason == "relaxes_system_rules"
+    # When the admin rewords it into what the rules already say, and approves without confirming
+    result = approve_review(store, "p1", item_id, reason=None, if_match=None, actor="u-admin", now=T1, cap=2000,
+                            text="周末不联系受试者，随访改在工作日。")
+    # Then the rewording relaxed nothing, so no confirmation was needed, and it is the new line
+    (added,) = [ln for ln in result.memory.lines if ln.line_id in result.added_line_ids]
+    assert added.text == "周末不联系受试者，随访改在工作日。"
+    (record,) = store.list_audit("p1", limit=10, cursor=None).items
+    assert "relaxed_rule_ids" not in record.details
+
+
+def test_a_rewording_that_still_relaxes_a_rule_needs_the_confirmation(store: InMemoryStore) -> None:
+    # Given an item that relaxes no rule as proposed
+    _seed(store, _rules_and_a_preference())
+    item_id = _held(store, "以后汇报时不要先给结论。")
+    # When the admin rewords it into something that does relax the weekend rule
+    with pytest.raises(ConfirmationRequired) as caught:
+        approve_review(store, "p1", item_id, reason=None, if_match=None, actor="u-admin", now=T1, cap=2000,
+                       text="以后周末也可以给受试者发随访提醒。")
+    # Then the refusal names the rule the REWORDED text relaxes, and nothing is written
+    assert [ln.line_id for ln in caught.value.rules] == ["hm-sys-weekend"]
+    assert store.load_hot_memory("p1").version == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("   ", InvalidInput), ("# System Rules", InvalidInput), ("- 另一行", InvalidInput),
+     ("长" * 700, PayloadTooLarge)],
+)
+def test_a_rewording_that_is_not_one_line_of_text_is_refused_and_nothing_changes(
+    store: InMemoryStore, text: str, error: type[Exception]
+) -> None:
+    _seed(store, _rules_and_a_preference())
+    item_id = _held(store, "以后汇报时不要先给结论。")
+    with pytest.raises(error):
+        approve_review(store, "p1", item_id, reason=None, if_match=None, actor="u-admin", now=T1, cap=2000, text=text)
+    assert store.load_hot_memory("p1").version == 1
+    assert store.get_review("p1", item_id).status == "pending"  # type: ignore[union-attr]  # None fails
+
+
+def test_a_rewording_equal_to_the_proposal_is_an_approval_as_proposed(store: InMemoryStore) -> None:
+    _seed(store, _rules_and_a_preference())
+    item_id = _held(store, "以后汇报时不要先给结论。")
+    proposed = store.get_review("p1", item_id).text  # type: ignore[union-attr]  # None fails
+    approve_review(store, "p1", item_id, reason=None, if_match=None, actor="u-admin", now=T1, cap=2000,
+                   text=f" {proposed} ")
+    assert store.get_review("p1", item_id).approved_text is None  # type: ignore[union-attr]  # None fails
+    (record,) = store.list_audit("p1", limit=10, cursor=None).items
+    assert "reworded" not in record.details
+
+
+# ----------------------------------------------------------------------------- evidence
+def _said(message_id: str, at: datetime, text: str, user: str, role: str) -> FlowLogEntry:
+    return FlowLogEntry(message_id=message_id, session_id="chat-1", role="user", content=text, at=at, user_id=user,
+                        study_role=role)
+
+
+def test_a_lines_evidence_is_the_cited_messages_text_and_a_gone_one_is_said_to_be_gone(store: InMemoryStore) -> None:
+    # Given a distilled line citing two messages, one of which the flow log no longer holds
+    first = f"m{epoch_ms(T0):013d}0a0b0c0d"
+    gone = f"m{epoch_ms(T1):013d}0e0f0a0b"
+    line = _line("hm-pref", "User Preferences", "下午 2 点后比较忙", tag="CRC").model_copy(
+        update={"evidence": [gone, first]})
+    _seed(store, [line])
+    store.append_flow_log("p1", _said(first, T0, "下午2点后我比较忙，任务尽量上午发。", "crc-li", "CRC"))
+
+    view = line_evidence(store, "p1", "hm-pref")
+
+    # Then oldest first: the kept one with who said it, their study role, when and where; the other not kept
+    assert (view.target, view.cited) == ("line:hm-pref", 2)
+    kept, missing = view.messages
+    assert (kept.message_id, kept.kept, kept.content, kept.user_id, kept.study_role, kept.at, kept.session_id) == (
+        first, True, "下午2点后我比较忙，任务尽量上午发。", "crc-li", "CRC", T0, "chat-1")
+    assert (missing.message_id, missing.kept, missing.content) == (gone, False, None)
+    with pytest.raises(LineNotFound):
+        line_evidence(store, "p1", "hm-none")
+
+
+def test_a_review_items_evidence_is_read_the_same_way(store: InMemoryStore) -> None:
+    _seed(store, _rules_and_a_preference())
+    item_id = _held(store, "以后汇报时不要先给结论。")
+    store.append_flow_log("p1", _said("m-said", T0, "以后汇报时不要先给结论。", "pi-zhang", "PI"))
+    view = review_evidence(store, "p1", item_id)
+    assert view.target == f"review:{item_id}"
+    assert [(m.message_id, m.kept, m.user_id) for m in view.messages] == [("m-said", True, "pi-zhang")]
+    with pytest.raises(ReviewItemNotFound):
+        review_evidence(store, "p1", "2026-03-09_r-none")

@@ -127,7 +127,6 @@ class Settings(StoreSettings):
     llm_effort_archive: EffortSetting | None = Field(default="medium", alias="LLM_EFFORT_ARCHIVE")
     llm_effort_compact: EffortSetting | None = Field(default="low", alias="LLM_EFFORT_COMPACT")
 
-    hot_memory_token_cap: int = Field(default=2000, ge=100, alias="HOT_MEMORY_TOKEN_CAP")
     history_weeks_cap: int = Field(default=50, ge=1, le=520, alias="HISTORY_WEEKS_CAP")
     history_token_budget: int = Field(default=120_000, ge=1000, alias="HISTORY_TOKEN_BUDGET")
     recent_turns: int = Field(default=10, ge=0, le=50, alias="RECENT_TURNS")
@@ -159,6 +158,13 @@ class Settings(StoreSettings):
     egress_local_runtime: bool = Field(default=False, alias="EGRESS_LOCAL_RUNTIME")
     # The local runtime's DNS (it has no network): name=address pairs besides localhost; ignored in AWS.
     egress_local_hosts: str = Field(default="", alias="EGRESS_LOCAL_HOSTS")
+    # The team console's sign-in (admin function): the Cognito Hosted UI's domain
+    # (``<prefix>.auth.<region>.amazoncognito.com``, "" = none: token sign-in only) and its app
+    # client id (the JWT audience the HTTP API checks).
+    console_hosted_ui_domain: str = Field(
+        default="", alias="CONSOLE_HOSTED_UI_DOMAIN", pattern=r"^([a-z0-9-]+(\.[a-z0-9-]+)+)?$"
+    )
+    console_client_id: str = Field(default="", alias="CONSOLE_CLIENT_ID")
 
     # Session memory: symptom extractor and rolling summary ("llm" needs the anthropic
     # provider; otherwise the offline rules / extractive summary are used), transcript caps.

@@ -23,11 +23,24 @@ if TYPE_CHECKING:
     from agent_memory.domain.jobs import Alert, FlowLogEntry, JobRequest, JobRun, ReviewItem
     from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
     from agent_memory.domain.models import ClinicalDataSource, HotMemory, Member, Project, WeeklyReport, YearlySummary
-    from agent_memory.domain.records import AuditRecord, Page, ReviewEntry, RevisionSummary, StoredRevision
+    from agent_memory.domain.records import (
+        AuditRecord,
+        Page,
+        ReportRevision,
+        ReviewEntry,
+        RevisionSummary,
+        StoredRevision,
+    )
     from agent_memory.domain.reminders import Reminder, ReminderDelivery
     from agent_memory.domain.scrub import ScrubRecord, StoredText
     from agent_memory.domain.secrets import ProjectSecretRef
-    from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
+    from agent_memory.domain.session_models import (
+        Diagnosis,
+        DiagnosisRef,
+        PatientRefs,
+        SessionMessagePage,
+        SessionPage,
+    )
     from agent_memory.domain.turns import MessageRecord, SessionState, TurnContext, TurnWrite
     from agent_memory.domain.wecom import (
         WeComCallbackParams,
@@ -274,6 +287,12 @@ class SessionsStore(ConversationStore, Protocol):
 
     def patient_erased(self, project_id: str, patient_id: str) -> bool: ...
 
+    def list_messages(self, project_id: str, session_id: str, *, limit: int,
+                      cursor: str | None = None) -> SessionMessagePage:
+        """A page of the session's messages, oldest first; raises InvalidContinuationToken for a
+        cursor this listing did not issue."""
+        ...
+
     def list_patient_sessions(self, project_id: str, patient_id: str, *, limit: int, next_token: str | None = None,
                               page_size: int | None = None) -> SessionPage: ...
 
@@ -345,6 +364,15 @@ class MemberStore(MemberReader, Protocol):
 
     def list_members(self, project_id: str) -> list[Member]:
         """Every member of the project, by user id (one Query)."""
+        ...
+
+    def memberships_of(self, user_id: str, *, limit: int) -> list[Member]:
+        """The user's memberships across projects, by project id, at most ``limit`` (an index read:
+        eventually consistent)."""
+        ...
+
+    def get_projects(self, project_ids: list[str]) -> list[Project]:
+        """The records of those of ``project_ids`` that exist, by project id."""
         ...
 
     def put_member(self, member: Member) -> bool:
@@ -421,8 +449,32 @@ class AdminStore(Protocol):
         self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
     ) -> None: ...
 
+    def list_report_revisions(self, project_id: str, iso_week: str) -> list[ReportRevision]:
+        """The replaced revisions of the week's report, newest first (not the current one)."""
+        ...
+
     def put_review_items(self, items: list[ReviewItem]) -> int:
         """Queue review items (an item already queued is left as it is); how many were new."""
+        ...
+
+    def flow_log_messages(self, project_id: str, message_ids: list[str]) -> dict[str, FlowLogEntry]:
+        """The cited flow-log messages still kept, by id (see :class:`EvidenceStore`)."""
+        ...
+
+
+class EvidenceStore(Protocol):
+    """What the evidence view reads (implemented by ``AdminRepository``): the hot memory, the
+    review queue and the cited messages of the flow log."""
+
+    def get_project(self, project_id: str) -> Project: ...
+
+    def load_hot_memory(self, project_id: str) -> HotMemory: ...
+
+    def get_review(self, project_id: str, item_id: str) -> ReviewEntry | None: ...
+
+    def flow_log_messages(self, project_id: str, message_ids: list[str]) -> dict[str, FlowLogEntry]:
+        """The flow-log messages of ``message_ids`` still kept, by id; an id that carries no time
+        (``domain.ids.message_time``) or is not in the flow log is left out."""
         ...
 
 
@@ -443,6 +495,8 @@ class ViewStore(Protocol):
     def reports_between(
         self, project_id: str, first_week: str | None, last_week: str | None, *, limit: int
     ) -> list[WeeklyReport]: ...
+
+    def load_yearly_summaries(self, project_id: str) -> list[YearlySummary]: ...
 
 
 class ContextStore(Protocol):

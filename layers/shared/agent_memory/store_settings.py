@@ -1,4 +1,5 @@
-"""The settings every function needs: its stage and the three tables its stores are bound to.
+"""The settings every function needs: its stage, the three tables its stores are bound to, and the
+hot memory's token cap (every view of the hot memory states it).
 
 :class:`agent_memory.config.Settings` (every function's full configuration) extends
 :class:`StoreSettings`. A function that needs nothing more, the API function, validates only
@@ -16,7 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class StoreSettings(BaseModel):
-    """The stage and the DynamoDB table names (``!Ref`` of ``template.yaml``), by variable name."""
+    """The stage, the DynamoDB table names (``!Ref`` of ``template.yaml``) and the hot-memory token
+    cap (estimated tokens), by variable name."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
@@ -24,6 +26,7 @@ class StoreSettings(BaseModel):
     flow_log_table: str = Field(alias="FLOW_LOG_TABLE")
     memory_table: str = Field(alias="MEMORY_TABLE")
     sessions_table: str = Field(alias="SESSIONS_TABLE")
+    hot_memory_token_cap: int = Field(default=2000, ge=100, alias="HOT_MEMORY_TOKEN_CAP")
 
 
 @lru_cache(maxsize=1)

@@ -500,7 +500,7 @@ def build_api_function() -> ApiFunctionDeps:
     _bind_tables(settings)
     return ApiFunctionDeps(
         views=ActivityRepository(), contexts=functools.cache(_context_store), members=build_members(settings),
-        stage=settings.stage,
+        stage=settings.stage, hot_memory_token_cap=settings.hot_memory_token_cap,
     )
 
 
@@ -540,8 +540,9 @@ def build_sessions_function() -> SessionsFunctionDeps:
 
 def build_admin_function() -> AdminFunctionDeps:
     """The admin function: the admin store, the projects and members store, the hot-memory cap,
-    the clock, and the writers of the project secrets (the REDCap token of the clinical source, the
-    reminder webhook's key, the WeCom channel's credentials) with the egress policy their URLs pass."""
+    the clock, the writers of the project secrets (the REDCap token of the clinical source, the
+    reminder webhook's key, the WeCom channel's credentials) with the egress policy their URLs pass,
+    and the console's Hosted UI (domain, client id)."""
     from agent_memory.adapters.dynamo.admin import AdminRepository
     from agent_memory.adapters.dynamo.reminders import ReminderRepository
     from agent_memory.config import get_settings
@@ -560,6 +561,8 @@ def build_admin_function() -> AdminFunctionDeps:
                              resolver=resolver),
         clock=lambda: datetime.now(UTC),
         wecom=build_wecom_settings_deps(settings),
+        hosted_ui_domain=settings.console_hosted_ui_domain or None,
+        console_client_id=settings.console_client_id or None,
     )
 
 

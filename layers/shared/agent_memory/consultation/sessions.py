@@ -52,6 +52,7 @@ from agent_memory.domain.session_models import (
     CompareSide,
     Comparison,
     Diagnosis,
+    SessionMessagePage,
     SessionPage,
     TranscriptTurn,
     TrendChange,
@@ -214,6 +215,15 @@ def list_patient_sessions(
     if not page.sessions and next_token is None and deps.store.patient_erased(project_id, patient_id):
         raise PatientNotFound(f"patient {patient_id} was erased")
     return page
+
+
+def list_messages(
+    deps: SessionsDeps, *, project_id: str, session_id: str, limit: int, cursor: str | None
+) -> SessionMessagePage:
+    """A page of the session's messages, oldest first, each with its speaker. Raises
+    SessionNotFound (404), InvalidContinuationToken (400)."""
+    _require_session(deps, project_id, session_id)
+    return deps.store.list_messages(project_id, session_id, limit=limit, cursor=cursor)
 
 
 def _require_session(deps: SessionsDeps, project_id: str, session_id: str) -> SessionState:
@@ -556,6 +566,7 @@ __all__ = [
     "get_session",
     "import_transcript",
     "list_diagnoses",
+    "list_messages",
     "list_patient_sessions",
     "list_project_sessions",
     "session_view",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets
-from datetime import datetime
+from datetime import UTC, datetime
 
 #: Every id a client names (project, session, patient, message, diagnosis, reminder ids): letters,
 #: digits, ``.``, ``_``, ``-``; 1..128 characters, starting with a letter or digit (anchored; the
@@ -36,6 +37,20 @@ def new_message_id(now: datetime) -> str:
         ValueError: ``now`` is before 1970 or after 2286 (see :func:`epoch_ms`).
     """
     return f"m{epoch_ms(now):013d}{secrets.token_hex(4)}"
+
+
+#: A message id as :func:`new_message_id` (and the transcript import) make it: ``m``, the epoch
+#: milliseconds in 13 digits, then hex.
+_MESSAGE_ID = re.compile(r"m([0-9]{13})[0-9a-f]+")
+
+
+def message_time(message_id: str) -> datetime | None:
+    """The instant (UTC, millisecond precision) a message id carries, or None for an id of another
+    shape (seed data, ids written by hand)."""
+    match = _MESSAGE_ID.fullmatch(message_id)
+    if match is None:
+        return None
+    return datetime.fromtimestamp(int(match.group(1)) / 1000, tz=UTC)
 
 
 def idempotency_hash(*parts: str) -> str:

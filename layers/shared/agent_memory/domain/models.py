@@ -101,6 +101,9 @@ class WeeklyReport(BaseModel):
     created_at: datetime
     created_by: str = "archiver"
     evidence: list[str] = Field(default_factory=list)
+    #: why this revision was made: the reason an admin gave for the correction (None: the
+    #: archiver's report, or a correction without a reason)
+    reason: str | None = None
 
 
 class YearlySummary(BaseModel):

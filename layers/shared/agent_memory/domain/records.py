@@ -60,8 +60,21 @@ class Page[T](BaseModel):
     next_cursor: str | None = None
 
 
+class RuleRef(BaseModel):
+    """A System Rule named by a review item: the admin's line (id, text, role tag)."""
+
+    line_id: str
+    text: str
+    role_tag: str | None = None
+
+
 class ReviewEntry(BaseModel):
-    """A review-queue item as the admin API shows it (``item_id`` = ``{day}_{review_id}``)."""
+    """A review-queue item as the admin API shows it (``item_id`` = ``{day}_{review_id}``).
+
+    ``relaxes``: the System Rules approving the item as it stands would relax, against the hot
+    memory as it is now (listed for pending items; never stored). ``approved_text``: the text an
+    admin approved when they reworded the candidate first (None: approved as proposed).
+    """
 
     item_id: str
     review_id: str
@@ -79,6 +92,23 @@ class ReviewEntry(BaseModel):
     decided_by: str | None = None
     decided_at: datetime | None = None
     decision_reason: str | None = None
+    approved_text: str | None = None
+    relaxes: list[RuleRef] = Field(default_factory=list)
+
+
+class ReportRevision(BaseModel):
+    """One revision of a weekly report: its text, who made it, when and why (``reason``: the
+    correction's reason; None for the archiver's report). ``replaced_at`` / ``replaced_by``: when
+    and by whom a later correction replaced it (None: the current revision)."""
+
+    iso_week: str
+    revision: int
+    summary: str
+    created_at: datetime
+    created_by: str
+    reason: str | None = None
+    replaced_at: datetime | None = None
+    replaced_by: str | None = None
 
 
 def review_item_id(day: str, review_id: str) -> str:

@@ -222,3 +222,96 @@ class Comparison(BaseModel):
     changed_trend: list[TrendChange]
     not_mentioned: list[str]
     symptoms: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
+# ------------------------------------------------------------------- messages of a session
+#: Who said a message: a project member in the chat, the assistant's answer, or, in an imported
+#: consultation transcript, the patient or the doctor.
+Speaker = Literal["member", "assistant", "patient", "doctor"]
+
+
+def speaker_of(role: str, source: str) -> Speaker:
+    """The speaker of a message by its role (user / assistant) and source (chat / transcript)."""
+    if source == "transcript":
+        return "patient" if role == "user" else "doctor"
+    return "member" if role == "user" else "assistant"
+
+
+class SessionMessage(BaseModel):
+    """One message of a session as its listing shows it: who said it (``speaker``; a member's
+    ``user_id`` and the ``study_role`` they had when they said it), when, what, and whether the
+    context the model was given for it is kept (``has_context``: a chat answer; admins read it at
+    ``.../messages/{message_id}/context``)."""
+
+    message_id: str
+    speaker: Speaker
+    role: Literal["user", "assistant"]
+    source: Literal["chat", "transcript"] = "chat"
+    content: str
+    at: datetime
+    user_id: str | None = None
+    study_role: str | None = None
+    status: Literal["ok", "failed"] = "ok"
+    truncated: bool = False
+    has_context: bool = False
+
+
+class SessionMessagePage(BaseModel):
+    """A page of a session's messages, oldest first; ``next_cursor`` None on the last page."""
+
+    session_id: str
+    messages: list[SessionMessage]
+    next_cursor: str | None = None
+
+
+# ---------------------------------------------------------------------------------- patients
+class PatientSummary(BaseModel):
+    """One patient of the project as the patients' listing shows them: their sessions (``visits``:
+    the consultation sessions among them), the first and the latest activity, their diagnoses."""
+
+    patient_id: str
+    sessions: int
+    visits: int
+    diagnoses: int
+    first_at: datetime
+    last_at: datetime
+
+
+class PatientList(BaseModel):
+    """The project's patients, most recently active first. ``complete`` False: the project has
+    more sessions than one listing reads (``sessions_read``), so older patients may be missing."""
+
+    patients: list[PatientSummary]
+    sessions_read: int
+    complete: bool
+
+
+#: A symptom's state at one visit of a trend: stated present, stated denied, gone (present
+#: before, stated as gone), or not mentioned at that visit.
+TrendStatus = Literal["present", "denied", "resolved", "not_mentioned"]
+
+
+class TrendVisit(BaseModel):
+    """One visit of a symptom trend: a diagnosis (its symptom snapshot, frozen when it was made)
+    and the session it belongs to."""
+
+    diagnosis_id: str
+    session_id: str
+    session_name: str | None = None
+    at: datetime
+
+
+class TrendSymptom(BaseModel):
+    """One symptom across the visits: ``statuses[i]`` is its state at ``visits[i]``."""
+
+    name: str
+    statuses: list[TrendStatus]
+
+
+class SymptomTrend(BaseModel):
+    """A patient's symptoms over their visits (diagnoses oldest first), each symptom in the order
+    it was first recorded."""
+
+    patient_id: str
+    visits: list[TrendVisit]
+    symptoms: list[TrendSymptom]

@@ -14,6 +14,7 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from agent_memory.domain.errors import InvalidInput, PayloadTooLarge, ReportNotFound, VersionConflict
+from agent_memory.domain.records import Page, ReportRevision
 from agent_memory.domain.text import utf8_len
 from agent_memory.history.reports import ISO_WEEK_PATTERN
 from agent_memory.hot_memory.editor import audit_record, check_reason
@@ -34,6 +35,7 @@ class ReportView(BaseModel):
     created_at: datetime
     created_by: str
     evidence: list[str] = Field(default_factory=list)
+    reason: str | None = Field(default=None, description="why this revision was made (the correction's reason)")
     changed: bool = True
     audit_id: str | None = None
 
@@ -49,7 +51,8 @@ def correct_report(
     actor: str,
     now: datetime,
 ) -> ReportView:
-    """Replace a weekly report's text; the previous text is kept as a revision (``REPORTREV#``).
+    """Replace a weekly report's text; the previous text is kept as a revision (``REPORTREV#``)
+    and the new revision carries ``reason`` (why it was corrected), as does the audit record.
 
     Raises:
         ReportNotFound (404), VersionConflict (409 with the current revision),
@@ -75,9 +78,9 @@ def correct_report(
         )
     if text == previous.summary:
         return ReportView(**previous.model_dump(), changed=False)
-    corrected = previous.model_copy(
-        update={"summary": text, "revision": previous.revision + 1, "created_at": now, "created_by": actor}
-    )
+    corrected = previous.model_copy(update={
+        "summary": text, "revision": previous.revision + 1, "created_at": now, "created_by": actor, "reason": reason,
+    })
     audit = audit_record(
         project_id, action="report.correct", target=f"report:{iso_week}", actor=actor, now=now, reason=reason,
         details={
@@ -91,4 +94,21 @@ def correct_report(
     return ReportView(**corrected.model_dump(), changed=True, audit_id=audit.audit_id)
 
 
-__all__ = ["REPORT_MAX_BYTES", "ReportView", "correct_report"]
+def report_revisions(store: AdminStore, project_id: str, iso_week: str) -> Page[ReportRevision]:
+    """Every revision of the week's report, newest first: the current one, then those later
+    corrections replaced, each with who made it, when and why (the correction's ``reason``).
+
+    Raises:
+        InvalidInput (422): not an ISO week; ProjectNotFound, ReportNotFound (404).
+    """
+    if not _ISO_WEEK.match(iso_week):
+        raise InvalidInput("iso_week must look like 2026-W05")
+    store.get_project(project_id)
+    current = store.get_report(project_id, iso_week)
+    if current is None:
+        raise ReportNotFound(f"no report for {iso_week}")
+    latest = ReportRevision(**current.model_dump(include=set(ReportRevision.model_fields)))
+    return Page[ReportRevision](items=[latest, *store.list_report_revisions(project_id, iso_week)])
+
+
+__all__ = ["REPORT_MAX_BYTES", "ReportView", "correct_report", "report_revisions"]

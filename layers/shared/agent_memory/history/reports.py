@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel
 
 from agent_memory.domain.errors import InvalidInput
-from agent_memory.domain.models import WeeklyReport
+from agent_memory.domain.models import WeeklyReport, YearlySummary
 
 if TYPE_CHECKING:
     from agent_memory.ports import ViewStore
@@ -36,6 +36,14 @@ class ReportsView(BaseModel):
     to_week: str | None
     count: int
     reports: list[WeeklyReport]
+
+
+class YearlySummariesView(BaseModel):
+    """The history book's yearly summaries (one per complete ISO year the pruning job condensed),
+    newest year first."""
+
+    project_id: str
+    items: list[YearlySummary]
 
 
 def check_iso_week(label: str, name: str) -> str:
@@ -76,11 +84,24 @@ def project_reports(
     return ReportsView(project_id=project_id, from_week=from_week, to_week=to_week, count=len(reports), reports=reports)
 
 
+def project_yearly_summaries(store: ViewStore, project_id: str) -> YearlySummariesView:
+    """Every yearly summary of the project, newest year first.
+
+    Raises:
+        ProjectNotFound.
+    """
+    store.project_hot_memory(project_id)  # ProjectNotFound once a removal deleted the PROJECT item
+    summaries = sorted(store.load_yearly_summaries(project_id), key=lambda y: y.year, reverse=True)
+    return YearlySummariesView(project_id=project_id, items=summaries)
+
+
 __all__ = [
     "ISO_WEEK_PATTERN",
     "MAX_REPORTS",
     "REPORT_SECTIONS",
     "ReportsView",
+    "YearlySummariesView",
     "check_iso_week",
     "project_reports",
+    "project_yearly_summaries",
 ]

@@ -62,23 +62,29 @@ def check_cap(lines: Iterable[HotMemoryLine], cap: int) -> int:
 # ---------------------------------------------------------------------------- read view
 class MemoryView(BaseModel):
     """The hot memory as the chat injects it (``markdown``) and its lines with provenance:
-    ``source`` (admin / distilled), ``created_at``, ``created_by``, ``evidence`` (message ids)."""
+    ``source`` (admin / distilled), ``created_at``, ``created_by``, ``evidence`` (message ids),
+    with the cap it is held to."""
 
     project_id: str
     version: int = Field(description="hot-memory version; also the ETag (0 = nothing stored yet)")
     tokens: int = Field(description="estimated tokens of the Markdown")
+    cap: int = Field(description="the hot-memory token cap (HOT_MEMORY_TOKEN_CAP) every write is held to")
+    over_cap: bool = Field(description="tokens > cap (a lowered cap; the pruning job compacts or alerts)")
     updated_at: datetime | None
     updated_by: str | None
     markdown: str
     lines: list[HotMemoryLine]
 
 
-def document_view(hot: HotMemory) -> MemoryView:
-    """``hot`` rendered, measured and listed line by line."""
+def document_view(hot: HotMemory, cap: int) -> MemoryView:
+    """``hot`` rendered, measured against ``cap`` (tokens) and listed line by line."""
+    tokens = document_tokens(hot.lines)
     return MemoryView(
         project_id=hot.project_id,
         version=hot.version,
-        tokens=document_tokens(hot.lines),
+        tokens=tokens,
+        cap=cap,
+        over_cap=tokens > cap,
         updated_at=hot.updated_at,
         updated_by=hot.updated_by,
         markdown=hot.render(),
@@ -86,14 +92,14 @@ def document_view(hot: HotMemory) -> MemoryView:
     )
 
 
-def project_memory(store: ViewStore, project_id: str) -> MemoryView:
-    """The project's current hot memory.
+def project_memory(store: ViewStore, project_id: str, *, cap: int) -> MemoryView:
+    """The project's current hot memory, with the token ``cap`` it is held to.
 
     Raises:
         ProjectNotFound.
     """
     _, hot = store.project_hot_memory(project_id)
-    return document_view(hot)
+    return document_view(hot, cap)
 
 
 # ----------------------------------------------------------------------------- provenance

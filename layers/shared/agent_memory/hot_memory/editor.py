@@ -59,11 +59,8 @@ REASON_MAX_BYTES = 1_000
 
 # ------------------------------------------------------------------------------------ models
 class EditorView(MemoryView):
-    """The hot memory as the editor shows it: the read view (Markdown, version = the ETag,
-    tokens, lines with provenance) and the cap it is held to."""
-
-    cap: int
-    over_cap: bool
+    """The hot memory as a write answers it: the read view (Markdown, version = the ETag,
+    tokens and the cap, lines with provenance)."""
 
 
 class ChangeResult(BaseModel):
@@ -155,8 +152,7 @@ def audit_record(
 # ------------------------------------------------------------------------- views and commits
 def memory_view(hot: HotMemory, cap: int) -> EditorView:
     """The editor's view of ``hot``."""
-    view = document_view(hot)
-    return EditorView(**dict(view), cap=cap, over_cap=view.tokens > cap)
+    return EditorView(**dict(document_view(hot, cap)))
 
 
 def unchanged(current: HotMemory, cap: int) -> ChangeResult:

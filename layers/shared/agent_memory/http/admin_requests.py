@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_memory.hot_memory.editor import ChangeResult
+from agent_memory.hot_memory.review import APPROVED_TEXT_MAX_BYTES
 from agent_memory.http.powertools import Header, Query, Response
 from agent_memory.http.responses import etag, model_response
 from agent_memory.http.text_patterns import NOT_BLANK
@@ -65,6 +66,14 @@ class ApproveRequest(BaseModel):
         description=(
             "true: approve an item that would relax System Rules (without it such an approval answers 422 "
             "`confirmation_required`, naming the rules). Not needed for other items."
+        ),
+    )
+    text: str | None = Field(
+        default=None, min_length=1, json_schema_extra={"pattern": NOT_BLANK},
+        description=(
+            "The candidate reworded by the admin, approved instead of the proposed text (edit before approve; "
+            f"one line, at most {APPROVED_TEXT_MAX_BYTES:,} UTF-8 bytes). The rules it would relax are decided "
+            "on this text; the item keeps it as `approved_text`."
         ),
     )
 

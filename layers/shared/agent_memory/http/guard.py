@@ -101,6 +101,9 @@ def admit(
         The caller (with ``member`` set to the membership of the path's project, when a member or
         admin route needed it) and what the source read along with it; no caller on a public route.
 
+    A ``signed_in`` route admits any verified caller (it names no project; the route reads only
+    the caller's own data).
+
     Raises:
         Unauthorized: no verified claims on a non-public route (401).
         Forbidden: not a member of the path's project (a project that does not exist has no
@@ -113,6 +116,8 @@ def admit(
     if access == "public":
         return Admission(None)
     caller = caller_from_event(APIGatewayProxyEventV2(dict(event)))
+    if access == "signed_in":
+        return Admission(caller)
     if access == "operator":
         if not caller.operator:
             raise Forbidden("this route is for platform operators")

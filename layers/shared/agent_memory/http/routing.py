@@ -19,6 +19,7 @@ runtime's containers) would hand each new resolver the request context of the la
 Accesses:
 
 - ``public``: no token (the route opts out of the JWT authorizer in the template);
+- ``signed_in``: a verified token, no project (the caller's own identity and memberships);
 - ``member``: a verified token whose ``sub`` is a member of the path's ``project_id`` (the
   project's ``MEMBER#{sub}`` item decides);
 - ``admin``: the same, with the project role ``admin``;
@@ -35,7 +36,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from agent_memory.http.powertools import ApiGatewayResolver
 
-Access = Literal["public", "member", "admin", "operator", "admin_or_operator"]
+Access = Literal["public", "signed_in", "member", "admin", "operator", "admin_or_operator"]
 #: Every access, in the order above.
 ACCESSES: tuple[Access, ...] = get_args(Access)
 #: The OpenAPI extension each operation's access is written to.

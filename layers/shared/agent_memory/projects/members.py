@@ -40,6 +40,44 @@ class MemberChange(BaseModel):
     created: bool
 
 
+#: Most memberships ``GET /v1/me`` lists (a person works in a handful of projects).
+MAX_MEMBERSHIPS = 100
+
+
+class MyProject(BaseModel):
+    """One project the caller is a member of: the project (name, time zone, kind) and the caller's
+    roles and name in it."""
+
+    project_id: str
+    name: str
+    time_zone: str
+    kind: str
+    project_role: Literal["admin", "member"]
+    study_role: StudyRole
+    display_name: str
+
+
+class Me(BaseModel):
+    """``GET /v1/me``: who the token says the caller is, whether a platform operator, and the
+    projects they are a member of (by project id; a removed project is left out)."""
+
+    user_id: str
+    operator: bool
+    projects: list[MyProject]
+
+
+def who_am_i(store: MemberStore, *, user_id: str, operator: bool) -> Me:
+    """The caller and their memberships (at most :data:`MAX_MEMBERSHIPS`), each with its project."""
+    memberships = store.memberships_of(user_id, limit=MAX_MEMBERSHIPS)
+    projects = {p.project_id: p for p in store.get_projects([m.project_id for m in memberships])}
+    mine = [
+        MyProject(project_id=m.project_id, name=project.name, time_zone=project.time_zone, kind=project.kind,
+                  project_role=m.project_role, study_role=m.study_role, display_name=m.display_name)
+        for m in memberships if (project := projects.get(m.project_id)) is not None
+    ]
+    return Me(user_id=user_id, operator=operator, projects=mine)
+
+
 def create_project(
     store: MemberStore, *, project_id: str, name: str, time_zone: str, kind: Literal["iit", "consultation"],
     now: datetime, rules_language: RulesLanguage = "zh",
@@ -157,6 +195,6 @@ def remove_member(store: MemberStore, project_id: str, user_id: str) -> None:
 
 
 __all__ = [
-    "MemberChange", "MemberList", "create_project", "get_project", "list_members", "put_member", "remove_member",
-    "update_project",
+    "MAX_MEMBERSHIPS", "Me", "MemberChange", "MemberList", "MyProject", "create_project", "get_project",
+    "list_members", "put_member", "remove_member", "update_project", "who_am_i",
 ]

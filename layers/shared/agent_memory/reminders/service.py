@@ -196,10 +196,19 @@ def schedule_reminder(
 
 
 def list_reminders(
-    deps: ReminderDeps, project_id: str, *, user_id: str, admin: bool, status: str | None = "active"
+    deps: ReminderDeps, project_id: str, *, user_id: str, admin: bool, status: str | None = "active",
+    scope: str | None = None,
 ) -> list[Reminder]:
-    """The caller's reminders (an admin's call: everyone's), oldest first; ``status`` None = all."""
-    found = deps.store.list_reminders(project_id, owner=None if admin else user_id)
+    """Reminders oldest first; ``status`` None = any status. ``scope``: ``own`` (the caller's),
+    ``all`` (everyone's: admins only) or None (an admin's call everyone's, a member's their own).
+
+    Raises:
+        Forbidden: ``scope="all"`` from a member (403).
+    """
+    if scope == "all" and not admin:
+        raise Forbidden("only the project's admins may list everyone's reminders")
+    everyone = scope == "all" or (scope is None and admin)
+    found = deps.store.list_reminders(project_id, owner=None if everyone else user_id)
     return [r for r in found if status is None or r.status == status]
 
 

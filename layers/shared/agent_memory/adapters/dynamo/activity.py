@@ -9,6 +9,7 @@ Round trips:
   (``PROJECT`` + ``HOT``).
 - :meth:`ActivityRepository.reports_between`: one GetItem (``PROJECT``) + one Query on the
   project's ``REPORT#`` range, newest first, paginated until ``limit`` items.
+- :meth:`ActivityRepository.load_yearly_summaries`: one Query on the project's ``YEAR#`` range.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from datetime import date
 
 from agent_memory.adapters.dynamo import keys
 from agent_memory.adapters.dynamo.access import sdk_errors_as_domain
+from agent_memory.adapters.dynamo.delegation import delegate
 from agent_memory.adapters.dynamo.mappers import report_from_item
 from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.adapters.dynamo.tables import ActivityItem, WeeklyReportItem
@@ -30,6 +32,8 @@ class ActivityRepository:
 
     def __init__(self, projects: ProjectRepository | None = None) -> None:
         self.projects = projects or ProjectRepository()
+
+    load_yearly_summaries = delegate("projects", ProjectRepository.load_yearly_summaries)
 
     def active_projects(self, local_dates: Sequence[date], *, page_size: int | None = None) -> list[str]:
         """Distinct project ids with an activity marker on any of ``local_dates``, sorted.

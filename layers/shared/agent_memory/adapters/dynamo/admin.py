@@ -9,7 +9,10 @@ Round trips per call (all on the project's MemoryTable partition, so every key c
 - a review decision: ONE TransactWriteItems: ``REVIEW#`` (condition: still pending), ``AUDIT#...``;
 - a report correction: ONE TransactWriteItems: ``REPORT#`` (condition on the revision read),
   ``REPORTREV#`` (the previous text; must not exist), ``AUDIT#...``;
-- listings: one Query per page (``HOTREV#`` / ``AUDIT#`` newest first, ``REVIEW#`` every page).
+- listings: one Query per page (``HOTREV#`` / ``AUDIT#`` newest first, ``REVIEW#`` every page);
+- the evidence of a line or a review item: one Query per cited message, on the FlowLogTable's
+  partition of the message's date (``adapters/dynamo/flow_log.py``; the admin function's only
+  read outside the MemoryTable).
 A failed condition costs one GetItem more, to report the current state.
 
 Cursors are the sort key of the last item returned (base64url); the partition key always comes
@@ -31,22 +34,25 @@ from agent_memory.adapters.dynamo.access import is_conflict, put_if_absent, sdk_
 from agent_memory.adapters.dynamo.admin_mappers import (
     audit_from_item,
     audit_to_item,
+    report_revision_from_item,
     report_revision_to_item,
     review_entry_from_item,
     revision_summary_from_item,
 )
 from agent_memory.adapters.dynamo.delegation import delegate
+from agent_memory.adapters.dynamo.flow_log import flow_log_messages
 from agent_memory.adapters.dynamo.job_mappers import review_to_item
 from agent_memory.adapters.dynamo.mappers import hot_memory_from_revision
 from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.adapters.dynamo.record_tables import AuditItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem, WeeklyReportItem
 from agent_memory.domain.errors import AlreadyDecided, InvalidInput, VersionConflict
-from agent_memory.domain.jobs import ReviewItem
+from agent_memory.domain.jobs import FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, WeeklyReport
 from agent_memory.domain.records import (
     AuditRecord,
     Page,
+    ReportRevision,
     ReviewEntry,
     RevisionSummary,
     StoredRevision,
@@ -99,6 +105,11 @@ class AdminRepository:
     get_project = delegate("projects", ProjectRepository.get_project)
     load_hot_memory = delegate("projects", ProjectRepository.load_hot_memory)
     get_report = delegate("projects", ProjectRepository.get_weekly_report)
+
+    def flow_log_messages(self, project_id: str, message_ids: list[str]) -> dict[str, FlowLogEntry]:
+        """The flow-log messages an evidence list cites, by id (:func:`.flow_log.flow_log_messages`:
+        one Query of a few milliseconds' window each)."""
+        return flow_log_messages(project_id, message_ids)
 
     # ----------------------------------------------------------------------- hot memory
     def commit_hot_memory(
@@ -204,6 +215,15 @@ class AdminRepository:
         return Page[AuditRecord](items=[audit_from_item(i) for i in items], next_cursor=next_cursor)
 
     # -------------------------------------------------------------------------- reports
+    def list_report_revisions(self, project_id: str, iso_week: str) -> list[ReportRevision]:
+        """The replaced revisions of a week's report, newest first (one Query on
+        ``REPORTREV#{iso_week}#``, every page; the current one is the ``REPORT#`` item)."""
+        items = ReportRevisionItem.query(
+            project_id, ReportRevisionItem.sk.startswith(keys.report_revision_prefix(iso_week)),
+            scan_index_forward=False, consistent_read=True,
+        )
+        return [report_revision_from_item(i) for i in items]
+
     def correct_report(
         self, previous: WeeklyReport, corrected: WeeklyReport, *, replaced_by: str, audit: AuditRecord
     ) -> None:
@@ -222,6 +242,9 @@ class AdminRepository:
                         WeeklyReportItem.revision.set(corrected.revision),
                         WeeklyReportItem.created_at.set(corrected.created_at),
                         WeeklyReportItem.created_by.set(corrected.created_by),
+                        WeeklyReportItem.reason.set(corrected.reason)
+                        if corrected.reason
+                        else WeeklyReportItem.reason.remove(),
                     ],
                     condition=WeeklyReportItem.revision == previous.revision,
                 )
@@ -254,6 +277,9 @@ def _decide(tx: TransactWrite, project_id: str, decided: ReviewEntry) -> None:
             ReviewQueueItem.decision_reason.set(decided.decision_reason)
             if decided.decision_reason
             else ReviewQueueItem.decision_reason.remove(),
+            ReviewQueueItem.approved_text.set(decided.approved_text)
+            if decided.approved_text
+            else ReviewQueueItem.approved_text.remove(),
         ],
         condition=ReviewQueueItem.status == "pending",
     )

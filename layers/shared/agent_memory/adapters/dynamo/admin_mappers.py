@@ -11,7 +11,7 @@ from agent_memory.adapters.dynamo.fields import item_fields, read_fields
 from agent_memory.adapters.dynamo.record_tables import AuditItem, ReportRevisionItem, ReviewQueueItem
 from agent_memory.adapters.dynamo.tables import HotMemoryRevisionItem
 from agent_memory.domain.models import WeeklyReport
-from agent_memory.domain.records import AuditRecord, ReviewEntry, RevisionSummary, review_item_id
+from agent_memory.domain.records import AuditRecord, ReportRevision, ReviewEntry, RevisionSummary, review_item_id
 
 
 def revision_summary_from_item(item: HotMemoryRevisionItem) -> RevisionSummary:
@@ -52,9 +52,15 @@ def report_revision_to_item(previous: WeeklyReport, *, replaced_at: datetime, re
     ))
 
 
+def report_revision_from_item(item: ReportRevisionItem) -> ReportRevision:
+    """A ``REPORTREV#`` item: a replaced revision of a report, with who replaced it and when."""
+    return ReportRevision(**read_fields(item, ReportRevision, revision=int(item.revision)))
+
+
 __all__ = [
     "audit_from_item",
     "audit_to_item",
+    "report_revision_from_item",
     "report_revision_to_item",
     "review_entry_from_item",
     "revision_summary_from_item",

@@ -7,8 +7,9 @@ without naming it (``docs/architecture.md``, "Request path").
   ``REPORT#{YYYY-Www}`` / ``REPORTREV#{YYYY-Www}#{revision:06d}`` / ``YEAR#{YYYY}`` /
   ``ACTIVE#{local date}`` / ``JOBRUN#{job}#{key}`` / ``REVIEW#{local day}#{review_id}`` /
   ``ALERT#{dedupe key}`` / ``AUDIT#{UTC time}#{audit_id}`` / ``ERASURE#{kind}#{target_id}`` /
-  ``MEMBER#{user_id}`` / ``WECOMUSER#{lower-cased WeCom user id}`` (which member has that WeCom
-  id) / ``CHANNEL#{channel}`` (a messenger channel's readable settings);
+  ``MEMBER#{user_id}`` (a member item is also in the MemberIndex under ``USER#{user_id}`` /
+  ``{project}``: a user's own memberships) / ``WECOMUSER#{lower-cased WeCom user id}`` (which member
+  has that WeCom id) / ``CHANNEL#{channel}`` (a messenger channel's readable settings);
 - SessionsTable: pk ``{project}#{session}``; sk ``SESSION`` / ``MSG#{message_id}`` /
   ``DIAG#{diagnosis_id}``; a patient's diagnosis references: pk ``{project}#PATIENT#{patient}``,
   sk ``DIAGREFS`` (ids hold no ``#``, so no session partition is ever named so);
@@ -67,14 +68,26 @@ def channel_sk(channel: str) -> str:
     return f"{CHANNEL_PREFIX}{channel}"
 
 
+def user_memberships_pk(user_id: str) -> str:
+    """``USER#{user_id}``: the MemberIndex partition of one user's memberships (sort key: the
+    project id). The one key that starts with no project id: it lists the user's OWN projects,
+    read only for that user (``GET /v1/me``)."""
+    return f"USER#{user_id}"
+
+
 def report_sk(iso_week: str) -> str:
     """``REPORT#{YYYY-Www}``: the weekly report of one ISO week."""
     return f"{REPORT_PREFIX}{iso_week}"
 
 
+def report_revision_prefix(iso_week: str) -> str:
+    """``REPORTREV#{YYYY-Www}#``: the sort-key prefix of one week's replaced revisions."""
+    return f"REPORTREV#{iso_week}#"
+
+
 def report_revision_sk(iso_week: str, revision: int) -> str:
     """``REPORTREV#{YYYY-Www}#{revision:06d}``: a report's text before a correction."""
-    return f"REPORTREV#{iso_week}#{revision:06d}"
+    return f"{report_revision_prefix(iso_week)}{revision:06d}"
 
 
 def year_sk(year: int) -> str:
@@ -204,6 +217,8 @@ __all__ = [
     "patient_pk",
     "patient_refs_listing",
     "patient_refs_pk",
+    "report_revision_prefix",
+    "user_memberships_pk",
     "report_revision_sk",
     "report_sk",
     "review_sk",

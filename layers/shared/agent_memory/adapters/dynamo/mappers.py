@@ -81,7 +81,10 @@ def project_from_item(item: ProjectItem) -> Project:
 
 
 def member_to_item(member: Member) -> MemberItem:
-    return MemberItem(member.project_id, keys.member_sk(member.user_id), **item_fields(member, MemberItem))
+    return MemberItem(member.project_id, keys.member_sk(member.user_id), **item_fields(member, MemberItem,
+        member_pk=keys.user_memberships_pk(member.user_id),
+        member_sk=member.project_id,
+    ))
 
 
 def member_from_item(item: MemberItem) -> Member:

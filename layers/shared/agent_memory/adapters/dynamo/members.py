@@ -149,6 +149,17 @@ class MemberRepository:
         )
         return [member_from_item(i) for i in items]
 
+    def memberships_of(self, user_id: str, *, limit: int) -> list[Member]:
+        """The user's memberships, by project id, at most ``limit`` (one Query of the MemberIndex,
+        eventually consistent: a membership added a moment ago may be missing)."""
+        items = MemberItem.member_index.query(keys.user_memberships_pk(user_id), limit=limit)
+        return [member_from_item(i) for i in items]
+
+    def get_projects(self, project_ids: list[str]) -> list[Project]:
+        """The records of ``project_ids`` that exist, by project id (one BatchGetItem per 100)."""
+        items = ProjectItem.batch_get([(p, keys.PROJECT_SK) for p in dict.fromkeys(project_ids)])
+        return sorted((project_from_item(i) for i in items), key=lambda p: p.project_id)
+
     def put_member(self, member: Member) -> bool:
         """Create or replace a membership (see ``MemberStore.put_member``); True when new.
 

@@ -31,6 +31,7 @@ class ReportRevisionItem(BaseItem):
     created_at = UTCDateTimeAttribute()
     created_by = UnicodeAttribute()
     evidence = ListAttribute(of=UnicodeAttribute, default=list)
+    reason = UnicodeAttribute(null=True)  # why this revision was made (a correction's reason)
     replaced_at = UTCDateTimeAttribute()
     replaced_by = UnicodeAttribute()
 
@@ -58,6 +59,7 @@ class ReviewQueueItem(BaseItem):
     decided_by = UnicodeAttribute(null=True)
     decided_at = UTCDateTimeAttribute(null=True)
     decision_reason = UnicodeAttribute(null=True)
+    approved_text = UnicodeAttribute(null=True)
 
 
 class JobRunItem(BaseItem):

@@ -7,7 +7,8 @@ SessionsTable items and indexes (keys in :mod:`agent_memory.adapters.dynamo.keys
 - session: pk ``{project}#{session}``, sk ``SESSION``; PatientIndex (``patient_pk`` /
   ``patient_sk``) ``{project}#{patient}`` / ``{updated_at}#{session}``; ProjectSessionsIndex
   ``{project}`` / ``{updated_at}#{session}``;
-- message: pk ``{project}#{session}``, sk ``MSG#{message_id}``; in no index;
+- message: pk ``{project}#{session}``, sk ``MSG#{message_id}``; in no index (listed by
+  :mod:`.session_messages`);
 - diagnosis: pk ``{project}#{session}``, sk ``DIAG#{diagnosis_id}``; PatientIndex
   ``{project}#{patient}`` / ``DIAG#{created_at}#{diagnosis_id}``; not in ProjectSessionsIndex;
 - a patient's diagnosis references (:mod:`.patient_refs`): pk ``{project}#PATIENT#{patient}``,
@@ -56,8 +57,9 @@ from agent_memory.adapters.dynamo.session_mappers import (
     diagnosis_to_item,
     session_list_item_from_item,
 )
+from agent_memory.adapters.dynamo.session_messages import list_session_messages
 from agent_memory.domain.errors import AlreadyExists, DiagnosisNotFound, InvalidContinuationToken, SessionErased
-from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionPage
+from agent_memory.domain.session_models import Diagnosis, DiagnosisRef, PatientRefs, SessionMessagePage, SessionPage
 from agent_memory.domain.text import utf8_len
 from agent_memory.domain.turns import SessionState
 
@@ -138,6 +140,11 @@ class SessionsRepository:
             SessionItem.project_index, project_id, project_id, "project_pk", "project_sk",
             range_condition=None, limit=limit, next_token=next_token, page_size=page_size,
         )
+
+    def list_messages(self, project_id: str, session_id: str, *, limit: int,
+                      cursor: str | None = None) -> SessionMessagePage:
+        """A page of the session's messages, oldest first (:mod:`.session_messages`: one Query)."""
+        return list_session_messages(project_id, session_id, limit=limit, cursor=cursor)
 
     def patient_erased(self, project_id: str, patient_id: str) -> bool:
         """True if the patient's erasure record exists (docs/architecture.md, "Data governance")."""

@@ -28,7 +28,7 @@ from pynamodb.attributes import (
     UTCDateTimeAttribute,
     VersionAttribute,
 )
-from pynamodb.indexes import GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.models import Model
 
 from agent_memory.adapters.dynamo.pynamodb_internals import forget_connection
@@ -87,8 +87,21 @@ class ProjectItem(BaseItem):
     patient_refs_since = UTCDateTimeAttribute(null=True)
 
 
+class MemberIndex(GlobalSecondaryIndex["MemberItem"]):
+    """A user's memberships across projects: ``member_pk = USER#{user_id}``, ``member_sk = project``
+    (only member items carry these attributes: a sparse index; ``GET /v1/me`` reads it)."""
+
+    class Meta:
+        index_name = "MemberIndex"
+        projection = AllProjection()
+
+    member_pk = UnicodeAttribute(hash_key=True)
+    member_sk = UnicodeAttribute(range_key=True)
+
+
 class MemberItem(BaseItem):
-    """``sk = MEMBER#{user_id}``: one member of the project (access role, study role, name)."""
+    """``sk = MEMBER#{user_id}``: one member of the project (access role, study role, name), in the
+    :class:`MemberIndex` under the user (``member_pk`` / ``member_sk``, written with the item)."""
 
     class Meta(BaseItem.Meta):
         table_name = "unbound-memory"
@@ -100,6 +113,9 @@ class MemberItem(BaseItem):
     added_at = UTCDateTimeAttribute()
     added_by = UnicodeAttribute()
     wecom_userid = UnicodeAttribute(null=True)
+    member_pk = UnicodeAttribute(null=True)
+    member_sk = UnicodeAttribute(null=True)
+    member_index = MemberIndex()
 
 
 class WeComUserItem(BaseItem):
@@ -152,6 +168,7 @@ class WeeklyReportItem(BaseItem):
     created_at = UTCDateTimeAttribute()
     created_by = UnicodeAttribute(default="archiver")
     evidence = ListAttribute(of=UnicodeAttribute, default=list)
+    reason = UnicodeAttribute(null=True)  # the correction's reason (a corrected revision)
 
 
 class ActivityIndex(GlobalSecondaryIndex["ActivityItem"]):

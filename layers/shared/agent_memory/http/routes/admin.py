@@ -1,14 +1,17 @@
 """The admin function's routes: the hot-memory editor and its kill switch (delete any line, AI or
-admin), its revisions, the distillation review queue, the audit trail, weekly report corrections,
-the editor page, the projects and their members (create a project, add / replace / remove
-members), the project's clinical source and reminder webhook, and the project's WeCom channel (its
+admin), its revisions, the evidence of a line or a review item, the distillation review queue, the
+audit trail, weekly report corrections and revisions, the team console's files, who the caller is
+(``/v1/me``), the projects and their members (create a project, add / replace / remove members),
+the project's clinical source and reminder webhook, and the project's WeCom channel (its
 credentials written into the project's secret, never read back: ``agent_memory.channels.wecom``).
 
 Why a function of its own: it is the only HTTP path that WRITES the MemoryTable and the project
-secrets, so it alone gets write permissions there (and nothing on the sessions or flow-log tables,
-no secret read, no LLM); the read-only ApiFunction stays read-only. Each route is one call into
-``agent_memory.hot_memory`` (editor, revisions, review), ``agent_memory.history.corrections``,
-``agent_memory.projects`` or ``agent_memory.reminders.webhook``.
+secrets, so it alone gets write permissions there (nothing on the sessions table, a read of the
+flow log's cited messages only, no secret read, no LLM); the read-only ApiFunction stays
+read-only. Each route is one call into ``agent_memory.hot_memory`` (editor, revisions, review,
+evidence), ``agent_memory.history.corrections``, ``agent_memory.projects``,
+``agent_memory.reminders.webhook`` or ``agent_memory.channels.wecom``; the console's files are
+``agent_memory.http.console``'s.
 """
 
 # No ``from __future__ import annotations``: Powertools resolves the body, query and dependency
@@ -26,8 +29,9 @@ from agent_memory.domain.wecom import WeComChannelSettings
 from agent_memory.history import corrections
 from agent_memory.history.corrections import REPORT_MAX_BYTES
 from agent_memory.history.reports import ISO_WEEK_PATTERN
-from agent_memory.hot_memory import editor, review, revisions
+from agent_memory.hot_memory import editor, evidence, review, revisions
 from agent_memory.hot_memory.editor import MARKDOWN_MAX_BYTES, REASON_MAX_BYTES, parse_if_match
+from agent_memory.hot_memory.review import APPROVED_TEXT_MAX_BYTES
 from agent_memory.http.admin_requests import (
     ApproveRequest,
     Cursor,
@@ -40,8 +44,9 @@ from agent_memory.http.admin_requests import (
     ReviewStatus,
     change_response,
 )
+from agent_memory.http.console import CONSOLE_PAGE, ConsoleSite, redirect
 from agent_memory.http.guard import CurrentCaller, guarded_resolver, member_lookup
-from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Response, content_types
+from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Header, Response, content_types
 from agent_memory.http.powertools import Path as PathParameter
 from agent_memory.http.project_requests import (
     CreateProjectRequest,
@@ -76,20 +81,9 @@ class AdminFunctionDeps:
     webhooks: WebhookDeps
     clock: Callable[[], datetime]
     wecom: WeComSettingsDeps
-
-
-@dataclass(frozen=True)
-class EditorPage:
-    """The editor's static page and script (read from the function's ``static`` folder)."""
-
-    html: str
-    script: str
-
-    @classmethod
-    def read(cls, folder: Path) -> "EditorPage":
-        """``admin.html`` and ``editor.js`` of ``folder``."""
-        return cls(html=(folder / "admin.html").read_text(encoding="utf-8"),
-                   script=(folder / "editor.js").read_text(encoding="utf-8"))
+    #: the Cognito Hosted UI the console signs in with (domain, app client id); None: tokens only
+    hosted_ui_domain: str | None = None
+    console_client_id: str | None = None
 
 
 def function_deps() -> AdminFunctionDeps:
@@ -97,9 +91,9 @@ def function_deps() -> AdminFunctionDeps:
     raise RuntimeError("the admin function's collaborators are given by admin_app()")
 
 
-def editor_page_files() -> EditorPage:
-    """The editor's page: given to the resolver by :func:`admin_app`."""
-    raise RuntimeError("the editor's page is given by admin_app()")
+def console_site() -> ConsoleSite:
+    """The console's files: given to the resolver by :func:`admin_app`."""
+    raise RuntimeError("the console's files are given by admin_app()")
 
 
 Deps = Annotated[AdminFunctionDeps, Depends(function_deps)]
@@ -108,35 +102,62 @@ _REASON = f"reason over {REASON_MAX_BYTES:,} UTF-8 bytes"
 Version = Annotated[int, PathParameter(ge=0, le=999_999_999_999)]
 #: A week of the history book in a path.
 IsoWeek = Annotated[str, PathParameter(pattern=ISO_WEEK_PATTERN)]
-EditorFiles = Annotated[EditorPage, Depends(editor_page_files)]
-#: The page runs only its own script; data is rendered with textContent (never innerHTML).
-PAGE_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; "
-        "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",
+Console = Annotated[ConsoleSite, Depends(console_site)]
+#: A path segment of a console file (the path gate admits ids only: no "/", no "..").
+Segment = Annotated[str, PathParameter(max_length=128)]
+IfNoneMatch = Annotated[str | None, Header(alias="If-None-Match", max_length=1024)]
+_FILE = {
+    200: {"description": "a file of the console (HTML, CSS, JavaScript or JSON)", "content": {
+        "text/html": {}, "text/css": {}, "text/javascript": {}, "application/json": {},
+    }},
+    304: {"description": "not modified: the browser's copy (If-None-Match) is current"},
+    404: {"description": "the console has no such file"},
 }
+_REDIRECT = {302: {"description": "to the console's page, console/index.html (Location, relative)"}}
 
 
-# ---------------------------------------------------------------------------- editor page
-@routes.get("/admin", "public", responses={200: {"description": "the editor page", "content": {"text/html": {}}}})
-def editor_page(page: EditorFiles) -> Response[str]:
-    """The hot-memory editor (public: static HTML; its data calls carry the bearer token)."""
-    return Response(status_code=200, content_type="text/html; charset=utf-8", body=page.html, headers=PAGE_HEADERS)
+# -------------------------------------------------------------------------------- console
+@routes.get("/console", "public", responses=_REDIRECT)
+def console_page() -> Response[str]:
+    """The team console: a redirect to its page (public: static files; its data calls carry the
+    bearer token)."""
+    return redirect(CONSOLE_PAGE)
 
 
-@routes.get(
-    "/admin/editor.js", "public",
-    responses={200: {"description": "the editor's script", "content": {"text/javascript": {}}}},
-)
-def editor_script(page: EditorFiles) -> Response[str]:
-    """The editor's script (public; vanilla JS, no build step)."""
-    return Response(
-        status_code=200, content_type="text/javascript; charset=utf-8", body=page.script, headers=PAGE_HEADERS
-    )
+@routes.get("/admin", "public", responses=_REDIRECT)
+def admin_page() -> Response[str]:
+    """Where the hot-memory editor was: the team console replaced it (a redirect)."""
+    return redirect(CONSOLE_PAGE)
+
+
+@routes.get("/console/<name>", "public", responses=_FILE)
+def console_file(name: Segment, site: Console, if_none_match: IfNoneMatch = None) -> Response[str]:
+    """A file of the console's folder (``index.html``, ``console.css``, ``config.json``: how to sign in)."""
+    return site.answer(name, if_none_match)
+
+
+@routes.get("/console/<folder>/<name>", "public", responses=_FILE)
+def console_folder_file(
+    folder: Segment, name: Segment, site: Console, if_none_match: IfNoneMatch = None
+) -> Response[str]:
+    """A file one folder down (``js/``, ``locales/``, ``vendor/``)."""
+    return site.answer(f"{folder}/{name}", if_none_match)
+
+
+@routes.get("/console/<folder>/<subfolder>/<name>", "public", responses=_FILE)
+def console_subfolder_file(
+    folder: Segment, subfolder: Segment, name: Segment, site: Console, if_none_match: IfNoneMatch = None
+) -> Response[str]:
+    """A file two folders down (``js/views/``)."""
+    return site.answer(f"{folder}/{subfolder}/{name}", if_none_match)
+
+
+# ------------------------------------------------------------------------------------ who
+@routes.get("/v1/me", "signed_in")
+def who_am_i(caller: CurrentCaller, deps: Deps) -> Response[str]:
+    """Who the token says the caller is, whether a platform operator, and the projects they are a
+    member of with their project and study roles (any signed-in user; their own memberships only)."""
+    return model_response(members.who_am_i(deps.members, user_id=caller.user_id, operator=caller.operator))
 
 
 # ----------------------------------------------------------------------------- hot memory
@@ -201,33 +222,38 @@ def restore_revision(
 
 @routes.get(f"{_P}/memory/review", "admin")
 def list_review(project_id: str, deps: Deps, status: ReviewStatus = None) -> Response[str]:
-    """The distillation candidates held for review (admins; ``?status=pending`` to filter)."""
+    """The distillation candidates held for review (admins; ``?status=pending`` to filter); each
+    pending item names the System Rules approving it as proposed would relax (``relaxes``)."""
     return model_response(Page[ReviewEntry](items=review.list_review(deps.store, project_id, status=status)))
 
 
 @routes.post(
     f"{_P}/memory/review/<item_id>/approve", "admin",
     rules={
-        413: _REASON,
-        422: "confirmation_required (an item that would relax System Rules, without confirm), or over_token_cap",
+        413: f"{_REASON}, or text over {APPROVED_TEXT_MAX_BYTES:,} UTF-8 bytes",
+        422: "confirmation_required (an item that would relax System Rules, without confirm), over_token_cap, or "
+             "a text that is blank or starts a heading or list of its own",
     },
     description=(
-        "Add the candidate as an admin line (same cap check as every write; `If-Match` optional). An item that "
-        "would relax System Rules needs `\"confirm\": true`: without it 422 `confirmation_required` names the "
-        "rules (`rules`: line id and text) and `current_version`."
+        "Add the candidate as an admin line (same cap check as every write; `If-Match` optional), as proposed "
+        "or reworded by the admin (`text`). An item that would relax System Rules (as reworded) needs "
+        "`\"confirm\": true`: without it 422 `confirmation_required` names the rules (`rules`: line id and "
+        "text) and `current_version`."
     ),
 )
 def approve_review(
     project_id: str, item_id: str, caller: CurrentCaller, deps: Deps, if_match: OptionalIfMatch = None,
     body: ApproveRequest | None = None,
 ) -> Response[str]:
-    """Add the candidate as an admin line (admins; ``If-Match`` optional); one that would relax System
-    Rules only with ``"confirm": true`` (see ``review.approve_review``)."""
+    """Add the candidate, or the admin's rewording of it (``text``), as an admin line (admins;
+    ``If-Match`` optional); one that would relax System Rules only with ``"confirm": true`` (see
+    ``review.approve_review``)."""
     asked = body or ApproveRequest()
     result = review.approve_review(
         deps.store, project_id, item_id, reason=asked.reason,
         if_match=parse_if_match(if_match) if if_match else None,
         actor=caller.user_id, now=deps.clock(), cap=deps.hot_memory_token_cap, confirm=asked.confirm,
+        text=asked.text,
     )
     metrics.add_metric(name="ReviewApproved", unit="Count", value=1)
     return change_response(result, "HotMemoryAdminEdits")
@@ -252,6 +278,19 @@ def list_audit(project_id: str, deps: Deps, limit: Limit = 50, cursor: Cursor = 
     return model_response(editor.list_audit(deps.store, project_id, limit=limit, cursor=cursor))
 
 
+@routes.get(f"{_P}/memory/lines/<line_id>/evidence", "admin")
+def line_evidence(project_id: str, line_id: str, deps: Deps) -> Response[str]:
+    """The messages a line of the current hot memory cites, as text: who said what, when, in which
+    session (admins; a message the flow log no longer holds is listed with ``kept: false``)."""
+    return model_response(evidence.line_evidence(deps.store, project_id, line_id))
+
+
+@routes.get(f"{_P}/memory/review/<item_id>/evidence", "admin")
+def review_evidence(project_id: str, item_id: str, deps: Deps) -> Response[str]:
+    """The messages a review item cites, as text (admins; as for a line's evidence)."""
+    return model_response(evidence.review_evidence(deps.store, project_id, item_id))
+
+
 # ---------------------------------------------------------------------------- history book
 @routes.put(f"{_P}/reports/<iso_week>", "admin", rules={
     413: f"summary over {REPORT_MAX_BYTES:,} or {_REASON}",
@@ -268,6 +307,13 @@ def correct_report(
     if view.changed:
         metrics.add_metric(name="ReportsCorrected", unit="Count", value=1)
     return model_response(view, etag=etag(view.revision))
+
+
+@routes.get(f"{_P}/reports/<iso_week>/revisions", "member")
+def report_revisions(project_id: str, iso_week: IsoWeek, deps: Deps) -> Response[str]:
+    """Every revision of the week's report, newest first: its text, who made it, when, and why
+    (the correction's reason), and when a later correction replaced it (members)."""
+    return model_response(corrections.report_revisions(deps.store, project_id, iso_week))
 
 
 # ------------------------------------------------------------------------ projects and members
@@ -402,9 +448,10 @@ def delete_wecom_channel(project_id: str, deps: Deps) -> Response[str]:
     return Response(status_code=204, body="", headers={"Cache-Control": "no-store"})
 
 
-def admin_app(deps: AdminFunctionDeps, *, static_folder: Path) -> APIGatewayHttpResolver:
-    """The admin function's event handler; ``static_folder``: the editor's page and script (read now)."""
+def admin_app(deps: AdminFunctionDeps, *, console_folder: Path) -> APIGatewayHttpResolver:
+    """The admin function's event handler; ``console_folder``: the console's static files (each
+    read on its first request)."""
+    site = ConsoleSite(console_folder, hosted_ui_domain=deps.hosted_ui_domain, client_id=deps.console_client_id)
     return guarded_resolver(
-        routes, membership=member_lookup(deps.members),
-        provide={function_deps: deps, editor_page_files: EditorPage.read(static_folder)},
+        routes, membership=member_lookup(deps.members), provide={function_deps: deps, console_site: site},
     )

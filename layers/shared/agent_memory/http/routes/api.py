@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from agent_memory.chat.context_view import turn_context
-from agent_memory.history.reports import ISO_WEEK_PATTERN, MAX_REPORTS, project_reports
+from agent_memory.history.reports import ISO_WEEK_PATTERN, MAX_REPORTS, project_reports, project_yearly_summaries
 from agent_memory.hot_memory.document import project_memory
 from agent_memory.http.guard import guarded_resolver, member_lookup
 from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Query, Response, content_types
@@ -35,13 +35,15 @@ class ApiFunctionDeps:
     ``contexts()`` makes the turn-context store on its first call (the same one afterwards): its
     adapter, the chat's repository with the session and message models, is imported by the
     admins' context route only, outside the function's cold start (docs/architecture.md, "Cold
-    start"). ``stage``: the deployment stage the health route names.
+    start"). ``stage``: the deployment stage the health route names; ``hot_memory_token_cap``:
+    the cap (estimated tokens) the memory view states.
     """
 
     views: ViewStore
     contexts: Callable[[], ContextStore]
     members: MemberReader
     stage: str
+    hot_memory_token_cap: int = 2000
 
 
 def function_deps() -> ApiFunctionDeps:
@@ -78,8 +80,9 @@ def get_context(project_id: str, session_id: str, message_id: str, deps: Deps) -
 
 @routes.get(f"{_P}/memory", "admin")
 def get_memory(project_id: str, deps: Deps) -> Response[str]:
-    """The hot memory (Markdown) and its lines with provenance; ``ETag`` is the version (admins)."""
-    view = project_memory(deps.views, project_id)
+    """The hot memory (Markdown), its tokens and cap, and its lines with provenance; ``ETag`` is
+    the version (admins)."""
+    view = project_memory(deps.views, project_id, cap=deps.hot_memory_token_cap)
     return model_response(view, etag=etag(view.version))
 
 
@@ -95,6 +98,12 @@ def get_reports(
 ) -> dict[str, Any]:
     """Weekly reports ``?from=YYYY-Www&to=YYYY-Www`` (both optional, inclusive), newest first (members)."""
     return project_reports(deps.views, project_id, from_week, to_week, limit=limit).model_dump(mode="json")
+
+
+@routes.get(f"{_P}/yearly-summaries", "member")
+def get_yearly_summaries(project_id: str, deps: Deps) -> Response[str]:
+    """The history book's yearly summaries, one per complete ISO year, newest first (members)."""
+    return model_response(project_yearly_summaries(deps.views, project_id))
 
 
 @routes.get("/v1/openapi.json", "public")

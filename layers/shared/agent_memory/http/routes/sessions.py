@@ -11,16 +11,16 @@ never a cache.
 # models from these annotations at runtime.
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from agent_memory.consultation import sessions
+from agent_memory.consultation import patients, sessions
 from agent_memory.consultation.sessions import SessionsDeps
 from agent_memory.feedback import service as feedback
 from agent_memory.http.feedback_requests import FeedbackRequest, FromQuery, RatingQuery, ToQuery, as_utc
 from agent_memory.http.guard import CurrentCaller, guarded_resolver, member_lookup
 from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Query, Response
 from agent_memory.http.requests import Limit
-from agent_memory.http.responses import created
+from agent_memory.http.responses import created, model_response
 from agent_memory.http.routing import Routes
 from agent_memory.http.session_requests import CreateSessionRequest, DiagnosisRequest, NextToken, TranscriptRequest
 from agent_memory.observability import metrics
@@ -30,6 +30,12 @@ from agent_memory.reminders.service import ReminderDeps
 
 routes = Routes()
 _P = "/v1/projects/<project_id>"
+#: The cursor of a session's messages listing (opaque; ``next_cursor`` of the page before).
+MessageCursor = Annotated[str | None, Query(max_length=512)]
+#: Whose reminders: the caller's (``own``) or everyone's (``all``: admins).
+ReminderScope = Annotated[
+    Literal["own", "all"] | None, Query(description="own: the caller's; all: everyone's (admins)")
+]
 
 
 @dataclass(frozen=True)
@@ -91,6 +97,19 @@ def get_session(project_id: str, session_id: str, deps: Deps) -> dict[str, Any]:
     return sessions.get_session(deps.sessions, project_id=project_id, session_id=session_id).model_dump(mode="json")
 
 
+@routes.get(f"{_P}/sessions/<session_id>/messages", "member", rules={400: "a cursor this listing did not issue"})
+def list_messages(
+    project_id: str, session_id: str, deps: Deps, limit: Limit = 50, cursor: MessageCursor = None
+) -> Response[str]:
+    """The session's messages, oldest first, each with its speaker (a member with their study
+    role, the assistant, or a transcript's patient or doctor) and whether what the model saw for
+    it is kept (``has_context``: admins read it at ``.../messages/{message_id}/context``) (members;
+    ``next_cursor`` for the next page)."""
+    return model_response(sessions.list_messages(
+        deps.sessions, project_id=project_id, session_id=session_id, limit=limit, cursor=cursor,
+    ))
+
+
 @routes.post(f"{_P}/sessions/<session_id>/transcript", "member", rules={
     413: "a turn over MAX_MESSAGE_BYTES (32,768 by default), or all turns over MAX_TRANSCRIPT_BYTES (1,000,000 by "
          "default), in UTF-8 bytes",
@@ -139,6 +158,21 @@ def get_diagnosis(project_id: str, session_id: str, diagnosis_id: str, deps: Dep
     return sessions.get_diagnosis(
         deps.sessions, project_id=project_id, session_id=session_id, diagnosis_id=diagnosis_id
     ).model_dump(mode="json")
+
+
+@routes.get(f"{_P}/patients", "member")
+def list_patients(project_id: str, deps: Deps) -> Response[str]:
+    """The project's patients, most recently active first: sessions, visits, diagnoses, first and
+    latest activity (members; from the newest 1,000 sessions: ``complete`` says whether that was all)."""
+    return model_response(patients.list_patients(deps.sessions, project_id=project_id))
+
+
+@routes.get(f"{_P}/patients/<patient_id>/trend", "member")
+def get_symptom_trend(project_id: str, patient_id: str, deps: Deps) -> Response[str]:
+    """The patient's symptoms over their visits with a diagnosis, oldest first: per symptom and
+    visit present, denied, resolved or not mentioned, from each diagnosis's frozen snapshot
+    (members; 404 for an erased patient)."""
+    return model_response(patients.symptom_trend(deps.sessions, project_id=project_id, patient_id=patient_id))
 
 
 @routes.get(f"{_P}/patients/<patient_id>/sessions", "member", rules={400: _UNISSUED_TOKEN})
@@ -193,11 +227,13 @@ def list_feedback(
     ).model_dump(mode="json")
 
 
-@routes.get(f"{_P}/reminders", "member")
-def list_reminders(project_id: str, caller: CurrentCaller, deps: Deps) -> dict[str, Any]:
-    """The caller's active reminders (members); an admin's call lists everyone's."""
+@routes.get(f"{_P}/reminders", "member", rules={403: "scope=all from a member (everyone's reminders are the admins')"})
+def list_reminders(project_id: str, caller: CurrentCaller, deps: Deps, scope: ReminderScope = None) -> dict[str, Any]:
+    """Active reminders (members): ``?scope=own`` the caller's, ``?scope=all`` everyone's (admins);
+    without ``scope`` an admin's call lists everyone's, a member's their own."""
     found = reminders.list_reminders(
-        deps.reminder_deps(), project_id, user_id=caller.user_id, admin=caller.role_in(project_id) == "admin"
+        deps.reminder_deps(), project_id, user_id=caller.user_id, admin=caller.role_in(project_id) == "admin",
+        scope=scope,
     )
     return {"project_id": project_id, "reminders": [r.model_dump(mode="json") for r in found]}
 
