@@ -203,7 +203,13 @@ _REMINDER_FIRE = "明天上午10点提醒我给P005打电话"
 
 ATTEMPTS: dict[str, Attempts] = {
     "GET /admin": _on_b(("GET", "/admin", None)),
-    "GET /admin/editor.js": _on_b(("GET", "/admin/editor.js", None)),
+    # the console's files are static (its data calls carry the caller's token, checked per route)
+    "GET /console": _on_b(("GET", "/console", None, "admin", (200,))),
+    "GET /console/{name}": _on_b(("GET", "/console/config.json", None, "admin", (200,))),
+    "GET /console/{folder}/{name}": _on_b(("GET", "/console/locales/zh.json", None, "admin", (200,))),
+    "GET /console/{folder}/{subfolder}/{name}": _on_b(("GET", "/console/js/views/members.js", None, "member", (200,))),
+    # who am I: the caller's own memberships only (B's), never A
+    "GET /v1/me": _on_b(("GET", "/v1/me", None, "admin", (200,)), ("GET", "/v1/me", None, "member", (200,))),
     "GET /v1/health": _on_b(("GET", "/v1/health", None)),
     "HEAD /v1/health": _on_b(("HEAD", "/v1/health", None)),
     "GET /v1/openapi.json": _on_b(("GET", "/v1/openapi.json", None)),
@@ -282,6 +288,26 @@ ATTEMPTS: dict[str, Attempts] = {
         _on_a("GET", f"{_P}/patients/pt-1/sessions"), _on_b(("GET", f"{_B}/patients/pt-1/sessions", None, "member"),
                                                             ("GET", f"{_B}/patients/pt-a-only/sessions", None,
                                                              "member"))),
+    "GET /v1/projects/{project_id}/memory/lines/{line_id}/evidence": _both(
+        _on_a("GET", f"{_P}/memory/lines/{{line}}/evidence"),
+        _on_b(("GET", f"{_B}/memory/lines/{{line}}/evidence", None, "admin", _NOT_FOUND))),
+    "GET /v1/projects/{project_id}/memory/review/{item_id}/evidence": _both(
+        _on_a("GET", f"{_P}/memory/review/rv-x/evidence"),
+        _on_b(("GET", f"{_B}/memory/review/rv-x/evidence", None, "admin", _NOT_FOUND))),
+    "GET /v1/projects/{project_id}/patients": _both(_on_a("GET", f"{_P}/patients"),
+                                                    _on_b(("GET", f"{_B}/patients", None, "member", (200,)))),
+    "GET /v1/projects/{project_id}/patients/{patient_id}/trend": _both(
+        _on_a("GET", f"{_P}/patients/pt-a-only/trend"),
+        # (B's trend of a patient B never saw is empty: nothing of A's)
+        _on_b(("GET", f"{_B}/patients/pt-a-only/trend", None, "member", (200, 404)))),
+    "GET /v1/projects/{project_id}/reports/{iso_week}/revisions": _both(
+        _on_a("GET", f"{_P}/reports/2026-W05/revisions"),
+        _on_b(("GET", f"{_B}/reports/2026-W05/revisions", None, "member", (200, 404)))),
+    "GET /v1/projects/{project_id}/sessions/{session_id}/messages": _both(
+        _on_a("GET", f"{_P}/sessions/s-a-only/messages"),
+        _on_b(("GET", f"{_B}/sessions/s-a-only/messages", None, "member", _NOT_FOUND))),
+    "GET /v1/projects/{project_id}/yearly-summaries": _both(
+        _on_a("GET", f"{_P}/yearly-summaries"), _on_b(("GET", f"{_B}/yearly-summaries", None, "member", (200,)))),
     "GET /v1/projects/{project_id}/reminders": _both(_on_a("GET", f"{_P}/reminders"),
                                                      _on_b(("GET", f"{_B}/reminders", None))),
     "DELETE /v1/projects/{project_id}/reminders/{reminder_id}": _both(
