@@ -102,6 +102,12 @@ def normalise_for_compare(text: str) -> str:
 _FORBIDDEN_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+def has_forbidden_controls(text: str) -> bool:
+    """Whether ``text`` holds NUL or another C0 control character but tab, newline and carriage
+    return, or DEL: never part of a stored text (a message, a hot-memory document, a reason)."""
+    return _FORBIDDEN_CONTROLS.search(text) is not None
+
+
 def content_problem(text: str) -> str | None:
     """Why ``text`` cannot be stored as a message, or None when it can.
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from agent_memory.domain.text import has_forbidden_controls
 from agent_memory.hot_memory.editor import ChangeResult
 from agent_memory.hot_memory.review import APPROVED_TEXT_MAX_BYTES
 from agent_memory.http.powertools import Header, Query, Response
 from agent_memory.http.responses import etag, model_response
-from agent_memory.http.text_patterns import NOT_BLANK
+from agent_memory.http.text_patterns import NO_CONTROLS, NOT_BLANK
 from agent_memory.observability import logger, metrics
 
 Cursor = Annotated[str | None, Query(max_length=512)]
@@ -35,15 +36,27 @@ OptionalIfMatch = Annotated[
 ]
 
 
+def _no_controls(text: str) -> str:
+    """``text`` unless it holds a forbidden control character (ValueError: 422)."""
+    if has_forbidden_controls(text):
+        raise ValueError("must not contain control characters (tab, newline and carriage return are fine)")
+    return text
+
+
+#: Text stored as it is sent, without control characters (a hot-memory document, a reason).
+StoredText = Annotated[str, AfterValidator(_no_controls), Field(json_schema_extra={"pattern": NO_CONTROLS})]
+
+
 class MemoryPutRequest(BaseModel):
     """Body of ``PUT /v1/projects/{project_id}/memory`` (``If-Match``: the version edited)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    markdown: str = Field(
-        description="The whole document: '# Section' headings and '- [TAG] text' lines (the format GET returns)."
+    markdown: StoredText = Field(
+        description="The whole document: '# Section' headings and '- [TAG] text' lines (the format GET returns); "
+        "no control character but tab, newline and carriage return."
     )
-    reason: str | None = Field(default=None, description="Why (kept in the revision and the audit record).")
+    reason: StoredText | None = Field(default=None, description="Why (kept in the revision and the audit record).")
 
 
 class ReasonRequest(BaseModel):

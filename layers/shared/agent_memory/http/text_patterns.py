@@ -71,6 +71,10 @@ BLANK_OR_VISIBLE = f"^[{_S}]*(?:{_STRIPPED_VISIBLE})?[{_S}]*$"
 #: without any control or format character (Cc, Cf).
 DISPLAY_TEXT = f"^[{_S}]*[^{_CS}](?:[^{_C}]*[^{_CS}])?[{_S}]*$"
 
+#: Any text without a forbidden control character (a hot-memory document, a reason): C0 controls
+#: but tab, newline and carriage return, and DEL, are refused.
+NO_CONTROLS = f"^[^{_F}]*$"
+
 #: Text that is not blank once stripped (a weekly report's corrected summary).
 NOT_BLANK = f"[^{_S}]"
 
