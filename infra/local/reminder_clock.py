@@ -73,17 +73,20 @@ class ReminderClock:
         since = self._last.get(schedule["Name"], min(created, self._started)).astimezone(zone).replace(tzinfo=None)
         return recurrence_from_cron(expression).next_after(since) <= local_now
 
-    def tick(self) -> list[dict[str, Any]]:
-        """Fire every due schedule once; returns the ReminderFunction's results."""
+    def tick(self, *, reminder_ids: frozenset[str] | None = None) -> list[dict[str, Any]]:
+        """Fire every due schedule once (only those of ``reminder_ids`` when given: a test firing its
+        own reminders on a stack other tests share); returns the ReminderFunction's results."""
         if not self._group:
             return []
         now = self._now()
         results = []
         for schedule in self._schedules():
+            event = json.loads(schedule["Target"]["Input"])
+            if reminder_ids is not None and event.get("reminder_id") not in reminder_ids:
+                continue
             if not self.due(schedule, now):
                 continue
             self._last[schedule["Name"]] = now
-            event = json.loads(schedule["Target"]["Input"])
             result = self._stack.invoke(REMINDER_FUNCTION, event)
             results.append(result)
             if schedule.get("ActionAfterCompletion") == "DELETE":

@@ -168,3 +168,27 @@ def test_the_eval_sets_resolve_as_labelled() -> None:
             if got != (None if row["expected"] is None else (row["expected"]["first"], row["expected"]["last"])):
                 wrong.append(row["id"])
     assert wrong == []
+
+
+@pytest.mark.parametrize("text", [
+    "P001 在 2026-02-30 的随访做了吗", "2026-13-01 的周报", "2026年2月30日 入组情况", "2月30日到3月1日 入组情况",
+    "2027-02-29T10:00 提醒我清理Query", "2027-04-31 提醒我清理Query", "what happened on February 30",
+    "13月1日到2日", "0月5日的会议",
+])
+def test_a_day_no_calendar_has_anchors_nothing_and_is_no_error(text: str) -> None:
+    # Given a question naming an impossible day (the whole kind: ISO, Chinese and English dates, ranges)
+    from agent_memory.history.anchors import names_period
+
+    # When it is read, Then it anchors nothing and raises nothing
+    assert resolve_anchor(text, datetime(2026, 3, 10, 9, tzinfo=UTC), "Asia/Shanghai") is None
+    assert names_period(text) in (True, False)  # (another finder may still read a valid part)
+
+
+@given(st.integers(-5, 40), st.integers(-5, 40), st.integers(1, 9999))
+@settings(max_examples=200, deadline=None)
+def test_any_year_month_and_day_numbers_never_raise(month: int, day: int, year: int) -> None:
+    from agent_memory.history.anchors import names_period
+
+    for text in (f"{year:04d}-{month:02d}-{day:02d}", f"{month}月{day}日", f"{year}年{month}月{day}日到{day}日"):
+        names_period(text)
+        resolve_anchor(text, datetime(2026, 3, 10, 9, tzinfo=UTC), "UTC")

@@ -9,7 +9,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from agent_memory.chat.wecom import NOT_A_MEMBER, ONLY_TEXT, UNREADABLE, WeComTurnDeps, answer_wecom_message
+from agent_memory.chat.wecom import (
+    IDENTIFIERS_REFUSED,
+    NOT_A_MEMBER,
+    ONLY_TEXT,
+    UNREADABLE,
+    WeComTurnDeps,
+    answer_wecom_message,
+)
 from agent_memory.domain.errors import AlreadyExists, LLMUnavailable
 from agent_memory.domain.wecom import WeComChannel, WeComInbound, WeComInboundMessage, wecom_session_id
 from agent_memory.projects import members
@@ -135,3 +142,17 @@ def test_a_wecom_id_belongs_to_one_member_of_a_project_ignoring_case(store: InMe
     members.put_member(store, "p1", "u2", project_role="member", study_role="DM", display_name="李", actor="t",
                        now=T0, wecom_userid="crc.li")
     assert store.wecom_member("p1", "crc.li") == "u2"
+
+
+def test_under_reject_a_message_with_identifiers_gets_the_kinds_and_nothing_is_stored(store: InMemoryStore) -> None:
+    # Given a project whose identifier policy is reject
+    deps, outbox = _deps(store)
+    members.update_project(store, "p1", identifiers="reject", now=T0)
+    before = store.snapshot()
+    # When a member sends a phone number from WeCom
+    outcome = answer_wecom_message(deps, _inbound(text="P001 家属电话 13912345678 记一下"), deadline=None)
+    # Then one sentence names the kind (never the value), nothing is stored and the model is not asked
+    assert outcome["outcome"] == "identifiers_rejected"
+    assert [m.text for m in outbox.sent] == [IDENTIFIERS_REFUSED.format(kinds="phone")]
+    assert "13912345678" not in outbox.sent[0].text
+    assert store.snapshot() == before and llm_requests(deps.chat) == []

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory.chat.read import read_turn
 from agent_memory.chat.turn import ChatDeps, handle_message
-from agent_memory.domain.errors import InvalidInput, PayloadTooLarge
+from agent_memory.domain.errors import IdentifiersRejected, InvalidInput, PayloadTooLarge
 from agent_memory.domain.ids import idempotency_hash
 from agent_memory.domain.wecom import WeComInbound, WeComOutbound, wecom_session_id, wecom_userid_key
 
@@ -42,6 +42,12 @@ ONLY_TEXT = "目前只能阅读文字消息，请用文字提问。\nI can read 
 #: To a member whose text the turn refuses for its form (control characters, nothing visible, too long).
 UNREADABLE = "这条消息无法处理（为空、含控制字符或过长），请换种方式再发一次。\nI could not read this message " \
              "(empty, control characters or too long); please send it again in other words."
+
+#: To a member whose text holds identifiers in a project whose policy is ``reject`` (nothing stored);
+#: ``{kinds}``: the kinds found (never the values).
+IDENTIFIERS_REFUSED = "这条消息含有身份信息（{kinds}），本项目不接受，已丢弃；请删除后再发一次。\nThis message " \
+                      "holds identifiers ({kinds}) this project does not accept; it was not kept. Please remove " \
+                      "them and send it again."
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,8 @@ def answer_wecom_message(deps: WeComTurnDeps, inbound: WeComInbound, *, deadline
 
     Returns:
         ``{"outcome": ..., "parts": n}`` (no text, no id of the sender): ``answered``,
-        ``not_a_member``, ``not_text``, ``unreadable`` or ``no_channel``; ``parts``: the messages
-        queued for WeCom.
+        ``not_a_member``, ``not_text``, ``unreadable``, ``identifiers_rejected`` or ``no_channel``;
+        ``parts``: the messages queued for WeCom.
 
     Raises:
         LLMError: the turn failed (its user message is recorded as failed, once; the queue
@@ -87,6 +93,9 @@ def answer_wecom_message(deps: WeComTurnDeps, inbound: WeComInbound, *, deadline
             patient_id=None, deadline=deadline, prefetched=read,
             idempotency_hash=idempotency_hash(project_id, session_id, user_id, dedupe),
         )
+    except IdentifiersRejected as refused:
+        text = IDENTIFIERS_REFUSED.format(kinds=", ".join(refused.kinds))
+        return _reply(deps, inbound, text, dedupe, "identifiers_rejected")
     except (InvalidInput, PayloadTooLarge):
         return _reply(deps, inbound, UNREADABLE, dedupe, "unreadable")
     return _reply(deps, inbound, result.reply, dedupe, "answered")

@@ -198,7 +198,7 @@ def iso_weeks(text: str, today: Today) -> Period | None:
 _DATE_ISO = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})(?:\s*(?:到|至|~|-|–|to|until|and)\s*(\d{4})-(\d{1,2})-(\d{1,2}))?")
 _DAY_ZH = r"(?:\d{1,2}|[一二三四五六七八九十]{1,3})"
 _DATE_ZH = re.compile(
-    r"(?P<m1>" + _MONTH_ZH + r")\s*月\s*(?P<d1>" + _DAY_ZH + r")\s*[日号]"
+    r"(?<![\d十])(?P<m1>" + _MONTH_ZH + r")\s*月\s*(?P<d1>" + _DAY_ZH + r")\s*[日号]"
     r"(?:\s*(?:到|至|~|-|–)\s*(?:(?P<m2>" + _MONTH_ZH + r")\s*月\s*)?(?P<d2>" + _DAY_ZH + r")\s*[日号])?"
 )
 _DATE_EN = re.compile(
@@ -219,9 +219,8 @@ def dates(text: str, today: Today) -> Period | None:
     month1, day1 = _month_word(m["m1"]), number(m["d1"])
     month2 = _month_word(m["m2"]) if m["m2"] else month1
     day2 = number(m["d2"]) if m["d2"] else day1
-    if None in (month1, day1, month2, day2):
+    if not (month1 and day1 and month2 and day2):  # unreadable, or a day 0
         return None
-    assert month1 and day1 and month2 and day2
     year = _year_prefix(text, m.start(), today.day) or _latest_year(month1, day1, today.day)
     start = date(year, month1, day1)
     end = date(year + (month2 < month1), month2, day2)
@@ -414,6 +413,15 @@ _FINDERS: tuple[tuple[str, Callable[[str, Today], Period | None]], ...] = (
 )
 
 
+def _find(finder: Callable[[str, Today], Period | None], text: str, today: Today) -> Period | None:
+    """``finder``'s period, or None when the words name a day no calendar has (2026-02-30, 13月1日,
+    2027-02-29): such a phrase anchors nothing, it is never an error of the turn."""
+    try:
+        return finder(text, today)
+    except (ValueError, OverflowError):
+        return None
+
+
 def normalise(text: str) -> str:
     """NFKC + casefold + single spaces (full-width digits and letters become ASCII)."""
     return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
@@ -432,7 +440,7 @@ def names_period(text: str) -> bool:
     norm = normalise(text)
     if has_event_word(norm, ()):
         return True
-    return any(finder(norm, _REFERENCE_DAY) is not None for _, finder in _FINDERS)
+    return any(_find(finder, norm, _REFERENCE_DAY) is not None for _, finder in _FINDERS)
 
 
 def resolve_anchor(question: str, now: datetime, time_zone: str,
@@ -466,7 +474,7 @@ def resolve_anchor(question: str, now: datetime, time_zone: str,
             found = event
     if found is None:
         for name, finder in _FINDERS:
-            period = finder(text, today)
+            period = _find(finder, text, today)
             if period is not None:
                 found = (name, period)
                 break
