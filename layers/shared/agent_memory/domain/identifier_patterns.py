@@ -21,7 +21,8 @@ Kinds and their rules:
   area code is a phone only right after a phone label in the same clause (``电话`` / ``座机`` /
   ``tel`` ...; :data:`_PHONE_LABEL`) and never when it reads as a ``YYYYMMDD`` date. Numbers
   right after a :data:`_NOT_PERSONAL` label (``样本号 13512345678``) are not phones.
-- ``email``: ASCII addresses with a dotted domain.
+- ``email``: addresses with a dotted domain, internationalised ones included (a Latin or quoted
+  local part, domain labels in any script).
 - ``record_number``, ``insurance_number``, ``passport``, ``resident_id``: the value right after
   a label (``住院号`` / ``病案号`` / ``MRN`` / ``hospital ID`` / ``医保卡号`` / ``insurance card`` /
   ``护照号`` / ``身份证号`` / ``ID number`` ..., then ``:`` ``：`` ``是`` ``为`` ``#`` or nothing),
@@ -283,10 +284,21 @@ def _parenthesised_landlines(text: str) -> Iterator[Withheld]:
 
 
 # ---------------------------------------------------------------------------------- e-mail
-#: An e-mail address (ASCII local part and a dotted domain; not glued to letters or digits).
+#: The Latin letters an address's local part may hold besides ASCII (internationalised mailboxes:
+#: ``müller@…``); CJK characters are left out so the words before an address are never taken in.
+_LATIN = "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f"
+#: Internationalised top-level domains written in their own script (RFC 5890 labels) that clinical
+#: teams meet (China, Hong Kong, Taiwan, Singapore, company / network registries, Russia); any other
+#: IDN TLD is matched in its ASCII form (``xn--…``).
+_IDN_TLDS = "中国|中國|公司|网络|網絡|香港|台湾|台灣|新加坡|在线|集团|рф"
+#: An e-mail address: a local part (ASCII atext and Latin letters, or a quoted string) and a dotted
+#: domain whose labels may be in any script (``wang@医院.cn``, ``zhang.san@医院.中国``,
+#: ``"li si"@example.com``); the top-level domain is ASCII letters, an ``xn--`` label or an IDN TLD
+#: above. Not glued to letters or digits.
 EMAIL = re.compile(
-    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}(?![A-Za-z0-9-])"
+    r"(?:(?<![" + _LATIN + r"0-9._%+-])[" + _LATIN + r"0-9._%+-]+|\"[^\"\r\n]{1,64}\")"
+    r"@[^\W_](?:[\w-]*[^\W_])?(?:\.[^\W_](?:[\w-]*[^\W_])?)*"
+    r"\.(?:[A-Za-z]{2,}(?![A-Za-z0-9-])|xn--[A-Za-z0-9-]+|(?:" + _IDN_TLDS + r"))"
 )
 
 
