@@ -96,7 +96,7 @@ def banner(stack: LocalStack) -> str:
             *([f"  WeCom:      API emulator {stack.wecom.emulator.base_url}; demo-iit's callback "
                f"{stack.base_url}/v1/wecom/demo-iit/callback (WeCom ids crc.li, crc.wang, pi.zhang, dm.chen; "
                "credentials in .local/stack.json)"] if stack.wecom is not None else []),
-            f"  editor:     {stack.base_url}/admin  (paste a token of a project admin)",
+            f"  console:    {stack.base_url}/console  (sign in with a token from make token)",
             f"  OpenAPI:    {stack.base_url}/v1/openapi.json",
             "",
             "Get a dev token first (in the shell you run curl from):",
