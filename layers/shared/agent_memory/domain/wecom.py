@@ -167,18 +167,10 @@ class WeComChannel(BaseModel):
                                 secrets_set=secrets_set)
 
 
-class WeComChannelView(BaseModel):
-    """The readable part of a project's WeCom channel (the secrets are never returned; ``secrets_set``
-    names those the service holds)."""
+class WeComChannelView(WeComChannel):
+    """The readable part of a project's WeCom channel: the record's fields, the callback path and
+    ``secrets_set``, naming the secrets the service holds (they are never returned)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    project_id: str
-    corp_id: str
-    agent_id: int
-    robot_webhook: bool
-    updated_at: datetime
-    updated_by: str
     callback_path: str
     secrets_set: list[str]
 
