@@ -241,14 +241,34 @@ def table_rows(j: dict[str, Any], suffix: str = "") -> list[tuple[str, Any, str]
     """The lines of the `make eval` table for these sections (name, value, target); ``suffix`` is
     added to each section name (" [held out]" for the sets of eval/heldout/)."""
     rows = _table_rows(j)
-    if "heldout" in j:
-        rows += [(f"{name} [held out]", value, target) for name, value, target in _table_rows(j["heldout"])]
+    for key, label in (("heldout", "held out"), ("fresh", "fresh")):
+        if key in j:
+            rows += [(f"{name} [{label}]", value, target) for name, value, target in _table_rows(j[key])]
     return rows
 
 
 def _table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
-    dt, sc, cf = j["directives_tasks"], j["scope"], j["conflicts"]
-    out: list[tuple[str, Any, str]] = [
+    out: list[tuple[str, Any, str]] = _routing_scope_rows(j) if "scope" in j else []
+    for language, rx in j["relaxations"].items():
+        out += [
+            (f"relaxations [{language} rules]: queued", f"{rx['queued']}/{rx['relaxations']} = {rx['recall']}", "1.0"),
+            (f"relaxations [{language} rules]: promoted", rx["promoted"], "0"),
+            (f"relaxations [{language} rules]: rule named right", rx["rule_named_right"], "all"),
+            (f"relaxations [{language} rules]: false alarms", f"{rx['false_alarms']}/{rx['benign']}", "0"),
+        ]
+    cf = j["conflicts"]
+    out += [
+        ("conflicts: right", f"{cf['accuracy']} ({cf['rows']} rows)", ">= 0.95"),
+        ("conflicts: contradicts / compatible / duplicate", f"{cf['contradicts_right']} / {cf['compatible_right']} / "
+         f"{cf['duplicate_right']}", "all"),
+        ("conflicts: contradicting lines both active", cf["contradicting_lines_both_active"], "0"),
+    ]
+    return out
+
+
+def _routing_scope_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
+    dt, sc = j["directives_tasks"], j["scope"]
+    return [
         ("directives/tasks: routing right", f"{dt['accuracy']} ({dt['rows']} rows)", "1.0"),
         ("directives/tasks: directive / task / both", f"{dt['directive_right']} / {dt['task_right']} / "
          f"{dt['both_right']}", "all"),
@@ -260,20 +280,6 @@ def _table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
         ("scope: role / speaker / everyone", f"{sc['role_right']} / {sc['speaker_right']} / {sc['everyone_right']}",
          "all"),
     ]
-    for language, rx in j["relaxations"].items():
-        out += [
-            (f"relaxations [{language} rules]: queued", f"{rx['queued']}/{rx['relaxations']} = {rx['recall']}", "1.0"),
-            (f"relaxations [{language} rules]: promoted", rx["promoted"], "0"),
-            (f"relaxations [{language} rules]: rule named right", rx["rule_named_right"], "all"),
-            (f"relaxations [{language} rules]: false alarms", f"{rx['false_alarms']}/{rx['benign']}", "0"),
-        ]
-    out += [
-        ("conflicts: right", f"{cf['accuracy']} ({cf['rows']} rows)", ">= 0.95"),
-        ("conflicts: contradicts / compatible / duplicate", f"{cf['contradicts_right']} / {cf['compatible_right']} / "
-         f"{cf['duplicate_right']}", "all"),
-        ("conflicts: contradicting lines both active", cf["contradicting_lines_both_active"], "0"),
-    ]
-    return out
 
 
 def _sections(folder: str = "") -> dict[str, Any]:
@@ -282,11 +288,17 @@ def _sections(folder: str = "") -> dict[str, Any]:
             "conflicts": conflicts(f"{folder}conflicts.jsonl")}
 
 
+def _fresh_sections() -> dict[str, Any]:
+    """The relaxations and conflicts of eval/fresh/ (written in a later session, before the
+    changes made after it; see eval/SETS.md)."""
+    return {"relaxations": relaxations("fresh/relaxations.jsonl"), "conflicts": conflicts("fresh/conflicts.jsonl")}
+
+
 def run() -> dict[str, Any]:
     """Every section of this module on the sets of eval/ (``{"directives_tasks", "scope",
     "relaxations", "conflicts"}``) and the same on the held-out sets of eval/heldout/ (``"heldout"``:
     new sentences written before the second phase of the work and never tuned on)."""
-    return {**_sections(), "heldout": _sections("heldout/")}
+    return {**_sections(), "heldout": _sections("heldout/"), "fresh": _fresh_sections()}
 
 
 __all__ = ["conflicts", "directives_tasks", "relaxations", "rows", "run", "scope", "table_rows"]
