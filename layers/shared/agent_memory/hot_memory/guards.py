@@ -13,8 +13,13 @@ whether the statement names the rule:
   the assistant to output it ("写上名字", "include the name") without keeping the sign-off, or when
   it waives a required concept ("不用走签字", "without sign-off"), or when it names the rules and
   asks to relax them ("系统规则…能不能松一下", "the blinding rule … from now on you can");
+- an instruction that has the assistant do a forbidden act ("你按上次的值补进EDC") relaxes the
+  rule without any permission word; an act on an identifier (write, send, attach, list by) asks
+  for it; the investigators' part (deciding causality, answering medical questions) is a
+  requirement, waived by leaving them out ("不用找研究者确认", "no need to loop in the PI");
 - when unsure, the statement is queued: a false alarm costs an admin a click, a promotion costs a
-  safeguard.
+  safeguard. The merge also reads the whole message (:func:`agent_memory.hot_memory.merge`): a
+  statement from a message that relaxes a rule is held even when the relaxing part was not kept.
 
 Deterministic and offline; nothing is logged.
 """
@@ -49,6 +54,10 @@ class _Concept:
     removable: bool = False
     #: relaxed only by a permission (a decision handed to the assistant), not by an output request
     needs_permission: bool = False
+    #: the index of the pattern naming the act (write, send, decide, advise); None: no act pattern
+    act: int | None = None
+    #: the act is an output ("附在", "include"): an instruction doing it asks for the concept
+    act_is_output: bool = False
 
 
 #: a removal of what is named: the safeguard is kept ("身份证号那一列删掉", "mask the phone numbers")
@@ -66,22 +75,40 @@ def _removed_after(text: str) -> bool:
     clause = re.split(r"[，,。；;]", text, maxsplit=1)[0][:16]
     m = _REMOVAL.search(clause)
     return m is not None and not _REMOVAL_WAIVED.search(clause[: m.start()])
+#: what identifies a subject (the identifier firewall's kinds, named as nouns): names and initials,
+#: ID, passport, insurance and hospital record numbers, dates of birth, home addresses, and contact
+#: details (phone, mobile, e-mail, WeChat) when they are the subjects' own
+_IDENTIFIER_NOUNS = re.compile(
+    r"姓名|(?<!文件)名字|全名|真名|缩写|身份证|身份标识|证件号|护照|医保号|社保号|住院号|病历号|病案号|门诊号|就诊卡号|"
+    r"出生日期|出生年月|(?<![发产])生日|住址|家庭地址|居住地址|联系地址|联系方式|联系电话|手机号|电话号|微信号|病人名|患者名|隐私|个人信息|"
+    r"(?:受试者|患者|病人|家属|他们|她们)\S{0,4}(?:电话|手机|邮箱|微信|地址)|"
+    r"\b(?:patient|subject|participant|full|real|first|last|family)(?:'s|s')? names?\b|\bnames? of\b|\binitials\b|"
+    r"\bdates? of birth\b|\bDOBs?\b|\bbirth ?dates?\b|\bhome address(?:es)?\b|\b(?:mobile|cell|phone|telephone) "
+    r"(?:numbers?|nos?\.?)|\bmobiles?\b|\be-?mail address(?:es)?\b|\bcontact (?:details|info\w*|numbers?)\b|"
+    r"\b(?:medical )?record numbers?\b|\bMRNs?\b|\bhospital numbers?\b|\bid (?:numbers?|cards?)\b|\bpassports?\b|"
+    r"\binsurance numbers?\b|\bidentif|\bprivacy\b|\bthe names\b|\bpersonal (?:data|details|information)\b|"
+    r"\bPII\b|\bPHI\b", _I)
+#: an act on identifiers: writing, showing, sending, keeping or using them
+_ACT_ON_IDENTIFIERS = re.compile(
+    r"发|写|加|列|放|标|填|显示|出现|提到|带上|告诉|提供|导出|(?<![不没])用|使用|保存|存|留|记|贴|打印|附|转|按|说|讲|叫|称呼|输出|展示|呈现|透露|公开|给|"
+    r"\b(?:include|list|put|add|show|send|share|use|display|give|tell|provide|export|record|store|keep|print|"
+    r"attach|forward|post|mention|appear|contain|refer|by|with|output|reveal|expose|disclose|print)\w*\b", _I)
 _CONCEPTS: tuple[_Concept, ...] = (
-    _Concept("identity", "forbidden", (re.compile(
-        r"姓名|(?<!文件)名字|全名|真名|身份证|身份标识|手机号|电话号码|住址|病人名|患者名|隐私|"
-        r"\b(?:patient|subject|participant|full|real|first|last|family)(?:'s|s')? names?\b|\bnames? of\b|"
-        r"\bphone numbers?\b|\bid numbers?\b|\bidentif|\bprivacy\b|\bthe names\b", _I),), removable=True),
+    _Concept("identity", "forbidden", (_IDENTIFIER_NOUNS, _ACT_ON_IDENTIFIERS), removable=True, act=1,
+             act_is_output=True),
     _Concept("record_write", "forbidden", (
-        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改|更正|编辑|"
-                   r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|fill(?:s|ed|ing)? in|"
+        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改|更正|编辑|填进|填入|填到|填上|写进|写入|"
+                   r"录进|导入|"
+                   r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|fill(?:s|ed|ing)? in|backfill|"
+                   r"populate|impute|amend|enter|input|import|writes? (?:in)?to|"
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
         re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
                    r"\bsubjects?\b|\bdatabase\b", _I),
-    ), topic=1),
+    ), topic=1, act=0),
     _Concept("external_send", "forbidden", (
         re.compile(r"发|抄送|抄给|转给|\b(?:send|sent|forward|cc|share|e-?mail)\w*\b", _I),
         re.compile(r"院外|外部|对外|CRA|药企|申办方|伦理|其他中心|\bsponsor|\bethics|\bexternal|\boutside", _I),
-    ), topic=1),
+    ), topic=1, act=0),
     _Concept("dosing", "forbidden", (re.compile(r"剂量|用量|给药方案|\bdos(?:e|es|ing|age)\b|\bmg\b", _I),)),
     _Concept("arm_split", "forbidden", (re.compile(
         r"双盲|揭盲|破盲|治疗组|按组|组别|\bby arms?\b|\bper arm\b|\bsplit by arm|\btreatment (?:arm|group)s?\b|"
@@ -89,41 +116,58 @@ _CONCEPTS: tuple[_Concept, ...] = (
     # AE causality and SAE reporting are the investigators' decisions
     _Concept("ae_decision", "forbidden", (
         re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
-                   r"\bcausality\b|\brelatedness\b|\bexpedited\b|\badverse events?\b", _I),
-        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|"
-                   r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify|mark|label)\w*\b", _I),
-    ), needs_permission=True),
+                   r"\bcausality\b|\brelatedness\b|\battribution\b|\bexpedited\b|\badverse events?\b", _I),
+        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|拍板|说了算|做主|"
+                   r"认定|下结论|结论|确认|签|"
+                   r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify|mark|label|approv|confirm|"
+                   r"conclud|rule on|sign)\w*\b", _I),
+    ), needs_permission=True, act=1),
     # no medical advice to patients or subjects
     _Concept("medical_advice", "forbidden", (
-        re.compile(r"医疗建议|停药|加量|减量|换药|用药|吃药|止痛药|止吐药|退烧药|感冒药|药量|吃什么药|要不要紧|严不严重|症状|"
-                   r"治疗调整|诊断|"
+        re.compile(r"医疗建议|停药|加量|减量|换药|(?<!研究)药(?![企厂监])|服|漏吃|要不要紧|严不严重|症状|化疗|放疗|副作用|"
+                   r"恶心|呕吐|疼|痛|发烧|发热|腹泻|怎么办|治疗调整|诊断|"
                    r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
-                   r"\bdrugs?\b|\bpills?\b|\btreatment\b", _I),
+                   r"\bdrugs?\b|\bpills?\b|\btablets?\b|\btreatment\b|\bnausea\b|\bvomit\w*|\bpain\b|\bfever\b|"
+                   r"\bside effects?\b|\bdoses?\b|\banti[a-z]{4,}\b|\bwhat to do\b", _I),
         re.compile(r"患者|病人|受试者|家属|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|\bfamil(?:y|ies)\b", _I),
         # the act of advising them
-        re.compile(r"回答|答复|回复|回(?=家属|患者|病人|受试者|他们|她们)|告诉|建议|判断|指导|提供|"
+        re.compile(r"回答|答复|回复|回(?=家属|患者|病人|受试者|他们|她们)|告诉|建议|意见|判断|指导|提供|"
                    r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
-    )),
+    ), act=2),
     # protocol deviations are recorded and reported: hiding, dropping or not reporting one waives it
     _Concept("deviation_report", "hidden", (
         re.compile(r"偏离|超窗|\bdeviations?\b|\bvisit[- ]window\b|\bout[- ]of[- ]window\b", _I),
         re.compile(r"(?:别|不|不用|不必|不再)(?:再)?(?:算|计|当|作为|列为|记为|记录)(?:成|为|作)?(?=偏离|\S{0,4}偏离)|当没发生|"
                    r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
-                   r"别让.{0,8}看到|能不报|"
+                   r"别让.{0,8}看到|能不报|(?:不要|别|不|不用|不必)(?:写进|写到|放进|放到|列进|列入|计入|纳入|记进|记到|体现)|排除|"
+                   r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,2}(?:登记|记录|上报|填报|报告|记|报|列)|"
+                   r"\b(?:don'?t|do not|no need to|never|stop|skip)\s+(?:\w+\s+){0,2}?"
+                   r"(?:report|log|record|list|count|flag|file|enter)\w*|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"
-                   r"\bnot count|\bhidden\b|\bhide\b|\bplayed down\b|\bunreported\b|\bleave (?:them |it )?out\b|"
+                   r"\bnot count|\bhidden\b|\bhide\b|\bplayed down\b|\bunreported\b|\bleave\b[^.;,]{0,40}\bout\b|"
+                   r"\bleave\b[^.;,]{0,40}\boff\b|\bkeep\b[^.;,]{0,40}\b(?:off|out of)\b|\bexclud\w*|"
+                   r"\b(?:drop|remove|take)\w*\b[^.;,]{0,30}\b(?:from|off)\b|"
+                   r"\bnot (?:be )?(?:logged|recorded|reported|listed)\b|"
                    r"\bomit\w*|\bwithout reporting\b", _I),
     )),
+    # the investigators decide (AE causality) and answer (medical questions): waived when they are left out
+    _Concept("investigator", "required", (re.compile(
+        r"研究者|研究医生|研究医师|主要研究者|(?<!家庭)医生|\bPI\b|\binvestigators?\b|\bphysicians?\b|\bdoctors?\b|"
+        r"\bclinicians?\b", re.IGNORECASE),)),
     _Concept("sign_off", "required", (re.compile(
         r"签字|签名|确认|批准|审批|点头|同意|过目|\bsign(?:ed|ing|-off| off|ature)?\b|\bapprov\w*|\bconfirm\w*", _I),)),
 )
 
 _PERMISSION = re.compile(
     r"直接|不用|不必|无需|用不着|不需要|跳过|省得|省去|免得|就行|就好|就可以|没关系|没事|可以|松一下|放宽|例外|通融|反正|"
-    r"看着办|你自己|你来|由AI|让AI|AI来|自己补|自己定|自己判|"
+    r"看着办|看着处理|你自己|你来|由AI|让AI|AI来|自己补|自己定|自己判|自行|说了算|做主|全权|你定|你决定|你判断|自己回答|放开|"
+    r"交给(?:你|助手|AI)|由(?:你|助手)|"
     r"\bjust\b|\bskip\b|\bno need\b|\bdon'?t need\b|\bneedn'?t\b|\byou can\b|\bit'?s fine\b|\bis fine\b|\bok to\b|"
     r"\bokay to\b|\ballowed\b|\bgo ahead\b|\bdirectly\b|\bwithout\b|\banyway\b|\byourself\b|\byou decide\b|"
-    r"\bfeel free\b|\bup to you\b|\bon your own\b|\byou may\b",
+    r"\bfeel free\b|\bup to you\b|\bon your own\b|\byou may\b|"
+    r"\b(?:the )?(?:assistant|bot|AI|model|system|it) (?:can|may|could|gets to)\b|\ballowed to\b|\bfree to\b|"
+    r"\bauthori[sz]ed\b|\bgreen light\b|\bby (?:it|your)self\b|\bon its own\b|\bgo ahead\b|"
+    r"\byour (?:call|decision|choice)\b|\bleave it to you\b|\bhand(?:ed)? (?:it |this )?(?:over )?to you\b",
     _I,
 )
 #: asking the assistant to output something: with a forbidden object and no negation, a request
@@ -142,25 +186,41 @@ _NEGATION_BEFORE = re.compile(
 )
 _WAIVE_BEFORE = re.compile(
     r"(?:不用|不必|无需|不需要|用不着|跳过|省得|省去|不等|别等|不走|"
-    r"\bskip(?:ping)?\b|\bwithout\b|\bno need (?:for|to)\b|"
-    r"\bdon'?t (?:need|wait)\b)[^，,。；;]{0,10}$",
+    r"\bskip(?:ping)?\b|\bwithout\b|\bno need (?:for|to)\b|\binstead of\b|\brather than\b|"
+    r"\bdon'?t (?:need|wait)\b)[^，,。；;]{0,16}$",
+    _I,
+)
+#: a requirement waived after it is named ("审批就免了", "approval isn't needed")
+_WAIVE_AFTER = re.compile(
+    r"^\s*(?:也|就|都)?(?:免了|省了|省掉|不用了|不需要了?|不必了|可以省|可省|取消)|"
+    r"^\s*(?:is|are)(?:n'?t| not) (?:needed|required|necessary)|^\s*(?:is|are) optional|^\s*can be (?:skipped|dropped)",
     _I,
 )
 _TOO_SLOW = re.compile(r"太慢|太麻烦|麻烦|来不及|\btoo slow\b|\btakes? too long\b", _I)
 _NAMES_RULES = re.compile(
-    r"系统规则|规则里|那条规则|这条规则|管理员的?(?:规定|规则|禁令|要求)|禁令|规矩|那(?:一|几)?条|这(?:一|几)?条|"
-    r"第[一二三四五六七八九十\d]+条|\brules?\b|\bpolicy\b|\bprohibition", _I
+    r"系统规则|规则里|那条规则|这条规则|管理员\S{0,4}(?:规定|规则|禁令|要求)|禁令|规矩|红线|"
+    r"(?:那|这)(?:一|几|些)?(?:条|项)|(?:那些|这些|所有|全部|各项|安全)(?:规定|规则|要求|制度)|"
+    r"第[一二三四五六七八九十\d]+条|\brules?\b|\bpolic(?:y|ies)\b|\bprohibitions?\b|\bguardrails?\b|\bsafeguards?\b|"
+    r"\brestrictions?\b", _I
 )
 _RELAX_ASK = re.compile(
     r"松一下|放宽|放松|取消|解除|不适用|例外|通融|忽略|无视|别管|不用管|不用遵守|不必遵守|绕过|跳过|放一放|先放|别较真|"
-    r"不算数|太死板|别执行|不执行|不用执行|不必执行|不用严格执行|免了|当参考|"
+    r"不算数|太死板|别执行|不执行|不用执行|不必执行|不用严格执行|免了|当参考|参考就行|仅供参考|灵活|变通|酌情|看情况|"
+    r"合适就行|觉得合适|自己判断|自己的判断|自己看着办|看着(?:办|处理|来)|过时|不适用|作废|失效|废了|放开|别那么严|不用那么严|"
+    r"别太当真|不必当真|不用当真|当真|自己把握|随机应变|"
     r"\brelax|\blift\b|\bwaive|\bexception|\bignore|\bbypass|\bskip\b|\byou can\b|\bit'?s fine\b|"
-    r"\bdoesn'?t apply|\bnot apply|\bsuspend|\bdrop\b",
+    r"\bdoesn'?t apply|\bnot apply|\bno longer (?:apply|valid|in force|needed|binding)|\bsuspend|\bdrop\b|"
+    r"\bguidelines?\b|\bsuggestions?\b|\badvisory\b|\boptional\b|\boutdated\b|\bobsolete\b|"
+    r"\bown judg(?:e)?ment\b|\byour discretion\b|\bflexib\w*|\bloosen|\boverride|\bdisregard|\bset aside\b|"
+    r"\brecommendations?\b|\bcommon sense\b|\bnot binding\b|"
+    r"\bdon'?t take (?:them|it) (?:too )?(?:literally|seriously)\b",
     _I,
 )
 #: a rule noun ("规矩", "the identifier rule"); 那条 / 这条 / 第N条 name a rule only beside a safeguard's
 #: topic ("AE因果那条", "方案偏离那条") or a rule noun
-_RULE_NOUN = re.compile(r"系统规则|规则|规矩|规定|禁令|\brules?\b|\bpolicy\b|\bprohibition", _I)
+_RULE_NOUN = re.compile(r"系统规则|规则|规矩|规定|禁令|红线|制度|管理员\S{0,3}(?:那|这)(?:一|几|些)?(?:条|项)|"
+                        r"\brules?\b|\bpolic(?:y|ies)\b|\bprohibition|"
+                        r"\bguardrails?\b|\bsafeguards?\b|\brestrictions?\b", _I)
 
 
 def names_rules_to_relax(text: str) -> bool:
@@ -203,16 +263,36 @@ def _free(concept: _Concept, norm: str, matches: list[re.Match[str]]) -> bool:
                and not (concept.removable and _removed_after(norm[m.end():])) for m in matches)
 
 
+#: the assistant named as the one who acts ("你先按上次的值补进EDC", "the assistant fills in …"): an
+#: instruction to do what a rule forbids needs no permission word to relax it
+_ASSISTANT_BEFORE = re.compile(
+    r"(?:你(?!们)|助手|\bAI\b|机器人|\byou\b|\bthe (?:assistant|bot|AI|model)\b)[^，,。；;.]{0,12}$", _I)
+#: an act word used as a noun ("修改记录", "change log"): not an act
+_ACT_AS_NOUN = re.compile(r"^(?:记录|日志|历史|痕迹|情况|\s*(?:logs?|history|trail|records?)\b)", _I)
+
+
+def _assistant_acts(concept: _Concept, norm: str) -> bool:
+    """The statement has the assistant do the act of a two-part forbidden concept, not negated."""
+    if concept.act is None or concept.act_is_output:
+        return False
+    return any(_ASSISTANT_BEFORE.search(norm[: m.start()]) and not _NEGATION_BEFORE.search(norm[: m.start()])
+               and not _ACT_AS_NOUN.match(norm[m.end():]) for m in concept.all_of[concept.act].finditer(norm))
+
+
 def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks: bool) -> bool:
     """Whether the statement ``norm`` (of the message ``whole``) relaxes ``concept`` (its patterns
     all matched the message)."""
     own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
     if concept.kind == "forbidden":
-        return (permission or (asks and not concept.needs_permission)) and _free(concept, norm, own)
+        asks = asks or (concept.act_is_output and concept.act is not None and any(
+            not _NEGATION_BEFORE.search(norm[: m.start()]) for m in concept.all_of[concept.act].finditer(norm)))
+        allowed = permission or (asks and not concept.needs_permission) or _assistant_acts(concept, norm)
+        return allowed and _free(concept, norm, own)
     if concept.kind == "hidden":  # hiding it anywhere in the message ("偏离能不报就不报吧，以后你别列出来")
         hides = concept.all_of[-1].finditer(whole)
         return any(not _NEGATION_BEFORE.search(whole[: m.start()]) for m in hides)
-    waived = [m for m in own if _WAIVE_BEFORE.search(norm[: m.start()])]
+    waived = [m for m in own
+              if _WAIVE_BEFORE.search(norm[: m.start()]) or _WAIVE_AFTER.search(norm[m.end(): m.end() + 24])]
     return bool(waived) or any(_TOO_SLOW.search(norm[m.end(): m.end() + 12]) for m in own)
 
 

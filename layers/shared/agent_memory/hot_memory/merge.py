@@ -344,9 +344,12 @@ def _held_for_admin(
     a candidate targeting an admin line -> ``targets_admin_line``; one contradicting an admin line
     or changing its detail -> ``contradicts_admin_line``. ``asks_output``: the candidate comes
     from a down-vote's reason, a request for how answers look (forbidden content named in it
-    without a negation is asked for).
+    without a negation is asked for). A candidate from a message that, read whole, relaxes a rule
+    is held too: the statement finder may have kept only part of that message.
     """
     relaxed = relaxed_rules(text, rules, context=context, asks_output=asks_output)
+    if not relaxed and context.strip() and context.strip() != text:
+        relaxed = relaxed_rules(context, rules)
     if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
         specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
         return "relaxes_system_rules", relaxed[0].line_id if specific else (
