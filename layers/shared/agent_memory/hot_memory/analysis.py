@@ -61,7 +61,8 @@ def languages_present(text: str) -> set[str]:
 _NEGATION = re.compile(
     r"不要|不得|不准|不许|不能|不可|不用|不必|不再|禁止|严禁|切勿|请勿|勿|(?<![类区分个特级性识鉴差组告辨])别|避免|杜绝|"
     r"不(?=[写发用提输给让做说回列加填录打联])|"
-    r"\b(?:do not|don't|dont|never|no longer|avoid|must not|mustn't|should not|shouldn't|stop)\b|\bnot\b",
+    r"\b(?:do not|don't|dont|never|no longer|avoid|must not|mustn't|should not|shouldn't|stop)\b|\bnot\b|"
+    r"\bno\b(?! (?:need|problem|worries|matter|later|more than|sooner)\b)",
     re.IGNORECASE,
 )
 _NOISE = re.compile(
@@ -71,10 +72,11 @@ _NOISE = re.compile(
 )
 _TOPICS: dict[str, re.Pattern[str]] = {
     "reply_language": re.compile(
-        r"(?:回复|回答|答复|作答|交流|沟通|\breply\b|\breplies\b|\banswer|\brespond|\bwrite\b|\btalk\b).*?"
+        r"(?:回复|回答|答复|作答|交流|沟通|汇报|\breply\b|\breplies\b|\banswer|\brespond|\bwrite\b|\btalk\b|"
+        r"\breport to\b).*?"
         r"(?:中文|汉语|英文|英语|日文|日语|\benglish\b|\bchinese\b|\bjapanese\b)|"
         r"(?:中文|汉语|英文|英语|日文|日语|\benglish\b|\bchinese\b|\bjapanese\b).*?"
-        r"(?:回复|回答|答复|作答|交流|\breply\b|\breplies\b|\banswers?\b|\brespond)",
+        r"(?:回复|回答|答复|作答|交流|汇报|\breply\b|\breplies\b|\banswers?\b|\brespond)",
         re.IGNORECASE,
     ),
     "abbreviations": re.compile(r"缩写|全称|\babbreviat|\bacronym", re.IGNORECASE),
@@ -222,6 +224,7 @@ __all__ = [
     "Analysis",
     "analyse",
     "changes_value",
+    "restates_value",
     "conflicts",
     "contradicts",
     "is_duplicate",
@@ -243,14 +246,33 @@ _NEG_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
-    "format": (re.compile(r"excel|xlsx|xls|pdf|csv|docx|word|markdown|txt", re.IGNORECASE),
+    # a file format; an extension inside a file name ("ae_2026-09-15.csv") sets none
+    "format": (re.compile(r"(?<![.a-z0-9_])(?:excel|xlsx|xls|pdf|csv|docx|markdown|txt|(?<![a-z])word(?![a-z])|"
+                          r"(?:sas|stata|spss|sav|dta|xpt|json|xml|pptx?|powerpoint)(?![a-z]))", re.IGNORECASE),
                {"xlsx": "excel", "xls": "excel", "docx": "word"}),
     "weekday": (re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
                            r"\b(weekends?)\b", re.IGNORECASE), {}),
     "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)", re.IGNORECASE), {}),
-    "lead_days": (re.compile(r"提前\s*([0-9一二三两四五六七]+)\s*天|"
-                             r"([0-9]+)\s*days?\s+(?:before|ahead|in advance|early)",
+    # how long before: a number and a unit (提前2天, 提前一周, 3 days ahead, a week before)
+    "lead_time": (re.compile(r"提前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*(?:天|日|周|星期|礼拜|小时|工作日|月))|"
+                             r"\b([0-9]+|one|two|three|four|five|six|seven|a|an)\s*(days?|weeks?|hours?|"
+                             r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),
+    # how often (每周 / weekly / every two weeks); "the weekly query report" names a report, not a frequency
+    "frequency": (re.compile(r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|"
+                             r"\b(?:daily|weekly|fortnightly|bi-?weekly|monthly|quarterly|yearly|annually)\b"
+                             r"(?=\s*(?:$|[,.;!?)]|\b(?:on|at|by|in|and|instead|rather|from|to|please|then|now)\b))|"
+                             r"\bevery (?:day|week|other week|two weeks|month|quarter|year)\b|\bonce a (?:day|week|month)\b)",
+                             re.IGNORECASE), {}),
+    # the channel a message goes by (发微信, 改用邮件, by email, over WeCom); "电话随访" is a visit type
+    "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
+                           r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:发|通知|提醒|联系|推送)|"
+                           r"\b(?:by|via|over|through|on|in|as an?|per)\s+(e-?mail|wecom|wechat|sms|text(?: message)?|"
+                           r"phone|slack|teams|dingtalk)\b", re.IGNORECASE), {}),
+    # the form of a text (a table, prose, bullet points, a chart); an added chart is content, not a form
+    "form": (re.compile(r"(?<!加)(?<!附)(?<!添)(?<!加一张)(?<!加个)(表格|段落|一段话|成段|纯文字|纯文本|要点|分点|图表|"
+                        r"\btables?\b|\btabular\b|\bparagraphs?\b|\bprose\b|\bbullet(?:ed)?(?: points?| lists?)?\b|"
+                        r"\bbullets\b|\bplain text\b)", re.IGNORECASE), {}),
     "daypart": (re.compile(r"上午|下午|早上|晚上|中午|\bmornings?\b|\bafternoons?\b|\bevenings?\b", re.IGNORECASE), {}),
     # how a list is arranged: the key it is sorted, grouped or broken down by
     "arrangement": (re.compile(
@@ -280,6 +302,20 @@ _SAME_VALUE: dict[str, str] = {
     "short": "brief", "concise": "brief", "just the conclusion": "brief",
     "附件": "attachment", "as a file": "attachment", "贴在": "inline", "直接贴": "inline", "贴到": "inline",
     "正文里": "inline", "in the chat": "inline",
+    "每天": "day", "每日": "day", "daily": "day", "every day": "day", "once a day": "day",
+    "每周": "week", "每星期": "week", "weekly": "week", "every week": "week", "once a week": "week", "一周一次": "week",
+    "每两周": "2week", "每隔一周": "2week", "隔周": "2week", "fortnightly": "2week", "biweekly": "2week",
+    "bi-weekly": "2week", "every other week": "2week", "every two weeks": "2week",
+    "每月": "month", "每个月": "month", "monthly": "month", "every month": "month", "once a month": "month",
+    "一月一次": "month", "每季度": "quarter", "quarterly": "quarter", "every quarter": "quarter",
+    "每年": "year", "yearly": "year", "annually": "year", "every year": "year",
+    "企业微信": "wecom", "企微": "wecom", "微信": "wechat", "短信": "sms", "text": "sms", "text message": "sms",
+    "邮件": "email", "电子邮件": "email", "邮箱": "email", "e-mail": "email", "电话": "phone", "钉钉": "dingtalk",
+    "表格": "table", "tabular": "table", "段落": "prose", "一段话": "prose", "成段": "prose", "纯文字": "prose",
+    "纯文本": "prose", "paragraph": "prose", "plain text": "prose", "要点": "bullets", "分点": "bullets",
+    "bullet": "bullets", "bullet point": "bullets", "bullet list": "bullets", "bulleted list": "bullets",
+    "bulleted": "bullets", "bullet points": "bullets", "图表": "chart",
+    "powerpoint": "ppt", "pptx": "ppt", "sav": "spss", "dta": "stata",
 }
 #: value words taken out before comparing subjects; an arrangement keeps its verb and subject
 #: ("sort the deviation log by type"): only its key goes
@@ -305,6 +341,23 @@ def _value(raw: str, aliases: dict[str, str]) -> str:
     return key[:-1] if key.endswith("s") and len(key) > 3 and key.isascii() else key
 
 
+_NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
+            "半": 0.5, "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+#: a lead time's unit in hours; working days are a unit of their own
+_UNIT_HOURS = (("工作日", None), ("business", None), ("working", None), ("小时", 1), ("hour", 1), ("天", 24), ("日", 24),
+               ("day", 24), ("周", 168), ("星期", 168), ("礼拜", 168), ("week", 168), ("月", 720), ("month", 720))
+
+
+def _lead_time(m: re.Match[str]) -> str:
+    """A lead time's canonical value: hours ("48h"), or working days ("2wd")."""
+    text = "".join(g for g in m.groups() if g)
+    number = re.match(r"\s*([0-9]+|[一二两三四五六七八九十半]|an?|one|two|three|four|five|six|seven)", text, re.IGNORECASE)
+    n = float(number.group(1)) if number and number.group(1).isdigit() else _NUMBERS.get(
+        (number.group(1) if number else "").casefold(), 1)
+    hours = next((h for unit, h in _UNIT_HOURS if unit in text.casefold()), 24)
+    return f"{n:g}wd" if hours is None else f"{n * hours:g}h"
+
+
 def values(text: str) -> dict[str, frozenset[str]]:
     """The values a statement sets, by family (file format, weekday, clock hour, lead days, part of
     the day, arrangement key, level of detail, delivery, date format, day of the month); a negated
@@ -315,6 +368,9 @@ def values(text: str) -> dict[str, frozenset[str]]:
         found = set()
         for m in pattern.finditer(norm):
             if _NEG_BEFORE.search(norm[: m.start()]):
+                continue
+            if family == "lead_time":
+                found.add(_lead_time(m))
                 continue
             raw = next((g for g in m.groups() if g), m.group()) if m.groups() else m.group()
             found.add(_value(raw, aliases))
@@ -331,9 +387,44 @@ def changes_value(candidate: str, line: str) -> bool:
     a, b = values(candidate), values(line)
     if not any(a[f] != b[f] for f in a.keys() & b.keys()):
         return False
-    ga = _stems(_grams(_without_values(nfkc(candidate).casefold())))
-    gb = _stems(_grams(_without_values(nfkc(line).casefold())))
-    return bool(ga & gb)
+    return _shares_subject(candidate, line)
+
+
+def restates_value(candidate: str, line: str) -> bool:
+    """``candidate`` says again, in another language, the value ``line`` sets ("以后回复简短一点"
+    beside "Keep replies short."): the same values in every family both set, and a shared subject."""
+    if language_of(candidate) == language_of(line):
+        return False
+    a, b = values(candidate), values(line)
+    shared = a.keys() & b.keys()
+    return bool(shared) and all(a[f] == b[f] for f in shared) and _shares_subject(candidate, line)
+
+
+def _shares_subject(candidate: str, line: str) -> bool:
+    """The texts share a word, bigram or subject (in either language) once their values are out."""
+    ca, cb = _without_values(nfkc(candidate).casefold()), _without_values(nfkc(line).casefold())
+    if _stems(_grams(ca)) & _stems(_grams(cb)):
+        return True
+    return bool(_subjects(ca) & _subjects(cb))
+
+
+#: subjects a preference is about, in Chinese and English, so that a statement in one language
+#: finds the line in the other ("回复" / "replies", "随访提醒" / "visit reminders")
+_SUBJECTS: dict[str, re.Pattern[str]] = {
+    name: re.compile(pattern, re.IGNORECASE) for name, pattern in (
+        ("reply", r"回复|回答|答复|\brepl(?:y|ies)\b|\banswers?\b|\bresponses?\b"),
+        ("weekly_report", r"周报|\bweekly reports?\b"), ("monthly_report", r"月报|\bmonthly reports?\b"),
+        ("reminder", r"提醒|\breminders?\b"), ("export", r"导出|\bexports?\b"),
+        ("query", r"质疑|\bquer(?:y|ies)\b"), ("deviation", r"偏离|\bdeviations?\b"),
+        ("adverse_event", r"不良事件|(?<![a-z])s?aes?(?![a-z])|\badverse events?\b"), ("visit", r"访视|\bvisits?\b"),
+        ("enrolment", r"入组|\benrol"), ("qc", r"质控|(?<![a-z])qc(?![a-z])|\bquality control\b"),
+        ("summary", r"汇总|总结|\bsummar(?:y|ies)\b"), ("list", r"清单|名单|\blist(?:s|ing|ings)?\b"),
+    )
+}
+
+
+def _subjects(text: str) -> set[str]:
+    return {name for name, pattern in _SUBJECTS.items() if pattern.search(text)}
 
 
 def _stems(grams: Iterable[str]) -> set[str]:

@@ -29,6 +29,7 @@ from agent_memory.hot_memory.analysis import (
     conflicts,
     contradicts,
     is_duplicate,
+    restates_value,
     languages_present,
     shared_grams,
     supersedes,
@@ -260,9 +261,12 @@ class _Merge:
         statement only forbids what the rule forbids): counted, the line keeps its provenance; a
         down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
         info = statement.info
-        dup = next((ln for ln in self.lines if is_duplicate(info, analyse(ln.text))
-                    or _restates(statement.text, statement.role, statement.cand.section, ln,
-                                 statement.speaker.user_id)), None)
+        dup = next((ln for ln in self.lines if not changes_value(statement.text, ln.text) and (
+            is_duplicate(info, analyse(ln.text))
+            or _restates(statement.text, statement.role, statement.cand.section, ln, statement.speaker.user_id)
+            or (restates_value(statement.text, ln.text) and _same_scope(
+                ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id)))),
+            None)
         dup = dup or reinforced_rule(statement.text, self.rules)
         if dup is None:
             return False
