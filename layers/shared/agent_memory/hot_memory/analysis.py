@@ -254,7 +254,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                            r"\b(weekends?)\b", re.IGNORECASE), {}),
     "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)", re.IGNORECASE), {}),
     # how long before: a number and a unit (提前2天, 提前一周, 3 days ahead, a week before)
-    "lead_time": (re.compile(r"提前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*(?:天|日|周|星期|礼拜|小时|工作日|月))|"
+    "lead_time": (re.compile(r"提前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*"
+                             r"(?:天|日|周|星期|礼拜|小时|工作日|月))|"
                              r"\b([0-9]+|one|two|three|four|five|six|seven|a|an)\s*(days?|weeks?|hours?|"
                              r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),
@@ -262,10 +263,12 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "frequency": (re.compile(r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|"
                              r"\b(?:daily|weekly|fortnightly|bi-?weekly|monthly|quarterly|yearly|annually)\b"
                              r"(?=\s*(?:$|[,.;!?)]|\b(?:on|at|by|in|and|instead|rather|from|to|please|then|now)\b))|"
-                             r"\bevery (?:day|week|other week|two weeks|month|quarter|year)\b|\bonce a (?:day|week|month)\b)",
+                             r"\bevery (?:day|week|other week|two weeks|month|quarter|year)\b|"
+                             r"\bonce a (?:day|week|month)\b)",
                              re.IGNORECASE), {}),
     # the channel a message goes by (发微信, 改用邮件, by email, over WeCom); "电话随访" is a visit type
-    "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
+    "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*"
+                           r"(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
                            r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:发|通知|提醒|联系|推送)|"
                            r"\b(?:by|via|over|through|on|in|as an?|per)\s+(e-?mail|wecom|wechat|sms|text(?: message)?|"
                            r"phone|slack|teams|dingtalk)\b", re.IGNORECASE), {}),
@@ -344,14 +347,16 @@ def _value(raw: str, aliases: dict[str, str]) -> str:
 _NUMBERS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10,
             "半": 0.5, "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 #: a lead time's unit in hours; working days are a unit of their own
-_UNIT_HOURS = (("工作日", None), ("business", None), ("working", None), ("小时", 1), ("hour", 1), ("天", 24), ("日", 24),
-               ("day", 24), ("周", 168), ("星期", 168), ("礼拜", 168), ("week", 168), ("月", 720), ("month", 720))
+_UNIT_HOURS = (("工作日", None), ("business", None), ("working", None), ("小时", 1), ("hour", 1), ("天", 24),
+               ("日", 24), ("day", 24), ("周", 168), ("星期", 168), ("礼拜", 168), ("week", 168), ("月", 720),
+               ("month", 720))
 
 
 def _lead_time(m: re.Match[str]) -> str:
     """A lead time's canonical value: hours ("48h"), or working days ("2wd")."""
     text = "".join(g for g in m.groups() if g)
-    number = re.match(r"\s*([0-9]+|[一二两三四五六七八九十半]|an?|one|two|three|four|five|six|seven)", text, re.IGNORECASE)
+    number = re.match(r"\s*([0-9]+|[一二两三四五六七八九十半]|an?|one|two|three|four|five|six|seven)", text,
+                      re.IGNORECASE)
     n = float(number.group(1)) if number and number.group(1).isdigit() else _NUMBERS.get(
         (number.group(1) if number else "").casefold(), 1)
     hours = next((h for unit, h in _UNIT_HOURS if unit in text.casefold()), 24)

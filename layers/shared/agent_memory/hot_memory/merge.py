@@ -29,8 +29,8 @@ from agent_memory.hot_memory.analysis import (
     conflicts,
     contradicts,
     is_duplicate,
-    restates_value,
     languages_present,
+    restates_value,
     shared_grams,
     supersedes,
 )

@@ -133,9 +133,21 @@ def preference_scope(sentence: str) -> Scope | None:
         return Scope("speaker")
     if _EVERYONE.search(norm):
         return Scope("everyone")
-    if _SUBJECT_ZH.search(norm) or _SUBJECT_EN.search(norm):
+    if any(_SUBJECT_ZH.search(c) or _SUBJECT_EN.search(c) for c in _stating_clauses(norm)):
         return Scope("speaker")
     return None
+
+
+#: a clause stating a standing preference (not a reason given after it: "…，我要看时间线")
+_STANDING = re.compile(r"以后|今后|往后|从现在起|从今天起|每次|一律|总是|\bfrom now on\b|\bgoing forward\b|\balways\b|"
+                       r"\bin future\b|\bfrom today\b", _I)
+
+
+def _stating_clauses(norm: str) -> list[str]:
+    """The clauses of ``norm`` that may state the preference: the first, and any with a standing
+    cue; the speaker as the subject of another clause gives a reason, not the scope."""
+    clauses = [c for c in re.split(r"[，,。；;!?！？]", norm) if c.strip()]
+    return [c for i, c in enumerate(clauses) if i == 0 or _STANDING.search(c)]
 
 
 def scope_tag(sentence: str, *, speaker_role: str | None, speaker_id: str) -> str | None:
