@@ -367,3 +367,47 @@ def test_a_message_that_relaxes_a_rule_holds_every_statement_found_in_it() -> No
     # Then nothing of it is promoted and the review names the data-change rule
     assert not result.changed
     assert {(r.reason, r.detail) for r in result.reviews} == {("relaxes_system_rules", "br-data-changes")}
+
+
+# ------------------------------------------------------------ value families and subjects across languages
+@pytest.mark.parametrize(
+    ("active", "said"),
+    [
+        ("入组周报提前1天发。", "入组周报以后提前半天发"),  # lead time in another unit
+        ("监查报告每月汇总一次。", "监查报告以后每季度汇总一次"),  # frequency
+        ("Send the screening log every week.", "Going forward send the screening log monthly."),
+        ("SAE随访信息用邮件通知。", "SAE随访信息以后改用企业微信通知"),  # channel
+        ("Lab alerts go out by SMS.", "From now on send lab alerts via email."),
+        ("筛选失败原因用表格列出。", "筛选失败原因以后写成一段话"),  # form of the text
+        ("Listings exported as Stata files.", "From now on export listings as SPSS files."),  # format
+        ("Keep replies detailed.", "以后回复简洁一点"),  # the subject found across languages
+    ],
+)
+def test_a_new_value_of_the_same_family_replaces_the_line(active: str, said: str) -> None:
+    result = _merge([_ai("hm-old", active, "DM")], [entry("m-1", said, study_role="DM")])
+    assert list(result.replaced) == ["hm-old"]
+    assert [ln.line_id for ln in result.lines if ln.line_id == "hm-old"] == []
+
+
+@pytest.mark.parametrize(
+    ("active", "said"),
+    [
+        ("随访提醒发微信。", "以后电话随访的结果记在随访表里"),  # 电话随访 is a visit type, not a channel
+        ("Exports as SAS datasets.", "以后导出的文件名带上截止日期，比如 ae_2026-09-15.csv"),  # an extension in a name
+        ("Send the site metrics monthly.", "From now on the weekly site metrics digest lists open queries first."),
+    ],
+)
+def test_a_value_word_that_sets_no_value_replaces_nothing(active: str, said: str) -> None:
+    result = _merge([_ai("hm-old", active, "DM")], [entry("m-1", said, study_role="DM")])
+    assert result.replaced == {}
+    assert any(ln.line_id == "hm-old" for ln in result.lines)
+
+
+def test_the_same_value_said_again_in_another_language_adds_nothing() -> None:
+    result = _merge([_ai("hm-old", "Keep replies short.", "PI")], [entry("m-1", "以后回复简短一点", study_role="PI")])
+    assert result.duplicates == 1 and not result.changed
+
+
+def test_a_reason_clause_in_the_first_person_leaves_the_speakers_role_as_scope() -> None:
+    result = _merge([], [entry("m-1", "以后QC清单按中心排，我要一个个中心去催", study_role="DM", user_id="u-dm")])
+    assert [ln.role_tag for ln in result.lines if ln.source != "admin"] == ["DM"]
