@@ -1,0 +1,179 @@
+"""Sentences and clause fragments of a user message, and the clean line a statement becomes.
+
+A message is cut into sentences on sentence ends, line breaks and dashes, with quoted text masked
+first (a cue in quotes is someone else's words, and a quote never splits); a sentence is cut into
+clause fragments on commas and colons, and in Chinese chat also on a space between two CJK
+characters. A found statement keeps the fragments that carry its instruction on and drops reasons
+and complaints (:func:`statement_body`), then loses its emoji, lead fillers and polite tails
+(:func:`clean_statement`). The word families used are in
+:mod:`agent_memory.hot_memory.statement_lexicon`. Deterministic and offline; nothing is logged.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agent_memory.hot_memory.analysis import language_of, nfkc
+from agent_memory.hot_memory.statement_lexicon import (
+    ACT_NOW,
+    ALSO,
+    CONDITIONAL_HEAD,
+    CONTINUE,
+    DURABLE_EN,
+    DURABLE_ZH,
+    EN_TAIL,
+    ENDS_IMPERATIVE,
+    LEAD_FILLER,
+    REASON,
+    ZH_NEG_LEAD,
+    ZH_TAIL,
+)
+
+_I = re.IGNORECASE
+
+# ------------------------------------------------------------------ segmentation
+_QUOTES = (("“", "”"), ("‘", "’"), ("「", "」"), ("『", "』"), ('"', '"'))
+_ASCII_SINGLE = re.compile(r"(?:(?<=^)|(?<=[\s:：(（]))'[^']{1,120}'(?=[\s,.;:!?)）]|$)")
+_SENTENCE_END = re.compile(
+    r"[。！？!?；;\n]+|(?<=[A-Za-z0-9)\]])(?<!e\.g)(?<!i\.e)(?<!\bProf)(?<!\bDr)(?<!\betc)(?<!\bvs)\.(?=\s|$)"
+    r"|\s*(?:——|—|--|–)\s*"
+)
+_CJK = r"\u3400-\u9fff\uff00-\uffef\u3000-\u303f\U0001f000-\U0001faff\u2600-\u27bf～~"
+_SPACE_BETWEEN_CJK = re.compile(rf"(?<=[{_CJK}])[ \t\u3000]+(?=[{_CJK}])")
+_EMOJI = re.compile(r"[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\u200d]+")
+
+
+def mask_quotes(text: str) -> str:
+    """``text`` with every quoted span's inside replaced by ``□`` (same length): cues in quotes
+    are someone else's words.
+
+    Quotes are the paired Chinese and English quotation marks, straight double quotes, and
+    single quotes around up to 120 characters; an unclosed quote masks nothing. The result has
+    ``len(text)`` characters, so offsets into it are offsets into ``text``.
+    """
+    chars = list(text)
+    for open_q, close_q in _QUOTES:
+        start = 0
+        while True:
+            i = text.find(open_q, start)
+            if i < 0:
+                break
+            j = text.find(close_q, i + 1)
+            if j < 0:
+                break
+            for k in range(i + 1, j):
+                chars[k] = "□"
+            start = j + 1
+    masked = "".join(chars)
+    for m in _ASCII_SINGLE.finditer(masked):
+        masked = masked[: m.start() + 1] + "□" * (m.end() - m.start() - 2) + masked[m.end() - 1 :]
+    return masked
+
+
+def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
+    """``[(start, end, is_question), ...]``: character offsets into ``text`` of its sentences, in
+    order (quotes masked before splitting, so a quote never splits); ``is_question`` when the
+    sentence ends in ``?`` / ``？``."""
+    masked = mask_quotes(text)
+    out: list[tuple[int, int, bool]] = []
+    pos = 0
+    for m in _SENTENCE_END.finditer(masked):
+        if m.start() > pos:
+            out.append((pos, m.start(), "?" in m.group() or "？" in m.group()))
+        pos = m.end()
+    if pos < len(text):
+        out.append((pos, len(text), False))
+    return out
+
+
+def split_statements(text: str) -> list[tuple[str, bool]]:
+    """Sentences of a message with a flag ``is_question`` (split on sentence ends, line breaks and
+    dashes; quoted text never splits).
+
+    Returns:
+        ``[(sentence, is_question), ...]`` in order, each sentence stripped, empty ones left out.
+    """
+    return [(text[a:b].strip(), q) for a, b, q in sentence_spans(text) if text[a:b].strip()]
+
+
+def clean_statement(text: str) -> str:
+    """A clean statement: no emoji, lead fillers, polite or filler tails; closed with a full stop.
+
+    Chinese text (:func:`~agent_memory.hot_memory.analysis.language_of`) ends in ``。`` and a
+    leading 别 / 千万别 becomes 不要; other text starts upper case and ends in ``.`` (or ``!``).
+    Returns ``""`` when nothing is left.
+    """
+    text = _EMOJI.sub("", text)
+    text = " ".join(text.split())
+    text = LEAD_FILLER.sub("", text).strip()
+    if language_of(text) == "zh":
+        text = ZH_NEG_LEAD.sub("不要", text)
+        text = re.sub(r"\s*\b(?:please|pls|plz)\b\s*", " ", text, flags=_I).strip()
+        previous = None
+        while previous != text:
+            previous = text
+            text = ZH_TAIL.sub("", text).strip().rstrip("，,。.;；:：、 ～~")
+        return f"{text}。" if text else ""
+    text = EN_TAIL.sub("", text).strip().rstrip(",;: —-")
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text[-1] in ".!" else f"{text}."
+
+
+def fragments(sentence: str) -> list[str]:
+    """Clause fragments of a sentence, stripped and non-empty, in order: split on commas and
+    colons (full- and half-width) always, on spaces only between CJK characters."""
+    marked = _SPACE_BETWEEN_CJK.sub("\x00", sentence)
+    parts = re.split(r"[，,：:]|\x00", marked)
+    return [p.strip() for p in parts if p.strip()]
+
+
+def statement_body(head: str, rest_fragments: list[str]) -> str:
+    """The cue fragment plus the following fragments that carry the instruction on (an
+    imperative start or a "…就行" end); reasons and complaints are left out.
+
+    Args:
+        head: the fragment holding the cue ("" when none); a conditional head ("如果…", "if …")
+            keeps the fragment after it too.
+        rest_fragments: the sentence's fragments after ``head``; the first asking for something
+            now (``ACT_NOW``) ends the statement.
+    Returns:
+        The kept fragments joined with ``，`` (Chinese) or ``, ``.
+    """
+    kept = [head] if head else []
+    if head and CONDITIONAL_HEAD.match(LEAD_FILLER.sub("", head)) and rest_fragments:
+        kept.append(rest_fragments[0])
+        rest_fragments = rest_fragments[1:]
+    for frag in rest_fragments:
+        bare = LEAD_FILLER.sub("", frag)
+        if ACT_NOW.search(nfkc(frag)):
+            break  # what the message asks for now ends the standing statement
+        if REASON.search(frag) and not CONTINUE.match(frag):
+            continue
+        if CONTINUE.match(frag) or CONTINUE.match(bare) or ENDS_IMPERATIVE.search(frag) or ALSO.search(frag):
+            kept.append(frag)
+    joiner = "，" if language_of(" ".join(kept)) == "zh" else ", "
+    return joiner.join(kept)
+
+
+def fragment_at(norm: str, start: int, end: int) -> str:
+    """The comma/colon/CJK-space fragment of ``norm`` around ``norm[start:end]`` (character
+    offsets; the fragment is returned unstripped)."""
+    marked = _SPACE_BETWEEN_CJK.sub("\x00", norm)
+    seps = "，,、：:\x00"
+    left = max(marked.rfind(c, 0, start) for c in seps) + 1
+    rights = [i for i in (marked.find(c, end) for c in seps) if i >= 0]
+    return norm[left: min(rights) if rights else len(norm)]
+
+
+def note_body(rest: str) -> str:
+    """A noted lesson (the text after 记一下 / note): its sentences, each without its first
+    durable cue and cleaned, joined with ``；`` (Chinese) or ``; ``."""
+    parts = []
+    for sentence, _ in split_statements(rest):
+        s = DURABLE_ZH.sub("", sentence, count=1)
+        s = DURABLE_EN.sub("", s, count=1)
+        parts.append(clean_statement(s).rstrip("。."))
+    zh = language_of(rest) == "zh"
+    return ("；" if zh else "; ").join(p for p in parts if p)

@@ -1,0 +1,315 @@
+"""Standing statements in a user message: what the offline rule extractor turns into memory, and
+how a chat turn tells a standing instruction from what it asks for now.
+
+Only what a user states as a standing instruction, a current state or a lesson becomes memory.
+A message is cut into sentences (:mod:`agent_memory.hot_memory.sentences`: sentence ends, line
+breaks, dashes; in Chinese chat also a space between two CJK characters separates clauses) with
+quoted text masked, and a statement is found wherever it stands in a sentence:
+
+- a durable cue: 以后 / 今后 / 往后 / 从现在起 / 从今往后 ..., "from now on", "going forward",
+  "in future" — at the start ("以后汇报别写…"), after a topic ("QC清单以后直接贴…", topic-first)
+  or after lead words ("对了 以后…", "also from now on…", "From now on 我的…", code-switched);
+- a change of value: "周报还是改到周四", "重点改成…", "风险换成…", "switch to …";
+- a memory cue: 记住 / remember (the rest of the sentence), 记一下 / 记下 / note (the rest of the
+  message: a state or a lesson told to the assistant);
+- a sentence (or the part after a label such as "Lesson:") starting with "Always" / "Never".
+
+Not statements (kinds, not phrases): a cue inside quotes or after a reported-speech verb (someone
+else's words), a hypothetical (如果 / 要是 / if … 以后), a question, a postponement (以后再说),
+以后 as a time word (V3以后的随访), an acknowledgement (我记住了), a one-off task (a date such as
+明天 / tomorrow, or 把这份…), clinical instructions about a subject (a subject id with a medical
+order in the message, or a subject id beside a standing cue), 以后 after an event (入组以后…),
+the speaker's own promise (我会…, I'll…), an appointment note (记一下 明天开会), a body that only
+points back (这个都这么办), and restatements ("之前说过", "same as before": they add nothing).
+A withdrawal ("早上说的那个…先不要了", "never mind the …") is found with kind ``withdraw``.
+
+The word families are in :mod:`agent_memory.hot_memory.statement_lexicon`. Lines are clean: cue,
+fillers, emoji, complaints and reasons after the instruction are dropped; the statement keeps its
+language. Deterministic and offline; nothing is logged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc
+from agent_memory.hot_memory.sentences import (
+    clean_statement,
+    fragment_at,
+    fragments,
+    mask_quotes,
+    note_body,
+    sentence_spans,
+    split_statements,
+    statement_body,
+)
+from agent_memory.hot_memory.statement_lexicon import (
+    ACK,
+    ACT_NOW,
+    AFTER_EVENT,
+    ALWAYS_EN,
+    ANAPHORA,
+    BACK_REFERENCE,
+    CHANGE,
+    CLINICAL_ORDER,
+    DECISION,
+    DURABLE_EN,
+    DURABLE_ZH,
+    HYPOTHETICAL,
+    LATER,
+    LEAD_FILLER,
+    LESSON,
+    LESSON_LABEL,
+    NOTE,
+    ONE_OFF,
+    OWN_PROMISE,
+    POSTPONE,
+    QUESTION_WORDS,
+    REMEMBER,
+    REMINDER,
+    REPORTED,
+    RESTATED,
+    RULE_AFTER_TIME_WORD,
+    TIME_WORD,
+    TOPIC_FRAGMENT,
+    WITHDRAW,
+)
+
+
+class FoundStatement:
+    """One statement found in a message.
+
+    Attributes:
+        text: the statement (cleaned by :func:`find_statements`; a withdrawal keeps its sentence).
+        kind: ``durable`` | ``change`` | ``remember`` | ``note`` | ``withdraw``.
+        section_hint: ``Lessons Learned`` when the message carries a lesson cue, else None (the
+            section is then read from the text by
+            :func:`agent_memory.hot_memory.statements.classify_section`).
+        sentence: the sentence the statement was found in, before cleaning (its scope words are
+            kept for :mod:`agent_memory.hot_memory.scope`).
+    """
+
+    def __init__(self, text: str, kind: str, section_hint: str | None = None) -> None:
+        self.text = text
+        self.kind = kind  # "durable" | "change" | "remember" | "note" | "withdraw"
+        self.section_hint = section_hint
+        #: the sentence the statement was found in, before cleaning (its scope words are kept)
+        self.sentence = text
+
+
+def _trap(norm: str, start: int, end: int, message: str, *, question: bool, durable: bool = False) -> bool:
+    """True when the cue at ``norm[start:end]`` is not a statement of the speaker (see the module
+    docstring: hypothetical, question, reported speech, restatement, one-off, subject's clinical
+    order)."""
+    frag = fragment_at(norm, start, end)
+    prefix = norm[:start]
+    if HYPOTHETICAL.search(frag[: max(0, frag.find(norm[start:end]))] if norm[start:end] in frag else frag):
+        return True
+    if HYPOTHETICAL.search(prefix[-6:]):
+        return True
+    if question or QUESTION_WORDS.search(frag):
+        return True
+    if REPORTED.search(prefix[-12:]):
+        return True
+    if RESTATED.search(norm):
+        return True
+    if ONE_OFF.search(frag) or (durable and SUBJECT_ID.search(frag)):
+        return True
+    return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag))
+
+
+#: a cue that is not the speaker's standing statement: the sentence holds none
+_TRAPPED = FoundStatement("", "trap")
+
+
+def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A statement led by a durable cue (以后 / from now on …) wherever it stands."""
+    for m in sorted([*DURABLE_ZH.finditer(norm), *DURABLE_EN.finditer(norm)], key=lambda x: x.start()):
+        after = norm[m.start():]
+        time_word = TIME_WORD.match(after) and not (
+            after.startswith("以后的") and RULE_AFTER_TIME_WORD.search(fragment_at(norm, m.start(), m.end())))
+        if time_word or POSTPONE.match(after) or POSTPONE.search(norm[m.end(): m.end() + 8]):
+            continue
+        if DURABLE_ZH.match(after) and AFTER_EVENT.search(norm[: m.start()]):
+            continue
+        if _trap(norm, m.start(), m.end(), message, question=question, durable=True) or LATER.search(
+                fragment_at(norm, m.start(), m.end())):
+            return _TRAPPED
+        rest = sentence[m.end():]
+        if DURABLE_EN.match(after):
+            if not re.sub(r"[\W_]", "", rest) and re.sub(r"[\W_]", "", sentence[: m.start()]):
+                # the cue closes the statement ("Answer me in English from now on")
+                return FoundStatement(sentence[: m.start()], "durable")
+            if language_of(rest) == "en":
+                return FoundStatement(rest, "durable")
+            frags = fragments(rest)
+            return FoundStatement(statement_body(frags[0] if frags else "", frags[1:]), "durable")
+        frags = fragments(sentence[: m.start()] + "\x01" + sentence[m.end():])
+        idx = next(i for i, f in enumerate(frags) if "\x01" in f)
+        head = LEAD_FILLER.sub("", frags[idx].strip())
+        if head.startswith("\x01") and idx > 0:
+            topic = LEAD_FILLER.sub("", frags[idx - 1]).strip()
+            if TOPIC_FRAGMENT.match(topic) and not (REMEMBER.search(topic) or LESSON.search(topic)):
+                head = f"{topic}，{head}"
+        head, rest_frags = head.replace("\x01", "").strip(), frags[idx + 1:]
+        if idx > 0 and ANAPHORA.match(head):  # the cue points back ("我看报告喜欢先看表格，以后都这样")
+            head = "，".join(LEAD_FILLER.sub("", f).strip() for f in frags[:idx])
+        if not head and rest_frags:  # the cue stands alone ("从下周起，周报改成…")
+            head, rest_frags = rest_frags[0], rest_frags[1:]
+        return FoundStatement(statement_body(head, rest_frags), "durable")
+    return None
+
+
+def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A new value for a named subject ("周报还是改到周四", "重点改成…"); not a decision of the day."""
+    change = CHANGE.search(norm)
+    if not change or question or DECISION.search(norm[: change.start()]):
+        return None
+    before = fragment_at(norm, change.start(), change.end())
+    before = before[: before.find(change.group())] if change.group() in before else ""
+    if not LEAD_FILLER.sub("", before).strip():
+        return None
+    if _trap(norm, change.start(), change.end(), message, question=question):
+        return _TRAPPED
+    frags = fragments(sentence)
+    idx = next((i for i, f in enumerate(frags) if CHANGE.search(nfkc(f))), 0)
+    return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+
+
+def _remember(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """What follows 记住 / remember (not an acknowledgement such as 我记住了)."""
+    remember = REMEMBER.search(norm)
+    if not remember or not norm[remember.end():].strip() or ACK.search(norm[remember.start(): remember.end() + 2]):
+        return None
+    if _trap(norm, remember.start(), remember.end(), message, question=question):
+        return _TRAPPED
+    rest = LESSON_LABEL.sub("", sentence[remember.end():])
+    if language_of(rest) == "en":
+        return FoundStatement(rest, "remember")
+    frags = fragments(rest)
+    return FoundStatement(statement_body(frags[0], frags[1:]), "remember") if frags else None
+
+
+def _find_in_sentence(sentence: str, masked: str, message: str, *, question: bool) -> FoundStatement | None:
+    norm = nfkc(masked)
+    if len(norm) != len(masked):
+        norm = masked
+    # a withdrawal of something said before ("早上说的那个…先不要了")
+    if WITHDRAW.search(norm) and BACK_REFERENCE.search(norm) and not CHANGE.search(norm):
+        return FoundStatement(sentence, "withdraw")
+    for finder in (_durable, _change, _remember):
+        found = finder(sentence, norm, message, question)
+        if found is _TRAPPED:
+            return None
+        if found is not None:
+            return found
+    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*|,\s*", norm))]:
+        always = ALWAYS_EN.match(norm, start)
+        if always and not question and not HYPOTHETICAL.search(norm[:start]):
+            return FoundStatement(sentence[always.start("kw"):], "durable")
+    return None
+
+
+def find_statements(text: str) -> list[FoundStatement]:
+    """Every statement of one user message, in order (see the module docstring).
+
+    A note (记一下 / note: …) gives at most one statement, the rest of the message (none when it
+    is a reminder or a one-off); otherwise each sentence gives at most one. Statements shorter
+    than 4 word characters, the speaker's own promises and bodies that only point back are
+    dropped.
+
+    Returns:
+        ``[FoundStatement, ...]`` (texts cleaned; withdrawals keep their sentence); empty when the
+        message states nothing durable.
+    """
+    masked_all = mask_quotes(text)
+    out: list[FoundStatement] = []
+    note = NOTE.search(nfkc(masked_all)) if len(nfkc(masked_all)) == len(masked_all) else NOTE.search(masked_all)
+    lesson = bool(LESSON.search(nfkc(text)))
+    if note and text[note.end():].strip():
+        rest = text[note.end():]
+        first = fragments(rest)[:1]
+        if REMINDER.search(rest) or (first and ONE_OFF.search(nfkc(first[0]))):
+            return out
+        body = ("。" if language_of(rest) == "zh" else ". ").join(s for s, _ in split_statements(rest))
+        hint = "Lessons Learned" if lesson else None
+        # a lesson with its rule: the rule sentence carries a durable cue; keep the whole note
+        cleaned = clean_statement(note_body(rest) if lesson else body)
+        if cleaned:
+            noted = FoundStatement(cleaned, "note", hint)
+            noted.sentence = rest
+            out.append(noted)
+        return out
+    for start, end, question in sentence_spans(text):
+        sentence, masked = text[start:end], masked_all[start:end]
+        if not sentence.strip():
+            continue
+        found = _find_in_sentence(sentence, masked, text, question=question)
+        if found is None:
+            continue
+        found.sentence = sentence
+        found.text = clean_statement(found.text) if found.kind != "withdraw" else found.text
+        if len(re.sub(r"\W", "", found.text)) < 4 or OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text):
+            continue
+        if lesson:
+            found.section_hint = "Lessons Learned"
+        out.append(found)
+    return out
+
+
+def _has_cue(fragment: str) -> bool:
+    norm = nfkc(fragment)
+    return any(rx.search(norm) for rx in (DURABLE_ZH, DURABLE_EN, REMEMBER, NOTE, CHANGE)) or bool(
+        ALWAYS_EN.match(norm))
+
+
+def _covered(fragment: str, statements: Sequence[str]) -> bool:
+    """The fragment's content words / bigrams are (mostly) in one of the statements' texts."""
+    grams = analyse(fragment).grams
+    core = analyse(fragment).core
+    for s in statements:
+        info = analyse(s)
+        if (grams and len(grams & info.grams) >= 0.6 * len(grams)) or (core and core in info.core):
+            return True
+    return False
+
+
+def directive_parts(text: str) -> tuple[list[str], list[str]]:
+    """A message cut into its standing statements and what it asks for now.
+
+    Returns:
+        ``(statements, task)``: the texts :func:`find_statements` finds (withdrawals included:
+        they ask nothing of the current turn), and the fragments of the message outside them, in
+        order (sentences without a statement whole; in a sentence with one, the comma fragments
+        that carry no cue and are not part of the statement, e.g. "这周的先发我" in "以后周报周一发，
+        这周的先发我"). Deterministic; nothing logged.
+    """
+    masked_all = mask_quotes(text)
+    norm_all = nfkc(masked_all)
+    note = NOTE.search(norm_all) if len(norm_all) == len(masked_all) else NOTE.search(masked_all)
+    if note and text[note.end():].strip():
+        noted = find_statements(text)
+        if noted:
+            head = text[: note.start()].strip(" ，,。.：:")
+            return [f.text for f in noted], [head] if head else []
+    statements: list[str] = []
+    task: list[str] = []
+    for start, end, question in sentence_spans(text):
+        sentence = text[start:end].strip()
+        if not sentence:
+            continue
+        said = [f.text for f in find_statements(sentence + ("?" if question else ""))]
+        if not said:
+            task.append(sentence)
+            continue
+        statements.extend(said)
+        task.extend(f for f in fragments(sentence) if not _has_cue(f) and not LESSON_LABEL.fullmatch(f + "：")
+                    and (ACT_NOW.search(nfkc(f)) or not _covered(f, said)))
+    return statements, task
+
+
+def find_statement(clause: str) -> str | None:
+    """The first durable statement of ``clause`` (cue removed, fillers trimmed), or None."""
+    found = [f for f in find_statements(clause) if f.kind != "withdraw"]
+    return found[0].text if found else None

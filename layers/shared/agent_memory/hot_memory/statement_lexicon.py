@@ -1,0 +1,149 @@
+"""Word families of the statement finder (:mod:`agent_memory.hot_memory.statement_finder`): data tables only.
+
+Each pattern names one KIND of wording (a durable cue, a trap, a section, a filler to clean), never
+a sample sentence; the kinds are those of the finder's module docstring and of README "What the
+daily distillation keeps". Patterns are matched against NFKC text
+(:func:`agent_memory.hot_memory.analysis.nfkc`), case-insensitively where compiled with ``_I``.
+A pattern's users: the finder (cues, traps), :mod:`agent_memory.hot_memory.sentences` (cleaning)
+and :func:`agent_memory.hot_memory.statements.classify_section` (sections).
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+
+# ------------------------------------------------------------------ cues
+DURABLE_ZH = re.compile(
+    r"以后|今后|往后|此后|从现在起|从现在开始|从今天起|从今天开始|从今往后|从今以后|从下次起|下次起|从下(?:周|个?月)起|"
+    r"下次(?=别|不要|注意|一定|记得|务必)"
+)
+#: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后", "吃了药以后"), not a standing instruction
+AFTER_EVENT = re.compile(
+    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$"
+    r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
+    _I,
+)
+#: a fragment before a topic-first cue that names the topic ("汇报的时候，以后先给结论")
+TOPIC_FRAGMENT = re.compile(r"^(?:关于|至于|对于).+|.+(?:的时候|时|方面|这块|这边|部分|的话)$")
+DURABLE_EN = re.compile(
+    r"\b(?:from now on|going forward|moving forward|from today on(?:wards)?|from here on|in (?:the )?future|"
+    r"henceforth)\b"
+    r"[,:]?\s*",
+    _I,
+)
+ALWAYS_EN = re.compile(r"(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
+CHANGE = re.compile(
+    r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"
+    r"\b(?:switch(?:ed)? to|change(?:d)? (?:it )?to|move(?:d)? (?:it )?to)\b",
+    _I,
+)
+REMEMBER = re.compile(
+    r"(?<!我)(?<!已)(?<!还)(?<!你)(?:请|要)?(?:记住|牢记|记得)(?!了|住了|吗|不)\s*[:：]?\s*|"
+    r"(?<!do you )(?<!you )\b(?:please\s+)?(?:remember(?: this(?: one)?| that)?|keep in mind(?: that)?)\b"
+    r"(?!\s+(?:what|when|how|why|whether|if)\b)\s*[:：,]?\s*",
+    _I,
+)
+NOTE = re.compile(
+    r"(?:你|帮我|也|请)?(?:记一下|记下来|记下|记录一下|备注一下|记一笔)(?!了)\s*[:：]?\s*|"
+    r"\b(?:note this(?: down)?|for the record)\s*[:：]\s*",
+    _I,
+)
+LESSON = re.compile(
+    r"教训|踩坑|这个坑|吃过亏|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
+    r"\blessons?\b|\blearned\b|\bthe hard way\b",
+    _I,
+)
+LESSON_LABEL = re.compile(
+    r"^\s*(?:这个|这条|一个|个)?(?:教训|经验|坑|lesson)(?:\s*(?:for|给)\s*(?:the\s+)?(?:team|大家|全组))?"
+    r"\s*[:：]?\s*", _I)
+IMPERATIVE = re.compile(
+    r"别|不要|不用|不必|不能|禁止|必须|务必|一律|只|要|请|应|需|用|按|发|写|列|给|放|"
+    r"\b(?:don'?t|do not|never|always|only|must|should|please|use|send|put|list|write|give|report)\b",
+    _I,
+)
+#: a fragment asking for something NOW ("这周的先发我", "现在先帮我跑一下01中心的", "先把P015的数据给我看看",
+#: "send me this week's now"): a task of the message, never part of a standing statement
+ACT_NOW = re.compile(
+    r"现在|今天|马上|立刻|这周的|本周的|这个月的|这次|先(?:把|对|帮|给我看|查一下|查一遍|跑|发我|生成|出一)"
+    r"|\bnow\b|\btoday\b|\bright away\b|\bthis week'?s\b",
+    _I,
+)
+ACK = re.compile(r"(?:我|已|已经)?(?:记住了|记下了|知道了|了解了?|明白了?|收到)|\b(?:noted|got it|will do)\b", _I)
+
+# ------------------------------------------------------------------ traps
+HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bif\b|\bin case\b|\bsuppose\b|\bwhat if\b", _I)
+QUESTION_WORDS = re.compile(
+    r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|何时|[吗么]\s*$|"
+    # 谁 / 哪位 / 什么时候 are a universal, not a question, after 不管 / 无论 or before …都 ("谁问偏离都带上日期")
+    r"(?<!不管)(?<!无论)(?<!不论)(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
+    r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
+POSTPONE = re.compile(
+    r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
+)
+#: the end of a postponement ("以后有机会再说", "那就以后再讨论吧")
+LATER = re.compile(r"再(?:说|议|讨论|商量|研究|看看?)[吧啊哈了]*$|\blater\b|\bsome day\b", _I)
+#: a body that only points back ("这个都这么办"): nothing to remember without its context
+ANAPHORA = re.compile(r"^(?:这个|那个|这样|那样|就)?(?:都|也)?(?:这么|这样|那样|照此)(?:办|做|来|处理)?。?$")
+CONDITIONAL_HEAD = re.compile(r"^(?:要是|如果|凡是|只要|一旦|每当|\bif\b|\bwhen(?:ever)?\b)", _I)
+TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十两几]+(?:天|周|个月|年))")
+#: what makes "以后的X" a standing instruction after all ("大家以后的提醒都用中文"): a rule of how X is done
+RULE_AFTER_TIME_WORD = re.compile(r"都|一律|统一|全部|必须|务必|别|不要|不用|只")
+REPORTED = re.compile(
+    r"(?:说|讲|提到|表示|建议|要求|问)[:：]?\s*$|\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
+)
+ONE_OFF = re.compile(
+    r"今天|今晚|明天|明早|明晚|后天|待会|一会儿|马上|下周[一二三四五六日天]|这周[一二三四五六日天]|本周[一二三四五六日天]|"
+    r"这次|本次|这份|这个表|把这|\btoday\b|\btonight\b|\btomorrow\b|\bthis (?:time|once|afternoon|morning|evening)\b|"
+    r"\bnext (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+    _I,
+)
+CLINICAL_ORDER = re.compile(
+    r"医嘱|会诊|出院|每天测|监测|血糖|血压|服用|口服|继续吃|注射|剂量|用药|服药|吃药|复查|复诊|化验|抽血|肝功|肾功|"
+    r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
+)
+RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|老规矩|\bsame as before\b|\bas (?:i )?said\b", _I)
+WITHDRAW = re.compile(
+    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|"
+    r"\bnever mind\b|\bscratch that\b|\bcancel\b|\bforget (?:it|that|about)\b",
+    _I,
+)
+#: the speaker's own promise ("以后我会注意的", "I'll send it earlier"): an acknowledgement, not memory
+OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:i|we)(?:'ll| will| shall)\b", _I)
+#: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory
+REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
+#: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
+DECISION = re.compile(r"决定|决议|会上定|拍板|定的|定下|\bdecided\b|\bagreed\b", _I)
+BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b", _I)
+
+# ------------------------------------------------------------------ sections
+FOCUS = re.compile(r"重点|主要精力|\bfocus\b|\bpriority\b", _I)
+RISK = re.compile(r"风险|\brisks?\b", _I)
+STATE = re.compile(r"暂停|恢复|停止入组|关闭|上线|升级|\bon hold\b|\bpaused\b|\bsuspended\b|\bresumed\b", _I)
+
+# ------------------------------------------------------------------ cleaning
+LEAD_FILLER = re.compile(
+    r"^(?:[，,：:、\s]|对了|另外|还有|然后|所以|那么?|嗯+|好的?|好吧|行|算了|哦|噢|ok(?:ay)?\b|also\b|and\b|so\b|btw\b|"
+    r"quick one\b|oh\b|by the way\b|please\b|pls\b|plz\b|你们?|咱们|我们|大家|请你?|麻烦你?|都|就|也|要(?!是)|"
+    r"一律|统一)+",
+    _I,
+)
+CONTINUE = re.compile(
+    r"^(?:比如|例如|譬如|别|不要|不用|不必|直接|只|必须|需|一律|都|先|再|按|用|改|放|把|写|附|加|列|发|给|要么|或者|并且|同时|且|另外附|还是|"
+    r"don'?t|do not|just|only|always|never|please|and|also|put|use|send|list|keep|include|add|group|sort)",
+    _I,
+)
+#: a fragment giving a reason, a complaint or someone else's situation: never part of the line
+REASON = re.compile(
+    r"^(?:我|你这样|你这么|这样|这么|他|她|他们|她们|家属|有几个|有些|因为|由于|不然|否则|省得|免得|看着|根本|反正|问|上周|上次|昨天|之前|刚才|"
+    r"since\b|because\b|as\b|i\b|i'm\b|we\b|they\b|last\b|yesterday\b)|费劲|麻烦|来不及|太.{0,3}了?$|真服|烦死|累死",
+    _I,
+)
+ALSO = re.compile(r"也|都|还|同样|\balso\b|\btoo\b", _I)
+ENDS_IMPERATIVE = re.compile(r"(?:就行|就好|就可以|即可|就够了)[吧啊哈了呀～~]*$")
+ZH_TAIL = re.compile(
+    r"[，,、\s]*(?:谢谢你?|谢谢了|谢啦|多谢|感谢|好吗|好不好|可以吗|行吗|哈|啊|呀|哦|呢|吧|啦|了|哈)+\s*$"
+)
+EN_TAIL = re.compile(r"[,\s]*(?:please|pls|thanks|thank you|thx|lol|ok\?|okay\?)+\s*$", _I)
+ZH_NEG_LEAD = re.compile(r"^(?:别再|别|不要再|千万别|千万不要)")
