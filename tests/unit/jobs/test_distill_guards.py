@@ -411,3 +411,41 @@ def test_the_same_value_said_again_in_another_language_adds_nothing() -> None:
 def test_a_reason_clause_in_the_first_person_leaves_the_speakers_role_as_scope() -> None:
     result = _merge([], [entry("m-1", "以后QC清单按中心排，我要一个个中心去催", study_role="DM", user_id="u-dm")])
     assert [ln.role_tag for ln in result.lines if ln.source != "admin"] == ["DM"]
+
+
+# ------------------------------------------------------------ statements the finder used to miss (kinds)
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        # a Chinese topic before an English cue
+        ("肺功能报告 going forward 按检查日期倒序排", "肺功能报告按检查日期倒序排。"),
+        # an English topic before the cue
+        ("The enrolment dashboard from now on shows screen failures too.",
+         "The enrolment dashboard shows screen failures too."),
+        # 这次 after "every / each" in a standing statement is each time
+        ("以后每次访视前都提醒我这次要带哪些量表", "每次访视前都提醒我这次要带哪些量表。"),
+        # an Always sentence after a lesson's first sentence
+        ("Lesson: last month the courier lost two samples. Always log the tracking number before shipping.",
+         "Always log the tracking number before shipping."),
+    ],
+)
+def test_statements_after_a_topic_or_a_lesson_sentence_are_found(message: str, expected: str) -> None:
+    assert texts_of(message) == [expected]
+
+
+def test_a_one_off_this_time_is_still_no_statement() -> None:
+    assert texts_of("这次的随访表以后再说，先发我") == []
+
+
+def test_a_new_focus_leaves_the_risks_and_a_personal_line_is_not_changed_by_the_words_for_me() -> None:
+    risk = _ai("hm-risk", "现在的风险是3号中心肺功能仪校准过期，数据可能作废。", None).model_copy(
+        update={"section": "Active Context"})
+    focus = _ai("hm-focus", "当前重点：完成3号中心的启动访视。", None).model_copy(update={"section": "Active Context"})
+    said = entry("m-1", "记一下：3号中心启动完了，接下来的重点改成3号中心首例入组", study_role="PI")
+    result = _merge([risk, focus], [said])
+    assert list(result.replaced) == ["hm-focus"]
+    assert any(ln.line_id == "hm-risk" for ln in result.lines)
+    # a CRC's own quiet hours and her own daily list are two lines
+    quiet = _ai("hm-quiet", "晚上9点以后别给我发消息。", "u-a").model_copy(update={"stated_by": "u-a"})
+    daily = _merge([quiet], [entry("m-2", "以后每天上午10点给我发一份当天的访视名单", user_id="u-a")])
+    assert daily.replaced == {} and any(ln.line_id == "hm-quiet" for ln in daily.lines)

@@ -407,11 +407,15 @@ def restates_value(candidate: str, line: str) -> bool:
 
 def _shares_subject(candidate: str, line: str) -> bool:
     """The texts share a word, bigram or subject (in either language) once their values are out."""
-    ca, cb = _without_values(nfkc(candidate).casefold()), _without_values(nfkc(line).casefold())
+    ca, cb = (_SCOPE_WORDS.sub(" ", _without_values(nfkc(t).casefold())) for t in (candidate, line))
     if _stems(_grams(ca)) & _stems(_grams(cb)):
         return True
     return bool(_subjects(ca) & _subjects(cb))
 
+
+#: whom a preference is for and who says it ("给我", "发我", "for me"): no part of its subject
+_SCOPE_WORDS = re.compile(r"发给我|给我|发我|告诉我|提醒我|我的|[我你]|\b(?:for|to) me\b|\bme\b|\bmy\b|\byou\b",
+                          re.IGNORECASE)
 
 #: subjects a preference is about, in Chinese and English, so that a statement in one language
 #: finds the line in the other ("回复" / "replies", "随访提醒" / "visit reminders")

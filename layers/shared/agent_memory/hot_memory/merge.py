@@ -397,9 +397,21 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
 #: a line naming the current focus, labelled or not ("当前重点：…", "这个月的重点改成…")
 _FOCUS = re.compile(
     r"^(?:当前重点|重点|current focus|focus)\s*[:：]|"
-    r"(?:当前|目前|现在|这个月|本月|这周|本周|近期)的?重点(?:是|改成|换成|转到|放在|为)|"
-    r"\b(?:current )?focus (?:is|now|shifts?|moves?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
+    r"(?:当前|目前|现在|这个月|本月|这周|本周|近期|接下来|下一步|下阶段|下个阶段|后面)的?(?:工作)?重点(?:是|改成|换成|转到|放在|为)|"
+    r"重点(?:改成|换成|转到|转向|放到|调整为|变成)|"
+    r"\b(?:current |next )?focus (?:is|now|shifts?|moves?|changes?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
+
+
+#: a risk, labelled or named ("风险：…", "现在的风险是…", "the main risk is …")
+_RISK = re.compile(r"风险|\brisks?\b", re.IGNORECASE)
+
+
+def _context_kind(text: str) -> str:
+    """An Active Context line's kind: ``focus`` (the current focus), ``risk`` or ``state``."""
+    if _FOCUS.search(text):
+        return "focus"
+    return "risk" if _RISK.search(text) else "state"
 
 
 def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, speaker: str | None) -> bool:
@@ -445,6 +457,8 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     if new.section == "Active Context":
         if _FOCUS.search(new.text) and _FOCUS.search(line.text):
             return True  # the project has one current focus
+        if _context_kind(new.text) != _context_kind(line.text):
+            return False  # a new focus leaves the risks, a new risk the focus
         if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
             return True
         if shared_grams(new.text, line.text) >= 3:

@@ -114,9 +114,20 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
         return True
     if RESTATED.search(norm):
         return True
-    if ONE_OFF.search(frag) or (durable and SUBJECT_ID.search(frag)):
+    if any(not (durable and _each_time(frag, m)) for m in ONE_OFF.finditer(frag)) or (
+            durable and SUBJECT_ID.search(frag)):
         return True
     return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag))
+
+
+#: "every / each" before 这次 / 本次 in a standing statement: "this time" is each time it is done
+#: ("以后给CRC的访视提醒里都写上这次要抽哪几管血")
+_EACH = re.compile(r"都|每次|每个|每位|每一|一律|\b(?:every|each|all)\b", re.IGNORECASE)
+
+
+def _each_time(frag: str, one_off: re.Match[str]) -> bool:
+    """The one-off word ``one_off`` is 这次 / 本次 after an "every / each" in ``frag``."""
+    return one_off.group() in ("这次", "本次") and bool(_EACH.search(frag[: one_off.start()]))
 
 
 #: a cue that is not the speaker's standing statement: the sentence holds none
@@ -138,6 +149,7 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
             return _TRAPPED
         rest = sentence[m.end():]
         if DURABLE_EN.match(after):
+            rest = _topic_before(sentence, m.start()) + rest
             if not re.sub(r"[\W_]", "", rest) and re.sub(r"[\W_]", "", sentence[: m.start()]):
                 # the cue closes the statement ("Answer me in English from now on")
                 return FoundStatement(sentence[: m.start()], "durable")
@@ -159,6 +171,22 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
             head, rest_frags = rest_frags[0], rest_frags[1:]
         return FoundStatement(statement_body(head, rest_frags), "durable")
     return None
+
+
+def _topic_before(sentence: str, cue_start: int) -> str:
+    """The topic an English cue follows in its clause ("irAE汇总 from now on 按发生时间排"): the
+    clause's words before the cue (lead fillers out) when they are a short noun phrase, else ""."""
+    frags = fragments(sentence[:cue_start])
+    if not frags or not re.search(r"\S$", sentence[:cue_start].rstrip()) or re.search(r"[，,。；;:：]\s*$",
+                                                                                     sentence[:cue_start]):
+        return ""
+    topic = LEAD_FILLER.sub("", frags[-1]).strip()
+    if not topic or REMEMBER.search(topic) or LESSON.search(topic):
+        return ""
+    if language_of(topic) == "zh":
+        return topic if len(topic) <= 16 else ""
+    noun_phrase = re.fullmatch(r"(?:the|our|my|all|every|each)\s+[\w' -]{2,40}", topic, re.IGNORECASE)
+    return f"{topic} " if noun_phrase else ""
 
 
 def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:

@@ -33,7 +33,7 @@ DURABLE_EN = re.compile(
     r"[,:]?\s*",
     _I,
 )
-ALWAYS_EN = re.compile(r"(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
+ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
 CHANGE = re.compile(
     r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"
     r"\b(?:switch(?:ed)? to|change(?:d)? (?:it )?to|move(?:d)? (?:it )?to)\b",
