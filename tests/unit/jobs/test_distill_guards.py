@@ -449,3 +449,28 @@ def test_a_new_focus_leaves_the_risks_and_a_personal_line_is_not_changed_by_the_
     quiet = _ai("hm-quiet", "晚上9点以后别给我发消息。", "u-a").model_copy(update={"stated_by": "u-a"})
     daily = _merge([quiet], [entry("m-2", "以后每天上午10点给我发一份当天的访视名单", user_id="u-a")])
     assert daily.replaced == {} and any(ln.line_id == "hm-quiet" for ln in daily.lines)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("给DM的导出一律按中心分文件", "给DM的导出一律按中心分文件。"),  # a habitual 一律 without a cue
+        ("Weekly listings must always carry the data cut date.",
+         "Weekly listings must always carry the data cut date."),
+    ],
+)
+def test_a_standing_rule_without_a_cue_is_found(message: str, expected: str) -> None:
+    assert texts_of(message) == [expected]
+
+
+@pytest.mark.parametrize("message", ["大家这周都辛苦了", "如果CRA都用英文怎么办", "Should we always cc the sponsor?",
+                                     "P003的化验都按原方案做"])
+def test_habitual_words_in_small_talk_questions_and_subject_orders_are_no_statements(message: str) -> None:
+    assert texts_of(message) == []
+
+
+def test_an_instruction_that_mentions_risks_is_a_preference() -> None:
+    [c] = extract_rule_candidates([entry("m-1", "以后给我的周报先讲风险再讲进度", study_role="PI")])
+    assert c.section == "User Preferences"
+    [r] = extract_rule_candidates([entry("m-2", "记住，现在的风险是冷链记录仪没电")])
+    assert r.section == "Active Context"

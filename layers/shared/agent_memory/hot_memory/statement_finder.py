@@ -49,6 +49,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     ACT_NOW,
     AFTER_EVENT,
     ALWAYS_EN,
+    ALWAYS_MODAL,
     ANAPHORA,
     BACK_REFERENCE,
     CHANGE,
@@ -56,6 +57,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     DECISION,
     DURABLE_EN,
     DURABLE_ZH,
+    HABITUAL_ZH,
     HYPOTHETICAL,
     LATER,
     LEAD_FILLER,
@@ -236,7 +238,16 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
         always = ALWAYS_EN.match(norm, start)
         if always and not question and not HYPOTHETICAL.search(norm[:start]):
             return FoundStatement(sentence[always.start("kw"):], "durable")
-    return None
+    return _habitual(sentence, norm, message, question)
+
+
+def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A standing rule without a cue: "X should always / must never …", "给CRC的提醒都用中文" (a
+    habitual 都 / 一律 before an instruction); not a question, hypothetical, one-off or subject's."""
+    m = ALWAYS_MODAL.search(norm) or HABITUAL_ZH.search(norm)
+    if m is None or _trap(norm, m.start(), m.end(), message, question=question, durable=True):
+        return None
+    return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "durable")
 
 
 def find_statements(text: str) -> list[FoundStatement]:

@@ -33,6 +33,10 @@ DURABLE_EN = re.compile(
     r"[,:]?\s*",
     _I,
 )
+#: "X should always / must never …" inside a sentence: a standing rule stated in English
+ALWAYS_MODAL = re.compile(r"\b(?:should|must|shall|will|needs? to|ha(?:s|ve) to)\s+(?:always|never)\b", _I)
+#: a habitual instruction without a cue ("给CRC的提醒都用中文", "周报一律按中心分组")
+HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:用|按|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
 ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
 CHANGE = re.compile(
     r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"

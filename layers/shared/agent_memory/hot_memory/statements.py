@@ -21,6 +21,7 @@ The names callers import from here (:func:`find_statements`, :func:`directive_pa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
@@ -33,6 +34,12 @@ from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.sentences import clean_statement, split_statements
 from agent_memory.hot_memory.statement_finder import FoundStatement, directive_parts, find_statement, find_statements
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, CHANGE, CONTINUE, FOCUS, IMPERATIVE, LESSON, RISK, STATE
+
+#: a statement about a risk (its head: "风险：…", "现在的风险是…", "the main risk is …"), not an
+#: instruction that mentions risks ("跟我汇报时先讲风险")
+_RISK_HEAD = re.compile(
+    r"^\W*(?:现在|当前|目前|主要|最大|新)?的?风险|风险\s*[:：是为]|"
+    r"\b(?:the )?(?:main |biggest |current |new )?risks? (?:is|are|now)\b|^\W*risks?\s*[:：]", re.IGNORECASE)
 
 
 def classify_section(text: str, *, kind: str = "durable", hint: str | None = None) -> str:
@@ -52,7 +59,7 @@ def classify_section(text: str, *, kind: str = "durable", hint: str | None = Non
         return "Lessons Learned"
     if kind == "remember" and (SUBJECT_ID.search(norm) or not IMPERATIVE.search(norm)):
         return "Active Context"
-    if kind == "note" or FOCUS.search(norm[:12]) or RISK.search(norm[:12]) or (
+    if kind == "note" or FOCUS.search(norm[:12]) or _RISK_HEAD.search(norm[:12]) or (
             kind == "change" and (FOCUS.search(norm) or RISK.search(norm))):
         return "Active Context"
     if STATE.search(norm) and not CONTINUE.match(norm):
