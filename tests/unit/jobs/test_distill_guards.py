@@ -474,3 +474,9 @@ def test_an_instruction_that_mentions_risks_is_a_preference() -> None:
     assert c.section == "User Preferences"
     [r] = extract_rule_candidates([entry("m-2", "记住，现在的风险是冷链记录仪没电")])
     assert r.section == "Active Context"
+
+
+@pytest.mark.parametrize("message", ["帮我把入组表都按中心拆开", "这周的偏离都列出来发我",
+                                     "上周的query都按中心汇总一下"])
+def test_a_habitual_word_in_a_task_on_what_is_at_hand_is_no_statement(message: str) -> None:
+    assert texts_of(message) == []

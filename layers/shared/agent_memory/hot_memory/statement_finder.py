@@ -241,12 +241,18 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
     return _habitual(sentence, norm, message, question)
 
 
+#: what makes a habitual 都 a task now: a 把 / 帮我 request, a "do it once" ending, what is at hand
+_TASK_NOW = re.compile(r"把|帮我|帮忙|麻烦|请你|一下|出来|这周|本周|这个月|本月|上周|这批|这些|这几|那几|这[份个张]")
+
+
 def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
     """A standing rule without a cue: "X should always / must never …", "给CRC的提醒都用中文" (a
     habitual 都 / 一律 before an instruction); not a question, hypothetical, one-off or subject's."""
     m = ALWAYS_MODAL.search(norm) or HABITUAL_ZH.search(norm)
     if m is None or _trap(norm, m.start(), m.end(), message, question=question, durable=True):
         return None
+    if m.re is HABITUAL_ZH and _TASK_NOW.search(norm):
+        return None  # "帮我把query都按中心分组导出", "这周的周报都按中心发我": a task on what is at hand
     return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "durable")
 
 
