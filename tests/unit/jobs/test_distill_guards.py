@@ -480,3 +480,45 @@ def test_an_instruction_that_mentions_risks_is_a_preference() -> None:
                                      "上周的query都按中心汇总一下"])
 def test_a_habitual_word_in_a_task_on_what_is_at_hand_is_no_statement(message: str) -> None:
     assert texts_of(message) == []
+
+
+# ------------------------------------------------------------ standing instructions without a cue (kinds)
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("每次导出随访表的时候，末尾加一行缺失访视数", "每次导出随访表的时候，末尾加一行缺失访视数。"),
+        ("For every site visit, send me the open SAE follow-ups two days before.",
+         "For every site visit, send me the open SAE follow-ups two days before."),
+        ("给DM的核查清单里加一列：首次发现日期", "给DM的核查清单里加一列：首次发现日期。"),
+        ("Could you send me the screening log every Friday from now on?", "Send me the screening log every Friday"),
+        ("入组进度表，以后按中心分页", "入组进度表，按中心分页。"),
+    ],
+)
+def test_standing_instructions_without_a_cue_are_found(message: str, expected: str) -> None:
+    assert [t.rstrip("?.。") for t in texts_of(message)] == [expected.rstrip("?.。")]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "07-012出院医嘱：以后每天早晚各测一次血氧",  # a subject's order across clauses
+        "要是下月还这么忙，以后可能得把周会改到周五",  # tentative
+        "随访表按日期排、PDF，这个没变吧",  # asks whether it still holds
+    ],
+)
+def test_orders_tentative_thoughts_and_confirmations_are_no_statements(message: str) -> None:
+    assert texts_of(message) == []
+
+
+def test_a_value_said_as_a_wish_replaces_the_line_it_changes_and_adds_nothing_alone() -> None:
+    old = _ai("hm-day", "周报每周五下午发。", "PI")
+    result = _merge([old], [entry("m-1", "周五下午我在外院，周报还是放周四上午吧", study_role="PI")])
+    assert list(result.replaced) == ["hm-day"]
+    alone = _merge([], [entry("m-2", "周五下午我在外院，周报还是放周四上午吧", study_role="PI")])
+    assert not alone.changed and alone.rejected["no_subject"] == 1
+
+
+def test_withdrawals_said_as_never_mind_kinds_remove_the_days_line() -> None:
+    said = [entry("m-1", "以后随访提醒里都附上停车指引"),
+            entry("m-2", "早上说的停车指引那个算了，群公告里有", at=T + timedelta(hours=6))]
+    assert [ln for ln in _merge([], said).lines if ln.source != "admin"] == []

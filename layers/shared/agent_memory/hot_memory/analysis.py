@@ -260,7 +260,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                              r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),
     # how often (每周 / weekly / every two weeks); "the weekly query report" names a report, not a frequency
-    "frequency": (re.compile(r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|"
+    "frequency": (re.compile(r"\b(every other (?:week|monday|tuesday|wednesday|thursday|friday))\b|"
+                             r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|"
                              r"\b(?:daily|weekly|fortnightly|bi-?weekly|monthly|quarterly|yearly|annually)\b"
                              r"(?=\s*(?:$|[,.;!?)]|\b(?:on|at|by|in|and|instead|rather|from|to|please|then|now)\b))|"
                              r"\bevery (?:day|week|other week|two weeks|month|quarter|year)\b|"
@@ -270,7 +271,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*"
                            r"(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
                            r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:发|通知|提醒|联系|推送)|"
-                           r"\b(?:by|via|over|through|on|in|as an?|per)\s+(e-?mail|wecom|wechat|sms|text(?: message)?|"
+                           r"\b(?:by|via|over|through|on|in|as an?|per|go(?:es)? (?:to|into)(?: the| our)?)\s+"
+                           r"(e-?mail|wecom|wechat|sms|text(?: message)?|"
                            r"phone|slack|teams|dingtalk)\b", re.IGNORECASE), {}),
     # the form of a text (a table, prose, bullet points, a chart); an added chart is content, not a form
     "form": (re.compile(r"(?<!加)(?<!附)(?<!添)(?<!加一张)(?<!加个)(表格|段落|一段话|成段|纯文字|纯文本|要点|分点|图表|"
@@ -339,6 +341,8 @@ def _value(raw: str, aliases: dict[str, str]) -> str:
     key = aliases.get(key, _SAME_VALUE.get(key, key))
     if key.startswith("attach"):
         return "attachment"
+    if key.startswith("every other "):
+        return "2week"
     if key.startswith("paste") or key == "inline":
         return "inline"
     return key[:-1] if key.endswith("s") and len(key) > 3 and key.isascii() else key
@@ -395,10 +399,11 @@ def changes_value(candidate: str, line: str) -> bool:
     return _shares_subject(candidate, line)
 
 
-def restates_value(candidate: str, line: str) -> bool:
-    """``candidate`` says again, in another language, the value ``line`` sets ("以后回复简短一点"
-    beside "Keep replies short."): the same values in every family both set, and a shared subject."""
-    if language_of(candidate) == language_of(line):
+def restates_value(candidate: str, line: str, *, same_language: bool = False) -> bool:
+    """``candidate`` says again the value ``line`` sets: the same values in every family both set,
+    and a shared subject. Only across languages ("以后回复简短一点" beside "Keep replies short.")
+    unless ``same_language`` (a value said as a wish: "随访清单按访视时间排哈" beside the line)."""
+    if not same_language and language_of(candidate) == language_of(line):
         return False
     a, b = values(candidate), values(line)
     shared = a.keys() & b.keys()

@@ -112,7 +112,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("dosing", "forbidden", (re.compile(r"剂量|用量|给药方案|\bdos(?:e|es|ing|age)\b|\bmg\b", _I),)),
     _Concept("arm_split", "forbidden", (re.compile(
         r"双盲|揭盲|破盲|治疗组|按组|组别|\bby arms?\b|\bper arm\b|\bsplit by arm|\btreatment (?:arm|group)s?\b|"
-        r"\bunblind|\bblinding\b|\ballocation\b", _I),)),
+        r"\bunblind|\bblinding\b|\ballocation\b|\bwhich (?:arm|group)\b|"
+        r"\b(?:on|in) (?:the )?(?:placebo|active)(?: arm| group)?\b|"
+        r"(?:哪个|哪一|哪)组|分组情况|猜.{0,6}(?:组|安慰剂|真药)|安慰剂组|\bguess\w*\b[^.]{0,30}\barms?\b", _I),)),
     # AE causality and SAE reporting are the investigators' decisions
     _Concept("ae_decision", "forbidden", (
         re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
@@ -124,14 +126,16 @@ _CONCEPTS: tuple[_Concept, ...] = (
     ), needs_permission=True, act=1),
     # no medical advice to patients or subjects
     _Concept("medical_advice", "forbidden", (
-        re.compile(r"医疗建议|停药|加量|减量|换药|(?<!研究)药(?![企厂监])|服|漏吃|要不要紧|严不严重|症状|化疗|放疗|副作用|"
+        re.compile(r"医疗建议|停药|加量|减量|减半|减一半|换药|(?<!研究)药(?![企厂监])|服|漏吃|激素|说明书|吸入|雾化|要不要紧|严不严重|"
+                   r"症状|化疗|放疗|副作用|"
                    r"恶心|呕吐|疼|痛|发烧|发热|腹泻|怎么办|治疗调整|诊断|"
                    r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
                    r"\bdrugs?\b|\bpills?\b|\btablets?\b|\btreatment\b|\bnausea\b|\bvomit\w*|\bpain\b|\bfever\b|"
                    r"\bside effects?\b|\bdoses?\b|\banti[a-z]{4,}\b|\bwhat to do\b", _I),
-        re.compile(r"患者|病人|受试者|家属|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|\bfamil(?:y|ies)\b", _I),
+        re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
+                   r"\bfamil(?:y|ies)\b|\bparents?\b|\bkids?\b|\bchild(?:ren)?\b|\bcarers?\b|\bcaregivers?\b", _I),
         # the act of advising them
-        re.compile(r"回答|答复|回复|回(?=家属|患者|病人|受试者|他们|她们)|告诉|建议|意见|判断|指导|提供|"
+        re.compile(r"回答|答复|回复|回(?=家属|家长|患者|病人|受试者|他们|她们)|告诉|建议|意见|判断|指导|提供|"
                    r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
     ), act=2),
     # protocol deviations are recorded and reported: hiding, dropping or not reporting one waives it
@@ -186,6 +190,7 @@ _NEGATION_BEFORE = re.compile(
 )
 _WAIVE_BEFORE = re.compile(
     r"(?:不用|不必|无需|不需要|用不着|跳过|省得|省去|不等|别等|不走|"
+    r"别(?!忘)(?:每次)?都?|不要(?!忘)(?:每次)?都?|"
     r"\bskip(?:ping)?\b|\bwithout\b|\bno need (?:for|to)\b|\binstead of\b|\brather than\b|"
     r"\bdon'?t (?:need|wait)\b)[^，,。；;]{0,16}$",
     _I,

@@ -264,7 +264,7 @@ class _Merge:
         dup = next((ln for ln in self.lines if not changes_value(statement.text, ln.text) and (
             is_duplicate(info, analyse(ln.text))
             or _restates(statement.text, statement.role, statement.cand.section, ln, statement.speaker.user_id)
-            or (restates_value(statement.text, ln.text) and _same_scope(
+            or (restates_value(statement.text, ln.text, same_language=statement.cand.kind == "change") and _same_scope(
                 ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id)))),
             None)
         dup = dup or reinforced_rule(statement.text, self.rules)

@@ -144,10 +144,18 @@ _STANDING = re.compile(r"以后|今后|往后|从现在起|从今天起|每次|�
 
 
 def _stating_clauses(norm: str) -> list[str]:
-    """The clauses of ``norm`` that may state the preference: the first, and any with a standing
-    cue; the speaker as the subject of another clause gives a reason, not the scope."""
+    """The clauses of ``norm`` that may state the preference: those with a standing cue or an
+    instruction word (else the first); the speaker as the subject of another clause gives a reason
+    or a circumstance ("周五下午我在外院，周报还是放周四上午吧"), not the scope."""
     clauses = [c for c in re.split(r"[，,。；;!?！？]", norm) if c.strip()]
-    return [c for i, c in enumerate(clauses) if i == 0 or _STANDING.search(c)]
+    stating = [c for c in clauses if _STANDING.search(c) or _INSTRUCTS.search(c)]
+    return stating or clauses[:1]
+
+
+#: an instruction word in a clause (what the preference asks to be done)
+_INSTRUCTS = re.compile(r"发|放|按|用|写|列|改|排|加|附|标|只|别|不要|不用|喜欢|偏好|习惯|希望|想要|"
+                        r"\b(?:send|put|use|write|list|sort|add|keep|prefer|like|want|"
+                        r"show|give|make|include|only|don'?t|never|always)\b", _I)
 
 
 def scope_tag(sentence: str, *, speaker_role: str | None, speaker_id: str) -> str | None:

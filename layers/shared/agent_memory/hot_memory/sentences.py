@@ -129,6 +129,10 @@ def fragments(sentence: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+#: a fragment stating a rule after its topic ("日期一律写成 2026-11-02 这种格式"): kept
+_RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|\balways\b|\bnever\b|\bmust\b", _I)
+
+
 def statement_body(head: str, rest_fragments: list[str]) -> str:
     """The cue fragment plus the following fragments that carry the instruction on (an
     imperative start or a "…就行" end); reasons and complaints are left out.
@@ -151,7 +155,8 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
             break  # what the message asks for now ends the standing statement
         if REASON.search(frag) and not CONTINUE.match(frag):
             continue
-        if CONTINUE.match(frag) or CONTINUE.match(bare) or ENDS_IMPERATIVE.search(frag) or ALSO.search(frag):
+        if (CONTINUE.match(frag) or CONTINUE.match(bare) or ENDS_IMPERATIVE.search(frag) or ALSO.search(frag)
+                or _RULE_INSIDE.search(frag)):
             kept.append(frag)
     joiner = "，" if language_of(" ".join(kept)) == "zh" else ", "
     return joiner.join(kept)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc
+from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc, values
 from agent_memory.hot_memory.sentences import (
     clean_statement,
     fragment_at,
@@ -57,8 +57,10 @@ from agent_memory.hot_memory.statement_lexicon import (
     DECISION,
     DURABLE_EN,
     DURABLE_ZH,
+    FOCUS_CHANGE,
     HABITUAL_ZH,
     HYPOTHETICAL,
+    INSTRUCTION,
     LATER,
     LEAD_FILLER,
     LESSON,
@@ -68,11 +70,15 @@ from agent_memory.hot_memory.statement_lexicon import (
     OWN_PROMISE,
     POSTPONE,
     QUESTION_WORDS,
+    RECURRING,
+    RECURRING_DOCUMENT,
     REMEMBER,
     REMINDER,
     REPORTED,
+    REQUEST,
     RESTATED,
     RULE_AFTER_TIME_WORD,
+    TENTATIVE,
     TIME_WORD,
     TOPIC_FRAGMENT,
     WITHDRAW,
@@ -110,7 +116,9 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
         return True
     if HYPOTHETICAL.search(prefix[-6:]):
         return True
-    if question or QUESTION_WORDS.search(frag):
+    if (question or QUESTION_WORDS.search(frag)) and not REQUEST.search(norm):
+        return True
+    if TENTATIVE.search(frag):
         return True
     if REPORTED.search(prefix[-12:]):
         return True
@@ -119,7 +127,8 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
     if any(not (durable and _each_time(frag, m)) for m in ONE_OFF.finditer(frag)) or (
             durable and SUBJECT_ID.search(frag)):
         return True
-    return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag))
+    return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag)) or bool(
+        SUBJECT_ID.search(norm) and CLINICAL_ORDER.search(norm))
 
 
 #: "every / each" before 这次 / 本次 in a standing statement: "this time" is each time it is done
@@ -150,6 +159,10 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
                 fragment_at(norm, m.start(), m.end())):
             return _TRAPPED
         rest = sentence[m.end():]
+        if DURABLE_EN.match(after) and REQUEST.search(norm):
+            # a request with the cue inside ("Can you send me X every other Monday from now on, split by site")
+            head = REQUEST.sub("", sentence[: m.start()], count=1).strip()
+            return FoundStatement(f"{head} {sentence[m.end():].lstrip(' ,')}".strip(), "durable")
         if DURABLE_EN.match(after):
             rest = _topic_before(sentence, m.start()) + rest
             if not re.sub(r"[\W_]", "", rest) and re.sub(r"[\W_]", "", sentence[: m.start()]):
@@ -164,7 +177,8 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
         head = LEAD_FILLER.sub("", frags[idx].strip())
         if head.startswith("\x01") and idx > 0:
             topic = LEAD_FILLER.sub("", frags[idx - 1]).strip()
-            if TOPIC_FRAGMENT.match(topic) and not (REMEMBER.search(topic) or LESSON.search(topic)):
+            if (TOPIC_FRAGMENT.match(topic) or _NOUN_TOPIC.fullmatch(topic)) and not (
+                    REMEMBER.search(topic) or LESSON.search(topic)):
                 head = f"{topic}，{head}"
         head, rest_frags = head.replace("\x01", "").strip(), frags[idx + 1:]
         if idx > 0 and ANAPHORA.match(head):  # the cue points back ("我看报告喜欢先看表格，以后都这样")
@@ -173,6 +187,53 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
             head, rest_frags = rest_frags[0], rest_frags[1:]
         return FoundStatement(statement_body(head, rest_frags), "durable")
     return None
+
+
+def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A standing instruction without a cue (kinds): a new focus ("接下来的重点放到…"); an instruction
+    after a recurring occasion ("每次导出的时候，顶上加一行汇总", "For every monitoring visit, send me
+    …") or about what goes into a recurring document ("给CRC的访视提醒里加一行：…", "In the weekly
+    summary, add …"); a new value for a subject said as a wish ("周报还是放周三下午吧", "make the
+    counts weekly") — a ``change``, which the merge keeps only where a line holds that subject."""
+    focus = FOCUS_CHANGE.search(norm)
+    if focus and not _trap(norm, focus.start(), focus.end(), message, question=question):
+        frags = fragments(sentence)
+        idx = next((i for i, f in enumerate(frags) if FOCUS_CHANGE.search(nfkc(f))), 0)
+        return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+    occasion = RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm)
+    if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
+            norm, occasion.start(), occasion.end(), message, question=question, durable=True):
+        return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "durable")
+    return _value_wish(sentence, norm, message, question)
+
+
+#: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
+_WISH = re.compile(r"吧|还是(?:放|发|用|按|定)|改|换|放|用|按|\b(?:make|switch|send|use|move|keep|put)\b|"
+                   r"\b(?:can|should) go\b", re.IGNORECASE)
+
+
+#: a question whether something still holds ("这个没变吧", "还是这样对吧", "still the same, right?")
+_CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)吧\W*$|\bright\W*$|\bstill the same\b", re.IGNORECASE)
+
+
+def _value_wish(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """The clause of ``sentence`` that sets a value (weekday, time, lead time, frequency, channel,
+    format, order …) as a wish, as a ``change`` (the merge keeps it only to replace a line)."""
+    if _CONFIRMING.search(norm):
+        return None  # "query清单按编号排、Excel，这个没变吧": a question whether it still holds
+    for frag in fragments(sentence):
+        f = nfkc(frag)
+        if values(f) and _WISH.search(f) and not ONE_OFF.search(f) and not _TASK_NOW.search(f):
+            start = norm.find(f) if f in norm else 0
+            if not _trap(norm, start, start + len(f), message, question=question, durable=True):
+                return FoundStatement(LEAD_FILLER.sub("", frag).strip(), "change")
+    return None
+
+
+#: a short noun phrase naming a document before the cue's clause ("日记卡缺失清单，以后按…排"): Han
+#: characters and codes ending in a document noun, no verb or particle of a clause
+_NOUN_TOPIC = re.compile(r"(?=[\u4e00-\u9fffA-Za-z0-9]{3,14}$)(?!.*[了吗呢吧啊呀哦是有在要说做看发想觉得会能把被让给])"
+                         r"[\u4e00-\u9fffA-Za-z0-9]*(?:清单|名单|表|报|报告|汇总|提醒|列表|记录|日程|文件|导出|日志|模板)")
 
 
 def _topic_before(sentence: str, cue_start: int) -> str:
@@ -249,7 +310,9 @@ def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     """A standing rule without a cue: "X should always / must never …", "给CRC的提醒都用中文" (a
     habitual 都 / 一律 before an instruction); not a question, hypothetical, one-off or subject's."""
     m = ALWAYS_MODAL.search(norm) or HABITUAL_ZH.search(norm)
-    if m is None or _trap(norm, m.start(), m.end(), message, question=question, durable=True):
+    if m is None:
+        return _implicit(sentence, norm, message, question)
+    if _trap(norm, m.start(), m.end(), message, question=question, durable=True):
         return None
     if m.re is HABITUAL_ZH and _TASK_NOW.search(norm):
         return None  # "帮我把query都按中心分组导出", "这周的周报都按中心发我": a task on what is at hand

@@ -37,6 +37,34 @@ DURABLE_EN = re.compile(
 ALWAYS_MODAL = re.compile(r"\b(?:should|must|shall|will|needs? to|ha(?:s|ve) to)\s+(?:always|never)\b", _I)
 #: a habitual instruction without a cue ("给CRC的提醒都用中文", "周报一律按中心分组")
 HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:用|按|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
+#: a recurring occasion before an instruction ("每次导出的时候…加一行", "每周一早上…发我", "for every
+#: monitoring visit, send me …"): the instruction holds each time
+RECURRING = re.compile(
+    r"每次|每回|每逢|每周[一二三四五六日天]?|每个?(?:星期|礼拜)[一二三四五六日天]?|每天|每日|每月|每个月|每季度|"
+    r"\b(?:for |on |at )?(?:every|each)\s+(?:time|day|week|month|quarter|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|other (?:week|monday|tuesday|wednesday|thursday|friday)|[a-z]+ (?:visit|meeting|export|report)s?|"
+    r"visit|meeting|export|report|query|deviation|site)\b|\bwhenever\b", _I)
+#: an instruction verb after a recurring occasion or about a recurring document
+INSTRUCTION = re.compile(
+    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|"
+    r"\b(?:send|add|put|list|include|mark|show|attach|sort|group|split|flag|highlight|remind|cc|start|begin|"
+    r"keep)\b", _I)
+#: a document the team gets again and again, named where an instruction says what goes in it
+#: ("给CRC的访视提醒里加一行", "In the weekly enrolment summary, add …")
+RECURRING_DOCUMENT = re.compile(
+    r"(?:提醒|周报|月报|日报|日程表|清单|名单|汇总表?|报表|列表|导出(?:文件)?|模板)(?:里|中|上|后面|末尾|开头|顶上)|"
+    r"^\W*in (?:the|every|each|our|my) (?:[\w-]+ ){0,4}(?:summar(?:y|ies)|reports?|listings?|reminders?|exports?|"
+    r"digests?|logs?|schedules?|tables?|dashboards?|lists?)\b", _I)
+#: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
+REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks)\W+)*(?:can|could|would|will) you\b|"
+                     r"^\W*(?:能不能|可不可以|可以)(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
+#: a new focus of the project ("接下来的重点放到…", "current focus is now …")
+FOCUS_CHANGE = re.compile(
+    r"(?:当前|目前|现在|接下来|下一步|下阶段|下个阶段|后面|这个月|本月)的?(?:工作)?重点"
+    r"(?:是|放到|放在|改成|换成|转到|转向|调整为)|"
+    r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b", _I)
+#: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
+TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
 ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
 CHANGE = re.compile(
     r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"
@@ -81,7 +109,8 @@ HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bi
 QUESTION_WORDS = re.compile(
     r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|何时|[吗么]\s*$|"
     # 谁 / 哪位 / 什么时候 are a universal, not a question, after 不管 / 无论 or before …都 ("谁问偏离都带上日期")
-    r"(?<!不管)(?<!无论)(?<!不论)(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
+    r"(?<!不管)(?<!无论)(?<!不论)(?<!不管给)(?<!无论给)(?<!不管是)(?<!无论是)(?<!不论是)(?<!不管发给)(?<!无论发给)"
+    r"(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
     r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
 POSTPONE = re.compile(
     r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
@@ -104,13 +133,14 @@ ONE_OFF = re.compile(
     _I,
 )
 CLINICAL_ORDER = re.compile(
-    r"医嘱|会诊|出院|每天测|监测|血糖|血压|服用|口服|继续吃|注射|剂量|用药|服药|吃药|复查|复诊|化验|抽血|肝功|肾功|"
+    r"医嘱|会诊|出院|每天测|各测|测一次|监测|血糖|血压|峰流速|服用|口服|继续吃|注射|雾化|剂量|用药|服药|吃药|复查|复诊|化验|抽血|"
+    r"肝功|肾功|"
     r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
 )
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|老规矩|\bsame as before\b|\bas (?:i )?said\b", _I)
 WITHDRAW = re.compile(
-    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|"
-    r"\bnever mind\b|\bscratch that\b|\bcancel\b|\bforget (?:it|that|about)\b",
+    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|(?<!就)算了|"
+    r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b",
     _I,
 )
 #: the speaker's own promise ("以后我会注意的", "I'll send it earlier"): an acknowledgement, not memory
@@ -119,7 +149,8 @@ OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(
 REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
 DECISION = re.compile(r"决定|决议|会上定|拍板|定的|定下|\bdecided\b|\bagreed\b", _I)
-BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b", _I)
+BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b|"
+                            r"\bthis morning\b|\bthe [\w-]+(?: [\w-]+)? thing\b", _I)
 
 # ------------------------------------------------------------------ sections
 FOCUS = re.compile(r"重点|主要精力|\bfocus\b|\bpriority\b", _I)
