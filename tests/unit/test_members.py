@@ -12,7 +12,7 @@ from agent_memory.chat.prompt import render_session_memory
 from agent_memory.chat.turn import handle_message
 from agent_memory.consultation import sessions
 from agent_memory.domain.errors import AlreadyExists, LastAdmin, NotFound, ProjectNotFound
-from agent_memory.domain.models import Intent, Member
+from agent_memory.domain.models import Member
 from agent_memory.domain.session_models import TranscriptTurn
 from agent_memory.domain.turns import SessionState
 from agent_memory.projects import members

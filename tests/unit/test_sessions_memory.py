@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agent_memory.chat.prompt import PromptBudget, select_recent_turns
 from agent_memory.consultation.session_memory import (
     SessionMemory,
     TurnMemory,
@@ -17,7 +18,6 @@ from agent_memory.consultation.session_memory import (
 from agent_memory.consultation.sessions import compare_facts
 from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser
 from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
-from agent_memory.chat.prompt import PromptBudget, select_recent_turns
 from agent_memory.conversation.cache import SessionCache
 from agent_memory.conversation.window import WINDOW_BUDGET_BYTES, trim_window
 from agent_memory.domain.errors import LLMUnavailable
