@@ -305,23 +305,26 @@ def _assert_alternating_from_user(messages: list[dict[str, Any]]) -> None:
 
 
 def _question_only(messages: list[dict[str, Any]], question: str) -> None:
-    """A first turn's messages: one user message, the session block then the question."""
+    """A first turn's messages: one user message, the session memory (the asker), the session block,
+    then the question."""
     assert len(messages) == 1 and messages[0]["role"] == "user", messages
-    session_block, asked = messages[0]["content"]
+    memory, session_block, asked = messages[0]["content"]
+    assert memory["type"] == "text" and memory["text"].startswith("<conversation_memory>\nAsker: ")
     assert session_block["type"] == "text" and session_block["text"].startswith("<session id=")
     assert asked == {"type": "text", "text": question}
 
 
 def _session_text(body: dict[str, Any]) -> str:
-    """The session block a request carries (first text of its last message)."""
-    text: str = body["messages"][-1]["content"][0]["text"]
-    assert text.startswith("<session id="), text
+    """The session block a request carries (the text of its last message opening ``<session id=``)."""
+    (text,) = [b["text"] for b in body["messages"][-1]["content"] if b["text"].startswith("<session id=")]
+    assert isinstance(text, str)
     return text
 
 
 def _user_words(message: dict[str, Any]) -> list[str]:
-    """The user's words in a user message (the session block left out)."""
-    return [b["text"] for b in message["content"] if b.get("type") == "text" and not b["text"].startswith("<session")]
+    """The user's words in a user message (the session block and the session memory left out)."""
+    return [b["text"] for b in message["content"]
+            if b.get("type") == "text" and not b["text"].startswith(("<session", "<conversation_memory>"))]
 
 
 def _flow_items_for(env: ChatEnv, message_id: str) -> list[dict[str, Any]]:
@@ -437,13 +440,16 @@ def test_cache_breakpoints_on_hot_memory_history_and_last_recent_turn(chat: Chat
 
     assert _status(response) == 200, response
     first, second, third = (r.body for r in chat.api.requests)
-    # first turn: no recent turns -> only the hot-memory breakpoint
-    assert _breakpoints(first) == ["system[1]"]
-    # second: hot memory + the last block of the last recent turn (the assistant reply)
-    assert _breakpoints(second) == ["system[1]", "messages[1][0]"]
+    # first turn: no recent turns -> hot memory and the session memory leading the question's message
+    assert _breakpoints(first) == ["system[1]", "messages[0][0]"]
+    assert first["messages"][0]["content"][0]["text"].startswith("<conversation_memory>")
+    # second: hot memory, the same session memory (now leading the replayed turn) and the last block
+    # of the last recent turn (the assistant reply)
+    assert _breakpoints(second) == ["system[1]", "messages[0][0]", "messages[1][0]"]
+    assert second["messages"][0]["content"][0] == first["messages"][0]["content"][0]
     assert second["messages"][1]["content"][0]["text"] == "第一轮回答"
-    # third (history): hot memory, history, last recent turn; never the new user message
-    assert _breakpoints(third) == ["system[1]", "system[2]", "messages[3][0]"]
+    # third (history): hot memory, history, session memory, last recent turn; never the new user message
+    assert _breakpoints(third) == ["system[1]", "system[2]", "messages[0][0]", "messages[3][0]"]
     assert HISTORY_TAG in third["system"][2]["text"]
     assert third["messages"][3] == {
         "role": "assistant",
@@ -459,8 +465,10 @@ def test_cache_breakpoints_on_hot_memory_history_and_last_recent_turn(chat: Chat
             assert b.get("cache_control", {"type": "ephemeral"}) == {"type": "ephemeral"}
 
 
-def test_small_prompts_carry_no_breakpoint_and_write_no_cache(chat: ChatEnv) -> None:
-    # the seeded hot memory is small: nothing up to it reaches the model's minimum cacheable length
+def test_a_prefix_under_the_minimum_carries_no_breakpoint_and_one_over_it_is_written_then_read(
+        chat: ChatEnv) -> None:
+    # the seeded hot memory is small: the prefix through it is under the model's minimum cacheable
+    # length; with the session memory (the asker) after it, the prefix reaches it
     chat.api.script(text_reply("好的"))
     usages = []
     for k in range(4):
@@ -468,8 +476,17 @@ def test_small_prompts_carry_no_breakpoint_and_write_no_cache(chat: ChatEnv) -> 
         assert _status(response) == 200, response
         usages.append(_json(response)["calls"][0]["usage"])
 
-    assert all(_breakpoints(r.body) == [] for r in chat.api.requests)
-    assert [(u["cache_creation_input_tokens"], u["cache_read_input_tokens"]) for u in usages] == [(0, 0)] * 4
+    # no breakpoint on hot memory (the API would never write it); one on the session memory, and from
+    # the second turn on one on the previous turn
+    assert [_breakpoints(r.body) for r in chat.api.requests] == [
+        ["messages[0][0]"], ["messages[0][0]", "messages[1][0]"], ["messages[0][0]", "messages[3][0]"],
+        ["messages[0][0]", "messages[5][0]"]]
+    # and every breakpoint placed is honoured: turn 1 writes, each later turn reads what the one before wrote
+    first, *later = usages
+    assert first["cache_creation_input_tokens"] > 0 and first["cache_read_input_tokens"] == 0
+    assert all(u["cache_read_input_tokens"] > 0 for u in later)
+    reads = [u["cache_read_input_tokens"] for u in later]
+    assert reads == sorted(reads) and reads[0] == first["cache_creation_input_tokens"]
 
 
 def test_ten_turns_read_the_cache_from_the_second_turn_on(chat: ChatEnv) -> None:

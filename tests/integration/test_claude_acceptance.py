@@ -449,7 +449,8 @@ def test_symptom_extraction_in_a_consultation(make_chat: MakeChat, capsys: pytes
         ("发烧", "denied", None, None, [user.message_id]),
     ]
     # and the chat call already saw them in its session block
-    session_block = chat_req.body["messages"][-1]["content"][0]["text"]
+    (session_block,) = [b["text"] for b in chat_req.body["messages"][-1]["content"]
+                        if b["text"].startswith("<session id=")]
     assert f"- 视物重影: present (onset {onset})" in session_block and "- 发烧: DENIED" in session_block
     _assert_no_fallback(out)
     assert usage_metrics(out) == {"symptoms": _as_metrics(SYMPTOMS_USAGE), "intent": _as_metrics(INTENT_USAGE),

@@ -29,7 +29,7 @@ from agent_memory.governance.erasure import GovernanceDeps, request_erasure
 from agent_memory.governance.export import export_lines
 from agent_memory.governance.removal import request_removal
 from tests.fakes import ScriptedLLM
-from tests.unit.chat_support import chat_llm, session_block
+from tests.unit.chat_support import chat_llm, session_memory
 from tests.unit.sessions_support import CLINIC, chat_deps, say, seed_clinic, sessions_deps
 
 REFS_SK = "DIAGREFS"
@@ -61,11 +61,11 @@ def _stored_refs_item(aws: dict[str, str], patient_id: str) -> dict[str, Any]:
 
 
 def _diagnoses_sent(deps: ChatDeps, call: int) -> list[str]:
-    """The diagnosis ids the session block of the ``call``-th chat request listed (the deps' LLM is
+    """The diagnosis ids the session memory of the ``call``-th chat request listed (the deps' LLM is
     the recorder of ``chat_llm``)."""
     llm = deps.llm
     assert isinstance(llm, ScriptedLLM)
-    return _diagnosis_ids_in(session_block(llm.requests[call]))
+    return _diagnosis_ids_in(session_memory(llm.requests[call]))
 
 
 def _ref_ids(srepo: SessionsRepository, patient_id: str) -> list[str]:

@@ -108,13 +108,22 @@ def system_blocks(request: LLMRequest) -> dict[str, str]:
 
 
 def session_block(request: LLMRequest) -> str:
-    """The session block a chat request carries: the first text of its last (user) message, sent
-    after the last cache breakpoint (docs/architecture.md, "Prompt caching")."""
+    """The session block a chat request carries: the text of its last (user) message that opens
+    ``<session``, sent after the last cache breakpoint (docs/architecture.md, "Prompt caching")."""
     last = request.messages[-1]
     assert last["role"] == "user", last
-    texts = [b["text"] for b in last["content"] if b.get("type") == "text"]
-    assert texts and texts[0].startswith("<session"), texts
+    texts = [b["text"] for b in last["content"] if b.get("type") == "text" and b["text"].startswith("<session")]
+    assert len(texts) == 1, last["content"]
     return str(texts[0])
+
+
+def session_memory(request: LLMRequest) -> str:
+    """The session memory a chat request carries (asker, diagnosis records, summary): the first text
+    of its first message, ahead of the recent turns, or of its only message ("" when there is none)."""
+    first = request.messages[0]
+    assert first["role"] == "user", first
+    text = str(first["content"][0].get("text", ""))
+    return text if text.startswith("<conversation_memory>") else ""
 
 
 def question_text(request: LLMRequest) -> str:

@@ -778,10 +778,12 @@ def test_the_context_shows_the_blocks_in_the_order_sent_and_which_ended_a_cache_
     result = send(deps, "再说一遍")
     (call,) = turn_context(store, "p1", "s1", result.message_id)["calls"]
 
-    # Then the blocks come in the order they were sent, the breakpoints marked, the session block
-    # (which changes every turn) after the last one
+    # Then the blocks come in the order they were sent, the breakpoints marked: the session memory (the
+    # asker, the same next turn) before the recent turns, the session block (which changes every turn)
+    # after the last one
     assert [(b["name"], b.get("cache", False)) for b in call["blocks"]] == [
-        ("system", False), ("hot_memory", True), ("recent_turns", True), ("session", False),
+        ("system", False), ("hot_memory", True), ("session", True), ("recent_turns", True), ("session", False),
         ("user_message", False)]
-    assert call["blocks"][3]["text"].startswith('<session id="s1">')
-    assert call["blocks"][4]["text"] == "再说一遍"
+    assert call["blocks"][2]["text"].startswith("<conversation_memory>\nAsker: ")
+    assert call["blocks"][4]["text"].startswith('<session id="s1">')
+    assert call["blocks"][5]["text"] == "再说一遍"

@@ -24,7 +24,7 @@ from agent_memory.domain.errors import (
 from agent_memory.domain.ids import new_message_id
 from agent_memory.domain.session_models import TranscriptTurn
 from tests.fakes import InMemoryStore, Recorder, stored_messages
-from tests.unit.chat_support import chat_llm, session_block, ticking_clock
+from tests.unit.chat_support import chat_llm, session_block, session_memory, ticking_clock
 from tests.unit.sessions_support import (
     CLINIC,
     chat_deps,
@@ -323,7 +323,7 @@ def test_diagnoses_are_listed_in_time_order_counted_and_unique(srepo: InMemorySt
                                diagnosis_id=None)
 
 
-def test_patients_new_session_gets_earlier_diagnoses_in_the_session_block(srepo: InMemoryStore) -> None:
+def test_patients_new_session_gets_earlier_diagnoses_in_the_session_memory(srepo: InMemoryStore) -> None:
     # Given pt-5's first visit with a diagnosis
     sdeps = sessions_deps(srepo)
     say(chat_deps(srepo), "头痛、怕冷", session_id="visit-1", patient_id="pt-5")
@@ -339,13 +339,13 @@ def test_patients_new_session_gets_earlier_diagnoses_in_the_session_block(srepo:
     say(deps, "好些了", session_id="visit-2", patient_id="pt-5")
 
     # Then the first prompt lists the earlier diagnosis (id, time, key symptoms, no report) ...
-    block = session_block(llm.requests[0])
+    block = session_memory(llm.requests[0])
     assert dx.diagnosis_id in block and "头痛" in block and "风寒" not in block
     # ... read with the turn's one read (the patient named on the first turn only; no lookup of
     # its own), and the reference stays on the session
     assert [c.kwargs.get("patient_id") for c in reads.calls if c.name == "load_turn_context"] == ["pt-5", None]
     assert lookups.calls == []
-    assert dx.diagnosis_id in session_block(llm.requests[1])
+    assert dx.diagnosis_id in session_memory(llm.requests[1])
 
 
 def test_a_patient_whose_diagnoses_predate_the_references_gets_them_through_one_lookup(
@@ -367,7 +367,7 @@ def test_a_patient_whose_diagnoses_predate_the_references_gets_them_through_one_
 
     # Then the turn looked the diagnoses up once, and the prompt lists the earlier diagnosis
     assert [c.name for c in lookups.calls] == ["patient_diagnosis_refs"]
-    assert dx.diagnosis_id in session_block(llm.requests[0])
+    assert dx.diagnosis_id in session_memory(llm.requests[0])
 
 
 def test_the_references_hold_the_newest_diagnoses_of_every_session_of_the_patient(srepo: InMemoryStore) -> None:
@@ -383,8 +383,8 @@ def test_the_references_hold_the_newest_diagnoses_of_every_session_of_the_patien
     llm = chat_llm()
     say(chat_deps(srepo, llm=llm), "还是头痛", session_id="c", patient_id="pt-7")
 
-    # Then its session block names exactly the 20 newest diagnoses
-    block = session_block(llm.requests[0])
+    # Then its session memory names exactly the 20 newest diagnoses
+    block = session_memory(llm.requests[0])
     assert [f"dx-{i:02d}" in block for i in range(22)] == [False, False] + [True] * 20
     assert [r.diagnosis_id for r in srepo.patient_refs(CLINIC, "pt-7").refs] == [f"dx-{i:02d}" for i in range(2, 22)]
 
@@ -454,13 +454,15 @@ def test_turns_beyond_the_window_are_summarised_so_early_facts_stay_in_the_promp
     # When the 16th turn's prompt is built (the replay's first block, turns 1 to 5, has been dropped)
     say(deps, "现在怎么办")
     last = llm.requests[-1]
-    block = session_block(last)
-    sent = json.dumps(last.messages[:-1], ensure_ascii=False)  # the replayed turns
+    block = session_memory(last)
+    assert last.messages[0]["content"][0]["text"] == block  # the session memory leads the replayed turns
+    sent = json.dumps([last.messages[0]["content"][1:], *last.messages[1:-1]], ensure_ascii=False)  # the turns
 
-    # Then turn 1 is no longer a recent turn but its words and facts are in the summary
-    assert "孩子头痛三天了" not in sent
+    # Then turn 1 is no longer a recent turn but its words are in the summary and its facts in the
+    # session block
+    assert "孩子头痛三天了" not in sent and "第4次补充" in sent
     assert "Summary of earlier turns" in block and "孩子头痛三天了" in block
-    assert "头痛: present" in block
+    assert "头痛: present" in session_block(last)
 
 
 # ---------------------------------------------------------------- the function

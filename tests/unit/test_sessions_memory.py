@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from agent_memory.chat.prompt import PromptBudget, select_recent_turns
 from agent_memory.consultation.session_memory import (
     SessionMemory,
     TurnMemory,
@@ -18,6 +19,7 @@ from agent_memory.consultation.sessions import compare_facts
 from agent_memory.consultation.summary import ExtractiveSummariser, LLMSummariser
 from agent_memory.consultation.symptoms import RuleSymptomExtractor, SymptomFact
 from agent_memory.conversation.cache import SessionCache
+from agent_memory.conversation.window import WINDOW_BUDGET_BYTES, trim_window
 from agent_memory.domain.errors import LLMUnavailable
 from agent_memory.domain.llm import Usage
 from agent_memory.domain.session_models import CompareSide
@@ -194,7 +196,7 @@ def test_summary_gap_comes_from_the_cache_at_the_same_version_else_from_dynamodb
 
 
 def test_summary_covers_each_message_once_across_writes() -> None:
-    mem = SessionMemory(extractor=RuleSymptomExtractor(), recent_turns=2)
+    mem = SessionMemory(extractor=RuleSymptomExtractor(), recent_turns=2, turn_block=1)
     session = SessionState(project_id="p", session_id="s", created_at=T0, updated_at=T0)
     messages = conversation(6)
     for t in range(6):
@@ -205,6 +207,31 @@ def test_summary_covers_each_message_once_across_writes() -> None:
                             full_window=full)
     lines = session.summary.splitlines()
     assert [ln.split("patient: ")[1].split(" |")[0] for ln in lines] == [f"第{t}轮：头痛" for t in range(4)]
+
+
+def test_summary_moves_with_the_replays_first_turn_and_never_leaves_a_turn_out_of_both() -> None:
+    # Given a 25-turn session under the default window (10 recent turns, dropped 5 at a time, 16 kept)
+    mem = SessionMemory(extractor=RuleSymptomExtractor())
+    budget = PromptBudget()
+    session = SessionState(project_id="p", session_id="s", created_at=T0, updated_at=T0)
+    messages = conversation(25)
+    covered: list[str | None] = []
+    for t in range(25):
+        new = messages[2 * t: 2 * t + 2]
+        full = [*session.window, *new]
+        kept = trim_window(full, keep_user_turns=budget.window_user_turns, budget_bytes=WINDOW_BUDGET_BYTES)
+        updated = session.model_copy(update={"window": kept, "message_count": session.message_count + 2})
+        session = mem.apply(session, updated, TurnMemory(project_id="p", session_id="s", time_zone="UTC"),
+                            full_window=full)
+        covered.append(session.facts.get("summary_through"))
+        # When the next turn's prompt replays its recent turns from this window
+        replayed = select_recent_turns(session.window, budget.recent_turns, turn_block=budget.turn_block,
+                                       first_position=session.message_count - len(session.window))
+        # Then the summary and the replay hold every turn so far, each exactly once
+        summarised = [ln.split("patient: ")[1].split(" |")[0] for ln in session.summary.splitlines()]
+        assert summarised + [turn[0].content for turn in replayed] == [f"第{i}轮：头痛" for i in range(t + 1)]
+    # and the summary moved only when the replay's first turn did, 5 turns at a time: after turns 15, 20, 25
+    assert covered == [None] * 14 + ["m00009"] * 5 + ["m00019"] * 5 + ["m00029"]
 
 
 # ------------------------------------------------------------------- comparison

@@ -14,7 +14,7 @@ from agent_memory.domain.models import WeeklyReport, YearlySummary
 from agent_memory.domain.text import estimate_tokens
 
 #: An opening or closing tag of one of the prompt's delimited blocks, as stored text might carry it.
-_BLOCK_TAG = re.compile(r"<(\s*/?\s*(?:hot_memory|history_book|session)\b)", re.IGNORECASE)
+_BLOCK_TAG = re.compile(r"<(\s*/?\s*(?:hot_memory|history_book|session|conversation_memory)\b)", re.IGNORECASE)
 
 
 def neutralise_block_tags(text: str) -> str:

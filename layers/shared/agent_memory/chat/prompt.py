@@ -1,13 +1,15 @@
 """Prompt assembly (docs/architecture.md, "Prompt caching" and "Session window").
 
 Blocks go from most stable to least stable, so prompt caching reuses the prefix: (the tools) ->
-system instructions -> hot memory -> history (only when routed) -> the recent turns -> the
-session block (facts, summary, time, the task of this call) with the user's message. Cache
-breakpoints (at most 4, an API limit; this module places at most 3) sit at the end of hot
-memory, of history and of the last recent turn, each only when the prefix up to it reaches the
-model's minimum cacheable length. Everything that changes every turn comes after the last one.
-The recent turns start on a block boundary, so their first message stays the same for several
-turns and the next turn can read this turn's cache.
+system instructions -> hot memory -> history (only when routed) -> the session memory (asker,
+earlier diagnoses, rolling summary; ahead of the first recent turn) -> the recent turns -> the
+session block (time, symptom facts, the task of this call) with the user's message. Cache
+breakpoints (at most 4, the API's limit) sit at the end of hot memory, of history, of the session
+memory and of the last recent turn, each only when the prefix up to it reaches the model's
+minimum cacheable length. Everything that changes every turn comes after the last one. The
+recent turns start on a block boundary, and the rolling summary covers exactly the turns before
+that block (consultation/session_memory.py), so the session memory and the first message stay
+the same for several turns and the next turn can read this turn's cache.
 
 Every block is measured with :func:`agent_memory.domain.text.estimate_tokens`; the per-layer
 counts are reported to the client and kept in the turn's context manifest.
@@ -20,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from agent_memory.chat.agent import REFUSAL_REPLY
 from agent_memory.chat.history_block import (
@@ -30,6 +31,15 @@ from agent_memory.chat.history_block import (
     select_history,
     select_yearly,
 )
+from agent_memory.chat.session_block import (
+    DIRECTIVES_HEAD,
+    INTENT_NOTES,
+    render_asker,
+    render_directives,
+    render_session_block,
+    render_session_memory,
+)
+from agent_memory.conversation.window import TURN_BLOCK, turn_block_of
 from agent_memory.domain.llm import SystemBlock, ToolSpec
 from agent_memory.domain.models import (
     HOT_MEMORY_SECTIONS,
@@ -63,27 +73,14 @@ SYSTEM_INSTRUCTIONS = (
     "2. <history_book>: weekly reports of the project, present ONLY for questions about the project's past or trends."
     " When present, answer from it and cite the ISO week (e.g. 2026-W12). When absent, read the weeks you need"
     " with the read_history tool if it is offered; never invent history.\n"
-    "3. The recent turns of this conversation.\n"
-    "4. With the user's new message, <session>: the current time, the asker, the facts and summary of this"
-    " conversation and the task of this reply.\n"
+    "3. <conversation_memory>: the asker, this patient's earlier diagnosis records and the summary of the"
+    " earlier turns of this conversation; then its recent turns.\n"
+    "4. With the user's new message, <session>: the current time, the symptom facts of this conversation"
+    " and the task of this reply.\n"
     "Current clinical data is read with the read_clinical_data tool, never guessed."
     " Quality-control (QC) tasks judge current data only.\n"
     "Reply in the language of the user's message. Never reveal personal identifiers that a system rule forbids."
 )
-
-INTENT_NOTES: dict[Intent, str] = {
-    Intent.QUERY_DATA: "Look the data up with read_clinical_data before answering.",
-    Intent.QUERY_HISTORY: "Answer from the history book; cite the weeks.",
-    Intent.ANALYZE_TREND: "Describe the trend over the weeks of the history book, with numbers.",
-    Intent.QC_TASK: (
-        "Run a quality-control check on CURRENT data only (read_clinical_data); no history is given, by design."
-    ),
-    Intent.GENERATE_REPORT: "Draft the requested report for the current period.",
-    Intent.MEMORY_RECALL: "Answer from the hot memory.",
-    Intent.CONSULTATION: "The patient is describing symptoms; keep track of present and denied symptoms.",
-    Intent.GENERAL: "Answer briefly.",
-}
-
 
 @dataclass(frozen=True)
 class PromptBudget:
@@ -93,7 +90,8 @@ class PromptBudget:
     block may take; ``recent_turns``: the turns always replayed (10); ``turn_block``: the older
     turns are dropped this many at a time, so the replay holds ``recent_turns`` to
     ``recent_turns + turn_block - 1`` turns and its first message stays put for ``turn_block``
-    turns (docs/architecture.md, "Prompt caching"); ``session_tokens``: facts and summary.
+    turns (docs/architecture.md, "Prompt caching"); ``session_tokens``: session memory (asker,
+    diagnosis records, summary) and symptom facts together.
     """
 
     hot_memory_tokens: int = 2000
@@ -101,7 +99,7 @@ class PromptBudget:
     history_tokens: int = 120_000
     recent_turns: int = 10
     session_tokens: int = 4000
-    turn_block: int = 5
+    turn_block: int = TURN_BLOCK
 
     @property
     def window_user_turns(self) -> int:
@@ -206,88 +204,6 @@ def render_hot_memory_block(hot: HotMemory, lines: Sequence[HotMemoryLine]) -> s
     return f'<hot_memory project="{hot.project_id}" version="{hot.version}">\n{doc}\n</hot_memory>'
 
 
-# -------------------------------------------------------------------- session
-def render_session_block(
-    session: SessionState,
-    intents: Sequence[Intent],
-    max_tokens: int,
-    *,
-    now: datetime | None = None,
-    time_zone: str | None = None,
-    asker: Member | None = None,
-    directives: Sequence[str] = (),
-) -> str:
-    """The current time, the asker, session facts, rolling summary and the task note of this call
-    (with the standing directives the message states, :func:`render_directives`): the block that
-    changes every turn, sent with the user's message after the last cache breakpoint."""
-    patient = f' patient="{session.patient_id}"' if session.patient_id else ""
-    parts = [f'<session id="{session.session_id}"{patient}>']
-    if now is not None:
-        zone = time_zone or "UTC"
-        parts.append(f"Current time: {now.astimezone(ZoneInfo(zone)).strftime('%Y-%m-%d %H:%M')} ({zone})")
-    if asker is not None:
-        parts.append(render_asker(asker))
-    symptoms = session.facts.get("symptoms") if session.facts else None
-    if symptoms:
-        rendered = []
-        for s in symptoms:
-            status = "present" if s.get("status") == "present" else "DENIED"
-            extra = []
-            if s.get("onset"):
-                extra.append(f"onset {s['onset']}{' (approx.)' if s.get('onset_approximate') else ''}")
-            if s.get("trend"):
-                extra.append(str(s["trend"]))
-            rendered.append(f"- {s.get('name')}: {status}" + (f" ({', '.join(extra)})" if extra else ""))
-        parts.append("Symptoms so far:\n" + "\n".join(rendered))
-    diagnoses = session.facts.get("diagnoses") if session.facts else None
-    if diagnoses:  # ids and times only; the full reports load on demand
-        rendered = []
-        for d in diagnoses:
-            key = f": {', '.join(str(x) for x in d.get('symptoms') or [])}" if d.get("symptoms") else ""
-            rendered.append(f"- {d.get('diagnosis_id')} at {d.get('at')} (session {d.get('session_id')}){key}")
-        parts.append("Diagnosis records of this patient (full reports on request by id):\n" + "\n".join(rendered))
-    if session.summary:
-        parts.append("Summary of earlier turns:\n" + session.summary)
-    notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
-    parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
-    if directives:
-        parts.append(render_directives(directives))
-    text = "\n".join([parts[0], *(neutralise_block_tags(part) for part in parts[1:]), "</session>"])
-    if estimate_tokens(text) > max_tokens and session.summary:
-        # The summary is the only unbounded part; drop it before the facts.
-        return render_session_block(
-            session.model_copy(update={"summary": ""}), intents, max_tokens, now=now, time_zone=time_zone,
-            asker=asker, directives=directives,
-        )
-    return text
-
-
-#: The first words of the session block's line naming the message's standing directives.
-DIRECTIVES_HEAD = "Standing directives in this message:"
-
-
-def render_directives(directives: Sequence[str]) -> str:
-    """The session block's note on the standing directives a message states: acknowledged, kept by
-    the nightly distillation, never carried out by this reply (docs/architecture.md, "Intents")."""
-    listed = " | ".join(directives)
-    return (f"{DIRECTIVES_HEAD} {listed}\nThey are standing instructions for the future: acknowledge them in one short"
-            " sentence (the nightly distillation keeps them in hot memory); do not carry them out now, and do"
-            " only what the task above asks.")
-
-
-def render_asker(asker: Member) -> str:
-    """Who is asking and which hot-memory preference lines apply to them: the lines of their study
-    role (``[CRC]``), their own lines (tagged with their user id) and untagged lines; a line tagged
-    with another role or user is someone else's preference."""
-    role = asker.study_role
-    return (
-        f"Asker: {asker.display_name} (user {asker.user_id}), study role {role}.\n"
-        f"Preferences that apply to this asker: lines tagged [{role}], lines tagged [{asker.user_id}] and untagged"
-        " lines; lines tagged with another role or user are other team members' preferences: do not apply them"
-        " to this asker."
-    )
-
-
 # --------------------------------------------------------------- recent turns
 def is_refused_turn(turn: Sequence[MessageRecord]) -> bool:
     """A turn answered with the refusal reply. It is never replayed: after a refusal the API asks for
@@ -331,9 +247,8 @@ def select_recent_turns(
                 and not (without_history and any(m.history for m in t))]
     if len(complete) <= max_turns:
         return [t for _, t in complete]
-    span = 2 * max(1, turn_block)
-    first_block = complete[-max_turns][0] // span
-    return [t for position, t in complete if position // span >= first_block]
+    first_block = turn_block_of(complete[-max_turns][0], turn_block)
+    return [t for position, t in complete if turn_block_of(position, turn_block) >= first_block]
 
 
 def turns_to_messages(turns: Sequence[Sequence[MessageRecord]]) -> list[dict[str, Any]]:
@@ -438,7 +353,7 @@ def assemble_prompt(
         min_cacheable_tokens: the model's minimum cacheable prompt length: a breakpoint whose
             prefix (tools included) is estimated shorter is not placed.
         now, time_zone: the time the session block states (none when ``now`` is None).
-        asker: the member asking; the session block names them and the preference lines that
+        asker: the member asking; the session memory names them and the preference lines that
             apply to them (none when None).
         history_span: the period the question named (the history block names it and its weeks
             without a report); None: the newest weeks were loaded.
@@ -446,9 +361,10 @@ def assemble_prompt(
             acknowledgement only).
 
     Returns:
-        The system blocks (with cache flags), the messages (a cache breakpoint on the last block
-        of the last recent turn, the session block and the user's text in the last message) and
-        the measured blocks, in the order they are sent.
+        The system blocks (with cache flags), the messages (the session memory leading the first
+        one, a cache breakpoint on it and on the last block of the last recent turn, the session
+        block and the user's text in the last message) and the measured blocks, in the order they
+        are sent (two ``session`` blocks: the session memory, then the session block).
     """
     assembly = _Assembly(prefix=tool_tokens(tools), min_cacheable_tokens=min_cacheable_tokens)
     assembly.add_system(PromptBlock("system", SYSTEM_INSTRUCTIONS, estimate_tokens(SYSTEM_INSTRUCTIONS)),
@@ -458,10 +374,10 @@ def assemble_prompt(
     if reports is not None:
         history, history_weeks = _history_block(reports, yearly, budget, history_span)
         assembly.add_system(history, cacheable=True)
-    turns, messages = assembly.add_recent_turns(session, budget, without_history=Intent.QC_TASK in intents)
-    session_text = render_session_block(session, intents, budget.session_tokens, now=now, time_zone=time_zone,
-                                        asker=asker, directives=directives)
-    messages.append(assembly.add_question(session_text, user_text))
+    lead = assembly.add_session_memory(render_session_memory(session, budget.session_tokens, asker=asker))
+    turns, messages = assembly.add_recent_turns(session, budget, lead, without_history=Intent.QC_TASK in intents)
+    session_text = render_session_block(session, intents, now=now, time_zone=time_zone, directives=directives)
+    messages.append(assembly.add_question(session_text, user_text, [] if turns else lead))
     return AssembledPrompt(
         system=assembly.system,
         messages=messages,
@@ -489,13 +405,28 @@ class _Assembly:
         self.blocks.append(block)
         self.system.append(SystemBlock(block.name, block.text, cache=block.cache))
 
+    def add_session_memory(self, text: str) -> list[dict[str, Any]]:
+        """The session memory (:func:`render_session_memory`; nothing when ``text`` is empty) as the
+        text blocks that lead the first message, ending with a breakpoint when the prefix is long
+        enough: it stays the same until the replay's first turn moves, so a context whose recent
+        turns differ (a QC context's) or a turn after a long tool loop still reads it."""
+        if not text:
+            return []
+        block = PromptBlock("session", text, estimate_tokens(text))
+        self.prefix += block.tokens
+        block.cache = self.prefix >= self.min_cacheable_tokens
+        self.blocks.append(block)
+        return [{"type": "text", "text": text, **({"cache_control": dict(CACHE_CONTROL)} if block.cache else {})}]
+
     def add_recent_turns(
-        self, session: SessionState, budget: PromptBudget, *, without_history: bool = False
+        self, session: SessionState, budget: PromptBudget, lead: Sequence[dict[str, Any]] = (), *,
+        without_history: bool = False,
     ) -> tuple[list[list[MessageRecord]], list[dict[str, Any]]]:
         """The recent turns of the session's window (:func:`select_recent_turns`, numbered from
         its ``message_count``; ``without_history``: a QC context's, without the turns whose reply
-        drew on the history book) and their messages; a breakpoint ends the last one (the previous
-        turn's end: the next turn repeats everything up to here) when the prefix is long enough."""
+        drew on the history book) and their messages, the first one led by ``lead`` (the session
+        memory); a breakpoint ends the last one (the previous turn's end: the next turn repeats
+        everything up to here) when the prefix is long enough."""
         turns = select_recent_turns(
             session.window, budget.recent_turns, turn_block=budget.turn_block,
             first_position=max(0, session.message_count - len(session.window)), without_history=without_history,
@@ -503,6 +434,7 @@ class _Assembly:
         messages = turns_to_messages(turns)
         if messages:
             turn_tokens = _message_tokens(messages)
+            messages[0]["content"][:0] = [dict(b) for b in lead]
             cached = self.prefix + turn_tokens >= self.min_cacheable_tokens
             if cached:
                 messages[-1]["content"][-1]["cache_control"] = dict(CACHE_CONTROL)
@@ -510,13 +442,14 @@ class _Assembly:
             self.blocks.append(PromptBlock("recent_turns", "", turn_tokens, ref={"message_ids": ids}, cache=cached))
         return turns, messages
 
-    def add_question(self, session_text: str, user_text: str) -> dict[str, Any]:
-        """The last user message: after the last breakpoint, what changes every turn (the session
-        block), then the question (last, so that it is the message's final text block)."""
+    def add_question(self, session_text: str, user_text: str, lead: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+        """The last user message: ``lead`` (the session memory when no recent turn carries it), then
+        after the last breakpoint what changes every turn (the session block), then the question
+        (last, so that it is the message's final text block)."""
         self.blocks.append(PromptBlock("session", session_text, estimate_tokens(session_text)))
         self.blocks.append(PromptBlock("user_message", user_text, estimate_tokens(user_text)))
         return {"role": "user", "content": [
-            {"type": "text", "text": session_text}, {"type": "text", "text": user_text},
+            *(dict(b) for b in lead), {"type": "text", "text": session_text}, {"type": "text", "text": user_text},
         ]}
 
 
@@ -541,6 +474,7 @@ __all__ = [
     "assemble_prompt",
     "is_refused_turn",
     "DIRECTIVES_HEAD",
+    "INTENT_NOTES",
     "render_asker",
     "render_directives",
     "render_history_block",
@@ -548,6 +482,7 @@ __all__ = [
     "render_hot_memory_block",
     "render_report",
     "render_session_block",
+    "render_session_memory",
     "select_recent_turns",
     "tool_tokens",
     "turns_to_messages",

@@ -37,6 +37,7 @@ from agent_memory.consultation.symptoms import (
     merge_facts,
 )
 from agent_memory.conversation.cache import SessionCache
+from agent_memory.conversation.window import TURN_BLOCK, turn_block_of
 from agent_memory.domain.session_models import MAX_DIAGNOSIS_REFS, DiagnosisRef, merge_diagnosis_refs
 from agent_memory.domain.text import truncate_utf8, utf8_len
 from agent_memory.domain.turns import MessageRecord, SessionState
@@ -169,6 +170,7 @@ class SessionMemory:
     reader: MessageReader | None = None
     recent_turns: int = 10
     summary_budget_bytes: int = SUMMARY_BUDGET_BYTES
+    turn_block: int = TURN_BLOCK
 
     # ------------------------------------------------------ before the LLM
     def extract(
@@ -290,21 +292,20 @@ class SessionMemory:
         """(summary, last message id it covers) after this write.
 
         Summarised now, while the pre-trim window still holds them: the messages before the
-        last ``recent_turns`` user messages (the span the next prompt's recent turns come
-        from; a failed message waiting for its retry counts, so it is not summarised) and any
-        message the window's trim drops (by turn count or by bytes), after the last summarised
-        one. So a message is always summarised before the window drops it; only a session whose
+        first turn of the replay block (``turn_block_of``) holding the ``recent_turns``-th newest
+        user message (the next prompt replays every turn from that block's first turn on; a failed
+        message waiting for its retry counts, so it is not summarised) and any message the window's
+        trim drops (by turn count or by bytes), after the last summarised one. So the summary moves
+        only when the replay's first turn does (once every ``turn_block`` turns: the block holding
+        it stays cacheable, docs/architecture.md, "Prompt caching"), a turn is never left out of
+        both, and a message is always summarised before the window drops it; only a session whose
         early messages were dropped before it had any summary (``summary_through`` unset) has a
         gap to read back.
         """
         through = (current.facts or {}).get("summary_through")
         through = through if isinstance(through, str) else None
         ids = [m.message_id for m in full_window]
-        users = [i for i, m in enumerate(full_window) if m.role == "user"]
-        span_start = users[-self.recent_turns] if 0 < self.recent_turns <= len(users) else (
-            0 if self.recent_turns else len(full_window))
-        trim_start = len(full_window) - len(updated.window)
-        horizon = max(span_start, trim_start)
+        horizon = max(self._replay_start(current, full_window), len(full_window) - len(updated.window))
         gap: list[MessageRecord] = []
         if through in ids:
             start = ids.index(through) + 1
@@ -322,6 +323,20 @@ class SessionMemory:
                 time_zone=turn.time_zone, budget_bytes=self.summary_budget_bytes, deadline=turn.deadline,
             )
         return turn._summaries[key], dropped[-1].message_id
+
+    def _replay_start(self, current: SessionState, full_window: Sequence[MessageRecord]) -> int:
+        """Index in ``full_window`` of the first user message of the replay block holding its
+        ``recent_turns``-th newest user message (0 with fewer; ``len(full_window)`` with
+        ``recent_turns == 0``). Messages are numbered as the prompt numbers them: the window's
+        first is message ``message_count - len(window)`` of the session."""
+        users = [i for i, m in enumerate(full_window) if m.role == "user"]
+        if not self.recent_turns:
+            return len(full_window)
+        if self.recent_turns > len(users):
+            return 0
+        first = max(0, current.message_count - len(current.window))
+        block = turn_block_of(first + users[-self.recent_turns], self.turn_block)
+        return next(i for i in users if turn_block_of(first + i, self.turn_block) >= block)
 
     def _gap(
         self,

@@ -38,3 +38,18 @@ def trim_window(window: list[MessageRecord], *, keep_user_turns: int, budget_byt
         while start < len(window) and window[start].role != "user":
             start += 1
     return window[start:]
+
+
+#: Turns the prompt's replay drops at a time (docs/architecture.md, "Prompt caching"): its first
+#: turn, the rolling summary and the session-memory block ahead of the turns change together, once
+#: every this many turns.
+TURN_BLOCK = 5
+
+
+def turn_block_of(position: int, turn_block: int = TURN_BLOCK) -> int:
+    """The replay block of the turn whose user message is message number ``position`` of the
+    session (0 = its first message): block ``k`` holds the turns whose user message is numbered
+    ``2 * turn_block * k`` to ``2 * turn_block * (k + 1) - 1`` (a turn is a question and its reply,
+    so about ``turn_block`` turns). The recent turns a prompt replays start on a block's first turn
+    and the rolling summary covers the turns before it (docs/architecture.md, "Prompt caching")."""
+    return position // (2 * max(1, turn_block))

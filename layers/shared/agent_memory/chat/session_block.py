@@ -1,0 +1,149 @@
+"""The two session blocks of a chat prompt (docs/architecture.md, "Prompt caching").
+
+- :func:`render_session_memory`: ``<conversation_memory>``, what stays the same from one turn to
+  the next: the asker (and the preference lines that apply to them), the patient's earlier
+  diagnosis records and the rolling summary of the turns before the replay. It goes ahead of the
+  recent turns, so it is part of the cached prefix; the summary moves only when the replay's first
+  turn does (once every ``TURN_BLOCK`` turns), when that prefix changes anyway.
+- :func:`render_session_block`: ``<session>``, what changes every turn: the current time, the
+  session's symptom facts (a consultation turn may add one), the task of this call and the
+  standing directives the message states. It goes with the question, after the last breakpoint.
+
+Every part holding stored or user-written text goes through ``neutralise_block_tags``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from agent_memory.chat.history_block import neutralise_block_tags
+from agent_memory.domain.models import Intent, Member
+from agent_memory.domain.text import estimate_tokens
+from agent_memory.domain.turns import SessionState
+
+INTENT_NOTES: dict[Intent, str] = {
+    Intent.QUERY_DATA: "Look the data up with read_clinical_data before answering.",
+    Intent.QUERY_HISTORY: "Answer from the history book; cite the weeks.",
+    Intent.ANALYZE_TREND: "Describe the trend over the weeks of the history book, with numbers.",
+    Intent.QC_TASK: (
+        "Run a quality-control check on CURRENT data only (read_clinical_data); no history is given, by design."
+    ),
+    Intent.GENERATE_REPORT: "Draft the requested report for the current period.",
+    Intent.MEMORY_RECALL: "Answer from the hot memory.",
+    Intent.CONSULTATION: "The patient is describing symptoms; keep track of present and denied symptoms.",
+    Intent.GENERAL: "Answer briefly.",
+}
+
+#: The first words of the session block's line naming the message's standing directives.
+DIRECTIVES_HEAD = "Standing directives in this message:"
+
+
+def render_session_memory(session: SessionState, max_tokens: int, *, asker: Member | None = None) -> str:
+    """The ``<conversation_memory>`` block: the asker (:func:`render_asker`), the patient's earlier
+    diagnosis records (ids, times, key symptoms; the full reports load on demand) and the rolling
+    summary, or ``""`` when there is none of them.
+
+    ``max_tokens`` (estimated tokens) bounds this block and the symptom facts of
+    :func:`render_session_block` together: over it, the summary (the only unbounded part) is left
+    out before any fact.
+    """
+    parts: list[str] = []
+    if asker is not None:
+        parts.append(render_asker(asker))
+    diagnoses = session.facts.get("diagnoses") if session.facts else None
+    if diagnoses:
+        rendered = []
+        for d in diagnoses:
+            key = f": {', '.join(str(x) for x in d.get('symptoms') or [])}" if d.get("symptoms") else ""
+            rendered.append(f"- {d.get('diagnosis_id')} at {d.get('at')} (session {d.get('session_id')}){key}")
+        parts.append("Diagnosis records of this patient (full reports on request by id):\n" + "\n".join(rendered))
+    with_summary = [*parts, "Summary of earlier turns:\n" + session.summary] if session.summary else parts
+    text = _memory_text(with_summary)
+    if with_summary is not parts and estimate_tokens(text) + estimate_tokens(_symptoms(session)) > max_tokens:
+        text = _memory_text(parts)
+    return text
+
+
+def _memory_text(parts: Sequence[str]) -> str:
+    if not parts:
+        return ""
+    return "\n".join(["<conversation_memory>", *(neutralise_block_tags(p) for p in parts), "</conversation_memory>"])
+
+
+def render_session_block(
+    session: SessionState,
+    intents: Sequence[Intent],
+    *,
+    now: datetime | None = None,
+    time_zone: str | None = None,
+    directives: Sequence[str] = (),
+) -> str:
+    """The ``<session>`` block: the current time (in ``time_zone``, UTC when None; left out when
+    ``now`` is None), the symptom facts so far, the task note of this call's ``intents`` and the
+    standing directives the message states (:func:`render_directives`): the block that changes
+    every turn, sent with the user's message after the last cache breakpoint."""
+    patient = f' patient="{session.patient_id}"' if session.patient_id else ""
+    parts: list[str] = []
+    if now is not None:
+        zone = time_zone or "UTC"
+        parts.append(f"Current time: {now.astimezone(ZoneInfo(zone)).strftime('%Y-%m-%d %H:%M')} ({zone})")
+    symptoms = _symptoms(session)
+    if symptoms:
+        parts.append(symptoms)
+    notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
+    parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
+    if directives:
+        parts.append(render_directives(directives))
+    return "\n".join([f'<session id="{session.session_id}"{patient}>', *(neutralise_block_tags(p) for p in parts),
+                      "</session>"])
+
+
+def _symptoms(session: SessionState) -> str:
+    """``Symptoms so far:`` and one line per symptom fact (status, onset, trend), or ``""``."""
+    symptoms = session.facts.get("symptoms") if session.facts else None
+    if not symptoms:
+        return ""
+    rendered = []
+    for s in symptoms:
+        status = "present" if s.get("status") == "present" else "DENIED"
+        extra = []
+        if s.get("onset"):
+            extra.append(f"onset {s['onset']}{' (approx.)' if s.get('onset_approximate') else ''}")
+        if s.get("trend"):
+            extra.append(str(s["trend"]))
+        rendered.append(f"- {s.get('name')}: {status}" + (f" ({', '.join(extra)})" if extra else ""))
+    return "Symptoms so far:\n" + "\n".join(rendered)
+
+
+def render_directives(directives: Sequence[str]) -> str:
+    """The session block's note on the standing directives a message states: acknowledged, kept by
+    the nightly distillation, never carried out by this reply (docs/architecture.md, "Intents")."""
+    listed = " | ".join(directives)
+    return (f"{DIRECTIVES_HEAD} {listed}\nThey are standing instructions for the future: acknowledge them in one short"
+            " sentence (the nightly distillation keeps them in hot memory); do not carry them out now, and do"
+            " only what the task above asks.")
+
+
+def render_asker(asker: Member) -> str:
+    """Who is asking and which hot-memory preference lines apply to them: the lines of their study
+    role (``[CRC]``), their own lines (tagged with their user id) and untagged lines; a line tagged
+    with another role or user is someone else's preference."""
+    role = asker.study_role
+    return (
+        f"Asker: {asker.display_name} (user {asker.user_id}), study role {role}.\n"
+        f"Preferences that apply to this asker: lines tagged [{role}], lines tagged [{asker.user_id}] and untagged"
+        " lines; lines tagged with another role or user are other team members' preferences: do not apply them"
+        " to this asker."
+    )
+
+
+__all__ = [
+    "DIRECTIVES_HEAD",
+    "INTENT_NOTES",
+    "render_asker",
+    "render_directives",
+    "render_session_block",
+    "render_session_memory",
+]
