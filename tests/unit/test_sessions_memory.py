@@ -253,3 +253,22 @@ def test_compare_classifies_new_resolved_persisting_trend_and_unmentioned() -> N
     assert result.not_mentioned == ["咳嗽"]
     dumped = result.model_dump(mode="json", by_alias=True)
     assert dumped["changed_trend"] == [{"name": "头痛", "from": None, "to": "worsening"}]
+
+
+def test_a_reply_drawn_from_the_history_book_leaves_no_text_in_the_rolling_summary() -> None:
+    # Given a 16-turn session whose second reply drew on the history book
+    mem = SessionMemory(extractor=RuleSymptomExtractor())
+    budget = PromptBudget()
+    session = SessionState(project_id="p", session_id="s", created_at=T0, updated_at=T0)
+    messages = conversation(16)
+    messages[3] = messages[3].model_copy(update={"content": "W12周报：因冷链偏差暂停筛选。", "history": True})
+    for t in range(16):
+        new = messages[2 * t: 2 * t + 2]
+        full = [*session.window, *new]
+        kept = trim_window(full, keep_user_turns=budget.window_user_turns, budget_bytes=WINDOW_BUDGET_BYTES)
+        updated = session.model_copy(update={"window": kept, "message_count": session.message_count + 2})
+        session = mem.apply(session, updated, TurnMemory(project_id="p", session_id="s", time_zone="UTC"),
+                            full_window=full)
+    # When the turn has rolled into the summary, its question is there and the history text is not
+    assert "第1轮：头痛" in session.summary
+    assert "冷链" not in session.summary and "W12" not in session.summary

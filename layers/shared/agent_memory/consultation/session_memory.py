@@ -147,6 +147,18 @@ def _questions_before(messages: Sequence[MessageRecord]) -> list[str | None]:
     return out
 
 
+#: what stands in the summary for a reply that drew on the history book
+HISTORY_REPLY_PLACEHOLDER = "(answered from the project's weekly history)"
+
+
+def _without_history_text(messages: Sequence[MessageRecord]) -> list[MessageRecord]:
+    """``messages`` with the text of replies that drew on the history book replaced by
+    :data:`HISTORY_REPLY_PLACEHOLDER`: the rolling summary reaches every context, a QC one
+    included, and a QC context carries no history (docs/architecture.md, "Session window")."""
+    return [m.model_copy(update={"content": HISTORY_REPLY_PLACEHOLDER}) if m.role == "assistant" and m.history else m
+            for m in messages]
+
+
 def group_turns(messages: Sequence[MessageRecord]) -> list[list[MessageRecord]]:
     """Turns: a user message and the assistant messages after it (leading assistant messages,
     e.g. a doctor's opening line, form a turn of their own)."""
@@ -319,7 +331,7 @@ class SessionMemory:
         key = (str(through), dropped[0].message_id, dropped[-1].message_id)
         if key not in turn._summaries:
             turn._summaries[key] = self.summariser.summarise(
-                current.summary, group_turns(dropped), facts.get("symptoms") or [],
+                current.summary, group_turns(_without_history_text(dropped)), facts.get("symptoms") or [],
                 time_zone=turn.time_zone, budget_bytes=self.summary_budget_bytes, deadline=turn.deadline,
             )
         return turn._summaries[key], dropped[-1].message_id
