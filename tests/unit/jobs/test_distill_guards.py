@@ -522,3 +522,22 @@ def test_withdrawals_said_as_never_mind_kinds_remove_the_days_line() -> None:
     said = [entry("m-1", "以后随访提醒里都附上停车指引"),
             entry("m-2", "早上说的停车指引那个算了，群公告里有", at=T + timedelta(hours=6))]
     assert [ln for ln in _merge([], said).lines if ln.source != "admin"] == []
+
+
+def test_a_risk_said_without_the_word_replaces_the_risk_line() -> None:
+    risk = _ai("hm-risk", "风险：2号中心的冷链记录仪丢失，样本温度无法追溯。", None).model_copy(
+        update={"section": "Active Context"})
+    said = entry("m-1", "2号中心的记录仪找到了，数据都在。现在最担心的是年底CT排不上，好几个随访要超窗",
+                 study_role="PI")
+    result = _merge([risk], [said])
+    assert list(result.replaced) == ["hm-risk"]
+    assert [ln.text for ln in result.lines if ln.section == "Active Context"] == [
+        "风险：年底CT排不上，好几个随访要超窗。"]
+
+
+def test_a_new_value_whose_subject_is_in_the_previous_sentence_replaces_the_line() -> None:
+    old = _ai("hm-lead", "用药提醒提前两天发。", "CRC")
+    said = entry("m-1", "用药提醒提前两天有点早，大家都忘了。改成提前一天", study_role="CRC")
+    result = _merge([old], [said])
+    assert list(result.replaced) == ["hm-lead"]
+    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["用药提醒提前一天。"]

@@ -59,7 +59,9 @@ def languages_present(text: str) -> set[str]:
 
 # ------------------------------------------------------------ text analysis
 _NEGATION = re.compile(
-    r"不要|不得|不准|不许|不能|不可|不用|不必|不再|禁止|严禁|切勿|请勿|勿|(?<![类区分个特级性识鉴差组告辨])别|避免|杜绝|"
+    # an A-not-A question ("要不要", "能不能", "用不用") negates nothing
+    r"(?<!要)不要|不得|不准|不许|(?<!能)不能|(?<!可)不可|(?<!用)不用|不必|不再|禁止|严禁|切勿|请勿|勿|"
+    r"(?<![类区分个特级性识鉴差组告辨])别|避免|杜绝|"
     r"不(?=[写发用提输给让做说回列加填录打联])|"
     r"\b(?:do not|don't|dont|never|no longer|avoid|must not|mustn't|should not|shouldn't|stop)\b|\bnot\b|"
     r"\bno\b(?! (?:need|problem|worries|matter|later|more than|sooner)\b)",
@@ -112,6 +114,8 @@ class Analysis:
     reply_language: str | None
     language: str
     grams: frozenset[str]
+    #: the grams of the clauses holding a negation (what the negation is about)
+    negated_grams: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=4096)
@@ -131,6 +135,8 @@ def analyse(text: str) -> Analysis:
         reply_language=value,
         language=language_of(text),
         grams=frozenset(_grams(content)),
+        negated_grams=frozenset(g for clause in re.split(r"[，,。；;:：]", norm) if _NEGATION.search(clause)
+                                for g in _grams(_NOISE.sub(" ", _NEGATION.sub(" ", clause)))),
     )
 
 
@@ -216,11 +222,16 @@ def contradicts(candidate: Analysis, line: Analysis) -> bool:
     statement wins)."""
     if candidate.reply_language and line.reply_language:
         return not _language_values_agree(candidate.reply_language, line.reply_language)
-    return same_topic(candidate, line) and candidate.negative != line.negative
+    if candidate.negative == line.negative or not same_topic(candidate, line):
+        return False
+    negated, other = (candidate, line) if candidate.negative else (line, candidate)
+    # the negation is about what the other text says, not a detail of its own ("…，测的话别吃东西")
+    return bool(negated.topics & other.topics) or len(negated.negated_grams & other.grams) >= 3
 
 
 __all__ = [
     "SUBJECT_ID",
+    "VALUE_PATTERNS",
     "Analysis",
     "analyse",
     "changes_value",
@@ -298,6 +309,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                              r"\b(\d{1,2})(?:st|nd|rd|th) of (?:each|every|the) month|"
                              r"\b(last (?:working |business )?day) of (?:each|every|the) month", re.IGNORECASE), {}),
 }
+#: the pattern of each value family (where a value stands in a text)
+VALUE_PATTERNS: dict[str, re.Pattern[str]] = {family: pattern for family, (pattern, _) in _FAMILIES.items()}
 #: one value under several names (the arrangement keys, the detail and delivery values)
 _SAME_VALUE: dict[str, str] = {
     "中心": "site", "centre": "site", "center": "site", "site": "site", "各中心": "site",

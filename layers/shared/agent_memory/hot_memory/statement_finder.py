@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agent_memory.hot_memory.analysis import SUBJECT_ID, analyse, language_of, nfkc, values
+from agent_memory.hot_memory.analysis import SUBJECT_ID, VALUE_PATTERNS, analyse, language_of, nfkc, values
 from agent_memory.hot_memory.sentences import (
     clean_statement,
     fragment_at,
@@ -77,6 +77,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     REPORTED,
     REQUEST,
     RESTATED,
+    RISK_SAID,
     RULE_AFTER_TIME_WORD,
     TENTATIVE,
     TIME_WORD,
@@ -195,6 +196,11 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     …") or about what goes into a recurring document ("给CRC的访视提醒里加一行：…", "In the weekly
     summary, add …"); a new value for a subject said as a wish ("周报还是放周三下午吧", "make the
     counts weekly") — a ``change``, which the merge keeps only where a line holds that subject."""
+    risk = RISK_SAID.search(norm)
+    if risk and not _trap(norm, risk.start(), risk.end(), message, question=question):
+        said = sentence[risk.end():].strip(" ，,:：")
+        label = "风险：" if language_of(said) == "zh" else "Risk: "
+        return FoundStatement(label + said, "change") if len(re.sub(r"\W", "", said)) >= 6 else None
     focus = FOCUS_CHANGE.search(norm)
     if focus and not _trap(norm, focus.start(), focus.end(), message, question=question):
         frags = fragments(sentence)
@@ -214,6 +220,10 @@ _WISH = re.compile(r"吧|还是(?:放|发|用|按|定)|改|换|放|用|按|\b(?:
 
 #: a question whether something still holds ("这个没变吧", "还是这样对吧", "still the same, right?")
 _CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)吧\W*$|\bright\W*$|\bstill the same\b", re.IGNORECASE)
+
+
+def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
+    return (frags[0], frags[1:]) if frags else ("", [])
 
 
 def _value_wish(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
@@ -260,12 +270,39 @@ def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStat
     before = fragment_at(norm, change.start(), change.end())
     before = before[: before.find(change.group())] if change.group() in before else ""
     if not LEAD_FILLER.sub("", before).strip():
-        return None
+        return _change_of_earlier_subject(sentence, norm, message, question, change)
     if _trap(norm, change.start(), change.end(), message, question=question):
         return _TRAPPED
     frags = fragments(sentence)
     idx = next((i for i, f in enumerate(frags) if CHANGE.search(nfkc(f))), 0)
     return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+
+
+def _change_of_earlier_subject(sentence: str, norm: str, message: str, question: bool,
+                               change: re.Match[str]) -> FoundStatement | None:
+    """A new value with its subject in the message's previous sentence ("访视提醒提前一周太早了…。
+    改成提前三天"): the subject (the words before the old value of the same family) leads the
+    new value; None when the previous sentence sets no value of that family."""
+    new = values(norm[change.end():])
+    start = message.find(sentence)
+    prior = fragments(message[:start]) if start > 0 else []
+    for frag in reversed(prior[-3:]):
+        f = nfkc(frag)
+        family = next((fam for fam in values(f) if fam in new), None)
+        if family is None:
+            continue
+        topic = LEAD_FILLER.sub("", f[: _value_start(f, family)]).strip()
+        if not topic or _trap(norm, change.start(), change.end(), message, question=question):
+            return None
+        frags = fragments(sentence[change.end():])
+        return FoundStatement(topic + statement_body(*_head_and_rest(frags)), "change")
+    return None
+
+
+def _value_start(text: str, family: str) -> int:
+    """Where the first value of ``family`` starts in ``text``."""
+    m = VALUE_PATTERNS[family].search(text.casefold())
+    return m.start() if m else len(text)
 
 
 def _remember(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:

@@ -63,6 +63,10 @@ FOCUS_CHANGE = re.compile(
     r"(?:当前|目前|现在|接下来|下一步|下阶段|下个阶段|后面|这个月|本月)的?(?:工作)?重点"
     r"(?:是|放到|放在|改成|换成|转到|转向|调整为)|"
     r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b", _I)
+#: a risk named without the word ("现在头疼的是…", "最担心的是…", "the main worry now is …")
+RISK_SAID = re.compile(
+    r"(?:现在|目前|当前|眼下|接下来)?(?:最|比较)?(?:头疼|担心|麻烦|棘手|发愁|要盯)的(?:是|就是)|(?:最大|主要)的?(?:问题|隐患)(?:是|在于)|"
+    r"\b(?:the )?(?:main |biggest |big )?(?:worry|concern|headache) (?:now )?is\b", _I)
 #: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
 TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
 ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)

@@ -67,9 +67,13 @@ def classify_section(text: str, *, kind: str = "durable", hint: str | None = Non
     return "User Preferences"
 
 
+#: a line that already names its kind ("风险：…", "Current focus: …")
+_LABELLED = re.compile(r"^\s*(?:风险|当前重点|risk|current focus)\s*[:：]", re.IGNORECASE)
+
+
 def _label(text: str, section: str, kind: str) -> str:
     """Active Context lines name their kind: ``当前重点：`` / ``风险：`` (or Current focus / Risk)."""
-    if section != "Active Context" or kind != "change":
+    if section != "Active Context" or kind != "change" or _LABELLED.match(text):
         return text
     zh = language_of(text) == "zh"
     m = CHANGE.search(text)
