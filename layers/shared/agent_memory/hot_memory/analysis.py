@@ -22,7 +22,7 @@ def nfkc(text: str) -> str:
 
 #: a study subject's id (P005, 01-003, AB-1234): a statement about one subject is not a standing
 #: preference
-SUBJECT_ID = re.compile(r"(?<![A-Za-z0-9-])(?:\d{2}-\d{3}|[A-Z]{1,3}-?\d{3,4})(?![0-9])")
+SUBJECT_ID = re.compile(r"(?<![A-Za-z0-9-])(?:\d{2}-\d{3}|[A-Z]{1,3}-?\d{3,4}|[A-Z]{1,2}\d{1,2}-\d{3,4})(?![0-9])")
 
 # ------------------------------------------------------------------ languages
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\U00020000-\U0003134f]")
@@ -292,7 +292,7 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "daypart": (re.compile(r"上午|下午|早上|晚上|中午|\bmornings?\b|\bafternoons?\b|\bevenings?\b", re.IGNORECASE), {}),
     # how a list is arranged: the key it is sorted, grouped or broken down by
     "arrangement": (re.compile(
-        r"按(?:照)?\s*([^，,。；;按]{1,12}?)\s*(?:排序|排列|排|分组|分开|分|列出|列|归类|汇总)|"
+        r"按(?:照)?\s*([^，,。；;按]{1,12}?)\s*(?:排序|排列|倒序|正序|升序|降序|顺序|排|分组|分开|分|列出|列|归类|汇总)|"
         r"\b(?:sort|order|group|arrang|list|split|break)\w*\b[^,.;]{0,30}?\bby ([a-z][a-z -]{1,25}?)"
         r"(?=\s+(?:rather|instead|not|and|then|with|in|for)\b|[,.;]|$)|"
         r"\bper (form|visit|site|centre|center|subject|patient|week|month|arm|investigator)s?\b",
@@ -302,7 +302,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                           r"\bbrief\b|\bshort\b|\bconcise\b|\bjust the conclusion)", re.IGNORECASE), {}),
     # how a list is delivered: a file attached, or pasted in the message
     "delivery": (re.compile(r"(附件|\battach\w*|\bas a file\b|贴在|直接贴|贴到|正文里|\binline\b|\bin the chat\b|"
-                            r"\bpaste\w*)", re.IGNORECASE), {}),
+                            r"\bpaste\w*|压缩包|打包|打成一个\s*zip|\bzip\b|共享盘|共享文件夹|网盘|链接|\blinks?\b|"
+                            r"\bshared (?:drive|folder)\b)", re.IGNORECASE), {}),
     "date_format": (re.compile(r"(?<![A-Za-z])([YMD]{2,4}[-/.][YMD]{1,2}[-/.][YMD]{2,4})(?![A-Za-z])", re.IGNORECASE),
                     {}),
     "month_day": (re.compile(r"每月\s*(\d{1,2})\s*[号日]|每月的?(最后一个工作日|最后一天|月底|月初|第一个工作日)|"
@@ -320,6 +321,8 @@ _SAME_VALUE: dict[str, str] = {
     "short": "brief", "concise": "brief", "just the conclusion": "brief",
     "附件": "attachment", "as a file": "attachment", "贴在": "inline", "直接贴": "inline", "贴到": "inline",
     "正文里": "inline", "in the chat": "inline",
+    "压缩包": "archive", "打包": "archive", "zip": "archive", "共享盘": "link", "共享文件夹": "link", "网盘": "link",
+    "链接": "link", "link": "link", "shared drive": "link", "shared folder": "link",
     "每天": "day", "每日": "day", "daily": "day", "every day": "day", "once a day": "day",
     "每周": "week", "每星期": "week", "weekly": "week", "every week": "week", "once a week": "week", "一周一次": "week",
     "每两周": "2week", "每隔一周": "2week", "隔周": "2week", "fortnightly": "2week", "biweekly": "2week",
@@ -356,6 +359,8 @@ def _value(raw: str, aliases: dict[str, str]) -> str:
         return "attachment"
     if key.startswith("every other "):
         return "2week"
+    if key.startswith("打成一个"):
+        return "archive"
     if key.startswith("paste") or key == "inline":
         return "inline"
     return key[:-1] if key.endswith("s") and len(key) > 3 and key.isascii() else key

@@ -126,7 +126,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
     ), needs_permission=True, act=1),
     # no medical advice to patients or subjects
     _Concept("medical_advice", "forbidden", (
-        re.compile(r"医疗建议|停药|加量|减量|减半|减一半|换药|(?<!研究)药(?![企厂监])|服|漏吃|激素|说明书|吸入|雾化|要不要紧|严不严重|"
+        re.compile(r"医疗建议|停药|加量|减量|减半|减一半|换药|(?<!研究)药(?![企厂监])|服|漏吃|(?:多|少)吃|半片|激素|说明书|吸入|雾化|"
+                   r"要不要紧|严不严重|"
                    r"症状|化疗|放疗|副作用|"
                    r"恶心|呕吐|疼|痛|发烧|发热|腹泻|怎么办|治疗调整|诊断|"
                    r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
@@ -138,13 +139,20 @@ _CONCEPTS: tuple[_Concept, ...] = (
         re.compile(r"回答|答复|回复|回(?=家属|家长|患者|病人|受试者|他们|她们)|告诉|建议|意见|判断|指导|提供|"
                    r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
     ), act=2),
+    # endpoint events are adjudicated by the endpoint committee (CEC), never called by the assistant
+    _Concept("endpoint_decision", "forbidden", (
+        re.compile(r"终点事件|主要终点|终点|判定委员会|CEC|\bendpoints?\b|\badjudicat\w*|\bprimary events?\b",
+                   _I),
+        re.compile(r"认定|判定|算作|算成|算为|计为|计入|当作|当成|定为|\b(?:count|classif|call|declare|judge|record|flag)\w*\b",
+                   _I),
+    ), needs_permission=True, act=1),
     # protocol deviations are recorded and reported: hiding, dropping or not reporting one waives it
     _Concept("deviation_report", "hidden", (
         re.compile(r"偏离|超窗|\bdeviations?\b|\bvisit[- ]window\b|\bout[- ]of[- ]window\b", _I),
         re.compile(r"(?:别|不|不用|不必|不再)(?:再)?(?:算|计|当|作为|列为|记为|记录)(?:成|为|作)?(?=偏离|\S{0,4}偏离)|当没发生|"
                    r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
                    r"别让.{0,8}看到|能不报|(?:不要|别|不|不用|不必)(?:写进|写到|放进|放到|列进|列入|计入|纳入|记进|记到|体现)|排除|"
-                   r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,2}(?:登记|记录|上报|填报|报告|记|报|列)|"
+                   r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,2}(?:登记|记录|上报|填报|报告|记|报|列|写|填)|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip)\s+(?:\w+\s+){0,2}?"
                    r"(?:report|log|record|list|count|flag|file|enter)\w*|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"

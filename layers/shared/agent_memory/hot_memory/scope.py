@@ -82,7 +82,7 @@ _SUBJECT_ZH = re.compile(r"(?<![自])我(?!们|觉得|认为|建议|希望|想|�
 _SUBJECT_EN = re.compile(r"\bI(?:'d|'m)?\b(?! (?:think|believe|suggest|guess|feel|propose|mean|reckon)\b)")
 _EVERYONE = re.compile(
     r"大家|所有人|所有成员|全体|全组|全队|整个(?:项目)?组|项目组(?:所有|全体|每)|团队(?:里)?(?:每|所有|全)|各位|每个人|每位成员|"
-    r"任何人|不管谁|无论谁|谁问|谁要|所有(?:的)?(?:回复|回答|答复|报告|汇报|提醒|导出)|"
+    r"任何人|不管谁|无论谁|谁问|谁要|谁的[^，,。]{0,20}都|所有(?:的)?(?:回复|回答|答复|报告|汇报|提醒|导出)|"
     r"\b(?:everyone|everybody|anyone|anybody|whoever|all of us|all users|every user|team-?wide)\b|"
     r"\b(?:all|every|each) (?:team )?members?\b|\bthe (?:whole|entire) (?:team|study team|group)\b|"
     r"\bfor the team\b|\ball (?:replies|answers|reports|exports|reminders)\b",
@@ -128,7 +128,7 @@ def preference_scope(sentence: str) -> Scope | None:
     role = named_role(sentence)
     if role is not None:
         return Scope("role", role)
-    norm = nfkc(sentence)
+    norm = _NOT_JUST_ME.sub(" ", nfkc(sentence))
     if _RECEIVER_ZH.search(norm) or _RECEIVER_EN.search(norm):
         return Scope("speaker")
     if _EVERYONE.search(norm):
@@ -141,6 +141,10 @@ def preference_scope(sentence: str) -> Scope | None:
 #: a clause stating a standing preference (not a reason given after it: "…，我要看时间线")
 _STANDING = re.compile(r"以后|今后|往后|从现在起|从今天起|每次|一律|总是|\bfrom now on\b|\bgoing forward\b|\balways\b|"
                        r"\bin future\b|\bfrom today\b", _I)
+
+
+#: "not just me" widens the audience; it names no receiver
+_NOT_JUST_ME = re.compile(r"\bnot (?:just|only)(?: for)? me\b|不只是我|不光是我|不止我", _I)
 
 
 def _stating_clauses(norm: str) -> list[str]:

@@ -107,6 +107,22 @@ class FoundStatement:
         self.sentence = text
 
 
+#: what makes a request a standing one: a standing cue, a recurring occasion or a quantifier
+_STANDING_MARK = re.compile(r"以后|今后|往后|每次|每周|每天|每月|每条|都|一律|统一|\bfrom now on\b|\bgoing forward\b|"
+                            r"\bevery\b|\beach\b|\balways\b|\bfrom (?:the )?next\b", re.IGNORECASE)
+#: asking the assistant's opinion ("…要不要…？你觉得呢"): a question after all
+_OPINION = re.compile(r"你觉得|你看呢|你说呢|要不要|是不是|好不好|行不行|\bwhat do you think\b|\bshould we\b",
+                      re.IGNORECASE)
+
+
+def _standing_request(norm: str) -> bool:
+    """A request put as a question that asks for a standing arrangement ("每周给我的清单能不能都带上…",
+    "能不能挪到上午10点发", "Can you send me X every other Monday from now on?"), not a one-off
+    ("11月的汇总里能不能单独标出…") nor a request for an opinion."""
+    return bool(REQUEST.search(norm) and not _OPINION.search(norm)
+                and (_STANDING_MARK.search(norm) or values(norm)))
+
+
 def _trap(norm: str, start: int, end: int, message: str, *, question: bool, durable: bool = False) -> bool:
     """True when the cue at ``norm[start:end]`` is not a statement of the speaker (see the module
     docstring: hypothetical, question, reported speech, restatement, one-off, subject's clinical
@@ -117,7 +133,12 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
         return True
     if HYPOTHETICAL.search(prefix[-6:]):
         return True
-    if (question or QUESTION_WORDS.search(frag)) and not REQUEST.search(norm):
+    asked = QUESTION_WORDS.search(frag)
+    if asked and re.search(r"(?:问|询问|确认)\S{0,6}$|\bask\w*\b[^.]{0,12}$", frag[: asked.start()]):
+        asked = None  # the question to ask each time ("每次随访电话都要问一句最近有没有…")
+    if (question or asked) and not _standing_request(norm):
+        return True
+    if POSTPONE.search(frag) or LATER.search(frag.rstrip("。.!！ ~～")):
         return True
     if TENTATIVE.search(frag):
         return True
@@ -196,16 +217,11 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     …") or about what goes into a recurring document ("给CRC的访视提醒里加一行：…", "In the weekly
     summary, add …"); a new value for a subject said as a wish ("周报还是放周三下午吧", "make the
     counts weekly") — a ``change``, which the merge keeps only where a line holds that subject."""
-    risk = RISK_SAID.search(norm)
-    if risk and not _trap(norm, risk.start(), risk.end(), message, question=question):
-        said = sentence[risk.end():].strip(" ，,:：")
-        label = "风险：" if language_of(said) == "zh" else "Risk: "
-        return FoundStatement(label + said, "change") if len(re.sub(r"\W", "", said)) >= 6 else None
     focus = FOCUS_CHANGE.search(norm)
     if focus and not _trap(norm, focus.start(), focus.end(), message, question=question):
-        frags = fragments(sentence)
-        idx = next((i for i, f in enumerate(frags) if FOCUS_CHANGE.search(nfkc(f))), 0)
-        return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+        frags = fragments(sentence[focus.end():])
+        label = "当前重点：" if language_of(sentence) == "zh" else "Current focus: "
+        return FoundStatement(label + statement_body(*_head_and_rest(frags)), "change")
     occasion = RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm)
     if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
             norm, occasion.start(), occasion.end(), message, question=question, durable=True):
@@ -214,7 +230,7 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
 
 
 #: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
-_WISH = re.compile(r"吧|还是(?:放|发|用|按|定)|改|换|放|用|按|\b(?:make|switch|send|use|move|keep|put)\b|"
+_WISH = re.compile(r"吧|还是(?:放|发|用|按|定)|改|换|放|用|按|挪|调|发|\b(?:make|switch|send|use|move|keep|put)\b|"
                    r"\b(?:can|should) go\b", re.IGNORECASE)
 
 
@@ -222,8 +238,39 @@ _WISH = re.compile(r"吧|还是(?:放|发|用|按|定)|改|换|放|用|按|\b(?:
 _CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)吧\W*$|\bright\W*$|\bstill the same\b", re.IGNORECASE)
 
 
+def _risk_said(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A risk named without the word ("现在头疼的是…", "the main worry now is …"), labelled "风险：" /
+    "Risk: " (a ``change``: it replaces the risk line)."""
+    risk = RISK_SAID.search(norm)
+    if risk is None or _trap(norm, risk.start(), risk.end(), message, question=question):
+        return None
+    said = sentence[risk.end():].strip(" ，,:：")
+    label = "风险：" if language_of(said) == "zh" else "Risk: "
+    return FoundStatement(label + said, "change") if len(re.sub(r"\W", "", said)) >= 6 else None
+
+
+def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) -> FoundStatement:
+    """``found`` led by a change verb with no subject ("以后改到周五下午吧" after "周报周一上午发我根本没空
+    看。") takes its subject from the message's previous sentence (:func:`_change_of_earlier_subject`)."""
+    bare = LEAD_FILLER.sub("", nfkc(found.text)).strip()
+    change = CHANGE.match(bare)
+    if change is None or found.kind == "withdraw":
+        return found
+    norm = nfkc(sentence)
+    verb = re.compile(re.escape(change.group())).search(norm)
+    if verb is None:
+        return found
+    return _change_of_earlier_subject(sentence, norm, message, False, verb) or found
+
+
 def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
     return (frags[0], frags[1:]) if frags else ("", [])
+
+
+#: a complaint about how it is now, not a wish for how it should be
+_COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
+                        r"\btoo (?:early|late|slow)\b",
+                        re.IGNORECASE)
 
 
 def _value_wish(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
@@ -233,7 +280,10 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
         return None  # "query清单按编号排、Excel，这个没变吧": a question whether it still holds
     for frag in fragments(sentence):
         f = nfkc(frag)
-        if values(f) and _WISH.search(f) and not ONE_OFF.search(f) and not _TASK_NOW.search(f):
+        wish = _WISH.search(f)
+        if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f):
+            continue  # "早上发的…" (a relative clause), "周一上午发我根本没空看" (a complaint)
+        if values(f) and not ONE_OFF.search(f) and not _TASK_NOW.search(f):
             start = norm.find(f) if f in norm else 0
             if not _trap(norm, start, start + len(f), message, question=question, durable=True):
                 return FoundStatement(LEAD_FILLER.sub("", frag).strip(), "change")
@@ -326,12 +376,12 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
     # a withdrawal of something said before ("早上说的那个…先不要了")
     if WITHDRAW.search(norm) and BACK_REFERENCE.search(norm) and not CHANGE.search(norm):
         return FoundStatement(sentence, "withdraw")
-    for finder in (_durable, _change, _remember):
+    for finder in (_risk_said, _durable, _change, _remember):
         found = finder(sentence, norm, message, question)
         if found is _TRAPPED:
             return None
         if found is not None:
-            return found
+            return _with_earlier_subject(found, sentence, message)
     for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*|,\s*", norm))]:
         always = ALWAYS_EN.match(norm, start)
         if always and not question and not HYPOTHETICAL.search(norm[:start]):

@@ -29,7 +29,7 @@ AFTER_EVENT = re.compile(
 TOPIC_FRAGMENT = re.compile(r"^(?:关于|至于|对于).+|.+(?:的时候|时|方面|这块|这边|部分|的话)$")
 DURABLE_EN = re.compile(
     r"\b(?:from now on|going forward|moving forward|from today on(?:wards)?|from here on|in (?:the )?future|"
-    r"henceforth)\b"
+    r"henceforth|from (?:the )?next [a-z]+(?: [a-z]+)? on(?:wards)?|starting (?:from |with )?(?:the )?next [a-z]+)\b"
     r"[,:]?\s*",
     _I,
 )
@@ -40,15 +40,17 @@ HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:用|按|写|发|放|�
 #: a recurring occasion before an instruction ("每次导出的时候…加一行", "每周一早上…发我", "for every
 #: monitoring visit, send me …"): the instruction holds each time
 RECURRING = re.compile(
-    r"每次|每回|每逢|每周[一二三四五六日天]?|每个?(?:星期|礼拜)[一二三四五六日天]?|每天|每日|每月|每个月|每季度|"
+    r"每次|每回|每逢|每条|每行|每一行|每份|每周[一二三四五六日天]?|每个?(?:星期|礼拜)[一二三四五六日天]?|每天|每日|每月|每个月|"
+    r"每季度|"
     r"\b(?:for |on |at )?(?:every|each)\s+(?:time|day|week|month|quarter|monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|other (?:week|monday|tuesday|wednesday|thursday|friday)|[a-z]+ (?:visit|meeting|export|report)s?|"
-    r"visit|meeting|export|report|query|deviation|site)\b|\bwhenever\b", _I)
+    r"visit|meeting|export|report|query|deviation|site|table|listing|summary|email|reply|answer|file|document)\b|"
+    r"\bwhenever\b", _I)
 #: an instruction verb after a recurring occasion or about a recurring document
 INSTRUCTION = re.compile(
     r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|"
     r"\b(?:send|add|put|list|include|mark|show|attach|sort|group|split|flag|highlight|remind|cc|start|begin|"
-    r"keep)\b", _I)
+    r"keep|carry|carries|use|give|have|has)\b", _I)
 #: a document the team gets again and again, named where an instruction says what goes in it
 #: ("给CRC的访视提醒里加一行", "In the weekly enrolment summary, add …")
 RECURRING_DOCUMENT = re.compile(
@@ -56,16 +58,18 @@ RECURRING_DOCUMENT = re.compile(
     r"^\W*in (?:the|every|each|our|my) (?:[\w-]+ ){0,4}(?:summar(?:y|ies)|reports?|listings?|reminders?|exports?|"
     r"digests?|logs?|schedules?|tables?|dashboards?|lists?)\b", _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
-REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks)\W+)*(?:can|could|would|will) you\b|"
-                     r"^\W*(?:能不能|可不可以|可以)(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
+REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) you\b|"
+                     r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
 #: a new focus of the project ("接下来的重点放到…", "current focus is now …")
 FOCUS_CHANGE = re.compile(
     r"(?:当前|目前|现在|接下来|下一步|下阶段|下个阶段|后面|这个月|本月)的?(?:工作)?重点"
     r"(?:是|放到|放在|改成|换成|转到|转向|调整为)|"
+    r"(?:接下来|下一步|下阶段)(?:的工作)?(?:全力|主要|集中精力|重点)(?:搞|抓|做|推进|放在|转向)|"
     r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b", _I)
 #: a risk named without the word ("现在头疼的是…", "最担心的是…", "the main worry now is …")
 RISK_SAID = re.compile(
-    r"(?:现在|目前|当前|眼下|接下来)?(?:最|比较)?(?:头疼|担心|麻烦|棘手|发愁|要盯)的(?:是|就是)|(?:最大|主要)的?(?:问题|隐患)(?:是|在于)|"
+    r"(?:现在|目前|当前|眼下|接下来)?(?:最|比较)?(?:头疼|担心|麻烦|棘手|发愁|要盯)的(?:是|就是)|"
+    r"(?:最大|主要)的?(?:问题|隐患)(?:是|在于)|"
     r"\b(?:the )?(?:main |biggest |big )?(?:worry|concern|headache) (?:now )?is\b", _I)
 #: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
 TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
@@ -87,7 +91,7 @@ NOTE = re.compile(
     _I,
 )
 LESSON = re.compile(
-    r"教训|踩坑|这个坑|吃过亏|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
+    r"教训|踩坑|这个坑|吃过亏|长个?记性|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
     r"\blessons?\b|\blearned\b|\bthe hard way\b",
     _I,
 )
@@ -117,7 +121,8 @@ QUESTION_WORDS = re.compile(
     r"(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
     r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
 POSTPONE = re.compile(
-    r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|\blater\b|\bsome other time\b", _I
+    r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|先放放|放一放|缓一缓|(?:明年|下次|下回|到时候)再(?:说|议|看)|"
+    r"\blater\b|\bsome other time\b|\bpark (?:that|this|it)\b|\bput (?:that|this|it) on hold\b", _I
 )
 #: the end of a postponement ("以后有机会再说", "那就以后再讨论吧")
 LATER = re.compile(r"再(?:说|议|讨论|商量|研究|看看?)[吧啊哈了]*$|\blater\b|\bsome day\b", _I)
@@ -170,6 +175,7 @@ LEAD_FILLER = re.compile(
 )
 CONTINUE = re.compile(
     r"^(?:比如|例如|譬如|别|不要|不用|不必|直接|只|必须|需|一律|都|先|再|按|用|改|放|把|写|附|加|列|发|给|要么|或者|并且|同时|且|另外附|还是|"
+    r"能不能|可不可以|能否|"
     r"don'?t|do not|just|only|always|never|please|and|also|put|use|send|list|keep|include|add|group|sort)",
     _I,
 )
