@@ -119,8 +119,12 @@ def _standing_request(norm: str) -> bool:
     """A request put as a question that asks for a standing arrangement ("每周给我的清单能不能都带上…",
     "能不能挪到上午10点发", "Can you send me X every other Monday from now on?"), not a one-off
     ("11月的汇总里能不能单独标出…") nor a request for an opinion."""
-    return bool(REQUEST.search(norm) and not _OPINION.search(norm)
+    return bool(REQUEST.search(norm) and not _OPINION.search(norm) and not _TRY_NOW.search(norm)
                 and (_STANDING_MARK.search(norm) or values(norm)))
+
+
+#: "let me see it now" ("…能不能发我看看？"): a look now, not an arrangement
+_TRY_NOW = re.compile(r"看看|瞧瞧|一下|\bfor a look\b|\bright now\b", re.IGNORECASE)
 
 
 def _trap(norm: str, start: int, end: int, message: str, *, question: bool, durable: bool = False) -> bool:
