@@ -98,13 +98,13 @@ _CONCEPTS: tuple[_Concept, ...] = (
              act_is_output=True),
     _Concept("record_write", "forbidden", (
         re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改|更正|编辑|填进|填入|填到|填上|写进|写入|"
-                   r"录进|导入|"
+                   r"录进|导入|覆盖|换算|替换|"
                    r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|fill(?:s|ed|ing)? in|backfill|"
                    r"populate|impute|amend|enter|input|import|writes? (?:in)?to|"
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
-        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
+        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
                    r"\bsubjects?\b|\bdatabase\b", _I),
-    ), topic=1, act=0),
+    ), topic=1, act=0, needs_permission=True),
     _Concept("external_send", "forbidden", (
         re.compile(r"发|抄送|抄给|转给|\b(?:send|sent|forward|cc|share|e-?mail)\w*\b", _I),
         re.compile(r"院外|外部|对外|CRA|药企|申办方|伦理|其他中心|\bsponsor|\bethics|\bexternal|\boutside", _I),
@@ -127,7 +127,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
     # no medical advice to patients or subjects
     _Concept("medical_advice", "forbidden", (
         re.compile(r"医疗建议|停药|加量|减量|减半|减一半|换药|(?<!研究)药(?![企厂监])|服|漏吃|(?:多|少)吃|半片|激素|说明书|吸入|雾化|"
-                   r"要不要紧|严不严重|"
+                   r"要不要紧|严不严重|烧到|体温|先停|停(?=\S{0,3}(?:天|看看))|"
                    r"症状|化疗|放疗|副作用|"
                    r"恶心|呕吐|疼|痛|发烧|发热|腹泻|怎么办|治疗调整|诊断|"
                    r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
@@ -136,7 +136,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
         re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
                    r"\bfamil(?:y|ies)\b|\bparents?\b|\bkids?\b|\bchild(?:ren)?\b|\bcarers?\b|\bcaregivers?\b", _I),
         # the act of advising them
-        re.compile(r"回答|答复|回复|回(?=家属|家长|患者|病人|受试者|他们|她们)|告诉|建议|意见|判断|指导|提供|"
+        re.compile(r"回答|答复|回复|回(?=家属|家长|患者|病人|受试者|他们|她们|一句|个)|告诉|建议|意见|判断|指导|提供|"
                    r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
     ), act=2),
     # endpoint events are adjudicated by the endpoint committee (CEC), never called by the assistant
@@ -145,6 +145,15 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    _I),
         re.compile(r"认定|判定|算作|算成|算为|计为|计入|当作|当成|定为|\b(?:count|classif|call|declare|judge|record|flag)\w*\b",
                    _I),
+    ), needs_permission=True, act=1),
+    # whether an investigational product may be used (after a temperature excursion) is released by
+    # the pharmacist, never concluded by the assistant
+    _Concept("product_release", "forbidden", (
+        re.compile(r"药品|药物|研究药|药盒|批次|冷链|温度|超温|药(?=能用|可用|可以用|还能用)|"
+                   r"\b(?:drugs?|products?|vials?|batch(?:es)?|IMP|cold chain|"
+                   r"temperature excursions?)\b", _I),
+        re.compile(r"可以用|能用|可用|能否使用|可否使用|放行|\brelease\w*|\busable\b|\b(?:ok|okay|fine|safe) to use\b|"
+                   r"\bcan be used\b", _I),
     ), needs_permission=True, act=1),
     # protocol deviations are recorded and reported: hiding, dropping or not reporting one waives it
     _Concept("deviation_report", "hidden", (
@@ -160,7 +169,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"\bleave\b[^.;,]{0,40}\boff\b|\bkeep\b[^.;,]{0,40}\b(?:off|out of)\b|\bexclud\w*|"
                    r"\b(?:drop|remove|take)\w*\b[^.;,]{0,30}\b(?:from|off)\b|"
                    r"\bnot (?:be )?(?:logged|recorded|reported|listed)\b|"
-                   r"\bomit\w*|\bwithout reporting\b", _I),
+                   r"\bomit\w*|\bwithout reporting\b|"
+                   r"\b(?:not|never) (?:have|let) (?:them|it|these|those) (?:show up|appear)\b|"
+                   r"(?:不|别|不用|不再)提(?!醒)", _I),
     )),
     # the investigators decide (AE causality) and answer (medical questions): waived when they are left out
     _Concept("investigator", "required", (re.compile(
