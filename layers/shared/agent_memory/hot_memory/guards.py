@@ -170,7 +170,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"\b(?:drop|remove|take)\w*\b[^.;,]{0,30}\b(?:from|off)\b|"
                    r"\bnot (?:be )?(?:logged|recorded|reported|listed)\b|"
                    r"\bomit\w*|\bwithout reporting\b|"
-                   r"\b(?:not|never) (?:have|let) (?:them|it|these|those) (?:show up|appear)\b|"
+                   r"\b(?:not|never) (?:have|let) [\w' -]{1,30}? (?:show up|appear)\b|"
                    r"(?:不|别|不用|不再)提(?!醒)", _I),
     )),
     # the investigators decide (AE causality) and answer (medical questions): waived when they are left out
