@@ -271,15 +271,15 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                              r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),
     # how often (每周 / weekly / every two weeks); "the weekly query report" names a report, not a frequency
-    "frequency": (re.compile(r"\b(every other (?:week|monday|tuesday|wednesday|thursday|friday))\b|"
+    "frequency": (re.compile(r"\b(every (?:other|second) (?:week|monday|tuesday|wednesday|thursday|friday))\b|"
                              r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|"
                              r"\b(?:daily|weekly|fortnightly|bi-?weekly|monthly|quarterly|yearly|annually)\b"
                              r"(?=\s*(?:$|[,.;!?)]|\b(?:on|at|by|in|and|instead|rather|from|to|please|then|now)\b))|"
-                             r"\bevery (?:day|week|other week|two weeks|month|quarter|year)\b|"
+                             r"\bevery (?:day|week|(?:other|second) week|two weeks|month|quarter|year)\b|"
                              r"\bonce a (?:day|week|month)\b)",
                              re.IGNORECASE), {}),
     # the channel a message goes by (发微信, 改用邮件, by email, over WeCom); "电话随访" is a visit type
-    "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*"
+    "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*(?:我|给我)?\s*"
                            r"(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
                            r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:发|通知|提醒|联系|推送)|"
                            r"\b(?:by|via|over|through|on|in|as an?|per|go(?:es)? (?:to|into)(?: the| our)?)\s+"
@@ -357,7 +357,7 @@ def _value(raw: str, aliases: dict[str, str]) -> str:
     key = aliases.get(key, _SAME_VALUE.get(key, key))
     if key.startswith("attach"):
         return "attachment"
-    if key.startswith("every other "):
+    if key.startswith(("every other ", "every second ")):
         return "2week"
     if key.startswith("打成一个"):
         return "archive"

@@ -130,7 +130,9 @@ def fragments(sentence: str) -> list[str]:
 
 
 #: a fragment stating a rule after its topic ("日期一律写成 2026-11-02 这种格式"): kept
-_RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|直接(?:放|发|贴|用|写)|\balways\b|\bnever\b|\bmust\b",
+_RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|单独|直接(?:放|发|贴|用|写|打成)|"
+                          r"(?:放|列|加|写)(?:一节|一列|一行|一栏)|"
+                          r"\balways\b|\bnever\b|\bmust\b",
                           _I)
 
 

@@ -65,6 +65,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     LEAD_FILLER,
     LESSON,
     LESSON_LABEL,
+    NEVER_AGAIN,
     NOTE,
     ONE_OFF,
     OWN_PROMISE,
@@ -226,6 +227,11 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
         frags = fragments(sentence[focus.end():])
         label = "当前重点：" if language_of(sentence) == "zh" else "Current focus: "
         return FoundStatement(label + statement_body(*_head_and_rest(frags)), "change")
+    never = NEVER_AGAIN.search(norm)
+    if never and not _trap(norm, never.start(), never.end(), message, question=question, durable=True):
+        frags = fragments(sentence)
+        idx = next((i for i, f in enumerate(frags) if NEVER_AGAIN.search(nfkc(f))), 0)
+        return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "durable")
     occasion = RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm)
     if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
             norm, occasion.start(), occasion.end(), message, question=question, durable=True):
@@ -234,7 +240,7 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
 
 
 #: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
-_WISH = re.compile(r"吧|还是(?:放|发|用|按|定)|改|换|放|用|按|挪|调|发|\b(?:make|switch|send|use|move|keep|put)\b|"
+_WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|\b(?:make|switch|send|use|move|keep|put)\b|"
                    r"\b(?:can|should) go\b", re.IGNORECASE)
 
 
@@ -272,7 +278,7 @@ def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
 
 
 #: a complaint about how it is now, not a wish for how it should be
-_COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
+_COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不清|分不清|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
                         r"\btoo (?:early|late|slow)\b",
                         re.IGNORECASE)
 
@@ -346,6 +352,7 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
         if family is None:
             continue
         topic = LEAD_FILLER.sub("", f[: _value_start(f, family)]).strip()
+        topic = re.sub(r"(?:别|不要|不|没|再|还是|改|用|走|发)+$", "", topic)
         if not topic or _trap(norm, change.start(), change.end(), message, question=question):
             return None
         frags = fragments(sentence[change.end():])

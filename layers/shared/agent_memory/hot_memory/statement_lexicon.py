@@ -42,15 +42,17 @@ HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:用|按|写|发|放|�
 RECURRING = re.compile(
     r"每次|每回|每逢|每条|每行|每一行|每份|每周[一二三四五六日天]?|每个?(?:星期|礼拜)[一二三四五六日天]?|每天|每日|每月|每个月|"
     r"每季度|"
-    r"\b(?:for |on |at )?(?:every|each)\s+(?:time|day|week|month|quarter|monday|tuesday|wednesday|thursday|friday|"
+    r"(?:不管|无论|不论)[^，,。]{0,12}[，,]?[^。]{0,16}都|"
+    r"\b(?:for |on |at )?(?:every|each)\s+(?:(?:other|second|third) )?"
+    r"(?:time|day|week|month|quarter|monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|other (?:week|monday|tuesday|wednesday|thursday|friday)|[a-z]+ (?:visit|meeting|export|report)s?|"
     r"visit|meeting|export|report|query|deviation|site|table|listing|summary|email|reply|answer|file|document)\b|"
     r"\bwhenever\b", _I)
 #: an instruction verb after a recurring occasion or about a recurring document
 INSTRUCTION = re.compile(
-    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|"
+    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|注明|注上|标明|写明|"
     r"\b(?:send|add|put|list|include|mark|show|attach|sort|group|split|flag|highlight|remind|cc|start|begin|"
-    r"keep|carry|carries|use|give|have|has)\b", _I)
+    r"keep|carry|carries|use|give|have|has|goes|go|sits?|stays?|appears?|comes?)\b", _I)
 #: a document the team gets again and again, named where an instruction says what goes in it
 #: ("给CRC的访视提醒里加一行", "In the weekly enrolment summary, add …")
 RECURRING_DOCUMENT = re.compile(
@@ -64,13 +66,16 @@ REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will
 FOCUS_CHANGE = re.compile(
     r"(?:当前|目前|现在|接下来|下一步|下阶段|下个阶段|后面|这个月|本月)的?(?:工作)?重点"
     r"(?:是|放到|放在|改成|换成|转到|转向|调整为)|"
-    r"(?:接下来|下一步|下阶段)(?:的工作)?(?:全力|主要|集中精力|重点)(?:搞|抓|做|推进|放在|转向)|"
+    r"(?:接下来|下一步|下阶段)(?:的工作)?(?:全力|主要|集中精力|重点)(?:搞|抓|做|推进|放在|转向|冲|攻|保)|"
     r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b", _I)
 #: a risk named without the word ("现在头疼的是…", "最担心的是…", "the main worry now is …")
 RISK_SAID = re.compile(
-    r"(?:现在|目前|当前|眼下|接下来)?(?:最|比较)?(?:头疼|担心|麻烦|棘手|发愁|要盯)的(?:是|就是)|"
+    r"(?:现在|目前|当前|眼下|接下来)?(?:最|比较)?(?:要)?(?:头疼|担心|麻烦|棘手|发愁|要盯|操心|犯愁|头大)的(?:是|就是)|"
     r"(?:最大|主要)的?(?:问题|隐患)(?:是|在于)|"
     r"\b(?:the )?(?:main |biggest |big )?(?:worry|concern|headache) (?:now )?is\b", _I)
+#: "don't … any more" ("发我的东西别再截表格图了", "stop sending …"): a standing instruction by itself
+NEVER_AGAIN = re.compile(r"别再|不要再|不用再|别老是?|别总是?|\bstop (?:sending|doing|using|putting|attaching)\b|"
+                         r"\bno more\b", _I)
 #: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
 TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
 ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
@@ -148,7 +153,7 @@ CLINICAL_ORDER = re.compile(
 )
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|老规矩|\bsame as before\b|\bas (?:i )?said\b", _I)
 WITHDRAW = re.compile(
-    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销)|作废|(?<!就)算了|"
+    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|"
     r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b",
     _I,
 )
