@@ -189,7 +189,7 @@ _PERMISSION = re.compile(
     r"\bokay to\b|\ballowed\b|\bgo ahead\b|\bdirectly\b|\bwithout\b|\banyway\b|\byourself\b|\byou decide\b|"
     r"\bfeel free\b|\bup to you\b|\bon your own\b|\byou may\b|"
     r"\b(?:the )?(?:assistant|bot|AI|model|system|it) (?:can|may|could|gets to)\b|\ballowed to\b|\bfree to\b|"
-    r"\bauthori[sz]ed\b|\bgreen light\b|\bby (?:it|your)self\b|\bon its own\b|\bgo ahead\b|"
+    r"\bauthori[sz]ed\b|\bgreen light\b|\bby (?:it|your)self\b|\bgo ahead\b|"
     r"\byour (?:call|decision|choice)\b|\bleave it to you\b|\bhand(?:ed)? (?:it |this )?(?:over )?to you\b",
     _I,
 )

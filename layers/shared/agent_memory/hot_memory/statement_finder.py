@@ -110,6 +110,7 @@ class FoundStatement:
 
 #: what makes a request a standing one: a standing cue, a recurring occasion or a quantifier
 _STANDING_MARK = re.compile(r"以后|今后|往后|每次|每周|每天|每月|每条|都|一律|统一|\bfrom now on\b|\bgoing forward\b|"
+                            r"\b(?:the|any|all) [\w -]{2,30}? you (?:send|prepare|give) me\b|"
                             r"\bevery\b|\beach\b|\balways\b|\bfrom (?:the )?next\b", re.IGNORECASE)
 #: asking the assistant's opinion ("…要不要…？你觉得呢"): a question after all
 _OPINION = re.compile(r"你觉得|你看呢|你说呢|要不要|是不是|好不好|行不行|\bwhat do you think\b|\bshould we\b",
@@ -241,6 +242,7 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
 
 #: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
 _WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|\b(?:make|switch|send|use|move|keep|put)\b|"
+                   r"\bi'?d (?:like|prefer)\b|\bi (?:want|prefer)\b|"
                    r"\b(?:can|should) go\b", re.IGNORECASE)
 
 
@@ -283,6 +285,20 @@ _COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不�
                         re.IGNORECASE)
 
 
+#: a clause that opens without a subject ("还是给我Word", "改到周五")
+_NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换)")
+
+
+def _sentence_topic(sentence: str, frag: str) -> str:
+    """The topic the sentence's first clause names ("纪要的事改一下哈，还是给我Word" -> "纪要") when the
+    wish clause ``frag`` opens without a subject, else ""."""
+    first = fragments(sentence)[0] if fragments(sentence) else ""
+    if first == frag or not _NO_SUBJECT.match(LEAD_FILLER.sub("", frag)):
+        return ""
+    m = re.match(r"^(.{2,12}?)(?:的事|这个事|这块|的话|那个)", LEAD_FILLER.sub("", first))
+    return m.group(1) if m else ""
+
+
 def _value_wish(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
     """The clause of ``sentence`` that sets a value (weekday, time, lead time, frequency, channel,
     format, order …) as a wish, as a ``change`` (the merge keeps it only to replace a line)."""
@@ -296,7 +312,7 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
         if values(f) and not ONE_OFF.search(f) and not _TASK_NOW.search(f):
             start = norm.find(f) if f in norm else 0
             if not _trap(norm, start, start + len(f), message, question=question, durable=True):
-                return FoundStatement(LEAD_FILLER.sub("", frag).strip(), "change")
+                return FoundStatement(_sentence_topic(sentence, frag) + LEAD_FILLER.sub("", frag).strip(), "change")
     return None
 
 
