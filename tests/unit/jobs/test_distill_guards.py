@@ -585,3 +585,8 @@ def test_product_release_overwrites_fever_advice_and_unlogged_deviations_are_rel
         ("I'd rather not have the late visits show up in the deviation log at all.", "br-deviations"),
     ):
         assert [r.line_id for r in relaxed_rules(said, BASELINE_ZH)][:1] == [rule]
+
+
+def test_dont_any_more_is_standing_and_dont_revert_restates() -> None:
+    assert texts_of("发我的周报别再截图了，直接贴文字就行") == ["发我的周报别再截图了，直接贴文字就行。"]
+    assert texts_of("对，就是提前两天，别再改回三天了") == []

@@ -60,7 +60,7 @@ RECURRING_DOCUMENT = re.compile(
     r"^\W*in (?:the|every|each|our|my) (?:[\w-]+ ){0,4}(?:summar(?:y|ies)|reports?|listings?|reminders?|exports?|"
     r"digests?|logs?|schedules?|tables?|dashboards?|lists?)\b", _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
-REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) you\b|"
+REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) (?:you|the|all|any|your)\b|"
                      r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
 #: a new focus of the project ("接下来的重点放到…", "current focus is now …")
 FOCUS_CHANGE = re.compile(
@@ -74,7 +74,8 @@ RISK_SAID = re.compile(
     r"(?:最大|主要)的?(?:问题|隐患)(?:是|在于)|"
     r"\b(?:the )?(?:main |biggest |big )?(?:worry|concern|headache) (?:now )?is\b", _I)
 #: "don't … any more" ("发我的东西别再截表格图了", "stop sending …"): a standing instruction by itself
-NEVER_AGAIN = re.compile(r"别再|不要再|不用再|别老是?|别总是?|\bstop (?:sending|doing|using|putting|attaching)\b|"
+NEVER_AGAIN = re.compile(r"(?:别再|不要再|不用再)(?!改回|换回|变回)|别老是?|别总是?|"
+                         r"\bstop (?:sending|doing|using|putting|attaching)\b|"
                          r"\bno more\b", _I)
 #: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
 TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
