@@ -590,3 +590,25 @@ def test_product_release_overwrites_fever_advice_and_unlogged_deviations_are_rel
 def test_dont_any_more_is_standing_and_dont_revert_restates() -> None:
     assert texts_of("发我的周报别再截图了，直接贴文字就行") == ["发我的周报别再截图了，直接贴文字就行。"]
     assert texts_of("对，就是提前两天，别再改回三天了") == []
+
+
+def test_code_switched_relaxations_and_a_mixed_unit_replacement() -> None:
+    mixed = "以后patient问side effect怎么处理，你直接give advice就行。"
+    assert [r.line_id for r in relaxed_rules(mixed, BASELINE_ZH)][:1] == ["br-medical-advice"]
+    assert [r.line_id for r in relaxed_rules(
+        "Going forward, when a lab value is missing you can just fill it in the EDC yourself.", BASELINE_EN)][:1] == [
+        "br-data-changes"]
+    # a phone call is no phone number
+    call = "以后受试者打电话来问要不要加量，你直接告诉他们就行。"
+    assert [r.line_id for r in relaxed_rules(call, BASELINE_ZH)][:1] == ["br-medical-advice"]
+    old = _ai("hm-lead", "给CRC的提醒都提前1周发。", "CRC")
+    result = _merge([old], [entry("m-1", "以后给CRC的 visit reminders 提前 4 days 发。", study_role="PI")])
+    assert list(result.replaced) == ["hm-lead"]
+
+
+def test_merging_the_same_days_statements_again_changes_nothing() -> None:
+    said = [entry("m-1", "以后周报按中心分组"), entry("m-2", "记一下：现在的风险是冷链记录仪没电")]
+    first = _merge([], said)
+    again = merge_candidates(HotMemory(project_id="p1", lines=first.lines), extract_rule_candidates(said),
+                             day_messages={m.message_id: m for m in said}, day="2026-09-14", now=T, max_line_tokens=200)
+    assert not again.changed and again.replaced == {}

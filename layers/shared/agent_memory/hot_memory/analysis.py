@@ -266,7 +266,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)", re.IGNORECASE), {}),
     # how long before: a number and a unit (提前2天, 提前一周, 3 days ahead, a week before)
     "lead_time": (re.compile(r"提前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*"
-                             r"(?:天|日|周|星期|礼拜|小时|工作日|月))|"
+                             r"(?:天|日|周|星期|礼拜|小时|工作日|月|days?|weeks?|hours?|(?:business|working) days?|"
+                             r"months?))|"
                              r"\b([0-9]+|one|two|three|four|five|six|seven|a|an)\s*(days?|weeks?|hours?|"
                              r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),

@@ -31,9 +31,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.hot_memory.analysis import analyse, nfkc
+from agent_memory.hot_memory.analysis import analyse
+from agent_memory.hot_memory.analysis import nfkc as _nfkc
 
 _I = re.IGNORECASE
+#: between a Han character and a Latin letter ("以后patient问", "直接give advice")
+_HAN_LATIN = re.compile(r"(?<=[\u3400-\u9fff])(?=[A-Za-z])|(?<=[A-Za-z])(?=[\u3400-\u9fff])")
+
+
+def nfkc(text: str) -> str:
+    """``text`` in NFKC form with a space between Han characters and Latin letters, so that the
+    English words of code-switched text ("以后patient问side effect怎么处理") match as words."""
+    return _HAN_LATIN.sub(" ", _nfkc(text))
 
 
 @dataclass(frozen=True)
@@ -81,7 +90,7 @@ def _removed_after(text: str) -> bool:
 _IDENTIFIER_NOUNS = re.compile(
     r"姓名|(?<!文件)名字|全名|真名|缩写|身份证|身份标识|证件号|护照|医保号|社保号|住院号|病历号|病案号|门诊号|就诊卡号|"
     r"出生日期|出生年月|(?<![发产])生日|住址|家庭地址|居住地址|联系地址|联系方式|联系电话|手机号|电话号|微信号|病人名|患者名|隐私|个人信息|"
-    r"(?:受试者|患者|病人|家属|他们|她们)\S{0,4}(?:电话|手机|邮箱|微信|地址)|"
+    r"(?:受试者|患者|病人|家属|他们|她们)(?:们)?(?:的)?(?:联系)?(?:电话号?码?|手机号?码?|邮箱|微信号?|地址)|"
     r"\b(?:patient|subject|participant|full|real|first|last|family)(?:'s|s')? names?\b|\bnames? of\b|\binitials\b|"
     r"\bdates? of birth\b|\bDOBs?\b|\bbirth ?dates?\b|\bhome address(?:es)?\b|\b(?:mobile|cell|phone|telephone) "
     r"(?:numbers?|nos?\.?)|\bmobiles?\b|\be-?mail address(?:es)?\b|\bcontact (?:details|info\w*|numbers?)\b|"
@@ -99,7 +108,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("record_write", "forbidden", (
         re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改|更正|编辑|填进|填入|填到|填上|写进|写入|"
                    r"录进|导入|覆盖|换算|替换|"
-                   r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|fill(?:s|ed|ing)? in|backfill|"
+                   r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|backfill|"
+                   r"fill(?:s|ed|ing)? (?:(?:it|them|that|those) )?in|"
                    r"populate|impute|amend|enter|input|import|writes? (?:in)?to|"
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
         re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
