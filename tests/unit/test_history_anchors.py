@@ -192,3 +192,20 @@ def test_any_year_month_and_day_numbers_never_raise(month: int, day: int, year: 
     for text in (f"{year:04d}-{month:02d}-{day:02d}", f"{month}月{day}日", f"{year}年{month}月{day}日到{day}日"):
         names_period(text)
         resolve_anchor(text, datetime(2026, 3, 10, 9, tzinfo=UTC), "UTC")
+
+
+def test_two_periods_compared_load_both() -> None:
+    # Given "now" in May 2026: last year's halves compared, and last month against the month before
+    assert weeks("去年上半年和去年下半年比，入组速度有什么变化？") == ("2025-W01", "2026-W01")
+    assert weeks("上个月和上上个月比，query多了还是少了？") == ("2026-W09", "2026-W18")  # 03-01 is a Sunday (W09)
+    # one period named on one side only: the usual single period
+    assert weeks("上个月和现在比怎么样") == ("2026-W14", "2026-W18")
+
+
+def test_a_review_of_an_anchored_period_loads_history() -> None:
+    from agent_memory.chat.intents import RuleIntentClassifier
+    from agent_memory.domain.models import HISTORY_INTENTS
+
+    rules = RuleIntentClassifier()
+    assert set(rules.classify("国庆前后入组进展如何？").intents) & HISTORY_INTENTS
+    assert not set(rules.classify("现在入组进展如何？").intents) & HISTORY_INTENTS

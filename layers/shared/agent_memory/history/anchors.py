@@ -443,6 +443,25 @@ def names_period(text: str) -> bool:
     return any(_find(finder, norm, _REFERENCE_DAY) is not None for _, finder in _FINDERS)
 
 
+#: the word between two periods a question compares ("上半年和下半年比", "Q1 vs Q2")
+_BETWEEN = re.compile(r"和|与|跟|同|对比|相比|\bvs\.?|\bversus\b|\bcompared (?:to|with)\b|\band\b")
+
+
+def _compared(text: str, today: Today) -> tuple[str, Period] | None:
+    """Two periods a question compares, each named on its own side of "和 / vs / and": the span
+    from the first's start to the second's end (both are loaded); None unless both sides name one."""
+    sides = _BETWEEN.split(text, maxsplit=1)
+    if len(sides) != 2:
+        return None
+    periods = []
+    for side in sides:
+        period = next((p for _, finder in _FINDERS if (p := _find(finder, side, today)) is not None), None)
+        if period is None:
+            return None
+        periods.append(period)
+    return "compare", (min(p[0] for p in periods), max(p[1] for p in periods))
+
+
 def resolve_anchor(question: str, now: datetime, time_zone: str,
                    milestones: Sequence[str] = ()) -> WeekRange | None:
     """The ISO-week range a history question names, or None when it names no past period.
@@ -472,6 +491,8 @@ def resolve_anchor(question: str, now: datetime, time_zone: str,
         event = event_period(text, today.day, milestones)
         if event is not None:
             found = event
+    if found is None:
+        found = _compared(text, today)
     if found is None:
         for name, finder in _FINDERS:
             period = _find(finder, text, today)

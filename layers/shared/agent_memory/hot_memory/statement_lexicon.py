@@ -152,7 +152,8 @@ CLINICAL_ORDER = re.compile(
     r"肝功|肾功|"
     r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
 )
-RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|老规矩|\bsame as before\b|\bas (?:i )?said\b", _I)
+RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|\bsame as before\b|\bas (?:i )?said\b|"
+                      r"\bi (?:told you|said)\b", _I)
 WITHDRAW = re.compile(
     r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|"
     r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b",

@@ -205,7 +205,9 @@ REASON = r"为什么|为啥|为何|什么原因|啥原因|原因|理由|\bwhy\b|
 #: Current-period marker: a report of this period is generated, not looked up.
 CURRENT_PERIOD = r"本周|这周|这一周|本月|这个月|今天|今日|\bthis (?:week|month)\b|\btoday\b"
 #: Review / recap wording (with a time anchor: a review of a past period).
-REVIEW = r"回顾|复盘|\breview\b|\brecap\b|\blook back\b"
+#: A review of a period ("回顾", "春节前后入组进展如何", "how did recruitment go")
+REVIEW = (r"回顾|复盘|(?:进展|进度|情况)(?:如何|怎么样|怎样)|\breview\b|\brecap\b|\blook back\b"
+          r"|\bhow did (?:it|things|enrol\w*|recruitment) go\b")
 #: Comparison markers (with a past reference: a comparison between periods).
 COMPARE = (
     r"比较(?=一下|下|了|\s*(?:今年|去年|本|上|这|前|第|w|q|两|各|和|与))|比(?![较如])|对比|相比|相较"
