@@ -612,3 +612,12 @@ def test_merging_the_same_days_statements_again_changes_nothing() -> None:
     again = merge_candidates(HotMemory(project_id="p1", lines=first.lines), extract_rule_candidates(said),
                              day_messages={m.message_id: m for m in said}, day="2026-09-14", now=T, max_line_tokens=200)
     assert not again.changed and again.replaced == {}
+
+
+def test_a_review_item_shows_the_sentence_that_relaxes_not_a_harmless_part() -> None:
+    hot = HotMemory(project_id="p1", lines=list(BASELINE_ZH))
+    said = entry("m-1", "以后发给监查员的周报里，受试者用身份证后四位标注，方便核对。")
+    result = merge_candidates(hot, extract_rule_candidates([said]), day_messages={"m-1": said}, day="2026-09-14",
+                              now=T, max_line_tokens=200)
+    assert [(r.text, r.detail) for r in result.reviews] == [
+        ("以后发给监查员的周报里，受试者用身份证后四位标注，方便核对。", "br-identifiers")]

@@ -38,6 +38,7 @@ from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction,
 from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
+from agent_memory.hot_memory.relaxation import relaxation_probe
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
@@ -216,10 +217,11 @@ class _Merge:
         statement.own_scope = self._speaker_own_subject(statement)
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
-        held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target,
-                               "\n".join(m.content for m in said), asks_output=bool(feedback))
+        context = "\n".join(m.content for m in said)
+        held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target, context,
+                               asks_output=bool(feedback))
         if held is not None:
-            self._queue(cand, text, evidence, *held)
+            self._queue(cand, _review_text(cand, text, context, self.rules, held[0]), evidence, *held)
         elif cand.kind == "relaxation_probe":
             self.result.rejected["not_a_statement"] += 1
         elif cand.kind == "withdraw":
@@ -339,6 +341,17 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
 #: a System Rule is long: a statement sharing fewer of its words / bigrams only touches its topic
 #: ("list protocol deviations by category"); relaxing it by meaning is the guards' judgement
 _RULE_CLASH_GRAMS = 3
+
+
+def _review_text(cand: Candidate, text: str, context: str, rules: list[HotMemoryLine], reason: str) -> str:
+    """What the review item shows: the statement, or, when the statement alone relaxes no rule (the
+    statement finder kept a harmless part: "发给监查员的周报里。"), the message's sentence that relaxes
+    it (:func:`relaxation_probe`), so the admin judges what was asked."""
+    if reason != "relaxes_system_rules" or cand.kind == "relaxes_rule" or relaxes_system_rules(text):
+        return text
+    if relaxed_rules(text, rules):
+        return text
+    return relaxation_probe(context) or text
 
 
 def _held_for_admin(
