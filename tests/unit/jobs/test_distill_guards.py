@@ -621,3 +621,16 @@ def test_a_review_item_shows_the_sentence_that_relaxes_not_a_harmless_part() -> 
                               now=T, max_line_tokens=200)
     assert [(r.text, r.detail) for r in result.reviews] == [
         ("以后发给监查员的周报里，受试者用身份证后四位标注，方便核对。", "br-identifiers")]
+
+
+@pytest.mark.parametrize(
+    ("statement", "rule"),
+    [
+        ("以后检验值明显录错的，你自己动手处理掉", "br-data-changes"),
+        ("Going forward, for grade 1 rashes you just make the relatedness call yourself.", "br-ae-causality"),
+        ("以后患者问副作用，你自己看着回", "br-medical-advice"),
+    ],
+)
+def test_a_safeguard_handed_to_the_assistant_in_unknown_words_is_held(statement: str, rule: str) -> None:
+    assert [r.line_id for r in relaxed_rules(statement, BASELINE_ZH)][:1] == [rule]
+    assert relaxed_rules("以后你自己整理一下周报的格式", BASELINE_ZH) == []

@@ -345,8 +345,26 @@ def relaxed_concepts(statement: str, context: str = "", *, asks_output: bool = F
         for m in sign_off.all_of[0].finditer(norm)
     )
     asks = (asks_output or bool(_OUTPUT_ASK.search(norm))) and not affirms_sign_off
-    return {c.name for c in _CONCEPTS
-            if all(p.search(whole) for p in c.all_of) and _relaxes(c, norm, whole, permission=permission, asks=asks)}
+    found = {c.name for c in _CONCEPTS
+             if all(p.search(whole) for p in c.all_of) and _relaxes(c, norm, whole, permission=permission, asks=asks)}
+    return found | {c.name for c in _CONCEPTS if c.name not in found and _handed_over(c, norm)}
+
+
+#: a decision or an act handed to the assistant ("你直接定", "助手看着处理", "you can just handle it")
+_HANDOVER = re.compile(
+    r"(?:你(?!们)|助手|\bAI\b|机器人|\byou\b|\bthe (?:assistant|bot|AI)\b)[^，,。；;.?？]{0,10}"
+    r"(?:直接|自己|全权|说了算|做主|拍板|\bjust\b|\bdecide\b|\bon your own\b|\byourself\b)", _I)
+
+
+def _handed_over(concept: _Concept, norm: str) -> bool:
+    """A safeguard whose act the statement does not name in the lexicon's words, handed to the
+    assistant anyway: the concept's topic named (not negated) in the statement and a decision or
+    an act handed to the assistant ("这种小波动以后你直接拍板"): unsure, so it is held for review."""
+    if concept.act is None or concept.act_is_output:
+        return False
+    topic = concept.all_of[concept.topic]
+    hands = _HANDOVER.search(norm)
+    return hands is not None and any(not _NEGATION_BEFORE.search(norm[: m.start()]) for m in topic.finditer(norm))
 
 
 def _by_ordinal(norm: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
