@@ -347,7 +347,7 @@ def relaxed_concepts(statement: str, context: str = "", *, asks_output: bool = F
     asks = (asks_output or bool(_OUTPUT_ASK.search(norm))) and not affirms_sign_off
     found = {c.name for c in _CONCEPTS
              if all(p.search(whole) for p in c.all_of) and _relaxes(c, norm, whole, permission=permission, asks=asks)}
-    return found | {c.name for c in _CONCEPTS if c.name not in found and _handed_over(c, norm)}
+    return found
 
 
 #: a decision or an act handed to the assistant ("你直接定", "助手看着处理", "you can just handle it")
@@ -384,7 +384,8 @@ def _named_rules(statement: str, rules: Sequence[HotMemoryLine]) -> list[HotMemo
     by_place = _by_ordinal(norm, rules)
     if by_place:
         return by_place
-    named = concepts_of(statement)
+    required = {c.name for c in _CONCEPTS if c.kind == "required"}  # a role or a sign-off names no rule
+    named = concepts_of(statement) - required
     near = [r for r in rules if concepts_of(r.text) & named]
     if near:
         return near
@@ -424,7 +425,11 @@ def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str =
     if scored:
         return [s[2] for s in sorted(scored, key=lambda s: (s[0], s[1]), reverse=True)]
     whole = nfkc(f"{context}\n{statement}") if context else nfkc(statement)
-    return _named_rules(whole, rules) if names_rules_to_relax(whole) else []
+    if names_rules_to_relax(whole):
+        return _named_rules(whole, rules)
+    # the net for unseen wording: a safeguard's topic with its decision handed to the assistant
+    handed = {c.name for c in _CONCEPTS if _handed_over(c, nfkc(statement))}
+    return [r for r in rules if concepts_of(r.text) & handed]
 
 
 def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemoryLine | None:
