@@ -12,13 +12,22 @@ quoted text masked, and a statement is found wherever it stands in a sentence:
 - a change of value: "周报还是改到周四", "重点改成…", "风险换成…", "switch to …";
 - a memory cue: 记住 / remember (the rest of the sentence), 记一下 / 记下 / note (the rest of the
   message: a state or a lesson told to the assistant);
-- a sentence (or the part after a label such as "Lesson:") starting with "Always" / "Never".
+- a sentence (or the part after a label such as "Lesson:") starting with "Always" / "Never";
+- without a cue (:func:`_habitual`, :func:`_implicit`): "X should always / must never …", a
+  habitual 都 / 一律 before an instruction, "don't … any more" (别再…), an instruction after a
+  recurring occasion (每次…的时候, 不管…都, "for every visit") or about what goes into a recurring
+  document (提醒里加一行…, "In the weekly summary, add …"), a standing request put as a question
+  (每周的清单能不能都带上…？), a new focus or a risk said without the word (接下来全力…, 现在头疼的
+  是…), and a new value said as a wish (周报还是放周三下午吧) — a ``change``, kept by the merge only
+  where it replaces a line; a change verb with no subject borrows it from the previous sentence.
 
 Not statements (kinds, not phrases): a cue inside quotes or after a reported-speech verb (someone
 else's words), a hypothetical (如果 / 要是 / if … 以后), a question, a postponement (以后再说),
 以后 as a time word (V3以后的随访), an acknowledgement (我记住了), a one-off task (a date such as
-明天 / tomorrow, or 把这份…), clinical instructions about a subject (a subject id with a medical
-order in the message, or a subject id beside a standing cue), 以后 after an event (入组以后…),
+明天 / tomorrow, or 把这份…; a request to look now, 发我看看), a tentative thought (以后可能得…), a
+confirming question (…这个没变吧), a complaint (周一上午发我根本没空看), clinical instructions about a
+subject (a subject id with a medical order in the sentence or the message, or a subject id beside
+a standing cue), 以后 after an event (入组以后…),
 the speaker's own promise (我会…, I'll…), an appointment note (记一下 明天开会), a body that only
 points back (这个都这么办), and restatements ("之前说过", "same as before": they add nothing).
 A withdrawal ("早上说的那个…先不要了", "never mind the …") is found with kind ``withdraw``.
