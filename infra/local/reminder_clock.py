@@ -24,6 +24,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from agent_memory.adapters.scheduler import recurrence_from_cron
+from infra.local.functions import FunctionError
 from infra.local.stack import LocalStack
 
 REMINDER_FUNCTION = "ReminderFunction"
@@ -87,7 +88,15 @@ class ReminderClock:
             if not self.due(schedule, now):
                 continue
             self._last[schedule["Name"]] = now
-            result = self._stack.invoke(REMINDER_FUNCTION, event)
+            try:
+                result = self._stack.invoke(REMINDER_FUNCTION, event)
+            except FunctionError as exc:
+                # one reminder's failure (an unreachable webhook) never holds back the others; the
+                # schedule stays, so a one-time reminder is tried again on the next tick (as the
+                # scheduler's retry policy would)
+                results.append({**event, "status": "failed", "error": str(exc)})
+                self._out(f"reminder {event.get('reminder_id')} ({event.get('project_id')}) failed: {exc}")
+                continue
             results.append(result)
             if schedule.get("ActionAfterCompletion") == "DELETE":
                 self._stack.aws_client("scheduler").delete_schedule(Name=schedule["Name"], GroupName=self._group)
