@@ -17,6 +17,9 @@ whether the statement names the rule:
   rule without any permission word; an act on an identifier (write, send, attach, list by) asks
   for it; the investigators' part (deciding causality, answering medical questions) is a
   requirement, waived by leaving them out ("不用找研究者确认", "no need to loop in the PI");
+- a safeguard's topic named with its decision handed to the assistant ("你自己…", "you just …
+  yourself") is held even when the act is not in the lexicon (the net for unseen wording, tried
+  last, after the rules named);
 - when unsure, the statement is queued: a false alarm costs an admin a click, a promotion costs a
   safeguard. The merge also reads the whole message (:func:`agent_memory.hot_memory.merge`): a
   statement from a message that relaxes a rule is held even when the relaxing part was not kept.
