@@ -39,6 +39,7 @@ from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.relaxation import relaxation_probe
+from agent_memory.hot_memory.statement_lexicon import RISK
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
@@ -420,15 +421,11 @@ _FOCUS = re.compile(
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
 
 
-#: a risk, labelled or named ("风险：…", "现在的风险是…", "the main risk is …")
-_RISK = re.compile(r"风险|\brisks?\b", re.IGNORECASE)
-
-
 def _context_kind(text: str) -> str:
     """An Active Context line's kind: ``focus`` (the current focus), ``risk`` or ``state``."""
     if _FOCUS.search(text):
         return "focus"
-    return "risk" if _RISK.search(text) else "state"
+    return "risk" if RISK.search(text) else "state"
 
 
 def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, speaker: str | None) -> bool:
