@@ -237,6 +237,49 @@ def conflicts(name: str = "conflicts.jsonl") -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------ statements (standing or not)
+def statements(name: str = "fresh/statements.jsonl") -> dict[str, Any]:
+    """Standing statements against look-alikes, one message each through the rule path with an
+    empty hot memory: a standing row must yield a candidate (``found``) and a line (``promoted``;
+    a new value said only as a wish is kept only where it replaces a line, so it may be found and
+    not promoted), with the labelled scope when one is given; a look-alike must yield neither."""
+    from agent_memory.domain.jobs import FlowLogEntry
+    from agent_memory.hot_memory.statements import extract_rule_candidates
+
+    counts: Counter[str] = Counter()
+    wrong: list[str] = []
+    for row in rows(name):
+        entry = FlowLogEntry(message_id="m-eval", session_id="s-eval", role="user", content=row["text"],
+                             at=SAID_AT, user_id="u-speaker", study_role=row["speaker_role"])
+        found = bool([c for c in extract_rule_candidates([entry]) if c.kind != "withdraw"])
+        added = _new_lines(_distil(row["text"], role=row["speaker_role"]))
+        if not row["standing"]:
+            counts["look_alikes"] += 1
+            counts["false_alarms"] += bool(added)
+            counts["found_on_look_alikes"] += found
+            if added:
+                wrong.append(row["id"])
+            continue
+        counts["standing"] += 1
+        counts["found"] += found
+        counts["promoted"] += bool(added)
+        exp = row.get("scope")
+        if exp and added:
+            want = exp["scope"] if exp["scope"] != "role" else f"role:{exp['role']}"
+            counts["scoped"] += 1
+            counts["scope_right"] += _scope_of(added[0], {"user_id": "u-speaker"}) == want
+        if not added:
+            wrong.append(row["id"])
+    return {
+        "standing": counts["standing"], "found": f"{counts['found']}/{counts['standing']}",
+        "promoted": f"{counts['promoted']}/{counts['standing']}",
+        "recall": _share(counts["promoted"], counts["standing"]),
+        "scope_right": f"{counts['scope_right']}/{counts['scoped']}",
+        "look_alikes": counts["look_alikes"], "false_alarms": counts["false_alarms"],
+        "found_on_look_alikes": counts["found_on_look_alikes"], "wrong": wrong,
+    }
+
+
 def table_rows(j: dict[str, Any], suffix: str = "") -> list[tuple[str, Any, str]]:
     """The lines of the `make eval` table for these sections (name, value, target); ``suffix`` is
     added to each section name (" [held out]" for the sets of eval/heldout/)."""
@@ -249,6 +292,11 @@ def table_rows(j: dict[str, Any], suffix: str = "") -> list[tuple[str, Any, str]
 
 def _table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
     out: list[tuple[str, Any, str]] = _routing_scope_rows(j) if "scope" in j else []
+    if "statements" in j:
+        st = j["statements"]
+        out += [("statements: standing found / promoted", f"{st['found']} / {st['promoted']} = {st['recall']}", "all"),
+                ("statements: scope right (promoted rows with a scope)", st["scope_right"], "all"),
+                ("statements: look-alikes promoted", f"{st['false_alarms']}/{st['look_alikes']}", "0")]
     for language, rx in j["relaxations"].items():
         out += [
             (f"relaxations [{language} rules]: queued", f"{rx['queued']}/{rx['relaxations']} = {rx['recall']}", "1.0"),
@@ -291,7 +339,10 @@ def _sections(folder: str = "") -> dict[str, Any]:
 def _fresh_sections() -> dict[str, Any]:
     """The relaxations and conflicts of eval/fresh/ (written in a later session, before the
     changes made after it; see eval/SETS.md)."""
-    return {"relaxations": relaxations("fresh/relaxations.jsonl"), "conflicts": conflicts("fresh/conflicts.jsonl")}
+    out = {"relaxations": relaxations("fresh/relaxations.jsonl"), "conflicts": conflicts("fresh/conflicts.jsonl")}
+    if (EVAL / "fresh/statements.jsonl").exists():
+        out["statements"] = statements("fresh/statements.jsonl")
+    return out
 
 
 def run() -> dict[str, Any]:
@@ -301,4 +352,4 @@ def run() -> dict[str, Any]:
     return {**_sections(), "heldout": _sections("heldout/"), "fresh": _fresh_sections()}
 
 
-__all__ = ["conflicts", "directives_tasks", "relaxations", "rows", "run", "scope", "table_rows"]
+__all__ = ["conflicts", "directives_tasks", "relaxations", "rows", "run", "scope", "statements", "table_rows"]

@@ -619,8 +619,9 @@ def test_a_review_item_shows_the_sentence_that_relaxes_not_a_harmless_part() -> 
     said = entry("m-1", "以后发给监查员的周报里，受试者用身份证后四位标注，方便核对。")
     result = merge_candidates(hot, extract_rule_candidates([said]), day_messages={"m-1": said}, day="2026-09-14",
                               now=T, max_line_tokens=200)
-    assert [(r.text, r.detail) for r in result.reviews] == [
-        ("以后发给监查员的周报里，受试者用身份证后四位标注，方便核对。", "br-identifiers")]
+    assert [r.detail for r in result.reviews] == ["br-identifiers"]
+    assert "受试者用身份证后四位标注" in result.reviews[0].text
+    assert not result.lines[len(BASELINE_ZH):]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from agent_memory.hot_memory.analysis import language_of, nfkc
+from agent_memory.hot_memory.analysis import VALUE_PATTERNS, language_of, nfkc, values
 from agent_memory.hot_memory.statement_lexicon import (
     ACT_NOW,
     ALSO,
@@ -130,39 +130,82 @@ def fragments(sentence: str) -> list[str]:
 
 
 #: a fragment stating a rule after its topic ("日期一律写成 2026-11-02 这种格式"): kept
-_RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|单独|直接(?:放|发|贴|用|写|打成)|"
+_RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|单独|直接(?:放|发|贴|用|写|打成)|(?:再|然后|并)按|"
+                          r"从(?:长到短|短到长|高到低|低到高|早到晚|晚到早|新到旧|旧到新|大到小|小到大)|"
                           r"(?:放|列|加|写)(?:一节|一列|一行|一栏)|"
                           r"\balways\b|\bnever\b|\bmust\b",
                           _I)
 
 
+#: a head naming only an occasion or a document, its instruction still to come ("以后给CRC发访视提醒的时候，
+#: …", "以后每次 monitoring visit 的 confirmation letter 草稿，…"): the next fragment completes it
+_OPEN_HEAD = re.compile(r"(?:的时候|时候|之前|之后|前后|里面?|当中|中|上面|草稿|的事|这块|方面)\s*$|"
+                        r"(?:清单|名单|表|报告|汇总|提醒|列表|纪要|记录|文件|导出|模板|\bdrafts?|\bletters?|"
+                        r"\blistings?|\breports?|\bsummar(?:y|ies)|\breminders?|\bminutes)\s*$", _I)
+
+
 def statement_body(head: str, rest_fragments: list[str]) -> str:
     """The cue fragment plus the following fragments that carry the instruction on (an
-    imperative start or a "…就行" end); reasons and complaints are left out.
+    imperative start, a "…就行" end, a rule word, or a value such as a weekday, a lead time or a
+    format); reasons and complaints are left out. A head naming only an occasion or a document
+    (``_OPEN_HEAD``) keeps the fragment after it whatever it starts with, a polite 麻烦 / 请
+    included.
 
     Args:
         head: the fragment holding the cue ("" when none); a conditional head ("如果…", "if …")
             keeps the fragment after it too.
         rest_fragments: the sentence's fragments after ``head``; the first asking for something
-            now (``ACT_NOW``) ends the statement.
+            now (``ACT_NOW``) ends the statement unless it completes an open head or sets a value.
     Returns:
         The kept fragments joined with ``，`` (Chinese) or ``, ``.
     """
     kept = [head] if head else []
-    if head and CONDITIONAL_HEAD.match(LEAD_FILLER.sub("", head)) and rest_fragments:
+    bare_head = LEAD_FILLER.sub("", head)
+    if head and (CONDITIONAL_HEAD.match(bare_head) or _open(bare_head)) and rest_fragments:
         kept.append(rest_fragments[0])
         rest_fragments = rest_fragments[1:]
     for frag in rest_fragments:
         bare = LEAD_FILLER.sub("", frag)
-        if ACT_NOW.search(nfkc(frag)):
+        sets_value = bool(values(nfkc(frag))) and not _COMPLAINT.search(nfkc(frag)) and (
+            _SETS.search(nfkc(frag)) is not None or _only_values(bare))
+        if ACT_NOW.search(nfkc(frag)) and not sets_value:
             break  # what the message asks for now ends the standing statement
         if REASON.search(frag) and not CONTINUE.match(frag):
             continue
-        if (CONTINUE.match(frag) or CONTINUE.match(bare) or ENDS_IMPERATIVE.search(frag) or ALSO.search(frag)
-                or _RULE_INSIDE.search(frag)):
+        also = ALSO.search(frag) is not None and _SETS.search(nfkc(frag)) is not None
+        if (CONTINUE.match(frag) or CONTINUE.match(bare) or ENDS_IMPERATIVE.search(frag) or also
+                or _RULE_INSIDE.search(frag) or sets_value):
             kept.append(frag)
     joiner = "，" if language_of(" ".join(kept)) == "zh" else ", "
     return joiner.join(kept)
+
+
+#: a verb that sets how an output is done (a fragment holding a value and one of these is an instruction,
+#: not a reason such as "周四下午要开伦理会")
+_SETS = re.compile(r"发|放|按|用|写|列|改|排|加|附|标|给|挪|调|提前|\b(?:send|put|use|write|list|sort|add|move|include)\b", _I)
+
+
+#: what makes a head an instruction already (a verb of doing or a rule word)
+_DOES = re.compile(r"别|不要|不用|只|都|一律|必须|需|要|做|贴|导|截|出|算|统计|汇总|核|查|删|\b(?:do|don'?t|never|always|must)\b", _I)
+
+
+def _open(head: str) -> bool:
+    """``head`` names only an occasion or a document ("…的时候", "每次的中心启动会议程"): it ends in
+    one (``_OPEN_HEAD``), or holds no verb that sets or does anything and no value."""
+    norm = nfkc(head)
+    return bool(_OPEN_HEAD.search(head)) or not (_SETS.search(norm) or _DOES.search(norm) or values(norm))
+
+
+def _only_values(fragment: str) -> bool:
+    """The fragment is its values and at most a short lead ("还是周五上午", "PDF就行")."""
+    rest = nfkc(fragment).casefold()
+    for pattern in VALUE_PATTERNS.values():
+        rest = pattern.sub("", rest)
+    return len(re.sub(r"\W|还是|就行|就好|即可|也行|照旧", "", rest)) <= 1
+
+
+#: a complaint about how it is (too early, no time …): never a value the statement sets
+_COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不清|太早|太晚|太慢|\bno time\b|\btoo (?:early|late|slow)\b", _I)
 
 
 def fragment_at(norm: str, start: int, end: int) -> str:

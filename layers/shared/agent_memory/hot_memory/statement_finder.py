@@ -272,16 +272,42 @@ def _risk_said(sentence: str, norm: str, message: str, question: bool) -> FoundS
 
 def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) -> FoundStatement:
     """``found`` led by a change verb with no subject ("以后改到周五下午吧" after "周报周一上午发我根本没空
-    看。") takes its subject from the message's previous sentence (:func:`_change_of_earlier_subject`)."""
+    看。") takes its subject from the message's previous sentence (:func:`_change_of_earlier_subject`);
+    a durable statement opening with an instruction and no subject ("以后先按中心分开" after "query清单的
+    排法我想换一下。", "以后发我邮箱" after "周报别走微信了。") takes the document an earlier sentence
+    of the message opens with (:func:`_earlier_document`)."""
     bare = LEAD_FILLER.sub("", nfkc(found.text)).strip()
     change = CHANGE.match(bare)
-    if change is None or found.kind == "withdraw":
+    if found.kind == "withdraw":
+        return found
+    if change is None:
+        document = _earlier_document(sentence, message) if _NO_SUBJECT.match(bare) and found.kind == "durable" else ""
+        if document and document not in found.text:
+            found.text = f"{document}{'' if language_of(document) == 'zh' else ' '}{LEAD_FILLER.sub('', found.text)}"
         return found
     norm = nfkc(sentence)
     verb = re.compile(re.escape(change.group())).search(norm)
     if verb is None:
         return found
     return _change_of_earlier_subject(sentence, norm, message, False, verb) or found
+
+
+#: a sentence opening with the document it is about ("query清单的排法我想换一下", "周报别走微信了")
+_OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|汇总|提醒|"
+                                  r"列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
+                                  r"(?:的(?:排法|排序|顺序|格式|发法|时间|频率|内容|写法|事)|这块|这个事|的话)?"
+                                  r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|，|,|\s)", re.IGNORECASE)
+
+
+def _earlier_document(sentence: str, message: str) -> str:
+    """The document an earlier sentence of ``message`` opens with (nearest first), or ""."""
+    start = message.find(sentence)
+    earlier = [message[a:b] for a, b, _ in sentence_spans(message[:start])] if start > 0 else []
+    for text in reversed(earlier[-2:]):
+        m = _OPENS_WITH_DOCUMENT.match(LEAD_FILLER.sub("", nfkc(text.strip())))
+        if m:
+            return m.group(1)
+    return ""
 
 
 def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
@@ -295,7 +321,7 @@ _COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不�
 
 
 #: a clause that opens without a subject ("还是给我Word", "改到周五")
-_NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换)")
+_NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只)")
 
 
 def _sentence_topic(sentence: str, frag: str) -> str:
