@@ -45,3 +45,37 @@ def test_a_statement_without_a_subject_takes_the_document_named_before(message: 
 
 def test_a_subjectless_statement_borrows_nothing_when_no_document_was_named() -> None:
     assert [f.text for f in find_statements("最近大家都很辛苦。以后直接发我邮箱")] == ["直接发我邮箱。"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "你做的周报都在最上面写一下本周新增SAE数",  # what the assistant sends, habitual 都 with 一下
+        "每次给CRA的监查提醒都附一句本周要看的中心",  # a recurring occasion with 本周 as content
+        "给DM的核查清单里把首次发现日期都标出来",  # what goes into a recurring document, with 把
+        "发我的汇总尽量一屏看完，不超过十行",  # how what the assistant sends should be
+        "一旦有受试者退出，当天给我的日报就把退出原因放在最前面",  # a conditional rule about an output
+        "Could the summaries you send me list the open queries per site?",  # a standing request asked
+        "Until the interim analysis, send me the missing-data count every Friday.",  # bounded by an end
+        "For the DMs, keep the query listings in English only.",
+        "我更希望你把偏离按中心先汇总，再附明细",  # a wish with 把
+        "I'd rather get the AE listing sorted by onset date than by subject.",
+    ],
+)
+def test_standing_instructions_about_what_the_assistant_sends_are_found(message: str) -> None:
+    assert [f.kind for f in find_statements(message)] in (["durable"], ["change"])
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "帮我把这周的周报都按中心发我",  # a task on this week's report
+        "你出的表有个地方错了",  # a report of a mistake, no instruction
+        "以后每周一我都会先在群里报一下进度",  # the speaker's own promise
+        "I'll start sending the visit schedule earlier from now on, sorry about that.",
+        "伦理办的老师讲，以后年度报告都要附上SAE列表，我不确定",  # someone else's words
+        "Could you send me the summary you sent me yesterday again?",  # a one-off asked again
+    ],
+)
+def test_look_alikes_about_what_the_assistant_sends_are_not_statements(message: str) -> None:
+    assert find_statements(message) == []

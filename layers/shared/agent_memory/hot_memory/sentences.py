@@ -182,11 +182,13 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
 
 #: a verb that sets how an output is done (a fragment holding a value and one of these is an instruction,
 #: not a reason such as "周四下午要开伦理会")
-_SETS = re.compile(r"发|放|按|用|写|列|改|排|加|附|标|给|挪|调|提前|\b(?:send|put|use|write|list|sort|add|move|include)\b", _I)
+_SETS = re.compile(r"发|放|按|用|写|列|改|排|加|附|标|给|挪|调|提前|"
+                   r"\b(?:send|put|use|write|list|sort|add|move|include)\b", _I)
 
 
 #: what makes a head an instruction already (a verb of doing or a rule word)
-_DOES = re.compile(r"别|不要|不用|只|都|一律|必须|需|要|做|贴|导|截|出|算|统计|汇总|核|查|删|\b(?:do|don'?t|never|always|must)\b", _I)
+_DOES = re.compile(r"别|不要|不用|只|都|一律|必须|需|要|做|贴|导|截|出|算|统计|汇总|核|查|删|"
+                   r"\b(?:do|don'?t|never|always|must)\b", _I)
 
 
 def _open(head: str) -> bool:

@@ -64,10 +64,12 @@ from agent_memory.hot_memory.statement_lexicon import (
     CHANGE,
     CLINICAL_ORDER,
     DECISION,
+    DOCUMENT,
     DURABLE_EN,
     DURABLE_ZH,
     FOCUS_CHANGE,
     HABITUAL_ZH,
+    HOW_WORD,
     HYPOTHETICAL,
     INSTRUCTION,
     LATER,
@@ -77,8 +79,10 @@ from agent_memory.hot_memory.statement_lexicon import (
     NEVER_AGAIN,
     NOTE,
     ONE_OFF,
+    OUTPUT_OF_ASSISTANT,
     OWN_PROMISE,
     POSTPONE,
+    PREFER,
     QUESTION_WORDS,
     RECURRING,
     RECURRING_DOCUMENT,
@@ -92,6 +96,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     TENTATIVE,
     TIME_WORD,
     TOPIC_FRAGMENT,
+    UNTIL,
     WITHDRAW,
 )
 
@@ -155,7 +160,7 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
         return True
     if POSTPONE.search(frag) or LATER.search(frag.rstrip("。.!！ ~～")):
         return True
-    if TENTATIVE.search(frag):
+    if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()):
         return True
     if REPORTED.search(prefix[-12:]):
         return True
@@ -247,11 +252,36 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
             norm, occasion.start(), occasion.end(), message, question=question, durable=True):
         return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "durable")
-    return _value_wish(sentence, norm, message, question)
+    return _about_every_copy(sentence, norm, message, question) or _value_wish(sentence, norm, message, question)
+
+
+#: an English instruction to keep an output a certain way ("For the CRCs, keep the visit reminders in Chinese only")
+_KEEP = re.compile(r"^\W*(?:for [\w -]{2,30},\s*)?(?:please\s+|pls\s+)?(?:keep|make sure|stick to)\b", re.IGNORECASE)
+
+
+def _about_every_copy(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A standing instruction about what the assistant sends, without a cue: how an output it sends
+    should be ("发我的东西尽量短", "一旦有新的SAE，给我的日报就把它放在第一条"), a standing request put
+    as a question ("Could the reminders you send me include …?"), a rule bounded by an end
+    ("Until the March data cut, send me …"), "keep the visit reminders in Chinese only"."""
+    output = OUTPUT_OF_ASSISTANT.search(norm)
+    bounded = UNTIL.match(norm) and INSTRUCTION.search(norm)
+    kept = _KEEP.match(norm) and DOCUMENT.search(norm)
+    told = output and (HOW_WORD.search(norm, output.end()) or INSTRUCTION.search(norm, output.end()))
+    at = (output if told else None) or bounded or kept
+    if at is None or (question and not _standing_request(norm)):
+        return None
+    if _trap(norm, at.start(), at.end(), message, question=question, durable=True) or ACT_NOW.search(norm):
+        return None
+    text = REQUEST.sub("", LEAD_FILLER.sub("", sentence), count=1).strip() if question else sentence
+    return FoundStatement(LEAD_FILLER.sub("", text).strip(), "durable")
 
 
 #: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
-_WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|\b(?:make|switch|send|use|move|keep|put)\b|"
+_WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|希望|倾向于|更喜欢|"
+                   r"\b(?:make|switch|send|use|move|keep|put)\b|\bi'?d rather\b|\bi would rather\b|"
+                   r"^[\w -]{0,30}?\b(?:listings?|reports?|lists?|reminders?|summar(?:y|ies)|datasets?|tables?|"
+                   r"exports?|snapshots?) (?:as|in)\b|"
                    r"\bi'?d (?:like|prefer)\b|\bi (?:want|prefer)\b|"
                    r"\b(?:can|should) go\b", re.IGNORECASE)
 
@@ -294,8 +324,8 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
 
 
 #: a sentence opening with the document it is about ("query清单的排法我想换一下", "周报别走微信了")
-_OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|汇总|提醒|"
-                                  r"列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
+_OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|"
+                                  r"汇总|提醒|列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
                                   r"(?:的(?:排法|排序|顺序|格式|发法|时间|频率|内容|写法|事)|这块|这个事|的话)?"
                                   r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|，|,|\s)", re.IGNORECASE)
 
@@ -346,7 +376,7 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
         wish = _WISH.search(f)
         if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f):
             continue  # "早上发的…" (a relative clause), "周一上午发我根本没空看" (a complaint)
-        if values(f) and not ONE_OFF.search(f) and not _TASK_NOW.search(f):
+        if values(f) and not ONE_OFF.search(f) and not (_TASK_NOW.search(f) and not PREFER.search(norm)):
             start = norm.find(f) if f in norm else 0
             if not _trap(norm, start, start + len(f), message, question=question, durable=True):
                 return FoundStatement(_sentence_topic(sentence, frag) + LEAD_FILLER.sub("", frag).strip(), "change")
@@ -465,9 +495,18 @@ def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundSt
         return _implicit(sentence, norm, message, question)
     if _trap(norm, m.start(), m.end(), message, question=question, durable=True):
         return None
-    if m.re is HABITUAL_ZH and _TASK_NOW.search(norm):
-        return None  # "帮我把query都按中心分组导出", "这周的周报都按中心发我": a task on what is at hand
+    if m.re is HABITUAL_ZH and _TASK_NOW.search(norm) and not _every_copy(norm):
+        # "帮我把query都按中心分组导出", "这周的周报都按中心发我": a task on what is at hand
+        return _implicit(sentence, norm, message, question)
     return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "durable")
+
+
+def _every_copy(norm: str) -> bool:
+    """The sentence is about every copy of an output: a recurring occasion ("每次给PI的周报都…"), what
+    goes into a recurring document ("给CRC的访视提醒里把…都写出来") or what the assistant sends
+    ("你出的表都…"); not about this week's or this one ("这周的", "这份")."""
+    return bool(RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm) or OUTPUT_OF_ASSISTANT.search(norm)) and \
+        not ACT_NOW.search(norm) and not ONE_OFF.search(norm)
 
 
 def find_statements(text: str) -> list[FoundStatement]:

@@ -36,7 +36,8 @@ DURABLE_EN = re.compile(
 #: "X should always / must never …" inside a sentence: a standing rule stated in English
 ALWAYS_MODAL = re.compile(r"\b(?:should|must|shall|will|needs? to|ha(?:s|ve) to)\s+(?:always|never)\b", _I)
 #: a habitual instruction without a cue ("给CRC的提醒都用中文", "周报一律按中心分组")
-HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:用|按|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
+HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:在[^，,。]{1,8}?)?"
+                         r"(?:用|按|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
 #: a recurring occasion before an instruction ("每次导出的时候…加一行", "每周一早上…发我", "for every
 #: monitoring visit, send me …"): the instruction holds each time
 RECURRING = re.compile(
@@ -50,7 +51,7 @@ RECURRING = re.compile(
     r"\bwhenever\b", _I)
 #: an instruction verb after a recurring occasion or about a recurring document
 INSTRUCTION = re.compile(
-    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|注明|注上|标明|写明|"
+    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|注明|注上|标明|写明|给我|更新|出一[份版个]|"
     r"\b(?:send|add|put|list|include|mark|show|attach|sort|group|split|flag|highlight|remind|cc|start|begin|"
     r"keep|carry|carries|use|give|have|has|goes|go|sits?|stays?|appears?|comes?)\b", _I)
 #: a document the team gets again and again, named where an instruction says what goes in it
@@ -65,6 +66,18 @@ DOCUMENT = re.compile(
     r"周报|月报|日报|季报|年报|简报|清单|名单|报表|报告|汇总|提醒|列表|纪要|日程|模板|快照|导出|议程|通知|表格?|"
     r"\b(?:weekly|monthly|daily)\b|\b(?:reports?|listings?|lists?|reminders?|summar(?:y|ies)|minutes|snapshots?|"
     r"digests?|logs?|tables?|exports?|schedules?|agendas?|datasets?|dashboards?|drafts?|letters?|tlfs?)\b", _I)
+#: what the assistant sends or prepares, named as such ("发我的东西", "你出的表", "给我的日报", "the reminders you
+#: send me"): an instruction about it holds for every copy
+OUTPUT_OF_ASSISTANT = re.compile(
+    r"(?:你|助手)(?:出|发|做|给|写|整理|准备)(?:给我|我)?的|(?:发|给)(?:我|我们|咱们|大家)(?:发)?的(?=\S)|"
+    r"\b(?:the|any|all|every) [\w -]{2,30}? you (?:send|prepare|give|make|write)(?: (?:me|us))?\b", _I)
+#: how an output should be, after it is named (an instruction or a measure: 尽量短, 三行以内, 不要…)
+HOW_WORD = re.compile(r"尽量|以内|不超过|控制在|不要|别|只|必须|一律|统一|都|就|\b(?:only|always|never|keep|include|"
+                      r"mark|flag|show|add|put|list|sort|be|have|carry|come|go)\b", _I)
+#: a preference said as a wish ("我更希望…", "I'd rather …")
+PREFER = re.compile(r"(?:我)?更?(?:希望|倾向于|更喜欢)|\bi'?d rather\b|\bi would rather\b|\bi'?d prefer\b", _I)
+#: a rule bounded by an end ("Until the March data cut, …"): standing until then
+UNTIL = re.compile(r"^\W*(?:until|till|up to|through) (?:the )?[\w -]{2,30},", _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
 REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) (?:you|the|all|any|your)\b|"
                      r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
@@ -85,7 +98,8 @@ NEVER_AGAIN = re.compile(r"(?:别再|不要再|不用再)(?!改回|换回|变回
                          r"\bno more\b", _I)
 #: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
 TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
-ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please)\b[,:]?\s*)*(?P<kw>always|never)\b(?!\s+mind)", _I)
+ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please|pls|plz)\b[,:]?\s*)*"
+                       r"(?P<kw>always|never)\b(?!\s+mind)", _I)
 CHANGE = re.compile(
     r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"
     r"\b(?:switch(?:ed)? to|change(?:d)? (?:it )?to|move(?:d)? (?:it )?to)\b",
@@ -145,7 +159,8 @@ TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十�
 #: what makes "以后的X" a standing instruction after all ("大家以后的提醒都用中文"): a rule of how X is done
 RULE_AFTER_TIME_WORD = re.compile(r"都|一律|统一|全部|必须|务必|别|不要|不用|只")
 REPORTED = re.compile(
-    r"(?:说|讲|提到|表示|建议|要求|问)[:：]?\s*$|\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
+    r"(?<!我)(?<!我想)(?<!我再)(?:说|讲|提到|表示|建议|要求|问)[:：,，]?\s*$|"
+    r"\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
 )
 ONE_OFF = re.compile(
     r"今天|今晚|明天|明早|明晚|后天|待会|一会儿|马上|下周[一二三四五六日天]|这周[一二三四五六日天]|本周[一二三四五六日天]|"
@@ -166,12 +181,15 @@ WITHDRAW = re.compile(
     _I,
 )
 #: the speaker's own promise ("以后我会注意的", "I'll send it earlier"): an acknowledgement, not memory
-OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:i|we)(?:'ll| will| shall)\b", _I)
+OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:i|we)(?:'ll| will| shall)\b|"
+                         r"^[^，,。给发让叫替帮]{0,8}(?<![给发让叫替帮])(?:我|我们)(?:都|也|就|还)?"
+                         r"(?:会|一定会|保证|争取)", _I)
 #: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory
 REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
 DECISION = re.compile(r"决定|决议|会上定|拍板|定的|定下|\bdecided\b|\bagreed\b", _I)
-BACK_REFERENCE = re.compile(r"早上|上午|刚才|之前|昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b|"
+BACK_REFERENCE = re.compile(r"早上|上午|刚才|(?<![\u4e00-\u9fffA-Za-z0-9])之前|之前(?:说|讲|提|定|那)|"
+                            r"昨天|那个|那条|那件|\bthat\b|\bthe one\b|\bearlier\b|"
                             r"\bthis morning\b|\bthe [\w-]+(?: [\w-]+)? thing\b", _I)
 
 # ------------------------------------------------------------------ sections
