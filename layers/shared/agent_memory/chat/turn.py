@@ -39,7 +39,7 @@ from agent_memory.chat.answer import CallOutcome, CallReport, ChatResult, TokenU
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
-from agent_memory.chat.intents.directives import TASK_INTENTS
+from agent_memory.chat.intents.directives import TASK_INTENTS, rules_relaxed_by_directives
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
 from agent_memory.chat.read import TurnRead, context_for_turn
 from agent_memory.chat.toolsets import ToolSet, ToolSets
@@ -294,13 +294,14 @@ def _answer(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], history: His
         study_role=turn.asker.study_role if turn.asker else None, hot_lines=turn.ctx.hot_memory.lines,
         screen=lambda text: deps.firewall.screen(project, text).text,
     )
+    relaxes = rules_relaxed_by_directives(directives, turn.content, turn.ctx.hot_memory.lines) if directives else None
     outcomes: list[CallOutcome] = []
     try:
         for i, plan in enumerate(plans):
             outcomes.append(_run_call(deps, _CallInput(
                 turn.ctx.hot_memory, turn.session, plan, history, turn.content, project,
                 turn.now, turn.deadline, turn.asker, reminder_tools if i == 0 else None, turn.withheld,
-                tuple(directives) if i == 0 else (),
+                tuple(directives) if i == 0 else (), relaxes if i == 0 else None,
             ), tools))
     except LLMError:
         if turn.reused is None:
@@ -415,6 +416,8 @@ class _CallInput:
     withheld: dict[str, int] = field(default_factory=dict)
     #: the standing directives the message states (acknowledged; nothing is carried out for them)
     directives: tuple[str, ...] = ()
+    #: the System Rules those directives would relax (None: none; they are refused, not acknowledged)
+    relaxes: tuple[str, ...] | None = None
 
 
 def turn_tools(deps: ChatDeps, project: Project, deadline: float | None) -> list[ToolSet]:
@@ -459,6 +462,7 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
         time_zone=call.project.time_zone,
         asker=call.asker,
         directives=call.directives,
+        relaxes=call.relaxes,
     )
     request = LLMRequest(
         model=cfg.chat_model_id,

@@ -40,7 +40,8 @@ from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction,
 from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
-from agent_memory.hot_memory.relaxation import relaxation_probe
+from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
+from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF, RISK
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
@@ -210,7 +211,7 @@ class _Merge:
         evidence = list(dict.fromkeys(cand.evidence))
         rejection = _rejection(cand, text, evidence, self.day_messages, self.max_line_tokens, self.by_rater)
         if rejection == "proposes_system_rule":
-            self._queue(cand, text, evidence, "proposes_system_rule", None)
+            self._queue(cand, text, evidence, "proposes_system_rule", None, role=cand.role_tag)
             return
         if rejection is not None:
             self.result.rejected[rejection] += 1
@@ -224,7 +225,8 @@ class _Merge:
         held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target, context,
                                asks_output=bool(feedback))
         if held is not None:
-            self._queue(cand, _review_text(cand, text, context, self.rules, held[0]), evidence, *held)
+            shown = _review_text(cand, text, context, self.rules, held[0], asks_output=bool(feedback))
+            self._queue(cand, shown, evidence, *held, role=_review_role(statement, shown))
         elif cand.kind == "relaxation_probe":
             self.result.rejected["not_a_statement"] += 1
         elif cand.kind == "withdraw":
@@ -248,9 +250,10 @@ class _Merge:
                                           or restates_value(statement.text, ln.text, same_language=True))
                    for ln in self.lines if ln.source != "admin")
 
-    def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None) -> None:
-        _queue(self.result, self.queued, self.hot.project_id, cand, text, evidence, self.day, self.now, reason,
-               detail)
+    def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None, *,
+               role: str | None) -> None:
+        _queue(self.result, self.queued, _review(self.hot.project_id, cand, text, evidence, self.day, self.now,
+                                                 reason, detail, role))
 
     def _withdraw(self, statement: _Statement, target: HotMemoryLine | None) -> None:
         """The line the LLM named (an AI line), else the speaker's statement on that subject."""
@@ -356,15 +359,18 @@ def _rejection(cand: Candidate, text: str, evidence: list[str], day_messages: Ma
 _RULE_CLASH_GRAMS = 3
 
 
-def _review_text(cand: Candidate, text: str, context: str, rules: list[HotMemoryLine], reason: str) -> str:
+def _review_text(cand: Candidate, text: str, context: str, rules: list[HotMemoryLine], reason: str, *,
+                 asks_output: bool = False) -> str:
     """What the review item shows: the statement, or, when the statement alone relaxes no rule (the
-    statement finder kept a harmless part: "发给监查员的周报里。"), the message's sentence that relaxes
-    it (:func:`relaxation_probe`), so the admin judges what was asked."""
+    statement finder kept a harmless part: "发给监查员的周报里。", or a down-vote's reason gave a
+    harmless wish beside the relaxation), the message's sentence that relaxes it
+    (:func:`relaxation_probe`; ``asks_output`` for a down-vote's reason), so the admin judges what
+    was asked."""
     if reason != "relaxes_system_rules" or cand.kind == "relaxes_rule" or relaxes_system_rules(text):
         return text
-    if relaxed_rules(text, rules):
+    if relaxed_rules(text, rules, asks_output=asks_output):
         return text
-    return relaxation_probe(context) or text
+    return relaxation_probe(context, asks_output=asks_output) or text
 
 
 def _held_for_admin(
@@ -381,12 +387,10 @@ def _held_for_admin(
     without a negation is asked for). A candidate from a message that, read whole, relaxes a rule
     is held too: the statement finder may have kept only part of that message.
     """
-    relaxed = relaxed_rules(text, rules, context=context, asks_output=asks_output)
-    if not relaxed and context.strip() and context.strip() != text:
-        relaxed = relaxed_rules(context, rules)
-    if cand.kind == "relaxes_rule" or relaxes_system_rules(text) or relaxed:
+    relaxed = rules_relaxed_by(text, rules, context, asks_output=asks_output)
+    if cand.kind == "relaxes_rule" or relaxed is not None:
         specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
-        return "relaxes_system_rules", relaxed[0].line_id if specific else (
+        return "relaxes_system_rules", relaxed[0].line_id if relaxed and specific else (
             cand.replaces if target is not None else None)
     if target is not None and target.source == "admin":
         return "targets_admin_line", target.line_id
@@ -523,13 +527,25 @@ def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes
     result.withdrawn.extend(evidence)
 
 
-def _queue(result: MergeResult, queued: set[str], project_id: str, cand: Candidate, text: str, evidence: list[str],
-           day: str, now: datetime, reason: str, detail: str | None) -> None:
+def _queue(result: MergeResult, queued: set[str], item: ReviewItem) -> None:
     """One review item per message: a message already queued in this merge is not queued again."""
-    if any(e in queued for e in evidence):
+    if any(e in queued for e in item.evidence):
         return
-    queued.update(evidence)
-    result.reviews.append(_review(project_id, cand, text, evidence, day, now, reason, detail))
+    queued.update(item.evidence)
+    result.reviews.append(item)
+
+
+def _review_role(statement: _Statement, shown: str) -> str | None:
+    """The role tag of a held preference's review item: the scope the statement would have had as
+    a line (:attr:`_Statement.role`: the role it is addressed to, the speaker alone, everyone, else
+    the speaker's study role); when the item shows another sentence of the message (the one that
+    relaxes), the scope that sentence names (:func:`preference_scope`), else the statement's."""
+    if statement.cand.section != "User Preferences":
+        return None
+    named = preference_scope(shown) if shown != statement.text else None
+    if named is None:
+        return statement.role
+    return named.tag(speaker_id=statement.speaker.user_id) if statement.speaker.user_id else named.role
 
 
 def _review(
@@ -541,6 +557,7 @@ def _review(
     now: datetime,
     reason: str,
     detail: str | None,
+    role_tag: str | None,
 ) -> ReviewItem:
     return ReviewItem(
         project_id=project_id,
@@ -548,7 +565,7 @@ def _review(
         day=day,
         text=text,
         section=cand.section,
-        role_tag=cand.role_tag,
+        role_tag=role_tag,
         evidence=evidence,
         reason=reason,
         detail=detail,

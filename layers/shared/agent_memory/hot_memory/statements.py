@@ -138,6 +138,7 @@ def extract_rule_candidates(messages: Sequence[FlowLogEntry]) -> list[Candidate]
             out.append(Candidate(
                 text=probe, section="User Preferences", role_tag=m.study_role, evidence=[m.message_id],
                 origin="rules", order=(_order_key(m), 0), kind="relaxation_probe", stated_at=m.at, speaker=m.user_id,
+                scope=_scope_name(probe),
             ))
     return out
 

@@ -379,14 +379,31 @@ def _session_block(messages: Sequence[dict[str, Any]]) -> str:
 _DIRECTIVES = re.compile(r"^Standing directives in this message: (.+)$", re.MULTILINE)
 
 
+#: How the session block says the directives would relax System Rules (chat/session_block.py):
+#: each rule singled out is quoted; none quoted names the System Rules as a whole.
+_RELAXES = re.compile(r"^NOT ACCEPTED: this message would relax (.+?) \(hot memory\)", re.MULTILINE)
+_RELAXED_RULE = re.compile(r'the System Rule "(.+?)"(?= and the System Rule "|$)')
+
+
 def _acknowledgement(messages: Sequence[dict[str, Any]], question: str) -> str:
     """"好的，以后…。" / "Noted, from now on: …" for the standing directives the session block names
-    (kept by the nightly distillation, not done now), or ""."""
-    m = _DIRECTIVES.search(_session_block(messages))
+    (kept by the nightly distillation, not done now); when the block says they would relax a System
+    Rule, the refusal naming it (not applied, sent to the project admin's review) instead; or ""."""
+    block = _session_block(messages)
+    m = _DIRECTIVES.search(block)
     if m is None:
         return ""
+    zh = bool(_CJK.search(question))
+    refused = _RELAXES.search(block)
+    if refused is not None:
+        rules = _RELAXED_RULE.findall(refused.group(1))
+        if zh:
+            named = "项目规则「" + "」「".join(rules) + "」" if rules else "项目的系统规则"
+            return f"这条指示会放宽{named}，所以不会生效，已转交项目管理员审核。\n"
+        named = "rule " + " and ".join(f'"{r}"' for r in rules) if rules else "System Rules"
+        return f"That would relax the project's {named}, so it is not applied; it goes to the project admin's review.\n"
     said = [s.strip() for s in m.group(1).split(" | ") if s.strip()]
-    if _CJK.search(question):
+    if zh:
         return "".join(f"好的，以后{s}" if i == 0 else s for i, s in enumerate(said)) + "\n"
     return "Noted, from now on: " + " ".join(said) + "\n"
 

@@ -5,6 +5,12 @@ nightly distillation; the turn that states it only acknowledges it: it asks for 
 look-up or tool call now, whatever its words name. A message may also ask for something now
 ("以后周报周一发，这周的先发我"): that part is a task like any other.
 
+A directive that would relax one of the project's System Rules is never acknowledged as accepted:
+:func:`rules_relaxed_by_directives` judges the message with the distillation's own guard
+(:func:`agent_memory.hot_memory.relaxation.rules_relaxed_by`), so the turn says which rule it would
+relax, that it is not applied, and that it goes to the project admin's review (the nightly
+distillation queues it there).
+
 The message is cut with the distillation's own statement finder
 (:func:`agent_memory.hot_memory.statements.directive_parts`, the same kinds of wording it
 distils): the standing statements, and the fragments outside them. The intents of the message are
@@ -26,8 +32,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from agent_memory.domain.models import HISTORY_INTENTS, Intent
+from agent_memory.domain.jobs import SYSTEM_RULES
+from agent_memory.domain.models import HISTORY_INTENTS, HotMemoryLine, Intent
 from agent_memory.hot_memory.analysis import nfkc
+from agent_memory.hot_memory.relaxation import rules_relaxed_by
 from agent_memory.hot_memory.statements import ACT_NOW, directive_parts
 
 #: Intents that make a turn do something now: a look-up, a QC run, a report, the history book.
@@ -116,4 +124,29 @@ def without_tasks(intents: Sequence[Intent]) -> tuple[Intent, ...]:
     return rest or (Intent.GENERAL,)
 
 
-__all__ = ["TASK_INTENTS", "DirectiveSplit", "intents_now", "split_directives", "subject_intent", "without_tasks"]
+def rules_relaxed_by_directives(directives: Sequence[str], message: str,
+                                lines: Sequence[HotMemoryLine]) -> tuple[str, ...] | None:
+    """The System Rules the standing ``directives`` of ``message`` would relax, judged as the
+    nightly distillation judges them (docs/architecture.md, "Hot memory": each statement read with
+    its whole message against the admin's System Rules; a message that relaxes a rule holds every
+    statement of it).
+
+    Args:
+        directives: the message's standing directives (:func:`split_directives`).
+        message: the user's message (as screened by the identifier firewall).
+        lines: the project's hot-memory lines; its admin ``System Rules`` lines are the rules.
+    Returns:
+        None when no directive relaxes a rule; else the texts of the rules singled out, best match
+        first, without repeats (``()``: the directives ask to relax the System Rules as a whole).
+    """
+    rules = [ln for ln in lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
+    judged = [rules_relaxed_by(d, rules, message) for d in directives]
+    if all(found is None for found in judged):
+        return None
+    # a rule is singled out when fewer than all are relaxed (all of them: the rules named as a whole)
+    named = [found[0].text for found in judged if found and (len(found) < len(rules) or len(rules) == 1)]
+    return tuple(dict.fromkeys(named))
+
+
+__all__ = ["TASK_INTENTS", "DirectiveSplit", "intents_now", "rules_relaxed_by_directives", "split_directives",
+           "subject_intent", "without_tasks"]
