@@ -27,12 +27,13 @@ from collections.abc import Sequence
 from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import Candidate, FlowLogEntry
 from agent_memory.hot_memory.analysis import SUBJECT_ID, language_of, nfkc
+from agent_memory.hot_memory.directive_parts import directive_parts, find_statement
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import relaxed_concepts
 from agent_memory.hot_memory.relaxation import relaxation_probe, relaxes_system_rules
 from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.sentences import clean_statement, split_statements
-from agent_memory.hot_memory.statement_finder import FoundStatement, directive_parts, find_statement, find_statements
+from agent_memory.hot_memory.statement_finder import FoundStatement, find_statements
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, CHANGE, CONTINUE, FOCUS, IMPERATIVE, LESSON, RISK, STATE
 
 #: a statement about a risk (its head: "风险：…", "现在的风险是…", "the main risk is …"), not an
