@@ -338,6 +338,7 @@ def assemble_prompt(
     asker: Member | None = None,
     history_span: HistorySpan | None = None,
     directives: Sequence[str] = (),
+    others: Sequence[Intent] = (),
 ) -> AssembledPrompt:
     """Assemble one LLM context.
 
@@ -359,6 +360,8 @@ def assemble_prompt(
             without a report); None: the newest weeks were loaded.
         directives: the standing directives the message states (the session block asks for an
             acknowledgement only).
+        others: the intents another context of the turn answers (a QC + history message split in
+            two); the session block says so.
 
     Returns:
         The system blocks (with cache flags), the messages (the session memory leading the first
@@ -376,7 +379,8 @@ def assemble_prompt(
         assembly.add_system(history, cacheable=True)
     lead = assembly.add_session_memory(render_session_memory(session, budget.session_tokens, asker=asker))
     turns, messages = assembly.add_recent_turns(session, budget, lead, without_history=Intent.QC_TASK in intents)
-    session_text = render_session_block(session, intents, now=now, time_zone=time_zone, directives=directives)
+    session_text = render_session_block(session, intents, now=now, time_zone=time_zone, directives=directives,
+                                        others=others)
     messages.append(assembly.add_question(session_text, user_text, [] if turns else lead))
     return AssembledPrompt(
         system=assembly.system,

@@ -79,9 +79,11 @@ def render_session_block(
     now: datetime | None = None,
     time_zone: str | None = None,
     directives: Sequence[str] = (),
+    others: Sequence[Intent] = (),
 ) -> str:
     """The ``<session>`` block: the current time (in ``time_zone``, UTC when None; left out when
-    ``now`` is None), the symptom facts so far, the task note of this call's ``intents`` and the
+    ``now`` is None), the symptom facts so far, the task note of this call's ``intents``, the part
+    of the message another call of the turn answers (``others``, :func:`render_other_part`) and the
     standing directives the message states (:func:`render_directives`): the block that changes
     every turn, sent with the user's message after the last cache breakpoint."""
     patient = f' patient="{session.patient_id}"' if session.patient_id else ""
@@ -94,6 +96,8 @@ def render_session_block(
         parts.append(symptoms)
     notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
     parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
+    if others:
+        parts.append(render_other_part(others))
     if directives:
         parts.append(render_directives(directives))
     return "\n".join([f'<session id="{session.session_id}"{patient}>', *(neutralise_block_tags(p) for p in parts),
@@ -126,6 +130,19 @@ def render_directives(directives: Sequence[str]) -> str:
             " only what the task above asks.")
 
 
+#: The first words of the session block's line naming the part of the message another call answers.
+OTHER_PART_HEAD = "Answered separately in this turn:"
+
+
+def render_other_part(others: Sequence[Intent]) -> str:
+    """The note of a call that answers one part of a message split in two (QC and history,
+    :func:`agent_memory.chat.intents.plan_calls`): the other part is answered by another context of
+    the same turn, and both replies are sent together."""
+    return (f"{OTHER_PART_HEAD} {', '.join(i.value for i in others)}. The message also asks for that part; another"
+            " context of this turn answers it and both replies are sent together: do only the task above, without"
+            " saying the other part cannot be done here.")
+
+
 def render_asker(asker: Member) -> str:
     """Who is asking and which hot-memory preference lines apply to them: the lines of their study
     role (``[CRC]``), their own lines (tagged with their user id) and untagged lines; a line tagged
@@ -142,8 +159,10 @@ def render_asker(asker: Member) -> str:
 __all__ = [
     "DIRECTIVES_HEAD",
     "INTENT_NOTES",
+    "OTHER_PART_HEAD",
     "render_asker",
     "render_directives",
+    "render_other_part",
     "render_session_block",
     "render_session_memory",
 ]
