@@ -130,6 +130,19 @@ def render_directives(directives: Sequence[str]) -> str:
             " only what the task above asks.")
 
 
+#: How the note of a split message names the part another context answers: in words, not intent names,
+#: so that a context's task (its ``Task (...)`` line) is the only intent it is given.
+PART_NAMES: dict[Intent, str] = {
+    Intent.QUERY_DATA: "the look-up of current data",
+    Intent.QUERY_HISTORY: "the question about the project's past (from the weekly reports)",
+    Intent.ANALYZE_TREND: "the question about the project's past (from the weekly reports)",
+    Intent.QC_TASK: "the data quality check",
+    Intent.GENERATE_REPORT: "the report",
+    Intent.MEMORY_RECALL: "what the user told the assistant before",
+    Intent.CONSULTATION: "the symptoms described",
+    Intent.GENERAL: "the rest of the message",
+}
+
 #: The first words of the session block's line naming the part of the message another call answers.
 OTHER_PART_HEAD = "Answered separately in this turn:"
 
@@ -138,9 +151,10 @@ def render_other_part(others: Sequence[Intent]) -> str:
     """The note of a call that answers one part of a message split in two (QC and history,
     :func:`agent_memory.chat.intents.plan_calls`): the other part is answered by another context of
     the same turn, and both replies are sent together."""
-    return (f"{OTHER_PART_HEAD} {', '.join(i.value for i in others)}. The message also asks for that part; another"
-            " context of this turn answers it and both replies are sent together: do only the task above, without"
-            " saying the other part cannot be done here.")
+    named = ", ".join(dict.fromkeys(PART_NAMES[i] for i in others))
+    return (f"{OTHER_PART_HEAD} {named}. The message also asks for that part; another context of this turn"
+            " answers it and both replies are sent together: do only the task above, without saying the other"
+            " part cannot be done here.")
 
 
 def render_asker(asker: Member) -> str:
@@ -160,6 +174,7 @@ __all__ = [
     "DIRECTIVES_HEAD",
     "INTENT_NOTES",
     "OTHER_PART_HEAD",
+    "PART_NAMES",
     "render_asker",
     "render_directives",
     "render_other_part",
