@@ -74,8 +74,9 @@ def _hot_lines(row: dict[str, Any]) -> list[Any]:
     return lines
 
 
-def turn_weeks(row: dict[str, Any]) -> list[str]:
-    """The ISO weeks the prompts of one real chat turn of ``row`` carried, oldest first."""
+def turn_requests(row: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """One real chat turn of ``row`` (rule classifier, offline provider, in-memory store whose history
+    book holds :func:`stored_weeks`): its ``ChatResult`` and the LLM requests it sent."""
     from agent_memory.adapters.llm.offline import OfflineLLM
     from agent_memory.chat.intents import RuleIntentClassifier
     from agent_memory.chat.turn import ChatDeps, handle_message
@@ -97,13 +98,20 @@ def turn_weeks(row: dict[str, Any]) -> list[str]:
     llm = ScriptedLLM(then=OfflineLLM())
     deps = ChatDeps(store=store, llm=llm, classifier=RuleIntentClassifier(), clinical=InMemoryClinicalData({}),
                     cache=SessionCache(max_messages=50), now=lambda: now, history=store)
-    handle_message(deps, project_id="p-eval", session_id="s-eval", user_id="u-eval", content=row["text"],
-                   patient_id=None, deadline=None)
-    weeks: set[str] = set()
-    for request in llm.requests:
-        for block in request.system:
-            weeks.update(_WEEK_HEADER.findall(block.text))
-    return sorted(weeks)
+    result = handle_message(deps, project_id="p-eval", session_id="s-eval", user_id="u-eval", content=row["text"],
+                            patient_id=None, deadline=None)
+    return result, llm.requests
+
+
+def request_weeks(request: Any) -> list[str]:
+    """The ISO weeks of the history book one LLM request carried (its system blocks), oldest first."""
+    return sorted({w for block in request.system for w in _WEEK_HEADER.findall(block.text)})
+
+
+def turn_weeks(row: dict[str, Any]) -> list[str]:
+    """The ISO weeks the prompts of one real chat turn of ``row`` carried, oldest first."""
+    _, requests = turn_requests(row)
+    return sorted({w for request in requests for w in request_weeks(request)})
 
 
 def loading(path: str = "history_anchors.jsonl") -> dict[str, Any]:
@@ -180,4 +188,5 @@ def run() -> dict[str, Any]:
     return out
 
 
-__all__ = ["expected_weeks", "loading", "resolver", "run", "stored_weeks", "table_rows", "turn_weeks"]
+__all__ = ["expected_weeks", "loading", "request_weeks", "resolver", "run", "stored_weeks", "table_rows",
+           "turn_requests", "turn_weeks"]

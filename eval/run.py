@@ -13,7 +13,8 @@
   positives, clinical values kept verbatim).
 - judgement on unseen wording (eval/SETS.md): time-anchored history questions (:mod:`eval.anchors`:
   the weeks a real turn loads, and the time-anchor resolver), directives vs tasks, scope,
-  relaxations against the baseline System Rules and conflicts (:mod:`eval.judgement`).
+  relaxations against the baseline System Rules and conflicts (:mod:`eval.judgement`); a QC run and
+  a history question in one message (:mod:`eval.qc_history`).
 
 Run: ``python -m eval.run [--month PATH] [--label before|after] [--provider offline|anthropic]``.
 ``--label`` keeps figures of several runs side by side in results.json (one key each).
@@ -32,7 +33,7 @@ for p in (ROOT / "layers" / "shared", ROOT):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from eval import anchors, judgement  # noqa: E402
+from eval import anchors, judgement, qc_history  # noqa: E402
 from eval.month import DEFAULT_MONTH, SHARED, run_month  # noqa: E402
 
 RESULTS = ROOT / "eval" / "results.json"
@@ -99,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     idents = identifiers()
     judged = judgement.run()
     anchored = anchors.run()
+    mixed = qc_history.run()
     rows: list[tuple[str, Any, str]] = [
         ("distill: captured (share of directives)", f"{distill['captured']}/{distill['directives']} "
          f"= {distill['captured_share']}", ">= 0.9"),
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                      "0"))
         rows.append((f"identifiers: {name} boundary errors / values lost", f"{f['boundary_errors']} / "
                      f"{f['keep_violations']}", "0 / 0"))
-    rows += anchors.table_rows(anchored) + judgement.table_rows(judged)
+    rows += anchors.table_rows(anchored) + qc_history.table_rows(mixed) + judgement.table_rows(judged)
     width = max(len(r[0]) for r in rows)
     print(f"make eval [{args.label}] month={args.month.name} provider={args.provider}")
     for name, value, target in rows:
@@ -142,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     stored = json.loads(RESULTS.read_text("utf-8")) if RESULTS.is_file() else {}
     stored[args.label] = {"month": args.month.name, "provider": args.provider, "distill": distill,
                           "routing": routes, "symptoms": symp, "identifiers": idents,
-                          "anchors": anchored, "judgement": judged}
+                          "anchors": anchored, "qc_history": mixed, "judgement": judged}
     RESULTS.write_text(json.dumps(stored, ensure_ascii=False, indent=1, sort_keys=True) + "\n", "utf-8")
     print(f"misses: {json.dumps(distill['misses'], ensure_ascii=False)}")
     return 0

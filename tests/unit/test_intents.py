@@ -258,16 +258,16 @@ def test_plan_splits_qc_from_history() -> None:
     plans = plan_calls([Intent.QC_TASK, Intent.QUERY_HISTORY, Intent.QUERY_DATA])
     # Then: the QC part (with the other non-history intents) runs first without history
     assert plans == [
-        CallPlan(intents=(Intent.QC_TASK, Intent.QUERY_DATA), load_history=False),
-        CallPlan(intents=(Intent.QUERY_HISTORY,), load_history=True),
+        CallPlan(intents=(Intent.QC_TASK, Intent.QUERY_DATA), load_history=False, others=(Intent.QUERY_HISTORY,)),
+        CallPlan(intents=(Intent.QUERY_HISTORY,), load_history=True, others=(Intent.QC_TASK, Intent.QUERY_DATA)),
     ]
 
 
 def test_plan_splits_qc_from_trend() -> None:
     plans = plan_calls([Intent.ANALYZE_TREND, Intent.QC_TASK])
     assert plans == [
-        CallPlan(intents=(Intent.QC_TASK,), load_history=False),
-        CallPlan(intents=(Intent.ANALYZE_TREND,), load_history=True),
+        CallPlan(intents=(Intent.QC_TASK,), load_history=False, others=(Intent.ANALYZE_TREND,)),
+        CallPlan(intents=(Intent.ANALYZE_TREND,), load_history=True, others=(Intent.QC_TASK,)),
     ]
 
 

@@ -341,6 +341,7 @@ def assemble_prompt(
     history_span: HistorySpan | None = None,
     directives: Sequence[str] = (),
     relaxes: Sequence[str] | None = None,
+    others: Sequence[Intent] = (),
 ) -> AssembledPrompt:
     """Assemble one LLM context.
 
@@ -364,6 +365,8 @@ def assemble_prompt(
             acknowledgement only).
         relaxes: the System Rules those directives would relax (texts; ``()``: the rules as a
             whole; None: none): the session block asks the reply to refuse them, naming the rule.
+        others: the intents another context of the turn answers (a QC + history message split in
+            two); the session block says so.
 
     Returns:
         The system blocks (with cache flags), the messages (the session memory leading the first
@@ -382,7 +385,7 @@ def assemble_prompt(
     lead = assembly.add_session_memory(render_session_memory(session, budget.session_tokens, asker=asker))
     turns, messages = assembly.add_recent_turns(session, budget, lead, without_history=Intent.QC_TASK in intents)
     session_text = render_session_block(session, intents, now=now, time_zone=time_zone, directives=directives,
-                                        relaxes=relaxes)
+                                        relaxes=relaxes, others=others)
     messages.append(assembly.add_question(session_text, user_text, [] if turns else lead))
     return AssembledPrompt(
         system=assembly.system,

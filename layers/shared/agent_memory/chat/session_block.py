@@ -82,9 +82,11 @@ def render_session_block(
     time_zone: str | None = None,
     directives: Sequence[str] = (),
     relaxes: Sequence[str] | None = None,
+    others: Sequence[Intent] = (),
 ) -> str:
     """The ``<session>`` block: the current time (in ``time_zone``, UTC when None; left out when
-    ``now`` is None), the symptom facts so far, the task note of this call's ``intents`` and the
+    ``now`` is None), the symptom facts so far, the task note of this call's ``intents``, the part
+    of the message another call of the turn answers (``others``, :func:`render_other_part`) and the
     standing directives the message states with the System Rules they would relax (``relaxes``,
     :func:`render_directives`): the block that changes every turn, sent with the user's message
     after the last cache breakpoint."""
@@ -98,6 +100,8 @@ def render_session_block(
         parts.append(symptoms)
     notes = " ".join(INTENT_NOTES[i] for i in intents if i in INTENT_NOTES)
     parts.append(f"Task ({', '.join(i.value for i in intents)}): {notes}")
+    if others:
+        parts.append(render_other_part(others))
     if directives:
         parts.append(render_directives(directives, relaxes))
     return "\n".join([f'<session id="{session.session_id}"{patient}>', *(neutralise_block_tags(p) for p in parts),
@@ -140,6 +144,33 @@ def render_directives(directives: Sequence[str], relaxes: Sequence[str] | None =
             " project admin's review; then do only what the task above asks.")
 
 
+#: How the note of a split message names the part another context answers: in words, not intent names,
+#: so that a context's task (its ``Task (...)`` line) is the only intent it is given.
+PART_NAMES: dict[Intent, str] = {
+    Intent.QUERY_DATA: "the look-up of current data",
+    Intent.QUERY_HISTORY: "the question about the project's past (from the weekly reports)",
+    Intent.ANALYZE_TREND: "the question about the project's past (from the weekly reports)",
+    Intent.QC_TASK: "the data quality check",
+    Intent.GENERATE_REPORT: "the report",
+    Intent.MEMORY_RECALL: "what the user told the assistant before",
+    Intent.CONSULTATION: "the symptoms described",
+    Intent.GENERAL: "the rest of the message",
+}
+
+#: The first words of the session block's line naming the part of the message another call answers.
+OTHER_PART_HEAD = "Answered separately in this turn:"
+
+
+def render_other_part(others: Sequence[Intent]) -> str:
+    """The note of a call that answers one part of a message split in two (QC and history,
+    :func:`agent_memory.chat.intents.plan_calls`): the other part is answered by another context of
+    the same turn, and both replies are sent together."""
+    named = ", ".join(dict.fromkeys(PART_NAMES[i] for i in others))
+    return (f"{OTHER_PART_HEAD} {named}. The message also asks for that part; another context of this turn"
+            " answers it and both replies are sent together: do only the task above, without saying the other"
+            " part cannot be done here.")
+
+
 def render_asker(asker: Member) -> str:
     """Who is asking and which hot-memory preference lines apply to them: the lines of their study
     role (``[CRC]``), their own lines (tagged with their user id) and untagged lines; a line tagged
@@ -156,9 +187,12 @@ def render_asker(asker: Member) -> str:
 __all__ = [
     "DIRECTIVES_HEAD",
     "INTENT_NOTES",
+    "OTHER_PART_HEAD",
+    "PART_NAMES",
     "RELAXES_HEAD",
     "render_asker",
     "render_directives",
+    "render_other_part",
     "render_session_block",
     "render_session_memory",
 ]

@@ -38,7 +38,7 @@ from agent_memory.chat.agent import TOOL_CHOICE_NONE, ClinicalTools, ModelCall, 
 from agent_memory.chat.answer import CallOutcome, CallReport, ChatResult, TokenUsage, combine_replies, turn_manifest
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
-from agent_memory.chat.intents import CallPlan, IntentClassifier, plan_calls
+from agent_memory.chat.intents import CallPlan, IntentClassifier, history_part, plan_calls
 from agent_memory.chat.intents.directives import TASK_INTENTS, rules_relaxed_by_directives
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
 from agent_memory.chat.read import TurnRead, context_for_turn
@@ -269,7 +269,9 @@ def _read_history(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan]) -> His
         return None
     ctx = turn.ctx
     project_id = ctx.project.project_id
-    anchor = anchor_of(turn.content, turn.now, ctx.project.time_zone, [ln.text for ln in ctx.hot_memory.lines])
+    # a message split into a QC context and a history context: the period is the history part's
+    asked = history_part(turn.content) if any(Intent.QC_TASK in p.intents for p in plans) else turn.content
+    anchor = anchor_of(asked, turn.now, ctx.project.time_zone, [ln.text for ln in ctx.hot_memory.lines])
     read = ctx.yearly_summaries
     return load_history_for(
         deps.store, project_id, anchor, cap=deps.config.budget.history_weeks,
@@ -463,6 +465,7 @@ def _run_call(deps: ChatDeps, call: _CallInput, shared: list[ToolSet]) -> CallOu
         asker=call.asker,
         directives=call.directives,
         relaxes=call.relaxes,
+        others=call.plan.others,
     )
     request = LLMRequest(
         model=cfg.chat_model_id,

@@ -88,14 +88,20 @@ class WeekRange:
     start: date
     end: date
     label: str
+    #: two or more periods named apart and compared ("W23 和 W30 比较一下"): their days, oldest
+    #: first, each already cut at the last complete week; empty: the one period ``start..end``.
+    parts: tuple[tuple[date, date], ...] = ()
 
     def weeks(self) -> list[str]:
-        """Every ISO week of the range, oldest first."""
-        out, monday = [], self.start - timedelta(days=self.start.weekday())
-        while monday <= self.end:
-            out.append(iso_week(monday))
-            monday += timedelta(days=7)
-        return out
+        """Every ISO week of the range (of its ``parts`` only, when it has them), oldest first."""
+        out: list[str] = []
+        for start, end in self.parts or ((self.start, self.end),):
+            monday = start - timedelta(days=start.weekday())
+            while monday <= end:
+                if iso_week(monday) not in out:
+                    out.append(iso_week(monday))
+                monday += timedelta(days=7)
+        return sorted(out)
 
 
 @dataclass(frozen=True)
@@ -443,13 +449,18 @@ def names_period(text: str) -> bool:
     return any(_find(finder, norm, _REFERENCE_DAY) is not None for _, finder in _FINDERS)
 
 
-#: the word between two periods a question compares ("上半年和下半年比", "Q1 vs Q2")
-_BETWEEN = re.compile(r"和|与|跟|同|对比|相比|\bvs\.?|\bversus\b|\bcompared (?:to|with)\b|\band\b")
+#: the word between two periods a question compares or names together ("上半年和下半年比", "Q1 vs Q2",
+#: "compare week 23 with week 30")
+_BETWEEN = re.compile(r"和|与|跟|同|对比|相比|\bvs\.?|\bversus\b|\bcompared (?:to|with)\b|\band\b|\bwith\b")
+#: words that make two named ends one span ("between March 2 and March 20", "从W23到W30之间")
+_SPAN_WORDS = re.compile(r"\bbetween\b|\bfrom\b|之间|从")
 
 
-def _compared(text: str, today: Today) -> tuple[str, Period] | None:
-    """Two periods a question compares, each named on its own side of "和 / vs / and": the span
-    from the first's start to the second's end (both are loaded); None unless both sides name one."""
+def _compared(text: str, today: Today) -> tuple[str, tuple[Period, ...]] | None:
+    """Two periods a question compares or names together, each on its own side of "和 / vs / and /
+    with": the two periods, oldest first (only they are loaded: "W23 和 W30" is two weeks, not the
+    eight from W23 to W30); with a span word ("between ... and ...", 从 / 之间) the one span from the
+    first's start to the second's end. None unless both sides name a period."""
     sides = _BETWEEN.split(text, maxsplit=1)
     if len(sides) != 2:
         return None
@@ -459,7 +470,9 @@ def _compared(text: str, today: Today) -> tuple[str, Period] | None:
         if period is None:
             return None
         periods.append(period)
-    return "compare", (min(p[0] for p in periods), max(p[1] for p in periods))
+    if _SPAN_WORDS.search(text):
+        return "range", ((min(p[0] for p in periods), max(p[1] for p in periods)),)
+    return "compare", tuple(sorted(periods))
 
 
 def resolve_anchor(question: str, now: datetime, time_zone: str,
@@ -486,28 +499,36 @@ def resolve_anchor(question: str, now: datetime, time_zone: str,
         raise ValueError("now must be timezone-aware")
     today = Today(now.astimezone(ZoneInfo(time_zone)).date())
     text = normalise(question)
-    found: tuple[str, Period] | None = None
+    found = _named_periods(text, today, milestones)
+    if found is None:
+        return None
+    name, named = found
+    parts = tuple((start, min(end, today.last_sunday)) for start, end in named)
+    parts = tuple(p for p in parts if p[0] <= p[1])
+    if not parts:
+        return None
+    start, end = parts[0][0], max(p[1] for p in parts)
+    first, last = iso_week(start), iso_week(end)
+    days = ", ".join(f"{a.isoformat()}..{b.isoformat()}" for a, b in parts)
+    return WeekRange(first=first, last=last, start=start, end=end, label=f"{name}: {days} ({first}..{last})",
+                     parts=parts if len(parts) > 1 else ())
+
+
+def _named_periods(text: str, today: Today, milestones: Sequence[str]) -> tuple[str, tuple[Period, ...]] | None:
+    """The kind and the period(s) of days normalised ``text`` names, in the order of precedence: an
+    event or milestone, two periods compared, then the first finder that reads one; None: none."""
     if has_event_word(text, milestones):
         event = event_period(text, today.day, milestones)
         if event is not None:
-            found = event
-    if found is None:
-        found = _compared(text, today)
-    if found is None:
-        for name, finder in _FINDERS:
-            period = _find(finder, text, today)
-            if period is not None:
-                found = (name, period)
-                break
-    if found is None:
-        return None
-    name, (start, end) = found
-    end = min(end, today.last_sunday)
-    if start > end:
-        return None
-    first, last = iso_week(start), iso_week(end)
-    return WeekRange(first=first, last=last, start=start, end=end,
-                     label=f"{name}: {start.isoformat()}..{end.isoformat()} ({first}..{last})")
+            return event[0], (event[1],)
+    compared = _compared(text, today)
+    if compared is not None:
+        return compared
+    for name, finder in _FINDERS:
+        period = _find(finder, text, today)
+        if period is not None:
+            return name, (period,)
+    return None
 
 
 __all__ = ["WeekRange", "iso_week", "names_period", "normalise", "number", "resolve_anchor"]

@@ -4,6 +4,8 @@
   absolute, around an event or a milestone, in the project's zone) loads exactly the weekly reports
   of that ISO-week range: ONE Query (``sk BETWEEN``). A range of more than ``cap`` weeks loads its
   newest ``cap`` weeks, and the yearly summaries of the range's older years stand for the rest.
+  Two periods a question compares apart ("W23 和 W30 比较一下") load those periods only: one Query
+  each.
   The weeks of the range without a report are named, so an answer says "no report for week N"
   only when there is none.
 - A question naming no period loads what it always did: the newest ``cap`` reports (one Query)
@@ -17,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Protocol
 
 from agent_memory.domain.models import WeeklyReport, YearlySummary
-from agent_memory.history.anchors import WeekRange, resolve_anchor
+from agent_memory.history.anchors import WeekRange, iso_week, resolve_anchor
 
 
 class HistoryBook(Protocol):
@@ -52,11 +54,16 @@ class HistorySpan:
     missing: tuple[str, ...] = ()
     years: tuple[int, ...] = ()
 
+    runs: tuple[tuple[str, str], ...] = ()
+
     def describe(self) -> str:
         """``2026-W14..2026-W18 (months: 2026-04-01..2026-04-30)``, plus the part left to yearly
-        summaries when the range was cut."""
+        summaries when the range was cut; periods compared apart are named each
+        (``2025-W23,2025-W30 (compare: ...)``)."""
         cut = "" if self.first == self.asked.first else f"; {self.asked.first}..{self.first} as yearly summaries"
-        return f"{self.first}..{self.last} ({self.asked.label}{cut})"
+        weeks = ",".join(a if a == b else f"{a}..{b}" for a, b in self.runs) if len(self.runs) > 1 else \
+            f"{self.first}..{self.last}"
+        return f"{weeks} ({self.asked.label}{cut})"
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,9 @@ def load_history_for(
         return HistoryLoad(reports, yearly_read() if len(reports) >= cap else [])
     weeks = anchor.weeks()
     loaded = weeks[-cap:]
-    reports = book.list_reports_between(project_id, loaded[0], loaded[-1])
+    runs = week_runs(loaded)
+    # one Query per run of consecutive weeks: one for a period, one per period compared apart
+    reports = [r for first, last in runs for r in book.list_reports_between(project_id, first, last)]
     years: list[YearlySummary] = []
     if len(weeks) > len(loaded):
         first_year, cut_year, cut_week = int(weeks[0][:4]), int(loaded[0][:4]), int(loaded[0][6:])
@@ -105,8 +114,22 @@ def load_history_for(
                  if first_year <= y.year < cut_year or (y.year == cut_year and cut_week > 1)]
     have = {r.iso_week for r in reports}
     span = HistorySpan(asked=anchor, first=loaded[0], last=loaded[-1],
-                       missing=tuple(w for w in loaded if w not in have), years=tuple(y.year for y in years))
+                       missing=tuple(w for w in loaded if w not in have), years=tuple(y.year for y in years),
+                       runs=tuple(runs))
     return HistoryLoad(sorted(reports, key=lambda r: r.iso_week, reverse=True), years, span)
 
 
-__all__ = ["HistoryBook", "HistoryLoad", "HistorySpan", "anchor_of", "load_history_for"]
+def week_runs(weeks: Sequence[str]) -> list[tuple[str, str]]:
+    """``weeks`` (ISO ``YYYY-Www``, oldest first) as runs of consecutive weeks, ``(first, last)`` each:
+    ``["2025-W23", "2025-W24", "2025-W30"]`` -> ``[("2025-W23", "2025-W24"), ("2025-W30", "2025-W30")]``."""
+    runs: list[tuple[str, str]] = []
+    for week in weeks:
+        monday = date.fromisocalendar(int(week[:4]), int(week[6:]), 1)
+        if runs and iso_week(monday - timedelta(days=7)) == runs[-1][1]:
+            runs[-1] = (runs[-1][0], week)
+        else:
+            runs.append((week, week))
+    return runs
+
+
+__all__ = ["HistoryBook", "HistoryLoad", "HistorySpan", "anchor_of", "load_history_for", "week_runs"]

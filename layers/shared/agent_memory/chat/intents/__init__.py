@@ -25,7 +25,7 @@ from agent_memory.chat.intents.plan import (
     IntentClassifier,
     plan_calls,
 )
-from agent_memory.chat.intents.rules import RuleIntentClassifier
+from agent_memory.chat.intents.rules import RuleIntentClassifier, history_part
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -38,6 +38,7 @@ __all__ = [
     "IntentOutput",
     "LLMIntentClassifier",
     "RuleIntentClassifier",
+    "history_part",
     "normalise",
     "plan_calls",
     "split_clauses",

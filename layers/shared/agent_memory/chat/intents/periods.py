@@ -219,7 +219,11 @@ PAST_REF = r"以前|之前|原来|当初|那会|那阵|过去|上周|上个?月|
 QC_NOMINAL = (
     r"(?:质控|核查|qc|sdv)[^,;。?!]{0,3}?(?:发现|查出|结果|问题|错误|findings|issues|errors|results)"
     r"|\b(?:qc|quality) (?:findings|issues|errors|results)\b|数据质量|\bdata quality\b"
-    r"|(?:决定|定下|定了|规定|改成|改为|decid\w* to|agreed to)[^,;。?!]{0,12}?(?:质控|核查|qc|sdv)"
+    r"|(?:决定|定下|定了|规定|改成|改为|讨论|商量|商定|decid\w* (?:to|on|about)|decision (?:to|on|about)"
+    r"|agree\w* (?:to|on|about)|discuss\w*|talk\w* about)[^,;。?!]{0,12}?(?:质控|核查|qc|sdv)"
+    # QC as the topic of a plan or rule: its frequency, schedule, SOP, process ("QC frequency", "质控频率")
+    r"|(?:质控|核查|qc|sdv)\s*(?:的)?\s*(?:频率|频次|周期|计划|流程|方案|规则|制度|标准|范围|节奏|安排"
+    r"|frequency|schedule|cadence|plan|process|sop|rules?|scope|criteria|policy)"
 )
 
 

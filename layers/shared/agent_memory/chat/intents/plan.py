@@ -60,6 +60,9 @@ class CallPlan:
 
     intents: tuple[Intent, ...]
     load_history: bool
+    #: the intents the other call(s) of the same message serve (a QC + history message split in
+    #: two): this call does only its own part, the other part is answered beside it
+    others: tuple[Intent, ...] = ()
 
 
 def dedupe_intents(intents: Iterable[Intent]) -> tuple[Intent, ...]:
@@ -74,7 +77,10 @@ def plan_calls(intents: Sequence[Intent]) -> list[CallPlan]:
     - A ``QC_TASK`` never sees history ("质控必须基于当下的事实"): when QC and a history intent
       are both present, two plans are returned - first the QC part (QC plus every other
       non-history intent, ``load_history=False``), then the history part (the history intents,
-      ``load_history=True``).
+      ``load_history=True``), each naming the other's intents (``others``). Two sub-turns, not one
+      context with both: a context that holds the history book (or a recent turn drawing on it)
+      would be a QC context with history, and the history part keeps its period (the turn reads
+      it from the message without its QC clauses, ``rules.history_part``).
     - Otherwise one plan with all the intents. Empty input gives one ``GENERAL`` plan.
 
     Args:
@@ -89,5 +95,6 @@ def plan_calls(intents: Sequence[Intent]) -> list[CallPlan]:
     history = tuple(i for i in unique if i in HISTORY_INTENTS)
     if history and Intent.QC_TASK in unique:
         rest = tuple(i for i in unique if i not in HISTORY_INTENTS)
-        return [CallPlan(intents=rest, load_history=False), CallPlan(intents=history, load_history=True)]
+        return [CallPlan(intents=rest, load_history=False, others=history),
+                CallPlan(intents=history, load_history=True, others=rest)]
     return [CallPlan(intents=unique, load_history=bool(history))]

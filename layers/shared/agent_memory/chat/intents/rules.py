@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from agent_memory.chat.intents.cues import RESEARCH_CONTEXT, SUBJECT_ID_RX, cue_families, normalise, split_clauses
 from agent_memory.chat.intents.directives import intents_now, split_directives
 from agent_memory.chat.intents.periods import REASON_RX, period_flags
@@ -243,3 +245,32 @@ class RuleIntentClassifier:
                 # patient, never project data, trends or decisions.
                 intents = [i for i in intents if i not in _PATIENT_STORY_OVERRIDES]
         return tuple(intents) or (Intent.GENERAL,)
+
+    def history_part(self, text: str) -> str:
+        """The part of ``text`` a history context reads its period from when the message also asks
+        for a QC run: ``text`` without its QC clauses (a clause asking for QC and nothing of the
+        past), so the period of the data to check ("质控一下第10周的数据", "QC last week's CRFs") is
+        never taken for the period of the history question beside it. ``text`` itself (normalised)
+        when no clause is QC-only, or every clause is.
+
+        The QC context reads no period at all (it has no history, docs/architecture.md, "Intents").
+        """
+        clauses = split_clauses(normalise(text))
+        kept = [c for c in clauses if not _qc_only(self._clause_intents(c))]
+        return " ".join(kept) if kept and len(kept) < len(clauses) else normalise(text)
+
+
+@lru_cache(maxsize=1)
+def _rules() -> RuleIntentClassifier:
+    return RuleIntentClassifier()
+
+
+def history_part(text: str) -> str:
+    """:meth:`RuleIntentClassifier.history_part` of one shared rule classifier (whichever
+    classifier routed the turn: the clauses are told apart by the rules)."""
+    return _rules().history_part(text)
+
+
+def _qc_only(intents: list[Intent]) -> bool:
+    """A clause that asks for QC and not about the past."""
+    return Intent.QC_TASK in intents and not any(i in intents for i in _HISTORY_KINDS)
