@@ -79,3 +79,14 @@ def test_standing_instructions_about_what_the_assistant_sends_are_found(message:
 )
 def test_look_alikes_about_what_the_assistant_sends_are_not_statements(message: str) -> None:
     assert find_statements(message) == []
+
+
+def test_a_rule_and_its_exception_stay_one_line() -> None:
+    assert [f.text for f in find_statements("月报还是月初发，但是春节那个月改成节后第一周发")] == [
+        "月报还是月初发，但是春节那个月改成节后第一周发。"]
+
+
+def test_a_recurring_morning_is_no_withdrawal_and_an_emphasis_restates() -> None:
+    assert [f.kind for f in find_statements("锁库之前，每天早上给我一份未关闭query的数量，锁完就不用了")] == ["durable"]
+    assert [f.kind for f in find_statements("早上说的那个每天给我发清单的先不要了")] == ["withdraw"]
+    assert find_statements("SAE那个事再强调下，报告里务必写明获知日期") == []

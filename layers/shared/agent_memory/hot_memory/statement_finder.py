@@ -153,7 +153,8 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
     if HYPOTHETICAL.search(prefix[-6:]):
         return True
     asked = QUESTION_WORDS.search(frag)
-    if asked and re.search(r"(?:问|询问|确认)\S{0,6}$|\bask\w*\b[^.]{0,12}$", frag[: asked.start()]):
+    if asked and re.search(r"(?:问|询问|确认)\S{0,6}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|\bask\w*\b[^.]{0,12}$",
+                           frag[: asked.start()]):
         asked = None  # the question to ask each time ("每次随访电话都要问一句最近有没有…")
     if (question or asked) and not _standing_request(norm):
         return True
@@ -378,6 +379,8 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
         if values(f) and not ONE_OFF.search(f) and not (_TASK_NOW.search(f) and not PREFER.search(norm)):
             start = norm.find(f) if f in norm else 0
             if not _trap(norm, start, start + len(f), message, question=question, durable=True):
+                if any(_EXCEPT.match(LEAD_FILLER.sub("", f)) for f in fragments(sentence)[1:]):
+                    return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "change")  # a rule and its exception
                 return FoundStatement(_sentence_topic(sentence, frag) + LEAD_FILLER.sub("", frag).strip(), "change")
     return None
 
@@ -417,7 +420,13 @@ def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStat
         return _TRAPPED
     frags = fragments(sentence)
     idx = next((i for i, f in enumerate(frags) if CHANGE.search(nfkc(f))), 0)
+    if idx > 0 and _EXCEPT.match(LEAD_FILLER.sub("", frags[idx])):
+        idx = 0  # an exception to the rule the sentence opens with: the rule and its exception
     return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
+
+
+#: a clause stating an exception ("周报还是周一发，但是节假日后的第一周改成周二发", "…, except in …")
+_EXCEPT = re.compile(r"但是?|不过|除了|除非|唯独|\b(?:but|except|unless)\b", re.IGNORECASE)
 
 
 def _change_of_earlier_subject(sentence: str, norm: str, message: str, question: bool,
@@ -462,12 +471,16 @@ def _remember(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     return FoundStatement(statement_body(frags[0], frags[1:]), "remember") if frags else None
 
 
+#: a recurring morning ("每天早上给我一份…") is no back-reference to this morning
+_EVERY_MORNING = re.compile(r"每(?:天|日|个?工作日|周[一二三四五六日天]?)(?:早上|上午)")
+
+
 def _find_in_sentence(sentence: str, masked: str, message: str, *, question: bool) -> FoundStatement | None:
     norm = nfkc(masked)
     if len(norm) != len(masked):
         norm = masked
     # a withdrawal of something said before ("早上说的那个…先不要了")
-    if WITHDRAW.search(norm) and BACK_REFERENCE.search(norm) and not CHANGE.search(norm):
+    if WITHDRAW.search(norm) and BACK_REFERENCE.search(_EVERY_MORNING.sub("", norm)) and not CHANGE.search(norm):
         return FoundStatement(sentence, "withdraw")
     for finder in (_risk_said, _durable, _change, _remember):
         found = finder(sentence, norm, message, question)
