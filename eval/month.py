@@ -117,8 +117,9 @@ def _stack(provider: str) -> Iterator[tuple[Any, Any, Any]]:
 
 
 def _seed(month: dict[str, Any], chat: Any, deps: Any) -> None:
+    from agent_memory.adapters.dynamo.members import MemberRepository
     from agent_memory.adapters.dynamo.projects import ProjectRepository as ProjectsRepository
-    from agent_memory.domain.models import HotMemory, HotMemoryLine, Project
+    from agent_memory.domain.models import HotMemory, HotMemoryLine, Member, Project
     from agent_memory.hot_memory.document import document_tokens
 
     tz = ZoneInfo(month["timezone"])
@@ -128,6 +129,11 @@ def _seed(month: dict[str, Any], chat: Any, deps: Any) -> None:
     first = min(datetime.fromisoformat(m["at"]) for m in month["messages"])
     projects.put_project(Project(project_id=pid, name=pid, time_zone=month["timezone"],
                                  created_at=first - timedelta(days=90)))
+    members = MemberRepository()
+    for user_id, user in month.get("users", {}).items():  # the team the distillation reads
+        members.put_member(Member(project_id=pid, user_id=user_id, project_role="member",
+                                  study_role=user["user_role"], display_name=user.get("name") or user_id,
+                                  added_at=first - timedelta(days=90), added_by="eval"))
     lines = [
         HotMemoryLine(
             line_id=ln["id"], section=ln["section"], text=ln["text"], source=ln["source"],

@@ -44,6 +44,7 @@ from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_b
 from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF, RISK
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
+from agent_memory.hot_memory.team import Team
 
 DISTILLER = "distiller"
 #: The study roles a preference's scope may name.
@@ -100,6 +101,7 @@ def merge_candidates(
     now: datetime,
     max_line_tokens: int,
     feedback_events: Sequence[FlowLogEntry] = (),
+    team: Team | None = None,
 ) -> MergeResult:
     """Merge candidates (oldest statement first) into a copy of ``hot.lines``: THE guards both
     extractors (rules and LLM) go through.
@@ -136,11 +138,14 @@ def merge_candidates(
 
     ``feedback_events``: the day's down-vote records; several raters may rate the same answer, so
     a candidate citing it is grounded in the record of its own speaker (``Candidate.speaker``).
+    ``team``: the project's members (:class:`~agent_memory.hot_memory.team.Team`; step 4: a
+    preference for oneself by the only holder of a study role is that role's, one addressed to a
+    member by name is that member's); None: unknown (a preference for oneself is the speaker's).
 
     Deterministic: the same inputs give byte-identical lines (ids are content hashes).
     """
     merge = _Merge(hot, day_messages=day_messages, day=day, now=now, max_line_tokens=max_line_tokens,
-                   feedback_events=feedback_events)
+                   feedback_events=feedback_events, team=team or Team())
     for cand in sorted(candidates, key=lambda c: c.order):
         merge.add(cand)
     return merge.result
@@ -158,6 +163,8 @@ class _Statement:
     #: the speaker's own line on the subject (tagged with their user id) a statement naming no
     #: scope restates or changes: the statement keeps that scope
     own_scope: bool = False
+    #: the project's members (who holds a study role alone, who is named as an audience)
+    team: Team = field(default_factory=Team)
 
     @cached_property
     def info(self) -> Analysis:
@@ -170,19 +177,22 @@ class _Statement:
     @property
     def role(self) -> str | None:
         """A preference's role tag (docs/architecture.md, "Hot memory"): the study role its scope
-        names, the speaker's user id for a preference of the speaker alone, None for everyone;
-        the speaker's study role from the flow-log record when the statement names no scope (or
-        an extractor names one that is not a study role)."""
+        names, the speaker's user id for a preference of the speaker alone (their study role when
+        they hold it alone in the team), the member it names as its audience by name
+        (:class:`~agent_memory.hot_memory.team.Team`), None for everyone; the speaker's study role
+        from the flow-log record when the statement names no scope (or an extractor names one that
+        is not a study role)."""
         if self.cand.section != "User Preferences":
             return None
-        if self.own_scope:
-            return self.speaker.user_id
+        speaker = self.speaker
         scope = self.cand.scope
+        if self.own_scope or scope == "speaker":
+            return self.team.own_tag(speaker.user_id, speaker.study_role)
         if scope == "everyone":
             return None
-        if scope == "speaker":
-            return self.speaker.user_id
-        return scope if scope in STUDY_ROLES else self.speaker.study_role
+        if scope in STUDY_ROLES:
+            return scope
+        return self.team.named_audience(self.text, speaker=speaker.user_id) or speaker.study_role
 
     @property
     def feedback(self) -> list[FlowLogEntry]:
@@ -195,8 +205,9 @@ class _Merge:
     the admin rules guarding it, the messages already queued for review."""
 
     def __init__(self, hot: HotMemory, *, day_messages: Mapping[str, FlowLogEntry], day: str, now: datetime,
-                 max_line_tokens: int, feedback_events: Sequence[FlowLogEntry]) -> None:
+                 max_line_tokens: int, feedback_events: Sequence[FlowLogEntry], team: Team) -> None:
         self.hot = hot
+        self.team = team
         self.lines = list(hot.lines)
         self.result = MergeResult(lines=self.lines)
         self.rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
@@ -217,7 +228,7 @@ class _Merge:
             self.result.rejected[rejection] += 1
             return
         said = [self.by_rater.get((e, cand.speaker), self.day_messages[e]) for e in evidence]
-        statement = _Statement(cand, text, evidence, said)
+        statement = _Statement(cand, text, evidence, said, team=self.team)
         statement.own_scope = self._speaker_own_subject(statement)
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback

@@ -142,6 +142,11 @@ def _standing_request(norm: str) -> bool:
 _TRY_NOW = re.compile(r"看看|瞧瞧|一下|\bfor a look\b|\bright now\b", re.IGNORECASE)
 
 
+#: a question put in each report or asked each time ("每次随访电话都要问一句…", "周报都附一句…是什么")
+_ASKED_EACH_TIME = re.compile(r"(?:问|询问|确认)\S{0,6}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|"
+                              r"\bask\w*\b[^.]{0,12}$", re.IGNORECASE)
+
+
 def _trap(norm: str, start: int, end: int, message: str, *, question: bool, durable: bool = False) -> bool:
     """True when the cue at ``norm[start:end]`` is not a statement of the speaker (see the module
     docstring: hypothetical, question, reported speech, restatement, one-off, subject's clinical
@@ -153,8 +158,7 @@ def _trap(norm: str, start: int, end: int, message: str, *, question: bool, dura
     if HYPOTHETICAL.search(prefix[-6:]):
         return True
     asked = QUESTION_WORDS.search(frag)
-    if asked and re.search(r"(?:问|询问|确认)\S{0,6}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|\bask\w*\b[^.]{0,12}$",
-                           frag[: asked.start()]):
+    if asked and _ASKED_EACH_TIME.search(frag[: asked.start()]):
         asked = None  # the question to ask each time ("每次随访电话都要问一句最近有没有…")
     if (question or asked) and not _standing_request(norm):
         return True

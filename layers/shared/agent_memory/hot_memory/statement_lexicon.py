@@ -173,7 +173,9 @@ CLINICAL_ORDER = re.compile(
     r"肝功|肾功|"
     r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
 )
-RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|再提醒一遍|\bsame as before\b|\bas (?:i )?said\b|"
+RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
+                      r"再提醒一遍|"
+                      r"\bsame as before\b|\bas (?:i )?said\b|"
                       r"\bi (?:told you|said)\b", _I)
 WITHDRAW = re.compile(
     r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|"

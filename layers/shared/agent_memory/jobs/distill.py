@@ -34,6 +34,7 @@ from agent_memory.hot_memory.document import document_tokens
 from agent_memory.hot_memory.merge import DISTILLER, MergeResult, compact_offline, merge_candidates
 from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.statements import extract_rule_candidates
+from agent_memory.hot_memory.team import Team
 from agent_memory.jobs.calendar import distill_day, local_day_window, period_over
 from agent_memory.jobs.deps import JobDeps, JobProgress, conflict_retrying, count_metric, send_alert
 from agent_memory.jobs.llm_tasks import (
@@ -229,9 +230,11 @@ def _merge_and_save(deps: JobDeps, progress: JobProgress, hot: HotMemory, candid
         VersionConflict: hot memory changed since it was read (the caller re-reads it).
     """
     pid, caps, now = progress.project_id, deps.caps, deps.clock()
+    team = Team(deps.store.list_members(pid)) if candidates else Team()
     merged = merge_candidates(
         hot, candidates, day_messages={m.message_id: m for m in users}, day=key, now=now,
         max_line_tokens=caps.max_line_tokens, feedback_events=[m for m in users if m.source == FEEDBACK_SOURCE],
+        team=team,
     )
     tokens_after = document_tokens(merged.lines)
     _count(progress.counts, merged, document_tokens(hot.lines), tokens_after)

@@ -4,7 +4,8 @@ the project record, hot memory, reports and yearly summaries).
 
 Round trips per job and project (the cost does not grow with the number of projects):
 - distill: 1 GetItem (marker) + 1 GetItem (hot memory) + 1-2 Query (flow-log partitions of the
-  UTC dates the local day overlaps) + 1 TransactWriteItems (HOT, HOTREV, JOBRUN) + one
+  UTC dates the local day overlaps) + 1 Query (the members, when the day has statements to merge)
+  + 1 TransactWriteItems (HOT, HOTREV, JOBRUN) + one
   conditional PutItem per review item;
 - archive: 1 GetItem (marker) + 1 GetItem (report) + 8 Query (flow log of the week) +
   1 TransactWriteItems (REPORT, JOBRUN);
@@ -39,6 +40,7 @@ from agent_memory.adapters.dynamo.job_mappers import (
     job_run_to_item,
 )
 from agent_memory.adapters.dynamo.mappers import report_to_item
+from agent_memory.adapters.dynamo.members import MemberRepository
 from agent_memory.adapters.dynamo.projects import ProjectRepository
 from agent_memory.adapters.dynamo.record_tables import AlertSentItem, JobRunItem
 from agent_memory.adapters.dynamo.tables import WeeklyReportItem
@@ -60,12 +62,16 @@ class JobsRepository:
         projects: the project's partition: the project record, hot memory (a job's commit goes
             through it with the run marker), weekly reports and yearly summaries (a new
             :class:`ProjectRepository` by default).
+        members: the project's members (the distillation reads the team to tell a preference of the
+            only holder of a study role from one person's; a new :class:`MemberRepository` by default).
     """
 
-    def __init__(self, projects: ProjectRepository | None = None) -> None:
+    def __init__(self, projects: ProjectRepository | None = None, members: MemberRepository | None = None) -> None:
         self.projects = projects or ProjectRepository()
+        self.members = members or MemberRepository()
 
     get_project = delegate("projects", ProjectRepository.get_project)
+    list_members = delegate("members", MemberRepository.list_members)
     load_hot_memory = delegate("projects", ProjectRepository.load_hot_memory)
     get_weekly_report = delegate("projects", ProjectRepository.get_weekly_report)
     list_reports_between = delegate("projects", ProjectRepository.list_reports_between)
