@@ -93,11 +93,12 @@ LESSON = "Lessons Learned", ("",)
         ("Lesson learned: the week-12 window was counted from consent instead of randomisation and four visits "
          "fell outside it. Visit windows are counted from the randomisation date.", LESSON,
          "counted from the randomisation date"),
-        ("教训：02中心上次把筛选失败的受试者也录进了随机化系统，导致编号跳号。随机化前必须先确认入排标准全部符合", LESSON,
-         "随机化前必须先确认入排标准全部符合"),
+        ("教训：02中心上次把筛选失败的受试者也录进了随机化系统，导致编号跳号。随机化前必须先确认入排标准全部符合",
+         LESSON, "随机化前必须先确认入排标准全部符合"),
         ("We learned the hard way that unblinded lab values can leak through the listings: any listing with lab "
          "data goes through the unblinded statistician first.", LESSON, "unblinded statistician first"),
-        ("踩过的坑：导出listing时没锁定数据版本，两份报表对不上。导出前都要先标明数据截止日期", LESSON, "标明数据截止日期"),
+        ("踩过的坑：导出listing时没锁定数据版本，两份报表对不上。导出前都要先标明数据截止日期", LESSON,
+         "标明数据截止日期"),
         ("lesson：上次 DSMB pack 里混进了 unblinded 数据，所有给DSMB的材料必须先过统计师", LESSON,
          "所有给DSMB的材料必须先过统计师"),
     ],
@@ -138,6 +139,7 @@ def test_a_context_statement_becomes_one_line_of_its_section(
         "Lesson 3 of the GCP training is due on the 20th.",
         "他们组之前吃过亏，所以现在什么都双人核对",
         "For the next hour I'm on a call, ping me after that.",
+        "下午帮我记着提醒一下02中心交SAE随访报告",  # a task to remember, not a risk to watch
     ],
 )
 def test_a_look_alike_adds_no_line(message: str) -> None:

@@ -121,10 +121,11 @@ def late_context(sentence: str, norm: str, message: str) -> ContextSaid | None:
 
 
 def _watched(sentence: str, norm: str, message: str) -> ContextSaid | None:
-    """What ``sentence`` says, when it (or the message's next sentence, alone) asks to keep
-    watching it: a risk when it holds a worry, else a state note."""
+    """What ``sentence`` says, when it closes by asking to keep watching it (or the message's next
+    sentence only asks that): a risk when it holds a worry, else a state note. A mark that does not
+    close its sentence asks for a task ("帮我记着催一下信息科")."""
     mark = WATCH.search(norm)
-    if mark is not None:
+    if mark is not None and _words(re.sub(r"[吧啊哈呀哦了啦]", "", norm[mark.end():])) == 0:
         body = sentence[: mark.start()]
         span = (mark.start(), mark.end())
     elif _watch_alone(_next_sentence(sentence, message)):

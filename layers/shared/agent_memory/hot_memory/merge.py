@@ -421,8 +421,8 @@ _FOCUS = re.compile(
     r"\b(?:current |next )?focus (?:is|now|shifts?|moves?|changes?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
 #: the label an Active Context line opens with ("风险：", "风险解除：", "Current focus: ", "Risk closed: ")
-_CONTEXT_LABEL = re.compile(r"^\s*(?:当前重点|重点|风险解除|主要风险|风险|current focus|focus|risk closed|risk)\s*[:：]\s*",
-                            re.IGNORECASE)
+_CONTEXT_LABEL = re.compile(r"^\s*(?:当前重点|重点|风险解除|主要风险|风险|"
+                            r"current focus|focus|risk closed|risk)\s*[:：]\s*", re.IGNORECASE)
 
 
 def _closes_risk(text: str) -> bool:

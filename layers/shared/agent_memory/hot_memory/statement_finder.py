@@ -31,6 +31,9 @@ a standing cue), 以后 after an event (入组以后…),
 the speaker's own promise (我会…, I'll…), an appointment note (记一下 明天开会), a body that only
 points back (这个都这么办), and restatements ("之前说过", "same as before": they add nothing).
 A withdrawal ("早上说的那个…先不要了", "never mind the …") is found with kind ``withdraw``.
+Active Context and lessons said in everyday wording (a focus without 重点, a risk under a label or
+flagged to watch, a risk closed, a temporary state of a site or a system, a lesson opening its
+message with its rule) are the kinds of :mod:`agent_memory.hot_memory.context_statements`.
 
 The word families are in :mod:`agent_memory.hot_memory.statement_lexicon`. Lines are clean: cue,
 fillers, emoji, complaints and reasons after the instruction are dropped; the statement keeps its

@@ -237,8 +237,8 @@ WORRY = re.compile(
 RISK_CLOSED = re.compile(
     r"(?:风险|隐患)(?:已经|已|也|基本)?(?:解除|消除|排除|不存在|没了|可以撤|撤了|可以关)|"
     r"(?:担心|顾虑)的[^，。；]{0,20}?(?:已经|也)?(?:不存在|不会有|没有了|解除|不用担心|可以放心)|"
-    r"不用(?:再)?担心|"
-    r"\b(?:risk|worry|concern)s? (?:is|are|has been|can be) (?:now )?(?:closed|gone|resolved|cleared|over|off the table)\b|"
+    r"\b(?:risk|worry|concern)s? (?:is|are|has been|can be) (?:now )?"
+    r"(?:closed|gone|resolved|cleared|over|off the table)\b|"
     r"\bno longer a (?:risk|concern|worry)\b|\bstop worrying about\b|\bclose (?:that|the|this) risk\b", _I)
 #: a temporary state of a site, a system or a supply ("site 03 is paused for new enrolment", "EDC暂停录入")
 STATE_NOW = re.compile(
@@ -250,8 +250,8 @@ STATE_SUBJECT = re.compile(
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
-HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|通知一下|同步一下|告诉大家)(?![a-z])\s*[:：,，]?\s*",
-                      _I)
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|通知一下|同步一下|告诉大家)"
+                      r"(?![a-z])\s*[:：,，]?\s*", _I)
 #: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
 PAST_STORY = re.compile(r"上次|上回|去年|那时|当时|后来|曾经|过了|停过|暂停过|\b(?:was|were|had been|had|used to|"
                         r"last (?:year|time|month|week)|back then)\b", _I)
