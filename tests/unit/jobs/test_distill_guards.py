@@ -510,12 +510,16 @@ def test_orders_tentative_thoughts_and_confirmations_are_no_statements(message: 
     assert texts_of(message) == []
 
 
-def test_a_value_said_as_a_wish_replaces_the_line_it_changes_and_adds_nothing_alone() -> None:
+def test_a_value_said_as_a_wish_replaces_the_line_it_changes_and_stands_alone_for_a_recurring_output() -> None:
     old = _ai("hm-day", "周报每周五下午发。", "PI")
     result = _merge([old], [entry("m-1", "周五下午我在外院，周报还是放周四上午吧", study_role="PI")])
     assert list(result.replaced) == ["hm-day"]
     alone = _merge([], [entry("m-2", "周五下午我在外院，周报还是放周四上午吧", study_role="PI")])
-    assert not alone.changed and alone.rejected["no_subject"] == 1
+    assert [(ln.text, ln.role_tag) for ln in alone.lines if ln.source != "admin"] == [("周报还是放周四上午。", "PI")]
+    # a wish about one copy (this week's, a subject's) or about no output at all is no standing line
+    for said in ("这周的随访提醒里 07-003 的时间改成下午吧", "那个会还是放周四上午吧"):
+        once = _merge([], [entry("m-3", said, study_role="CRC")])
+        assert not once.changed and once.rejected["no_subject"] == 1
 
 
 def test_withdrawals_said_as_never_mind_kinds_remove_the_days_line() -> None:

@@ -279,13 +279,16 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                              r"\bevery (?:day|week|(?:other|second) week|two weeks|month|quarter|year)\b|"
                              r"\bonce a (?:day|week|month)\b)",
                              re.IGNORECASE), {}),
-    # the channel a message goes by (发微信, 改用邮件, by email, over WeCom); "电话随访" is a visit type
+    # the channel a message goes by (发微信, 改用邮件, by email, over WeCom, email me …); "电话随访" is a
+    # visit type
     "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*(?:我|给我)?\s*"
                            r"(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
                            r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:发|通知|提醒|联系|推送)|"
                            r"\b(?:by|via|over|through|on|in|as an?|per|go(?:es)? (?:to|into)(?: the| our)?)\s+"
                            r"(e-?mail|wecom|wechat|sms|text(?: message)?|"
-                           r"phone|slack|teams|dingtalk)\b", re.IGNORECASE), {}),
+                           r"phone|slack|teams|dingtalk)\b|"
+                           r"\b(e-?mail|wecom|wechat|slack)(?:ed)?\s+(?:me|us|them|it|the|those|these)\b",
+                           re.IGNORECASE), {}),
     # the form of a text (a table, prose, bullet points, a chart); an added chart is content, not a form
     "form": (re.compile(r"(?<!加)(?<!附)(?<!添)(?<!加一张)(?<!加个)(表格|段落|一段话|成段|纯文字|纯文本|要点|分点|图表|"
                         r"\btables?\b|\btabular\b|\bparagraphs?\b|\bprose\b|\bbullet(?:ed)?(?: points?| lists?)?\b|"

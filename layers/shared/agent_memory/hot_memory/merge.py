@@ -23,6 +23,7 @@ from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowL
 from agent_memory.domain.models import HotMemory, HotMemoryLine, StudyRole
 from agent_memory.domain.text import estimate_tokens
 from agent_memory.hot_memory.analysis import (
+    SUBJECT_ID,
     Analysis,
     analyse,
     changes_value,
@@ -30,6 +31,7 @@ from agent_memory.hot_memory.analysis import (
     contradicts,
     is_duplicate,
     languages_present,
+    nfkc,
     restates_value,
     shared_grams,
     supersedes,
@@ -39,7 +41,7 @@ from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.relaxation import relaxation_probe
-from agent_memory.hot_memory.statement_lexicon import RISK
+from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF, RISK
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 
 DISTILLER = "distiller"
@@ -242,7 +244,8 @@ class _Merge:
         probe = HotMemoryLine(line_id="", section=statement.cand.section, text=statement.text, source="distilled",
                               role_tag=own, created_at=self.now, created_by=DISTILLER, stated_by=own)
         return any(ln.role_tag == own and (same_subject(probe, ln, change=statement.cand.kind == "change")
-                                          or is_duplicate(statement.info, analyse(ln.text)))
+                                          or is_duplicate(statement.info, analyse(ln.text))
+                                          or restates_value(statement.text, ln.text, same_language=True))
                    for ln in self.lines if ln.source != "admin")
 
     def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None) -> None:
@@ -281,8 +284,9 @@ class _Merge:
 
     def _place(self, statement: _Statement, target: HotMemoryLine | None) -> None:
         """A new line in place of the AI lines holding its subject in its scope, or at the end; a
-        change of value with no subject in memory (a plan, a decision of the day) is rejected
-        ``no_subject`` for a preference."""
+        change of value with no subject in memory is rejected ``no_subject`` for a preference unless
+        it names an output prepared again and again (``DOCUMENT``: "随访提醒改成前一天下午五点发吧" is a
+        standing preference; "那就改到周四吧" about a meeting is a plan of the day)."""
         cand, speaker = statement.cand, statement.speaker
         new_line = HotMemoryLine(
             line_id=stable_id("hm", self.hot.project_id, statement.text, *statement.evidence),
@@ -298,11 +302,19 @@ class _Merge:
             (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
                                           speaker=speaker.user_id))
             or same_subject(new_line, ln, change=cand.kind == "change"))]
-        if cand.kind == "change" and not same and cand.section == "User Preferences":
+        if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
+                statement.text):
             self.result.rejected["no_subject"] += 1
             return
         _place(self.result, self.lines, new_line, same)
         self.result.evidence.extend(e for e in statement.evidence if e not in self.result.evidence)
+
+
+def _recurring_output(text: str) -> bool:
+    """``text`` changes an output prepared again and again ("随访提醒改成前一天下午五点发吧"), not one
+    copy of it ("这周的提醒里 03-021 的时间改成下午": this week's, a subject's)."""
+    norm = nfkc(text)
+    return bool(DOCUMENT.search(norm)) and not (ACT_NOW.search(norm) or ONE_OFF.search(norm) or SUBJECT_ID.search(norm))
 
 
 def _states_preference(reason: str) -> bool:

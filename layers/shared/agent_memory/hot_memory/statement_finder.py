@@ -206,7 +206,8 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
             return FoundStatement(f"{head} {sentence[m.end():].lstrip(' ,')}".strip(), "durable")
         if DURABLE_EN.match(after):
             rest = _topic_before(sentence, m.start()) + rest
-            if not re.sub(r"[\W_]", "", rest) and re.sub(r"[\W_]", "", sentence[: m.start()]):
+            if not re.sub(r"[\W_]|\b(?:instead|please|too|as well|again|then|thanks)\b", "", rest,
+                          flags=re.IGNORECASE) and re.sub(r"[\W_]", "", sentence[: m.start()]):
                 # the cue closes the statement ("Answer me in English from now on")
                 return FoundStatement(sentence[: m.start()], "durable")
             if language_of(rest) == "en":
@@ -332,6 +333,7 @@ def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
 
 #: a complaint about how it is now, not a wish for how it should be
 _COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不清|分不清|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
+                        r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|"
                         r"\btoo (?:early|late|slow)\b",
                         re.IGNORECASE)
 

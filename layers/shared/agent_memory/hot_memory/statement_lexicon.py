@@ -59,6 +59,12 @@ RECURRING_DOCUMENT = re.compile(
     r"(?:提醒|周报|月报|日报|日程表|清单|名单|汇总表?|报表|列表|导出(?:文件)?|模板)(?:里|中|上|后面|末尾|开头|顶上)|"
     r"^\W*in (?:the|every|each|our|my) (?:[\w-]+ ){0,4}(?:summar(?:y|ies)|reports?|listings?|reminders?|exports?|"
     r"digests?|logs?|schedules?|tables?|dashboards?|lists?)\b", _I)
+#: an output the assistant prepares again and again (a report, a list, a reminder, a listing …): a change of
+#: its form or timing is a standing preference even where memory holds no line about it yet
+DOCUMENT = re.compile(
+    r"周报|月报|日报|季报|年报|简报|清单|名单|报表|报告|汇总|提醒|列表|纪要|日程|模板|快照|导出|议程|通知|表格?|"
+    r"\b(?:weekly|monthly|daily)\b|\b(?:reports?|listings?|lists?|reminders?|summar(?:y|ies)|minutes|snapshots?|"
+    r"digests?|logs?|tables?|exports?|schedules?|agendas?|datasets?|dashboards?|drafts?|letters?|tlfs?)\b", _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
 REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) (?:you|the|all|any|your)\b|"
                      r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
