@@ -281,7 +281,8 @@ class _Merge:
         statement only forbids what the rule forbids): counted, the line keeps its provenance; a
         down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
         info = statement.info
-        dup = next((ln for ln in self.lines if not changes_value(statement.text, ln.text) and (
+        dup = next((ln for ln in self.lines if not changes_value(statement.text, ln.text) and _closes_risk(
+            statement.text) == _closes_risk(ln.text) and (
             is_duplicate(info, analyse(ln.text))
             or _restates(statement.text, statement.role, statement.cand.section, ln, statement.speaker.user_id)
             or (restates_value(statement.text, ln.text, same_language=statement.cand.kind == "change") and _same_scope(
@@ -446,6 +447,14 @@ _FOCUS = re.compile(
     r"重点(?:改成|换成|转到|转向|放到|调整为|变成)|"
     r"\b(?:current |next )?focus (?:is|now|shifts?|moves?|changes?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
 _RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
+#: the label an Active Context line opens with ("风险：", "风险解除：", "Current focus: ", "Risk closed: ")
+_CONTEXT_LABEL = re.compile(r"^\s*(?:当前重点|重点|风险解除|主要风险|风险|"
+                            r"current focus|focus|risk closed|risk)\s*[:：]\s*", re.IGNORECASE)
+
+
+def _closes_risk(text: str) -> bool:
+    """A line saying a risk is closed ("风险解除：…"): never a restatement of the risk it closes."""
+    return bool(re.match(r"\s*(?:风险解除|risk closed)\s*[:：]", text, re.IGNORECASE))
 
 
 def _context_kind(text: str) -> str:
@@ -502,8 +511,8 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
             return False  # a new focus leaves the risks, a new risk the focus
         if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
             return True
-        if shared_grams(new.text, line.text) >= 3:
-            return True
+        if shared_grams(_CONTEXT_LABEL.sub("", new.text), _CONTEXT_LABEL.sub("", line.text)) >= 3:
+            return True  # the same focus, risk or state (a risk closed included), its label not counted
     a, b = analyse(new.text), analyse(line.text)
     if a.reply_language and b.reply_language:
         return contradicts(a, b)

@@ -31,6 +31,9 @@ a standing cue), 以后 after an event (入组以后…),
 the speaker's own promise (我会…, I'll…), an appointment note (记一下 明天开会), a body that only
 points back (这个都这么办), and restatements ("之前说过", "same as before": they add nothing).
 A withdrawal ("早上说的那个…先不要了", "never mind the …") is found with kind ``withdraw``.
+Active Context and lessons said in everyday wording (a focus without 重点, a risk under a label or
+flagged to watch, a risk closed, a temporary state of a site or a system, a lesson opening its
+message with its rule) are the kinds of :mod:`agent_memory.hot_memory.context_statements`.
 
 The word families are in :mod:`agent_memory.hot_memory.statement_lexicon`. Lines are clean: cue,
 fillers, emoji, complaints and reasons after the instruction are dropped; the statement keeps its
@@ -42,6 +45,7 @@ from __future__ import annotations
 import re
 
 from agent_memory.hot_memory.analysis import SUBJECT_ID, VALUE_PATTERNS, language_of, nfkc, values
+from agent_memory.hot_memory.context_statements import ContextSaid, early_context, late_context, lesson_told
 from agent_memory.hot_memory.sentences import (
     clean_statement,
     fragment_at,
@@ -305,6 +309,18 @@ def _risk_said(sentence: str, norm: str, message: str, question: bool) -> FoundS
     return FoundStatement(label + said, "change") if len(re.sub(r"\W", "", said)) >= 6 else None
 
 
+def _context(said: ContextSaid | None, norm: str, message: str, question: bool) -> FoundStatement | None:
+    """A context statement of :mod:`agent_memory.hot_memory.context_statements` unless its cue is
+    trapped (a question, a hypothetical, reported speech, a one-off …): an Active Context line."""
+    if said is None or _trap(norm, said.start, said.end, message, question=question):
+        return None
+    return FoundStatement(said.text, said.kind, "Active Context")
+
+
+def _early_context(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
+    return _context(early_context(sentence, norm, message), norm, message, question)
+
+
 def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) -> FoundStatement:
     """``found`` led by a change verb with no subject ("以后改到周五下午吧" after "周报周一上午发我根本没空
     看。") takes its subject from the message's previous sentence (:func:`_change_of_earlier_subject`);
@@ -486,7 +502,7 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
     # a withdrawal of something said before ("早上说的那个…先不要了")
     if WITHDRAW.search(norm) and BACK_REFERENCE.search(_EVERY_MORNING.sub("", norm)) and not CHANGE.search(norm):
         return FoundStatement(sentence, "withdraw")
-    for finder in (_risk_said, _durable, _change, _remember):
+    for finder in (_risk_said, _early_context, _durable, _change, _remember):
         found = finder(sentence, norm, message, question)
         if found is _TRAPPED:
             return None
@@ -496,7 +512,8 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
         always = ALWAYS_EN.match(norm, start)
         if always and not question and not HYPOTHETICAL.search(norm[:start]):
             return FoundStatement(sentence[always.start("kw"):], "durable")
-    return _habitual(sentence, norm, message, question)
+    return _habitual(sentence, norm, message, question) or _context(
+        late_context(sentence, norm, message), norm, message, question)
 
 
 #: what makes a habitual 都 a task now: a 把 / 帮我 request, a "do it once" ending, what is at hand
@@ -569,4 +586,5 @@ def find_statements(text: str) -> list[FoundStatement]:
         if lesson:
             found.section_hint = "Lessons Learned"
         out.append(found)
-    return out
+    told = lesson_told(text, question=any(q for _, _, q in sentence_spans(text))) if lesson and not out else None
+    return [FoundStatement(clean_statement(told), "note", "Lessons Learned")] if told else out

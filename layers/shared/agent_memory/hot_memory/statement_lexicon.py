@@ -117,7 +117,7 @@ NOTE = re.compile(
     _I,
 )
 LESSON = re.compile(
-    r"教训|踩坑|这个坑|吃过亏|长个?记性|吃一堑|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
+    r"教训|踩坑|踩过的?坑|这个坑|吃过亏|长个?记性|吃一堑|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
     r"\blessons?\b|\blearned\b|\bthe hard way\b",
     _I,
 )
@@ -225,3 +225,70 @@ ZH_TAIL = re.compile(
 )
 EN_TAIL = re.compile(r"[,\s]*(?:please|pls|thanks|thank you|thx|lol|ok\?|okay\?)+\s*$", _I)
 ZH_NEG_LEAD = re.compile(r"^(?:别再|别|不要再|千万别|千万不要)")
+
+# ------------------------------------------------------------------ Active Context and lessons
+# (:mod:`agent_memory.hot_memory.context_statements`: what the team works on, worries about, has
+# closed, the state a site or a system is in, a lesson told with its rule)
+
+#: a time span ahead ("接下来一个月", "这两周", "for the next six weeks")
+_SPAN_ZH = (r"(?:接下来|下一步|下阶段|下个阶段|这个?月|本月|这两?周|本周|这个季度|本季度|这段时间|近期|未来|最近)"
+            r"(?:[一二三四五六七八九十两几\d]+个?(?:天|周|星期|月|季度))?")
+_TEAM_ZH = r"(?:大家|全组|全员|全体|我们|咱们|团队|项目组)"
+#: a new focus said without 重点 ("接下来一个月全力盯…", "这个月的首要任务是…", "focus 接下来是…", "For the next six
+#: weeks the whole team is heads-down on …", "Our top priority for the next two weeks is …")
+FOCUS_SAID = re.compile(
+    _SPAN_ZH + r"的?" + _TEAM_ZH + r"?的?(?:(?:全力|集中精力|全部精力|主要精力)(?:都)?(?:放在|放到|在)?|"
+    r"(?:主要|首要|核心|头等|第一)(?:任务|工作|目标|大事|的事)(?:就|都)?是)|"
+    r"(?<![A-Za-z])(?:(?:current|next|main|top)\s*)?(?:focus|priority)\s*(?:接下来|现在|目前|这两?周|这个?月|now)?\s*(?:是|为|[:：])|"
+    r"(?:^|\b(?:our|the team'?s|the)\s+)(?:top|main|first|number one|biggest|overriding)\s+(?:priority|job|task|goal)"
+    r"\b[^,.;]{0,40}?\s+(?:is|will be)\s+|"
+    r"\b(?:for|over|during) the (?:next|coming) [\w -]{2,24}?,?\s+(?:the whole team|the team|everyone|we|all of us)"
+    r"(?:'re| are| is| will be)?\s+(?:all[- ]in|heads[- ]down|focused|focusing|concentrating|all hands)\s+on\s+|"
+    r"\b(?:the whole team|the team|everyone|we)(?:'re| are| is)\s+(?:all[- ]in|heads[- ]down)\s+on\s+", _I)
+#: a label opening a risk ("风险：", "隐患：", "risk:", "New worry:", "new concern:")
+RISK_LABEL = re.compile(
+    r"^\W*(?:新的?|又一个)?(?:风险点?|隐患)\s*[:：]\s*|"
+    r"^\W*(?:(?:a |one )?(?:new|another|fresh)\s+)?(?:risks?|worry|concern|headache)\s*[:：]\s*", _I)
+#: asking the team to keep watching what was just said ("这个要盯着", "这个先记着", "Keep that on the radar")
+WATCH = re.compile(
+    r"(?:这个|这事|这件事|这点|这块|这)?(?:大家)?(?:先|要|得|需要|还得|必须|都)?(?:多)?"
+    r"(?:记着|盯着|盯紧|盯一下|留意一下|留意着?|关注一下|关注着|注意一下)|"
+    r"\bkeep (?:that|this|it) on (?:the|our|your) radar\b|\bkeep an eye on (?:it|that|this)\b|"
+    r"\bworth (?:keeping an eye on|watching|watching out for)\b|\bsomething to watch\b", _I)
+#: what makes a watched note a risk: a worry, a delay, an uncertainty ("担心…", "可能会拖", "could slip")
+WORRY = re.compile(
+    r"担心|怕|可能|会不会|恐怕|延误|拖|赶不上|来不及|不确定|没把握|风险|隐患|掉线|打不通|超温|失访|"
+    r"\b(?:worr\w*|concern\w*|could|might|risk\w*|slip\w*|delay\w*|late|behind|unsure|uncertain)\b", _I)
+#: a risk closed ("之前担心的…不存在了", "启动延期这个风险可以撤了", "so that risk is closed", "no longer a concern")
+RISK_CLOSED = re.compile(
+    r"(?:风险|隐患)(?:已经|已|也|基本)?(?:解除|消除|排除|不存在|没了|可以撤|撤了|可以关)|"
+    r"(?:担心|顾虑)的[^，。；]{0,20}?(?:已经|也)?(?:不存在|不会有|没有了|解除|不用担心|可以放心)|"
+    r"\b(?:risk|worry|concern)s? (?:is|are|has been|can be) (?:now )?"
+    r"(?:closed|gone|resolved|cleared|over|off the table)\b|"
+    r"\bno longer a (?:risk|concern|worry)\b|\bstop worrying about\b|\bclose (?:that|the|this) risk\b", _I)
+#: a temporary state of a site, a system or a supply ("site 03 is paused for new enrolment", "EDC暂停录入")
+STATE_NOW = re.compile(
+    r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|"
+    r"\b(?:paused|on hold|suspended|frozen|closed (?:to|for)|offline|unavailable|down for)\b", _I)
+#: what a state note is about: a site, a system, a supply, enrolment
+STATE_SUBJECT = re.compile(
+    r"中心|医院|药房|系统|EDC|IWRS|IRT|数据库|随机|入组|发药|供药|冷链|实验室|伦理|"
+    r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
+    r"randomi[sz]ation)\b", _I)
+#: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|通知一下|同步一下|告诉大家)"
+                      r"(?![a-z])\s*[:：,，]?\s*", _I)
+#: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
+PAST_STORY = re.compile(r"上次|上回|去年|那时|当时|后来|曾经|过了|停过|暂停过|\b(?:was|were|had been|had|used to|"
+                        r"last (?:year|time|month|week)|back then)\b", _I)
+#: someone else's words or worry ("申办方说他们担心…", "The PM mentioned she's worried …")
+SAID_BY_OTHER = re.compile(r"(?<!明)说(?!明)|讲|提到|表示|听说|反映|\b(?:said|says|told|mentioned|heard)\b|"
+                           r"(?<!其)他们?|她们?|\b(?:she|he|they)(?:'s|'re| is| are| was)?\b", _I)
+#: a lesson opening its message ("Lesson learned:", "教训：", "踩过的坑：", "吃一堑长一智：")
+LESSON_OPENING = re.compile(
+    r"^\W*(?:经验教训|教训|踩过的坑|踩坑|吃一堑长一智|lessons? learned|lesson)\s*[:：]\s*|"
+    r"^\W*(?:we|i) learned (?:this )?the hard way(?: that)?\s*", _I)
+#: a rule in a lesson ("必须先…", "一律…", "any new lab import gets …", "… goes through …")
+LESSON_RULE = re.compile(r"必须|一律|务必|都要|都得|一定要|先[^，。]{1,16}再|"
+                         r"\b(?:any|every|each|all)\b[^.;]{0,60}\b(?:gets?|goes|go|must|has to|have to|needs?)\b|"
+                         r"\b(?:must|always|never)\b", _I)
