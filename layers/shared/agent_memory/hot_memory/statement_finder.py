@@ -277,8 +277,8 @@ def _about_every_copy(sentence: str, norm: str, message: str, question: bool) ->
     kept = _KEEP.match(norm) and DOCUMENT.search(norm)
     told = output and (HOW_WORD.search(norm, output.end()) or INSTRUCTION.search(norm, output.end()))
     at = (output if told else None) or bounded or kept
-    if at is None or (question and not _standing_request(norm)):
-        return None
+    if at is None or (question and not _standing_request(norm)) or _COMPLAINT.search(norm) or _TOO.search(norm):
+        return None  # "给我的汇总太简单了": a complaint, the instruction comes after it
     if _trap(norm, at.start(), at.end(), message, question=question, durable=True) or ACT_NOW.search(norm):
         return None
     text = REQUEST.sub("", LEAD_FILLER.sub("", sentence), count=1).strip() if question else sentence
@@ -287,7 +287,7 @@ def _about_every_copy(sentence: str, norm: str, message: str, question: bool) ->
 
 #: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
 _WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|希望|倾向于|更喜欢|"
-                   r"\b(?:make|switch|send|use|move|keep|put)\b|\bi'?d rather\b|\bi would rather\b|"
+                   r"\b(?:make|switch|send|use|move|keep|put|sort|group|order)\b|\bi'?d rather\b|\bi would rather\b|"
                    r"^[\w -]{0,30}?\b(?:listings?|reports?|lists?|reminders?|summar(?:y|ies)|datasets?|tables?|"
                    r"exports?|snapshots?) (?:as|in)\b|"
                    r"\bi'?d (?:like|prefer)\b|\bi (?:want|prefer)\b|"
@@ -332,9 +332,18 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
     if found.kind == "withdraw":
         return found
     if change is None:
-        document = _earlier_document(sentence, message) if _NO_SUBJECT.match(bare) and found.kind == "durable" else ""
-        if document and document not in found.text:
+        if not _NO_SUBJECT.match(bare):
+            return found
+        document = _earlier_document(sentence, message)
+        if document and language_of(document) != "zh" and re.search(r"\b(?:them|it)\b", found.text):
+            found.text = re.sub(r"\b(?:them|it)\b", document, found.text, count=1)  # "Sort them by …"
+        elif document and document not in found.text:
             found.text = f"{document}{'' if language_of(document) == 'zh' else ' '}{LEAD_FILLER.sub('', found.text)}"
+        elif not document:  # the subject whose value the message changes ("前一周…太赶了。以后提前两周发我")
+            at = re.compile(f"(?={re.escape(bare[:3])})").search(nfkc(sentence))
+            earlier = _change_of_earlier_subject(sentence, nfkc(sentence), message, False, at) if at else None
+            if earlier is not None:
+                found.text = earlier.text
         return found
     norm = nfkc(sentence)
     verb = re.compile(re.escape(change.group())).search(norm)
@@ -347,7 +356,12 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
 _OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|"
                                   r"汇总|提醒|列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
                                   r"(?:的(?:排法|排序|顺序|格式|发法|时间|频率|内容|写法|事)|这块|这个事|的话)?"
-                                  r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|，|,|\s)", re.IGNORECASE)
+                                  r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|太|才|老|总|又|还|也|都|，|,|:|\s)",
+                                  re.IGNORECASE)
+#: an English sentence opening with the document it is about ("And the listings: …")
+_OPENS_WITH_DOCUMENT_EN = re.compile(r"^(?:(?:and|so|also|about)\s+)?((?:the|our|my)\s+[\w -]{0,24}?"
+                                     r"(?:listings?|reports?|reminders?|lists?|summar(?:y|ies)|snapshots?|tables?|"
+                                     r"exports?))\b", re.IGNORECASE)
 
 
 def _earlier_document(sentence: str, message: str) -> str:
@@ -355,7 +369,8 @@ def _earlier_document(sentence: str, message: str) -> str:
     start = message.find(sentence)
     earlier = [message[a:b] for a, b, _ in sentence_spans(message[:start])] if start > 0 else []
     for text in reversed(earlier[-2:]):
-        m = _OPENS_WITH_DOCUMENT.match(LEAD_FILLER.sub("", nfkc(text.strip())))
+        m = _OPENS_WITH_DOCUMENT.match(LEAD_FILLER.sub("", nfkc(text.strip()))) or _OPENS_WITH_DOCUMENT_EN.match(
+            nfkc(text.strip()))
         if m:
             return m.group(1)
     return ""
@@ -372,8 +387,13 @@ _COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不�
                         re.IGNORECASE)
 
 
+#: "太…了": how it is now, a complaint
+_TOO = re.compile(r"太\S{1,4}了")
+
+
 #: a clause that opens without a subject ("还是给我Word", "改到周五")
-_NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只)")
+_NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只|提前|每例|每条|每位|每个受试者|"
+                         r"(?:sort|group|order|send|put|list|split|keep) (?:them|it)\b)", re.IGNORECASE)
 
 
 def _sentence_topic(sentence: str, frag: str) -> str:
@@ -464,7 +484,9 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
             continue
         topic = LEAD_FILLER.sub("", f[: _value_start(f, family)]).strip()
         topic = re.sub(r"(?:别|不要|不|没|再|还是|改|用|走|发)+$", "", topic)
-        if not topic or _trap(norm, change.start(), change.end(), message, question=question):
+        if not topic or len(re.sub(r"\W", "", topic)) < 2:
+            continue  # a reason with a time in it ("7点半早交班…"): the subject is further back
+        if _trap(norm, change.start(), change.end(), message, question=question):
             return None
         frags = fragments(sentence[change.end():])
         return FoundStatement(topic + statement_body(*_head_and_rest(frags)), "change")
@@ -512,8 +534,10 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
         always = ALWAYS_EN.match(norm, start)
         if always and not question and not HYPOTHETICAL.search(norm[:start]):
             return FoundStatement(sentence[always.start("kw"):], "durable")
-    return _habitual(sentence, norm, message, question) or _context(
-        late_context(sentence, norm, message), norm, message, question)
+    habitual = _habitual(sentence, norm, message, question)
+    if habitual is not None:
+        return _with_earlier_subject(habitual, sentence, message)
+    return _context(late_context(sentence, norm, message), norm, message, question)
 
 
 #: what makes a habitual 都 a task now: a 把 / 帮我 request, a "do it once" ending, what is at hand
