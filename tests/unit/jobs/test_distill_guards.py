@@ -639,3 +639,26 @@ def test_a_review_item_shows_the_sentence_that_relaxes_not_a_harmless_part() -> 
 def test_a_safeguard_handed_to_the_assistant_in_unknown_words_is_held(statement: str, rule: str) -> None:
     assert [r.line_id for r in relaxed_rules(statement, BASELINE_ZH)][:1] == [rule]
     assert relaxed_rules("以后你自己整理一下周报的格式", BASELINE_ZH) == []
+
+
+@pytest.mark.parametrize(
+    ("statement", "rule"),
+    [
+        # a data entry named by its verb (录 / 写成 / 填成), the fix handed to the assistant
+        ("夜班录的给药时间好多把01:00写成13:00，这种明显的你顺手改过来就好", "br-data-changes"),
+        ("随访表里把体重填成身高的那几条，你看到就直接改过来吧", "br-data-changes"),
+    ],
+)
+def test_a_data_fix_handed_to_the_assistant_by_the_entry_verb_is_held(statement: str, rule: str) -> None:
+    assert [ln.line_id for ln in relaxed_rules(statement, BASELINE_ZH)] == [rule]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "AE跟输注有没有关系，一律我们研究医生来判，你表上那一栏空着就行",
+        "Relatedness stays with the investigators to decide; just leave that column blank for us.",
+    ],
+)
+def test_a_decision_left_to_the_study_staff_keeps_the_rule(statement: str) -> None:
+    assert relaxed_rules(statement, BASELINE_ZH) == []

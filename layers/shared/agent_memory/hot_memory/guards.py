@@ -115,7 +115,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"fill(?:s|ed|ing)? (?:(?:it|them|that|those) )?in|"
                    r"populate|impute|amend|enter|input|import|writes? (?:in)?to|"
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
-        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
+        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|"
+                   r"(?<![记收])录(?![音像取用])|填成|写成|录成|"
+                   r"\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
                    r"\bsubjects?\b|\bdatabase\b", _I),
     ), topic=1, act=0, needs_permission=True),
     _Concept("external_send", "forbidden", (
@@ -316,11 +318,19 @@ def _assistant_acts(concept: _Concept, norm: str) -> bool:
                and not _ACT_AS_NOUN.match(norm[m.end():]) for m in concept.all_of[concept.act].finditer(norm))
 
 
+#: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")
+_STAFF_DOES = re.compile(r"(?:研究者|研究医生|我们医生|我们来|医生来|PI来|主治|研究团队|\binvestigators?\b|\bthe PI\b|"
+                         r"\bdoctors?\b)[^，,。；;.]{0,6}$", _I)
+
+
 def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks: bool) -> bool:
     """Whether the statement ``norm`` (of the message ``whole``) relaxes ``concept`` (its patterns
     all matched the message)."""
     own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
     if concept.kind == "forbidden":
+        acts = list(concept.all_of[concept.act].finditer(norm)) if concept.act is not None else []
+        if acts and all(_STAFF_DOES.search(norm[max(0, m.start() - 24): m.start()]) for m in acts):
+            return False  # the study staff do it ("一律我们研究医生来判"): the rule kept, not relaxed
         asks = asks or (concept.act_is_output and concept.act is not None and any(
             not _NEGATION_BEFORE.search(norm[: m.start()]) for m in concept.all_of[concept.act].finditer(norm)))
         allowed = permission or (asks and not concept.needs_permission) or _assistant_acts(concept, norm)
