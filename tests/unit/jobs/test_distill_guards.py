@@ -662,3 +662,8 @@ def test_a_data_fix_handed_to_the_assistant_by_the_entry_verb_is_held(statement:
 )
 def test_a_decision_left_to_the_study_staff_keeps_the_rule(statement: str) -> None:
     assert relaxed_rules(statement, BASELINE_ZH) == []
+
+
+def test_missing_lab_values_filled_in_by_the_assistant_are_held() -> None:
+    said = "缺失的实验室值以后你按上次访视的值补上去就好，省得发query。"
+    assert [ln.line_id for ln in relaxed_rules(said, BASELINE_ZH)] == ["br-data-changes"]

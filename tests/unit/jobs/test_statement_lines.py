@@ -90,3 +90,18 @@ def test_a_recurring_morning_is_no_withdrawal_and_an_emphasis_restates() -> None
     assert [f.kind for f in find_statements("锁库之前，每天早上给我一份未关闭query的数量，锁完就不用了")] == ["durable"]
     assert [f.kind for f in find_statements("早上说的那个每天给我发清单的先不要了")] == ["withdraw"]
     assert find_statements("SAE那个事再强调下，报告里务必写明获知日期") == []
+
+
+def test_newcomer_kinds_a_conditional_rule_a_promise_inside_and_a_universal_asker() -> None:
+    # a conditional rule about an output is standing; a speaker's own promise with 以后 inside is not
+    said = "换个思路：如果一个中心一周里超过五条query，就把它放清单最上面，这样好催"
+    assert [f.text for f in find_statements(said)] == ["如果一个中心一周里超过五条query，就把它放清单最上面。"]
+    assert find_statements("我以后每周五都会先过一遍偏离清单") == []
+    assert [f.kind for f in find_statements("不管谁问筛选数，都只报筛选成功的，别报总数")] == ["durable"]
+    # someone else's words with the subject named after the verb of saying
+    assert find_statements("伦理那边说他们以后所有修正案都要附对照表，不知道会不会影响我们") == []
+    # a subject's order with a cue in the same sentence stays the subject's
+    assert find_statements("P021今天起停奥氮平，以后夜里躁动先用非药物措施") == []
+    # "anything meant for me" in a standing request asked as a question
+    assert [f.kind for f in find_statements("Could you send anything meant for me to my email rather than WeCom?")] == [
+        "durable"]

@@ -66,3 +66,25 @@ def test_a_colleague_named_as_the_audience_gets_the_preference() -> None:
 def test_a_colleague_mentioned_but_not_addressed_does_not_change_the_scope() -> None:
     result = _merge([], "林医生说得对，以后AE汇总里感染类单独放一节", "u-c1", "CRC")
     assert [ln.role_tag for ln in result.lines] == ["CRC"]
+
+
+def test_a_rerun_of_a_day_whose_statements_replace_one_another_changes_nothing() -> None:
+    said = [FlowLogEntry(message_id=f"m-{i}", session_id="s", role="user", content=text, at=T.replace(hour=3 + i),
+                         user_id="u-c1", study_role="CRC")
+            for i, text in enumerate(["以后访视提醒提前两天发", "访视提醒改成提前三天发"])]
+
+    def run(lines: list[HotMemoryLine]):
+        return merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates(said),
+                                day_messages={m.message_id: m for m in said}, day="2026-09-14", now=T,
+                                max_line_tokens=200, team=TEAM)
+
+    first = run([])
+    assert [ln.text for ln in first.lines] == ["访视提醒改成提前三天发。"] and first.changed
+    again = run(first.lines)
+    assert not again.changed and again.lines == first.lines
+
+
+def test_a_colleague_called_by_a_nickname_when_they_ask_gets_the_preference() -> None:
+    team = Team([_member("u-pi", "PI", "周蔓"), _member("u-xl", "CRC", "刘晓"), _member("u-c2", "CRC", "康乐")])
+    result = _merge([], "以后小刘问入组进度的时候，直接给数字就行，不用解释", "u-pi", "PI", team=team)
+    assert [ln.role_tag for ln in result.lines] == ["u-xl"]

@@ -287,7 +287,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                            r"\b(?:by|via|over|through|on|in|as an?|per|go(?:es)? (?:to|into)(?: the| our)?)\s+"
                            r"(e-?mail|wecom|wechat|sms|text(?: message)?|"
                            r"phone|slack|teams|dingtalk)\b|"
-                           r"\b(e-?mail|wecom|wechat|slack)(?:ed)?\s+(?:me|us|them|it|the|those|these)\b",
+                           r"\b(e-?mail|wecom|wechat|slack)(?:ed)?\s+(?:me|us|them|it|the|those|these)\b|"
+                           r"\b(?:to|into) (?:my|our|the) (e-?mail|wecom|wechat|slack|inbox)\b",
                            re.IGNORECASE), {}),
     # the form of a text (a table, prose, bullet points, a chart); an added chart is content, not a form
     "form": (re.compile(r"(?<!加)(?<!附)(?<!添)(?<!加一张)(?<!加个)(表格|段落|一段话|成段|纯文字|纯文本|要点|分点|图表|"

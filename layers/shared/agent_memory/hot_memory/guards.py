@@ -116,7 +116,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"populate|impute|amend|enter|input|import|writes? (?:in)?to|"
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
         re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|"
-                   r"(?<![记收])录(?![音像取用])|填成|写成|录成|"
+                   r"(?<![记收])录(?![音像取用])|填成|写成|录成|实验室值|检验值|检查值|缺失值|缺失的|\blab values?\b|"
+                   r"\bmissing values?\b|"
                    r"\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
                    r"\bsubjects?\b|\bdatabase\b", _I),
     ), topic=1, act=0, needs_permission=True),

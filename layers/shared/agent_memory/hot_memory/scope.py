@@ -60,7 +60,7 @@ _QUANT_EN = r"(?:the |any |all |every |each |our |us |the other )?"
 
 #: the role as the audience of the preference (see the module docstring)
 _AUDIENCE = (
-    re.compile(rf"(?:给|发给|交给|回答|回复|答复|跟|对|为|帮){_QUANT_ZH}(?:{_ROLE})", _I),
+    re.compile(rf"(?:给|发给|交给|回答|回复|答复|跟|对|为|帮)\s*{_QUANT_ZH}\s*(?:{_ROLE})", _I),
     re.compile(rf"(?:{_ROLE})们?(?:的时候|问|要|查|看|拿到|收到|需要|那边|这边|组)", _I),
     re.compile(rf"\b(?:for|to|reply(?:ing)? to|replies to|answers? to|respond(?:ing)? to|responses to|"
                rf"write to|talk(?:ing)? to){{1}}\s+{_QUANT_EN}(?:{_ROLE})", _I),

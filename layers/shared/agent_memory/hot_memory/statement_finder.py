@@ -66,6 +66,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     BACK_REFERENCE,
     CHANGE,
     CLINICAL_ORDER,
+    CONDITIONAL_HEAD,
     DECISION,
     DOCUMENT,
     DURABLE_EN,
@@ -139,7 +140,7 @@ def _standing_request(norm: str) -> bool:
     "能不能挪到上午10点发", "Can you send me X every other Monday from now on?"), not a one-off
     ("11月的汇总里能不能单独标出…") nor a request for an opinion."""
     return bool(REQUEST.search(norm) and not _OPINION.search(norm) and not _TRY_NOW.search(norm)
-                and (_STANDING_MARK.search(norm) or values(norm)))
+                and (_STANDING_MARK.search(norm) or OUTPUT_OF_ASSISTANT.search(norm) or values(norm)))
 
 
 #: "let me see it now" ("…能不能发我看看？"): a look now, not an arrangement
@@ -263,6 +264,13 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     return _about_every_copy(sentence, norm, message, question) or _value_wish(sentence, norm, message, question)
 
 
+#: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
+#: query，就把他单独拎出来放清单最前面", "whenever …, put …")
+_CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|只要|一旦|凡是)[^，,。]{2,30}[，,]\s*"
+                               r"就(?:把|放|标|列|单独|发|写|加|提醒)|"
+                               r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
+
+
 #: an English instruction to keep an output a certain way ("For the CRCs, keep the visit reminders in Chinese only")
 _KEEP = re.compile(r"^\W*(?:for [\w -]{2,30},\s*)?(?:please\s+|pls\s+)?(?:keep|make sure|stick to)\b", re.IGNORECASE)
 
@@ -273,9 +281,14 @@ def _about_every_copy(sentence: str, norm: str, message: str, question: bool) ->
     as a question ("Could the reminders you send me include …?"), a rule bounded by an end
     ("Until the March data cut, send me …"), "keep the visit reminders in Chinese only"."""
     output = OUTPUT_OF_ASSISTANT.search(norm)
+    if output is None and _CONDITIONAL_RULE.search(norm) and DOCUMENT.search(norm):  # "如果…，就把他放清单最前面"
+        frags = fragments(sentence)
+        idx = next((i for i, f in enumerate(frags) if CONDITIONAL_HEAD.match(LEAD_FILLER.sub("", nfkc(f)))), 0)
+        return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "durable")
     bounded = UNTIL.match(norm) and INSTRUCTION.search(norm)
     kept = _KEEP.match(norm) and DOCUMENT.search(norm)
-    told = output and (HOW_WORD.search(norm, output.end()) or INSTRUCTION.search(norm, output.end()))
+    told = output and (HOW_WORD.search(norm, output.end()) or INSTRUCTION.search(norm, output.end()) or (
+        language_of(norm) == "en" and INSTRUCTION.search(norm[: output.start()])))  # "send anything for me to …"
     at = (output if told else None) or bounded or kept
     if at is None or (question and not _standing_request(norm)) or _COMPLAINT.search(norm) or _TOO.search(norm):
         return None  # "给我的汇总太简单了": a complaint, the instruction comes after it
@@ -382,6 +395,8 @@ def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
 
 #: a complaint about how it is now, not a wish for how it should be
 _COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不清|分不清|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
+                        r"\bi keep having to\b|\bwon'?t (?:open|load|work)\b|\bdoesn'?t work\b|"
+                        r"\bcan'?t (?:open|read)\b|"
                         r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|"
                         r"\btoo (?:early|late|slow)\b",
                         re.IGNORECASE)

@@ -51,7 +51,7 @@ RECURRING = re.compile(
     r"\bwhenever\b", _I)
 #: an instruction verb after a recurring occasion or about a recurring document
 INSTRUCTION = re.compile(
-    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|注明|注上|标明|写明|给我|更新|出一[份版个]|"
+    r"发|加|放|列|标|写|附|带|贴|排|汇总|提醒|推|抄送|注明|注上|标明|写明|给我|更新|出一[份版个]|只报|别报|报成|"
     r"\b(?:send|add|put|list|include|mark|show|attach|sort|group|split|flag|highlight|remind|cc|start|begin|"
     r"keep|carry|carries|use|give|have|has|goes|go|sits?|stays?|appears?|comes?)\b", _I)
 #: a document the team gets again and again, named where an instruction says what goes in it
@@ -70,7 +70,9 @@ DOCUMENT = re.compile(
 #: send me"): an instruction about it holds for every copy
 OUTPUT_OF_ASSISTANT = re.compile(
     r"(?:你|助手)(?:出|发|做|给|写|整理|准备)(?:给我|我)?的|(?:发|给)(?:我|我们|咱们|大家)(?:发)?的(?=\S)|"
-    r"\b(?:the|any|all|every) [\w -]{2,30}? you (?:send|prepare|give|make|write)(?: (?:me|us))?\b", _I)
+    r"\b(?:the|any|all|every) [\w -]{2,30}? you (?:send|prepare|give|make|write)(?: (?:me|us))?\b|"
+    r"\b(?:anything|everything|whatever)(?: (?:meant|intended))? for me\b|"
+    r"\b(?:anything|everything|whatever) you send me\b", _I)
 #: how an output should be, after it is named (an instruction or a measure: 尽量短, 三行以内, 不要…)
 HOW_WORD = re.compile(r"尽量|以内|不超过|控制在|不要|别|只|必须|一律|统一|都|就|\b(?:only|always|never|keep|include|"
                       r"mark|flag|show|add|put|list|sort|be|have|carry|come|go)\b", _I)
@@ -159,7 +161,7 @@ TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十�
 #: what makes "以后的X" a standing instruction after all ("大家以后的提醒都用中文"): a rule of how X is done
 RULE_AFTER_TIME_WORD = re.compile(r"都|一律|统一|全部|必须|务必|别|不要|不用|只")
 REPORTED = re.compile(
-    r"(?<!我)(?<!我想)(?<!我再)(?:说|讲|提到|表示|建议|要求|问)[:：,，]?\s*$|"
+    r"(?<!我)(?<!我想)(?<!我再)(?:说|讲|提到|表示|建议|要求|问)(?:他们科?|她们|他|她|那边|科里)?[:：,，]?\s*$|"
     r"\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
 )
 ONE_OFF = re.compile(
@@ -170,7 +172,7 @@ ONE_OFF = re.compile(
 )
 CLINICAL_ORDER = re.compile(
     r"医嘱|会诊|出院|每天测|各测|测一次|监测|血糖|血压|峰流速|服用|口服|继续吃|注射|雾化|剂量|用药|服药|吃药|复查|复诊|化验|抽血|"
-    r"肝功|肾功|"
+    r"肝功|肾功|停(?=[\u4e00-\u9fff]{1,6}(?:平|片|素|霉|星|林|酮|胺|醇|钠|钾|药))|起停|非药物|躁动|镇静|"
     r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
 )
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
@@ -183,7 +185,8 @@ WITHDRAW = re.compile(
     _I,
 )
 #: the speaker's own promise ("以后我会注意的", "I'll send it earlier"): an acknowledgement, not memory
-OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:i|we)(?:'ll| will| shall)\b|"
+OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:我|我们)[^，,。你]{0,6}?都会|"
+                         r"^(?:i|we)(?:'ll| will| shall)\b|"
                          r"^[^，,。给发让叫替帮]{0,8}(?<![给发让叫替帮])(?:我|我们)(?:都|也|就|还)?"
                          r"(?:会|一定会|保证|争取)", _I)
 #: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory

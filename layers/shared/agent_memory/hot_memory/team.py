@@ -4,8 +4,8 @@ and which member a preference names as its audience by name.
 A preference the speaker states for themself ("发我邮箱", "I'd like …") is the preference of their
 study role when they are its only holder (the project's one PI or statistician: the role's lines
 are theirs), else of the speaker alone (tagged with their user id). A preference addressed to a
-member by name ("给林医生做的AE汇总", "for Priya") is that member's: their study role when they hold
-it alone, else their user id. Names are staff display names from the member list, never a
+member by name ("给林医生做的AE汇总", "for Priya", "小刘问入组进度的时候") is that member's: their
+study role when they hold it alone, else their user id. Names are staff display names from the member list, never a
 patient's; nothing is logged.
 """
 
@@ -32,8 +32,8 @@ def _variants(name: str) -> list[str]:
         return []
     if re.fullmatch(r"[\u4e00-\u9fff]{2,4}", name):
         surname, given = name[0], name[1:]
-        return [re.escape(name), f"{re.escape(surname)}(?:{_ZH_TITLES})", re.escape(given)] if len(given) >= 2 else [
-            re.escape(name), f"{re.escape(surname)}(?:{_ZH_TITLES})"]
+        called = [re.escape(name), f"{re.escape(surname)}(?:{_ZH_TITLES})", f"[小老]{re.escape(surname)}"]
+        return [*called, re.escape(given)] if len(given) >= 2 else called
     words = name.split()
     out = [re.escape(name)]
     if len(words) >= 2:
@@ -53,7 +53,8 @@ class Team:
         for m in self.members:
             names = _variants(m.display_name)
             if names:
-                pattern = re.compile(rf"{_TO}(?:{'|'.join(names)})(?![A-Za-z])", re.IGNORECASE)
+                pattern = re.compile(rf"{_TO}(?:{'|'.join(names)})(?![A-Za-z])|"
+                                     rf"(?:{'|'.join(names)})(?:问|要|找你要|看)[^，,。]{{0,12}}的时候", re.IGNORECASE)
                 self._patterns.append((pattern, m))
 
     @property
