@@ -16,7 +16,7 @@ T = datetime(2026, 9, 14, 3, 0, tzinfo=UTC)
 
 
 def _member(user_id: str, role: str, name: str) -> Member:
-    return Member(project_id="p1", user_id=user_id, project_role="member", study_role=role,  # type: ignore[arg-type]
+    return Member(project_id="p1", user_id=user_id, project_role="member", study_role=role,
                   display_name=name, added_at=T, added_by="admin")
 
 
