@@ -105,3 +105,10 @@ def test_newcomer_kinds_a_conditional_rule_a_promise_inside_and_a_universal_aske
     # "anything meant for me" in a standing request asked as a question
     assert [f.kind for f in find_statements("Could you send anything meant for me to my email rather than WeCom?")] == [
         "durable"]
+
+
+def test_a_rule_noted_down_is_an_instruction_and_a_state_noted_down_is_context() -> None:
+    from agent_memory.hot_memory.statements import classify_section
+
+    assert classify_section("SAE 表格每次都要双人核对后再交。", kind="note") == "User Preferences"
+    assert classify_section("3号中心的冷链记录仪没电了，这周换。", kind="note") == "Active Context"

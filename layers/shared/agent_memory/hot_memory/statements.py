@@ -60,12 +60,18 @@ def classify_section(text: str, *, kind: str = "durable", hint: str | None = Non
         return "Lessons Learned"
     if kind == "remember" and (SUBJECT_ID.search(norm) or not IMPERATIVE.search(norm)):
         return "Active Context"
+    if kind == "note" and _EVERY_TIME_RULE.search(norm) and not SUBJECT_ID.search(norm):
+        return "User Preferences"  # a rule noted down ("记一下：SAE 表格每次都要双人核对后再交")
     if kind == "note" or FOCUS.search(norm[:12]) or _RISK_HEAD.search(norm[:12]) or (
             kind == "change" and (FOCUS.search(norm) or RISK.search(norm))):
         return "Active Context"
     if STATE.search(norm) and not CONTINUE.match(norm):
         return "Active Context"
     return "User Preferences"
+
+
+#: a rule that holds each time ("每次都要…", "一律…", "always …"): a noted rule is an instruction
+_EVERY_TIME_RULE = re.compile(r"每次都|每次必须|一律|务必每|\balways\b|\bevery time\b", re.IGNORECASE)
 
 
 #: a line that already names its kind ("风险：…", "Current focus: …")
