@@ -112,3 +112,12 @@ def test_a_rule_noted_down_is_an_instruction_and_a_state_noted_down_is_context()
 
     assert classify_section("SAE 表格每次都要双人核对后再交。", kind="note") == "User Preferences"
     assert classify_section("3号中心的冷链记录仪没电了，这周换。", kind="note") == "Active Context"
+
+
+def test_a_question_form_change_after_a_complaint_keeps_its_subject_and_value() -> None:
+    from agent_memory.hot_memory.analysis import values
+
+    said = "用药提醒一周发一次我老忘，周二看完周四就想不起来了 能不能改成每天上午发，就发当天要吃的那几种？"
+    assert [f.text for f in find_statements(said)] == ["用药提醒能不能改成每天上午发，就发当天要吃的那几种。"]
+    assert values("能不能改成每天上午发")["frequency"] == frozenset({"day"})  # 能不能 is no negation
+    assert "format" not in values("不要PDF")

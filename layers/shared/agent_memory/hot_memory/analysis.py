@@ -252,7 +252,9 @@ __all__ = [
 
 # ------------------------------------------------------------ values of a subject
 _NEG_BEFORE = re.compile(
-    r"(?:别|不要|不用|不再|不|勿|\bno\b|\bnot\b|\bnever\b|n't|\binstead of\b|\brather than\b)"
+    # "不" of a question form (能不能, 可不可以, 要不要) is no negation
+    r"(?:别|不要|不用|不再|(?<![能可要行好是])不(?![能可行])|勿|\bno\b|\bnot\b|\bnever\b|n't|\binstead of\b|"
+    r"\brather than\b)"
     r"\s*\S{0,3}\s*$",
     re.IGNORECASE,
 )

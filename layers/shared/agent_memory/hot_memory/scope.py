@@ -78,7 +78,9 @@ _TOPIC = re.compile(rf"(?:{_ROLE})们?(?:的|要|那边|这边|组|以后|今后
 
 _RECEIVER_ZH = re.compile(r"(?:给|发|跟|对|回答|回复|答复|提醒|告诉|通知|帮|问|找)我(?!们)|我的|我这边|我负责")
 _RECEIVER_EN = re.compile(r"(?<![A-Za-z'])(?:me|my|mine)(?![A-Za-z])", _I)
-_SUBJECT_ZH = re.compile(r"(?<![自])我(?!们|觉得|认为|建议|希望|想|说|看还是|看就)")
+#: the speaker as the subject of a clause ("我要看时间线"); not of an opinion, a wish or a complaint about
+#: themself ("我老事忘", "我没空看"): those give a reason, not the audience
+_SUBJECT_ZH = re.compile(r"(?<![自])我(?!们|觉得|认为|建议|希望|想|说|看还是|看就|老|总|记不住|想不起|忘|没空|顾不上)")
 _SUBJECT_EN = re.compile(r"\bI(?:'d|'m)?\b(?! (?:think|believe|suggest|guess|feel|propose|mean|reckon)\b)")
 _EVERYONE = re.compile(
     r"大家|所有人|所有成员|全体|全组|全队|整个(?:项目)?组|项目组(?:所有|全体|每)|团队(?:里)?(?:每|所有|全)|各位|每个人|每位成员|"

@@ -260,6 +260,13 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     occasion = RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm)
     if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
             norm, occasion.start(), occasion.end(), message, question=question, durable=True):
+        frags = fragments(sentence)
+        at = next((i for i, f in enumerate(frags) if occasion.group() in nfkc(f)), 0)
+        kept = [f for f in frags[:at] if not (_COMPLAINT.search(nfkc(f)) or _TOO.search(nfkc(f)))]
+        if len(kept) < at:  # a complaint before the rule ("…一周发一次我老事忘，…能不能改成每天早上发"): the rule alone
+            return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[at]), frags[at + 1:]), "durable")
+        if _COMPLAINT.search(norm) and not INSTRUCTION.search(norm, max(m.end() for m in _COMPLAINT.finditer(norm))):
+            return None  # "每次发的汇总都是一大坨…根本找不着重点": a complaint, no instruction after it
         return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "durable")
     return _about_every_copy(sentence, norm, message, question) or _value_wish(sentence, norm, message, question)
 
@@ -345,8 +352,8 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
     if found.kind == "withdraw":
         return found
     if change is None:
-        if not _NO_SUBJECT.match(bare):
-            return found
+        if not _NO_SUBJECT.match(bare) or OUTPUT_OF_ASSISTANT.match(bare):
+            return found  # a subject of its own ("发我的东西第一行先给一句结论")
         document = _earlier_document(sentence, message)
         if document and language_of(document) != "zh" and re.search(r"\b(?:them|it)\b", found.text):
             found.text = re.sub(r"\b(?:them|it)\b", document, found.text, count=1)  # "Sort them by …"
@@ -369,7 +376,7 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
 _OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|"
                                   r"汇总|提醒|列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
                                   r"(?:的(?:排法|排序|顺序|格式|发法|时间|频率|内容|写法|事)|这块|这个事|的话)?"
-                                  r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|太|才|老|总|又|还|也|都|，|,|:|\s)",
+                                  r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|太|才|老|总|又|还|也|都|一|每|现在|目前|，|,|:|\s)",
                                   re.IGNORECASE)
 #: an English sentence opening with the document it is about ("And the listings: …")
 _OPENS_WITH_DOCUMENT_EN = re.compile(r"^(?:(?:and|so|also|about)\s+)?((?:the|our|my)\s+[\w -]{0,24}?"
@@ -378,10 +385,12 @@ _OPENS_WITH_DOCUMENT_EN = re.compile(r"^(?:(?:and|so|also|about)\s+)?((?:the|our
 
 
 def _earlier_document(sentence: str, message: str) -> str:
-    """The document an earlier sentence of ``message`` opens with (nearest first), or ""."""
+    """The document an earlier sentence of ``message`` opens with (nearest first), else the one the
+    sentence's first clause opens with ("随访提醒一周发一次…，能不能改成每天早上发"), or ""."""
     start = message.find(sentence)
     earlier = [message[a:b] for a, b, _ in sentence_spans(message[:start])] if start > 0 else []
-    for text in reversed(earlier[-2:]):
+    own = fragments(sentence)  # the sentence's own first clause, when the statement starts later in it
+    for text in [*reversed(earlier[-2:]), *(own[:1] if len(own) > 1 else [])]:
         m = _OPENS_WITH_DOCUMENT.match(LEAD_FILLER.sub("", nfkc(text.strip()))) or _OPENS_WITH_DOCUMENT_EN.match(
             nfkc(text.strip()))
         if m:
@@ -397,7 +406,7 @@ def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
 _COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不清|分不清|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
                         r"\bi keep having to\b|\bwon'?t (?:open|load|work)\b|\bdoesn'?t work\b|"
                         r"\bcan'?t (?:open|read)\b|"
-                        r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|"
+                        r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|老事忘|老忘|总忘|记不住|想不起来|"
                         r"\btoo (?:early|late|slow)\b",
                         re.IGNORECASE)
 
@@ -408,6 +417,7 @@ _TOO = re.compile(r"太\S{1,4}了")
 
 #: a clause that opens without a subject ("还是给我Word", "改到周五")
 _NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只|提前|每例|每条|每位|每个受试者|"
+                         r"能不能改|"
                          r"(?:sort|group|order|send|put|list|split|keep) (?:them|it)\b)", re.IGNORECASE)
 
 
