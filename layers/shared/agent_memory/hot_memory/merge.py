@@ -10,7 +10,6 @@ No I/O: callers read and save through the repository.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,13 +27,11 @@ from agent_memory.hot_memory.analysis import (
     analyse,
     changes_value,
     conflicts,
-    contradicts,
     is_duplicate,
     languages_present,
     nfkc,
     restates_value,
     shared_grams,
-    supersedes,
 )
 from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction, compact_offline, validate_compaction
 from agent_memory.hot_memory.document import stable_id
@@ -42,8 +39,12 @@ from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
 from agent_memory.hot_memory.scope import preference_scope
-from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF, RISK
+from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
+from agent_memory.hot_memory.subjects import closes_risk as _closes_risk
+from agent_memory.hot_memory.subjects import restates as _restates
+from agent_memory.hot_memory.subjects import same_scope as _same_scope
+from agent_memory.hot_memory.subjects import same_subject
 from agent_memory.hot_memory.team import Team
 
 DISTILLER = "distiller"
@@ -449,85 +450,6 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
         if extra.line_id in result.added:
             result.added.remove(extra.line_id)
             result.removed.remove(extra.line_id)
-
-
-#: a line naming the current focus, labelled or not ("当前重点：…", "这个月的重点改成…")
-_FOCUS = re.compile(
-    r"^(?:当前重点|重点|current focus|focus)\s*[:：]|"
-    r"(?:当前|目前|现在|这个月|本月|这周|本周|近期|接下来|下一步|下阶段|下个阶段|后面)的?(?:工作)?重点(?:是|改成|换成|转到|放在|为)|"
-    r"重点(?:改成|换成|转到|转向|放到|调整为|变成)|"
-    r"\b(?:current |next )?focus (?:is|now|shifts?|moves?|changes?)\b|\bpriority (?:is|now)\b", re.IGNORECASE)
-_RISK_LABEL = re.compile(r"^(?:风险|主要风险|risk)\s*[:：]", re.IGNORECASE)
-#: the label an Active Context line opens with ("风险：", "风险解除：", "Current focus: ", "Risk closed: ")
-_CONTEXT_LABEL = re.compile(r"^\s*(?:当前重点|重点|风险解除|主要风险|风险|"
-                            r"current focus|focus|risk closed|risk)\s*[:：]\s*", re.IGNORECASE)
-
-
-def _closes_risk(text: str) -> bool:
-    """A line saying a risk is closed ("风险解除：…"): never a restatement of the risk it closes."""
-    return bool(re.match(r"\s*(?:风险解除|risk closed)\s*[:：]", text, re.IGNORECASE))
-
-
-def _context_kind(text: str) -> str:
-    """An Active Context line's kind: ``focus`` (the current focus), ``risk`` or ``state``."""
-    if _FOCUS.search(text):
-        return "focus"
-    return "risk" if RISK.search(text) else "state"
-
-
-def _restates(text: str, role: str | None, section: str, line: HotMemoryLine, speaker: str | None) -> bool:
-    """``text`` says again what ``line`` (same scope) says in other words: at least four content
-    words / bigrams shared, covering 60 % of the shorter one's, and no new value of the same kind."""
-    if not _same_scope(line, section, role, text=text, speaker=speaker) or changes_value(text, line.text):
-        return False
-    if analyse(text).negative != analyse(line.text).negative:
-        return False  # the opposite of the line ("周报里别放曲线图了" against "周报里附上曲线图"): not a restatement
-    a, b = analyse(text).grams, analyse(line.text).grams
-    shared = len(a & b)
-    return shared >= 4 and shared >= 0.6 * min(len(a), len(b))
-
-
-_FOR_ME = re.compile(r"[发给告]我|我的|给我|\bme\b|\bmy\b", re.IGNORECASE)
-
-
-def _same_scope(line: HotMemoryLine, section: str, role: str | None, *, text: str = "",
-                speaker: str | None = None) -> bool:
-    """Same section; for preferences the same role (a different role's preference is its own
-    line) and, for a preference about the speaker themself ("发我", "send me"), the same user."""
-    if line.section != section:
-        return False
-    if section != "User Preferences":
-        return True
-    if line.role_tag != role and not (role == speaker and line.stated_by == speaker):
-        return False  # a role's, one user's and everyone's preferences are lines of their own; a line the
-        # speaker stated themself is theirs to change for themself ("report to me in English")
-    personal = bool(_FOR_ME.search(text) or _FOR_ME.search(line.text))
-    return not (personal and speaker and line.stated_by and line.stated_by != speaker)
-
-
-def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = False) -> bool:
-    """``new`` holds the subject of the AI line ``line`` in the same scope, so it replaces it:
-    a new value of the same kind (format, weekday, time, lead days); in Active Context the same
-    focus, the same risk when the statement changes it, or the same state (at least three
-    shared content words / bigrams); a contradiction or a changed detail of the same statement."""
-    if line.source == "admin" or not _same_scope(line, new.section, new.role_tag, text=new.text,
-                                                 speaker=new.stated_by):
-        return False
-    if changes_value(new.text, line.text):
-        return True
-    if new.section == "Active Context":
-        if _FOCUS.search(new.text) and _FOCUS.search(line.text):
-            return True  # the project has one current focus
-        if _context_kind(new.text) != _context_kind(line.text):
-            return False  # a new focus leaves the risks, a new risk the focus
-        if change and _RISK_LABEL.match(new.text) and _RISK_LABEL.match(line.text):
-            return True
-        if shared_grams(_CONTEXT_LABEL.sub("", new.text), _CONTEXT_LABEL.sub("", line.text)) >= 3:
-            return True  # the same focus, risk or state (a risk closed included), its label not counted
-    a, b = analyse(new.text), analyse(line.text)
-    if a.reply_language and b.reply_language:
-        return contradicts(a, b)
-    return contradicts(a, b) or supersedes(a, b)
 
 
 def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:

@@ -35,7 +35,8 @@ Active Context and lessons said in everyday wording (a focus without 重点, a r
 flagged to watch, a risk closed, a temporary state of a site or a system, a lesson opening its
 message with its rule) are the kinds of :mod:`agent_memory.hot_memory.context_statements`.
 
-The word families are in :mod:`agent_memory.hot_memory.statement_lexicon`. Lines are clean: cue,
+The word families are in :mod:`agent_memory.hot_memory.statement_lexicon`, the traps' judgement in
+:mod:`agent_memory.hot_memory.traps`. Lines are clean: cue,
 fillers, emoji, complaints and reasons after the instruction are dropped; the statement keeps its
 language. Deterministic and offline; nothing is logged.
 """
@@ -44,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from agent_memory.hot_memory.analysis import SUBJECT_ID, VALUE_PATTERNS, language_of, nfkc, values
+from agent_memory.hot_memory.analysis import VALUE_PATTERNS, language_of, nfkc, values
 from agent_memory.hot_memory.context_statements import ContextSaid, early_context, late_context, lesson_told
 from agent_memory.hot_memory.sentences import (
     clean_statement,
@@ -65,7 +66,6 @@ from agent_memory.hot_memory.statement_lexicon import (
     ANAPHORA,
     BACK_REFERENCE,
     CHANGE,
-    CLINICAL_ORDER,
     CONDITIONAL_HEAD,
     DECISION,
     DOCUMENT,
@@ -87,22 +87,20 @@ from agent_memory.hot_memory.statement_lexicon import (
     OWN_PROMISE,
     POSTPONE,
     PREFER,
-    QUESTION_WORDS,
     RECURRING,
     RECURRING_DOCUMENT,
     REMEMBER,
     REMINDER,
-    REPORTED,
     REQUEST,
-    RESTATED,
     RISK_SAID,
     RULE_AFTER_TIME_WORD,
-    TENTATIVE,
     TIME_WORD,
     TOPIC_FRAGMENT,
     UNTIL,
     WITHDRAW,
 )
+from agent_memory.hot_memory.traps import is_trap as _trap
+from agent_memory.hot_memory.traps import standing_request as _standing_request
 
 
 class FoundStatement:
@@ -124,72 +122,6 @@ class FoundStatement:
         self.section_hint = section_hint
         #: the sentence the statement was found in, before cleaning (its scope words are kept)
         self.sentence = text
-
-
-#: what makes a request a standing one: a standing cue, a recurring occasion or a quantifier
-_STANDING_MARK = re.compile(r"以后|今后|往后|每次|每周|每天|每月|每条|都|一律|统一|\bfrom now on\b|\bgoing forward\b|"
-                            r"\b(?:the|any|all) [\w -]{2,30}? you (?:send|prepare|give) me\b|"
-                            r"\bevery\b|\beach\b|\balways\b|\bfrom (?:the )?next\b", re.IGNORECASE)
-#: asking the assistant's opinion ("…要不要…？你觉得呢"): a question after all
-_OPINION = re.compile(r"你觉得|你看呢|你说呢|要不要|是不是|好不好|行不行|\bwhat do you think\b|\bshould we\b",
-                      re.IGNORECASE)
-
-
-def _standing_request(norm: str) -> bool:
-    """A request put as a question that asks for a standing arrangement ("每周给我的清单能不能都带上…",
-    "能不能挪到上午10点发", "Can you send me X every other Monday from now on?"), not a one-off
-    ("11月的汇总里能不能单独标出…") nor a request for an opinion."""
-    return bool(REQUEST.search(norm) and not _OPINION.search(norm) and not _TRY_NOW.search(norm)
-                and (_STANDING_MARK.search(norm) or OUTPUT_OF_ASSISTANT.search(norm) or values(norm)))
-
-
-#: "let me see it now" ("…能不能发我看看？"): a look now, not an arrangement
-_TRY_NOW = re.compile(r"看看|瞧瞧|一下|\bfor a look\b|\bright now\b", re.IGNORECASE)
-
-
-#: a question put in each report or asked each time ("每次随访电话都要问一句…", "周报都附一句…是什么")
-_ASKED_EACH_TIME = re.compile(r"(?:问|询问|确认)\S{0,6}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|"
-                              r"\bask\w*\b[^.]{0,12}$", re.IGNORECASE)
-
-
-def _trap(norm: str, start: int, end: int, message: str, *, question: bool, durable: bool = False) -> bool:
-    """True when the cue at ``norm[start:end]`` is not a statement of the speaker (see the module
-    docstring: hypothetical, question, reported speech, restatement, one-off, subject's clinical
-    order)."""
-    frag = fragment_at(norm, start, end)
-    prefix = norm[:start]
-    if HYPOTHETICAL.search(frag[: max(0, frag.find(norm[start:end]))] if norm[start:end] in frag else frag):
-        return True
-    if HYPOTHETICAL.search(prefix[-6:]):
-        return True
-    asked = QUESTION_WORDS.search(frag)
-    if asked and _ASKED_EACH_TIME.search(frag[: asked.start()]):
-        asked = None  # the question to ask each time ("每次随访电话都要问一句最近有没有…")
-    if (question or asked) and not _standing_request(norm):
-        return True
-    if POSTPONE.search(frag) or LATER.search(frag.rstrip("。.!！ ~～")):
-        return True
-    if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()):
-        return True
-    if REPORTED.search(prefix[-12:]):
-        return True
-    if RESTATED.search(norm):
-        return True
-    if any(not (durable and _each_time(frag, m)) for m in ONE_OFF.finditer(frag)) or (
-            durable and SUBJECT_ID.search(frag)):
-        return True
-    return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag)) or bool(
-        SUBJECT_ID.search(norm) and CLINICAL_ORDER.search(norm))
-
-
-#: "every / each" before 这次 / 本次 in a standing statement: "this time" is each time it is done
-#: ("以后给CRC的访视提醒里都写上这次要抽哪几管血")
-_EACH = re.compile(r"都|每次|每个|每位|每一|一律|\b(?:every|each|all)\b", re.IGNORECASE)
-
-
-def _each_time(frag: str, one_off: re.Match[str]) -> bool:
-    """The one-off word ``one_off`` is 这次 / 本次 after an "every / each" in ``frag``."""
-    return one_off.group() in ("这次", "本次") and bool(_EACH.search(frag[: one_off.start()]))
 
 
 #: a cue that is not the speaker's standing statement: the sentence holds none
