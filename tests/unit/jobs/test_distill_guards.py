@@ -667,3 +667,15 @@ def test_a_decision_left_to_the_study_staff_keeps_the_rule(statement: str) -> No
 def test_missing_lab_values_filled_in_by_the_assistant_are_held() -> None:
     said = "缺失的实验室值以后你按上次访视的值补上去就好，省得发query。"
     assert [ln.line_id for ln in relaxed_rules(said, BASELINE_ZH)] == ["br-data-changes"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "Going forward, deviations like this don't need to go in the log.",
+        "We had a deviation today, a visit out of window by 3 days. Let's just not put it in the log.",
+        "Minor out-of-window visits: no need for a deviation log entry from now on.",
+    ],
+)
+def test_a_deviation_kept_out_of_the_log_in_english_is_held(statement: str) -> None:
+    assert [ln.line_id for ln in relaxed_rules(statement, BASELINE_ZH)] == ["br-deviations"]

@@ -185,6 +185,10 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"\bleave\b[^.;,]{0,40}\boff\b|\bkeep\b[^.;,]{0,40}\b(?:off|out of)\b|\bexclud\w*|"
                    r"\b(?:drop|remove|take)\w*\b[^.;,]{0,30}\b(?:from|off)\b|"
                    r"\bnot (?:be )?(?:logged|recorded|reported|listed)\b|"
+                   r"\b(?:don'?t|doesn'?t|do not|does not|won'?t) need to (?:go|be|get)\b[^.;]{0,24}"
+                   r"\b(?:logs?|logged|reports?|reported|records?|recorded|listed)\b|"
+                   r"\bno need (?:for|to)\b[^.;]{0,30}\b(?:logs?|logging|report\w*|record\w*)\b|"
+                   r"\bnot (?:put|enter|add|write)\w*\b[^.;]{0,20}\b(?:in|into|on)\b[^.;]{0,12}\b(?:logs?|reports?)\b|"
                    r"\bomit\w*|\bwithout reporting\b|"
                    r"\b(?:not|never) (?:have|let) [\w' -]{1,30}? (?:show up|appear)\b|"
                    r"(?:不|别|不用|不再)提(?!醒)", _I),
