@@ -113,3 +113,17 @@ def test_a_qc_turn_after_a_history_answer_leaves_that_answer_out(store: InMemory
     # while a later non-QC turn still replays it
     send(deps, "P005 入组了吗")
     assert "第3周决定事项 3" in str(llm_requests(deps)[-2].messages)
+
+
+@pytest.mark.parametrize(
+    ("text", "intents"),
+    [
+        # what was judged since the project started is a question about the project's past
+        ("自项目启动以来，哪些SAE被判定和研究药物相关？", {"QUERY_HISTORY"}),
+        ("Since the study began, which deviations were deemed major?", {"QUERY_HISTORY"}),
+        # a subject's own record stays a look-up of current data
+        ("P014 这个AE被判定和药物相关吗？", {"QUERY_DATA"}),
+    ],
+)
+def test_what_was_judged_since_the_start_is_history(text: str, intents: set[str]) -> None:
+    assert {str(i) for i in RuleIntentClassifier().classify(text).intents} == intents

@@ -35,6 +35,8 @@ ANCHOR = (
     # quarters, halves, seasons, ends and starts of past years
     r"|上个?季度|上一?季|上半年|去年(?:年底|年初|年末|底|初|这个?时[候后]|此时|这会儿?|同期)?|前年|年底|年初"
     r"|\b(?:last|previous|prior|past) (?:quarter|year|summer|spring|autumn|fall|winter|month|half[- ]year)\b"
+    r"|\bsince (?:the )?(?:project|study|trial) (?:started|began|start(?:ed)? up|kicked off)\b"
+    r"|\bsince the (?:start|beginning) of the (?:project|study|trial)\b"
     r"|\bq[1-4]\b|\bthis time last year\b|\b(?:in|over|during) (?:the )?" + _SEASON_EN + r"\b|\bearlier this year\b"
     # spans reaching back: 最近半年, 前两个月, 过去三个月, 近几周, over the past 6 months
     r"|(?:最近|近|过去|前|这)\s*" + _NUM + r"\s*(?:个)?(?:月|周|星期|年|季度)"
@@ -199,7 +201,8 @@ TREND_EXPLICIT = (
     r"|\bdecreas|\bchang|\bgrow|\bdeclin|\bimprov|\bworse|\bbetter|\breview|\brecap|\bsummar|\boverview"
 )
 #: Decisions named as such; with a time anchor they are the project's past.
-DECISION_NOUN = r"决策|决议|决定|定下|拍板|\bdecisions?\b|\bdecided\b|\bagreed\b"
+DECISION_NOUN = (r"决策|决议|决定|定下|拍板|被判定|判定为|被认定|\bdecisions?\b|\bdecided\b|\bagreed\b|"
+                 r"\b(?:were|was) (?:judged|deemed|assessed as|adjudicated)\b")
 #: Why / for what reason (with a time anchor: the reason of a past event).
 REASON = r"为什么|为啥|为何|什么原因|啥原因|原因|理由|\bwhy\b|\breason"
 #: Current-period marker: a report of this period is generated, not looked up.
