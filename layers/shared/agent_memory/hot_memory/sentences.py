@@ -17,6 +17,7 @@ from agent_memory.hot_memory.analysis import VALUE_PATTERNS, language_of, nfkc, 
 from agent_memory.hot_memory.statement_lexicon import (
     ACT_NOW,
     ALSO,
+    COMPLAINT,
     CONDITIONAL_HEAD,
     CONTINUE,
     DURABLE_EN,
@@ -166,7 +167,7 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
         rest_fragments = rest_fragments[1:]
     for frag in rest_fragments:
         bare = LEAD_FILLER.sub("", frag)
-        sets_value = bool(values(nfkc(frag))) and not _COMPLAINT.search(nfkc(frag)) and (
+        sets_value = bool(values(nfkc(frag))) and not COMPLAINT.search(nfkc(frag)) and (
             _SETS.search(nfkc(frag)) is not None or _only_values(bare))
         if ACT_NOW.search(nfkc(frag)) and not sets_value:
             break  # what the message asks for now ends the standing statement
@@ -204,10 +205,6 @@ def _only_values(fragment: str) -> bool:
     for pattern in VALUE_PATTERNS.values():
         rest = pattern.sub("", rest)
     return len(re.sub(r"\W|还是|就行|就好|即可|也行|照旧", "", rest)) <= 1
-
-
-#: a complaint about how it is (too early, no time …): never a value the statement sets
-_COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不清|太早|太晚|太慢|\bno time\b|\btoo (?:early|late|slow)\b", _I)
 
 
 def fragment_at(norm: str, start: int, end: int) -> str:

@@ -99,6 +99,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     UNTIL,
     WITHDRAW,
 )
+from agent_memory.hot_memory.statement_lexicon import COMPLAINT as _COMPLAINT
 from agent_memory.hot_memory.traps import is_trap as _trap
 from agent_memory.hot_memory.traps import standing_request as _standing_request
 
@@ -334,13 +335,6 @@ def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
     return (frags[0], frags[1:]) if frags else ("", [])
 
 
-#: a complaint about how it is now, not a wish for how it should be
-_COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不清|分不清|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
-                        r"\bi keep having to\b|\bwon'?t (?:open|load|work)\b|\bdoesn'?t work\b|"
-                        r"\bcan'?t (?:open|read)\b|"
-                        r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|老事忘|老忘|总忘|记不住|想不起来|"
-                        r"\btoo (?:early|late|slow)\b",
-                        re.IGNORECASE)
 
 
 #: "太…了": how it is now, a complaint

@@ -80,6 +80,13 @@ HOW_WORD = re.compile(r"尽量|以内|不超过|控制在|不要|别|只|必须|
 PREFER = re.compile(r"(?:我)?更?(?:希望|倾向于|更喜欢)|\bi'?d rather\b|\bi would rather\b|\bi'?d prefer\b", _I)
 #: a rule bounded by an end ("Until the March data cut, …"): standing until then
 UNTIL = re.compile(r"^\W*(?:until|till|up to|through) (?:the )?[\w -]{2,30},", _I)
+#: a complaint about how it is now, not a wish for how it should be
+COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不清|分不清|不方便|太早|太晚|太慢|又\S{0,6}了|\bno time\b|"
+                       r"\bi keep having to\b|\bwon'?t (?:open|load|work)\b|\bdoesn'?t work\b|"
+                       r"\bcan'?t (?:open|read)\b|"
+                       r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|老事忘|老忘|总忘|记不住|想不起来|"
+                       r"\btoo (?:early|late|slow)\b",
+                       _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
 REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) (?:you|the|all|any|your)\b|"
                      r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
