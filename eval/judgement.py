@@ -304,13 +304,16 @@ def _table_rows(j: dict[str, Any]) -> list[tuple[str, Any, str]]:
             (f"relaxations [{language} rules]: rule named right", rx["rule_named_right"], "all"),
             (f"relaxations [{language} rules]: false alarms", f"{rx['false_alarms']}/{rx['benign']}", "0"),
         ]
-    cf = j["conflicts"]
-    out += [
-        ("conflicts: right", f"{cf['accuracy']} ({cf['rows']} rows)", ">= 0.95"),
-        ("conflicts: contradicts / compatible / duplicate", f"{cf['contradicts_right']} / {cf['compatible_right']} / "
-         f"{cf['duplicate_right']}", "all"),
-        ("conflicts: contradicting lines both active", cf["contradicting_lines_both_active"], "0"),
-    ]
+    for key in ("conflicts", "replacements"):
+        if key not in j:
+            continue
+        cf = j[key]
+        out += [
+            (f"{key}: right", f"{cf['accuracy']} ({cf['rows']} rows)", ">= 0.95"),
+            (f"{key}: contradicts / compatible / duplicate", f"{cf['contradicts_right']} / {cf['compatible_right']} / "
+             f"{cf['duplicate_right']}", "all"),
+            (f"{key}: contradicting lines both active", cf["contradicting_lines_both_active"], "0"),
+        ]
     return out
 
 
@@ -342,6 +345,9 @@ def _fresh_sections() -> dict[str, Any]:
     out = {"relaxations": relaxations("fresh/relaxations.jsonl"), "conflicts": conflicts("fresh/conflicts.jsonl")}
     if (EVAL / "fresh/statements.jsonl").exists():
         out["statements"] = statements("fresh/statements.jsonl")
+    if (EVAL / "fresh/replacements.jsonl").exists():
+        # a change said after a complaint naming the current value, in the conflicts format
+        out["replacements"] = conflicts("fresh/replacements.jsonl")
     return out
 
 

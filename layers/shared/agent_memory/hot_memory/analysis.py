@@ -245,6 +245,7 @@ __all__ = [
     "normalise_core",
     "same_topic",
     "shared_grams",
+    "subject_grams",
     "supersedes",
     "values",
 ]
@@ -270,12 +271,16 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "lead_time": (re.compile(r"提前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*"
                              r"(?:天|日|周|星期|礼拜|小时|工作日|月|days?|weeks?|hours?|(?:business|working) days?|"
                              r"months?))|"
+                             # before an event, heading what is sent ("监查之前3个工作日，把…", "MV 前一周把…发我",
+                             # "访视前三天才提醒"); "术后前3天的评估" (the first days after) is no lead time
+                             r"(?<!提)(?:之|以)?前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*"
+                             r"(?:天|日|周|星期|礼拜|小时|工作日|月))(?=\s*(?:[，,（(把发给就先要才再提]|$))|"
                              r"\b([0-9]+|one|two|three|four|five|six|seven|a|an)\s*(days?|weeks?|hours?|"
                              r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),
     # how often (每周 / weekly / every two weeks); "the weekly query report" names a report, not a frequency
     "frequency": (re.compile(r"\b(every (?:other|second) (?:week|monday|tuesday|wednesday|thursday|friday))\b|"
-                             r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|"
+                             r"(每天|每日|每周|每星期|每两周|每隔一周|隔周|每个?月|每季度|每年|一周一次|一月一次|两周一次|一天一次|"
                              r"\b(?:daily|weekly|fortnightly|bi-?weekly|monthly|quarterly|yearly|annually)\b"
                              r"(?=\s*(?:$|[,.;!?)]|\b(?:on|at|by|in|and|instead|rather|from|to|please|then|now)\b))|"
                              r"\bevery (?:day|week|(?:other|second) week|two weeks|month|quarter|year)\b|"
@@ -332,6 +337,7 @@ _SAME_VALUE: dict[str, str] = {
     "链接": "link", "link": "link", "shared drive": "link", "shared folder": "link",
     "每天": "day", "每日": "day", "daily": "day", "every day": "day", "once a day": "day",
     "每周": "week", "每星期": "week", "weekly": "week", "every week": "week", "once a week": "week", "一周一次": "week",
+    "两周一次": "2week", "一天一次": "day",
     "每两周": "2week", "每隔一周": "2week", "隔周": "2week", "fortnightly": "2week", "biweekly": "2week",
     "bi-weekly": "2week", "every other week": "2week", "every two weeks": "2week",
     "每月": "month", "每个月": "month", "monthly": "month", "every month": "month", "once a month": "month",
@@ -433,6 +439,12 @@ def restates_value(candidate: str, line: str, *, same_language: bool = False) ->
     a, b = values(candidate), values(line)
     shared = a.keys() & b.keys()
     return bool(shared) and all(a[f] == b[f] for f in shared) and _shares_subject(candidate, line)
+
+
+def subject_grams(text: str) -> frozenset[str]:
+    """The content words / bigrams of ``text`` once its values, value keys and scope words ("给我",
+    "me") are out: what it is about, not what it sets."""
+    return frozenset(_stems(_grams(_SCOPE_WORDS.sub(" ", _without_values(nfkc(text).casefold())))))
 
 
 def _shares_subject(candidate: str, line: str) -> bool:

@@ -21,6 +21,7 @@ from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, StudyRole
 from agent_memory.domain.text import estimate_tokens
+from agent_memory.hot_memory.amend import Amendment, amendment, kept_details
 from agent_memory.hot_memory.analysis import (
     SUBJECT_ID,
     Analysis,
@@ -328,12 +329,31 @@ class _Merge:
             (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
                                           speaker=speaker.user_id))
             or same_subject(new_line, ln, change=cand.kind == "change"))]
+        if len(same) == 1 and cand.section == "User Preferences" and same[0].section == cand.section:
+            kept = kept_details(statement.text, same[0])
+            if kept != statement.text:
+                new_line = new_line.model_copy(update={
+                    "text": kept, "line_id": stable_id("hm", self.hot.project_id, kept, *statement.evidence)})
+        elif not same and cand.section == "User Preferences":
+            amended = self._amendment(statement)
+            if amended is not None:
+                new_line = new_line.model_copy(update={
+                    "text": amended.text, "role_tag": amended.target.role_tag,
+                    "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
+                same = [amended.target]
         if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
                 statement.text):
             self.result.rejected["no_subject"] += 1
             return
         _place(self.result, self.lines, new_line, same)
         self.result.evidence.extend(e for e in statement.evidence if e not in self.result.evidence)
+
+    def _amendment(self, statement: _Statement) -> Amendment | None:
+        """The AI line of the statement's scope its message changes without the statement naming its
+        subject (:func:`~agent_memory.hot_memory.amend.amendment`)."""
+        scoped = [ln for ln in self.lines if ln.source != "admin" and _same_scope(
+            ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id)]
+        return amendment(statement.text, statement.speaker.content, scoped) if scoped else None
 
 
 def _recurring_output(text: str) -> bool:

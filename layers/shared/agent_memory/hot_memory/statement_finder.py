@@ -239,8 +239,9 @@ def _about_every_copy(sentence: str, norm: str, message: str, question: bool) ->
 
 
 #: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
-_WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|希望|倾向于|更喜欢|"
-                   r"\b(?:make|switch|send|use|move|keep|put|sort|group|order)\b|\bi'?d rather\b|\bi would rather\b|"
+_WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|提前[^，,。]{0,8}提醒|希望|倾向于|更喜欢|"
+                   r"\b(?:make|switch|send|use|move|keep|put|sort|group|order)\b|"
+                   r"\b(?:come|arrive|go out|be sent)\b[^.?!]{0,40}\binstead\b|\bi'?d rather\b|\bi would rather\b|"
                    r"^[\w -]{0,30}?\b(?:listings?|reports?|lists?|reminders?|summar(?:y|ies)|datasets?|tables?|"
                    r"exports?|snapshots?) (?:as|in)\b|"
                    r"\bi'?d (?:like|prefer)\b|\bi (?:want|prefer)\b|"
@@ -433,15 +434,43 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
         family = next((fam for fam in values(f) if fam in new), None)
         if family is None:
             continue
+        if language_of(f) == "en":
+            found = _english_change(f, sentence[change.end():] if change.end() else sentence)
+            if found is None:
+                continue
+            return None if _trap(norm, change.start(), change.end(), message, question=question) else found
         topic = LEAD_FILLER.sub("", f[: _value_start(f, family)]).strip()
         topic = re.sub(r"(?:别|不要|不|没|再|还是|改|用|走|发)+$", "", topic)
-        if not topic or len(re.sub(r"\W", "", topic)) < 2:
+        if not topic or len(re.sub(r"\W", "", topic)) < 2 or values(topic):
             continue  # a reason with a time in it ("7点半早交班…"): the subject is further back
         if _trap(norm, change.start(), change.end(), message, question=question):
             return None
         frags = fragments(sentence[change.end():])
         return FoundStatement(topic + statement_body(*_head_and_rest(frags)), "change")
     return None
+
+
+#: an English noun phrase naming an output ("those PDF screening logs", "the weekly AE listing")
+_EN_OUTPUT = re.compile(r"(?:\b[\w-]+\s+){0,3}?\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
+                        r"exports?|files?|datasets?|digests?|reminders?|snapshots?)\b", re.IGNORECASE)
+
+
+def _english_change(earlier: str, rest: str) -> FoundStatement | None:
+    """An English new value whose output the previous sentence names ("Those PDF screening logs are
+    useless. Going forward send them as Excel."): the output (its values and determiners out) stands
+    for "them" / "it", or leads the statement; None when the sentence names no output."""
+    m = _EN_OUTPUT.search(earlier)
+    if m is None:
+        return None
+    noun = re.sub(r"^(?:(?:the|those|these|our|my|your|all)\s+)+", "", m.group().strip(), flags=re.IGNORECASE)
+    for pattern in VALUE_PATTERNS.values():
+        noun = pattern.sub("", noun)
+    noun = " ".join(noun.split())
+    body = LEAD_FILLER.sub("", rest).strip()
+    if not noun or not body:
+        return None
+    text = re.sub(r"\b(?:them|it)\b", f"the {noun}", body, count=1, flags=re.IGNORECASE)
+    return FoundStatement(text if text != body else f"{noun}: {body}", "change")
 
 
 def _value_start(text: str, family: str) -> int:
@@ -556,8 +585,12 @@ def find_statements(text: str) -> list[FoundStatement]:
             continue
         found.sentence = sentence
         found.text = clean_statement(found.text) if found.kind != "withdraw" else found.text
-        if len(re.sub(r"\W", "", found.text)) < 4 or OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text):
+        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text):
             continue
+        if len(re.sub(r"\W", "", found.text)) < 4:
+            if not values(found.text) or found.kind == "withdraw":
+                continue
+            found.kind = "change"  # a bare new value ("以后每周发"): kept only where it changes a line
         if lesson:
             found.section_hint = "Lessons Learned"
         out.append(found)

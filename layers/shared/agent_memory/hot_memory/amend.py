@@ -1,0 +1,142 @@
+"""A statement that changes a line without naming the line's subject itself: the subject and the
+line's current value are named earlier in the same message, as a complaint ("晚上8点那个依从性提醒我
+老是错过。改到下午5点半吧", "The SAS files keep bouncing off the mail filter. Going forward just drop
+the listings into the shared drive"), or the statement adds fields to the line and says the rest
+stays ("AE汇总就名字和日期太少了。以后每例再加上严重程度和处理措施，其他不变").
+
+Used by :mod:`agent_memory.hot_memory.merge` only where the statement's own words find no line of
+its scope. The new line is the old line with the change said after it, so the details the speaker
+did not change stay in memory (docs/architecture.md, "Hot memory": a replacement keeps what the
+speaker left as it was). Deterministic; nothing is logged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent_memory.domain.models import HotMemoryLine
+from agent_memory.hot_memory.analysis import changes_value, language_of, nfkc, subject_grams, values
+from agent_memory.hot_memory.statement_lexicon import COMPLAINT
+
+#: how an output reaches its reader: a new channel answers a complaint about a delivery and back
+#: ("附件老被拦" -> "放共享盘"; "by email" -> "into the shared drive")
+_ROUTE = frozenset({"channel", "delivery"})
+#: the statement adds fields or content to what the line already lists
+_ADDS = re.compile(r"加上|再加|也加|添上|补上|带上|多加|增加|加一[列项栏个行]|写上|标上|\badd\b|"
+                   r"\balso (?:include|show|list|give)\b|\binclude\b", re.IGNORECASE)
+#: the speaker keeps the rest of the line as it is
+_REST_STAYS = re.compile(r"其[他它余]\S{0,2}(?:不变|照旧|不动|一样)|别的\S{0,2}(?:不变|照旧|不动)|其他都?照旧|"
+                         r"\b(?:everything else|the rest|otherwise)\b[^.]{0,20}\b(?:same|as is|stays?|unchanged)\b",
+                         re.IGNORECASE)
+#: the current content is too little or too much ("太少了", "不够用", "太简单了", "看不出", "too thin")
+_SHORT_OF = re.compile(r"太少|不够|太简单|太粗|光\S{1,12}(?:不够|看不出)|看不出|\btoo (?:thin|little|sparse|basic)\b|"
+                       r"\bnot enough\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Amendment:
+    """A line a statement changes and the line that takes its place.
+
+    Attributes:
+        target: the AI line the statement changes (same scope).
+        text: the new line's text: the old line, then what changes ("…；改为：…", "… Now: …").
+    """
+
+    target: HotMemoryLine
+    text: str
+
+
+def _before(statement: str, message: str) -> str:
+    """The part of ``message`` before ``statement`` (its first four word characters located in the
+    NFKC text); the whole message when the statement cannot be located."""
+    norm, key = nfkc(message), re.sub(r"\W", "", nfkc(statement))[:4]
+    if not key:
+        return norm
+    at = re.search(r"\W*".join(map(re.escape, key)), norm)
+    return norm[: at.start()] if at else norm
+
+
+def _names_current_value(context: str, line: str) -> set[str]:
+    """The value families whose current value in ``line`` the context names ("晚上8点那个提醒…")."""
+    said, current = values(context), values(line)
+    return {family for family in said.keys() & current.keys() if said[family] & current[family]}
+
+
+def _changes(statement: str, line: str, named: set[str]) -> bool:
+    """``statement`` sets a new value for a family the line sets (or a new route where the context
+    complained about the route or the file)."""
+    new, current = values(statement), values(line)
+    if any(new[f] != current[f] for f in new.keys() & current.keys()):
+        return True
+    return bool(new.keys() & _ROUTE) and bool(current.keys() & (_ROUTE | {"format"})) and bool(named)
+
+
+def _about(context: str, line: str, least: int = 1) -> bool:
+    """The context and the line share ``least`` content words / bigrams once their values are out
+    (the subject of the complaint, not "周四下午" of another meeting)."""
+    return len(subject_grams(context) & subject_grams(line)) >= least
+
+
+#: how a change or a request opens ("改到…", "能不能…", "以后…"): not kept after "改为："
+_OPENING = re.compile(r"^(?:以后|今后|之后|往后|能不能|可不可以|能否|麻烦|就|再|都)*"
+                      r"(?:改到|改成|改为|换成|挪到|调到|改)?")
+
+
+def _joined(line: str, statement: str, *, added: bool) -> str:
+    """The old line with the change said after it, in the line's language."""
+    if language_of(line) == "zh":
+        said = _OPENING.sub("", statement.strip()).rstrip("？?") or statement.strip()
+        return f"{line.rstrip('。. ')}；{'' if added else '改为：'}{said}"
+    return f"{line.rstrip('. ')}. {'Also' if added else 'Now'}: {statement.strip()}"
+
+
+def kept_details(statement: str, line: HotMemoryLine) -> str:
+    """The text of the line that takes the place of ``line`` when ``statement`` gives its subject a
+    new value: the statement itself when it touches every clause of the line, else the old line with
+    the change after it (so "周报改成周一上午8点前发" keeps "按中心列出入组数…" of the line it changes).
+
+    Returns:
+        ``statement`` unchanged, or the joined text.
+    """
+    if not changes_value(statement, line.text):
+        return statement
+    said = subject_grams(statement)
+    clauses = [subject_grams(c) for c in re.split(r"[，,；;。.]\s*", nfkc(line.text)) if c.strip()]
+    if len(clauses) < 2 or all(len(c & said) * 2 >= len(c) or len(c) < 2 for c in clauses):
+        return statement  # every clause of the line is said again (or there is one): nothing to keep
+    return _joined(line.text, statement, added=False)
+
+
+def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> Amendment | None:
+    """The line among ``lines`` (AI lines of the statement's scope, oldest first) that ``statement``
+    changes though its own words name no subject of a line: the part of ``message`` before it names
+    the line's current value and the statement sets another value of that kind (or another route);
+    or it complains the line says too little (or says the rest stays) and the statement adds to it.
+
+    Args:
+        statement: the cleaned statement (a candidate's text).
+        message: the whole user message it was found in.
+        lines: candidate lines, already filtered to the statement's section and scope.
+
+    Returns:
+        The newest such line and the text of the line replacing it, or None.
+    """
+    context = _before(statement, message)
+    if not context.strip():
+        return None
+    for line in reversed(lines):
+        if line.source == "admin":
+            continue
+        named = _names_current_value(context, line.text)
+        if named and _about(context, line.text) and _changes(statement, line.text, named):
+            return Amendment(line, _joined(line.text, statement, added=False))
+        adds = _ADDS.search(nfkc(statement)) and (_REST_STAYS.search(nfkc(message)) or _SHORT_OF.search(context)
+                                                  or COMPLAINT.search(context))
+        if adds and _about(context, line.text, least=2):
+            return Amendment(line, _joined(line.text, statement, added=True))
+    return None
+
+
+__all__ = ["Amendment", "amendment", "kept_details"]

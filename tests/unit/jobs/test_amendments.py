@@ -1,0 +1,86 @@
+"""A change said after a complaint that names the line's current value, fields added to a line
+with the rest kept, and a value change that keeps the line's other clauses
+(agent_memory.hot_memory.amend through the merge)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from agent_memory.domain.jobs import FlowLogEntry
+from agent_memory.domain.models import HotMemory, HotMemoryLine
+from agent_memory.hot_memory.analysis import values
+from agent_memory.hot_memory.merge import merge_candidates
+from agent_memory.hot_memory.statements import extract_rule_candidates
+
+T = datetime(2026, 9, 14, 3, 0, tzinfo=UTC)
+
+
+def _line(text: str, tag: str, by: str = "u-1") -> HotMemoryLine:
+    return HotMemoryLine(line_id="hm-old", section="User Preferences", text=text, source="distilled", role_tag=tag,
+                         created_at=T, created_by="distiller", evidence=["m-0"], stated_by=by)
+
+
+def _merge(lines: list[HotMemoryLine], text: str, role: str, user_id: str = "u-1"):
+    said = FlowLogEntry(message_id="m-1", session_id="s", role="user", content=text, at=T, user_id=user_id,
+                        study_role=role)
+    return merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates([said]),
+                            day_messages={"m-1": said}, day="2026-09-14", now=T, max_line_tokens=200)
+
+
+@pytest.mark.parametrize(("old", "tag", "message", "role", "kept", "new"), [
+    ("血压周报每周四下午发给CRC。", "CRC", "周四下午那个血压周报我根本顾不上看。挪到周一上午吧", "CRC",
+     "血压周报每周四下午发给CRC", "周一上午"),
+    ("不良事件汇总每月以Word发给Sub-I。", "Sub-I", "Word版的不良事件汇总我这边没法筛选。以后导出成Excel吧", "Sub-I",
+     "不良事件汇总每月以Word发给Sub-I", "Excel"),
+    ("Screening logs go to the DM as PDF files.", "DM",
+     "Those PDF screening logs are useless for filtering. Going forward send them as Excel.", "DM",
+     "", "Send the screening logs as Excel"),
+])
+def test_a_complaint_naming_the_current_value_then_a_bare_new_value_changes_that_line(
+        old: str, tag: str, message: str, role: str, kept: str, new: str) -> None:
+    result = _merge([_line(old, tag)], message, role)
+    assert list(result.replaced) == ["hm-old"]
+    [line] = result.lines
+    assert line.role_tag == tag
+    assert line.text.startswith(kept) and new in line.text  # the old line, then the change (or a whole statement)
+
+
+def test_fields_added_with_the_rest_kept_amend_the_line() -> None:
+    old = _line("给Sub-I的随访汇总每例只列访视日期和血压值。", "Sub-I")
+    said = "随访汇总光有日期和血压不够用，还得去翻原始记录。以后每例再加上心率和用药调整，其他照旧"
+    result = _merge([old], said, "Sub-I")
+    assert list(result.replaced) == ["hm-old"]
+    [line] = result.lines
+    assert line.text.startswith("给Sub-I的随访汇总每例只列访视日期和血压值；")
+    assert "心率和用药调整" in line.text
+
+
+def test_a_new_value_keeps_the_clauses_of_the_line_it_does_not_mention() -> None:
+    old = _line("入组周报每周五下午发给PI，按中心列出筛选数和入组数。", "PI")
+    result = _merge([old], "以后入组周报改成周一上午发", "PI")
+    assert list(result.replaced) == ["hm-old"]
+    [line] = result.lines
+    assert "按中心列出筛选数和入组数" in line.text and "周一上午" in line.text
+
+
+def test_a_complaint_about_another_subject_changes_nothing() -> None:
+    old = _line("血压周报每周四下午发给CRC。", "CRC")
+    result = _merge([old], "周四下午的培训会太长了。以后随访电话提醒改到上午发", "CRC")
+    assert [ln.line_id for ln in result.lines][0] == "hm-old"
+    assert not result.replaced
+
+
+def test_a_bare_value_with_no_line_to_change_adds_nothing() -> None:
+    result = _merge([], "数据清单太慢了。以后每周发", "DM")
+    assert result.lines == []
+
+
+@pytest.mark.parametrize(("text", "lead"), [
+    ("监查之前3个工作日，把清单发我", {"3wd"}), ("MV 前一周把清单发我", {"168h"}), ("访视前三天才提醒", {"72h"}),
+    ("术后前3天的评估都要做", set()), ("这周前两天我不在", set()),
+])
+def test_a_lead_time_before_an_event_is_a_lead_time_and_the_first_days_after_one_are_not(
+        text: str, lead: set[str]) -> None:
+    assert set(values(text).get("lead_time", ())) == lead
