@@ -130,7 +130,11 @@ _CONCEPTS: tuple[_Concept, ...] = (
         r"双盲|揭盲|破盲|治疗组|按组|组别|\bby arms?\b|\bper arm\b|\bsplit by arm|\btreatment (?:arm|group)s?\b|"
         r"\bunblind|\bblinding\b|\ballocation\b|\bwhich (?:arm|group)\b|"
         r"\b(?:on|in) (?:the )?(?:placebo|active)(?: arm| group)?\b|"
-        r"(?:哪个|哪一|哪)组|分组情况|猜.{0,6}(?:组|安慰剂|真药)|安慰剂组|\bguess\w*\b[^.]{0,30}\barms?\b", _I),)),
+        r"(?:哪个|哪一|哪)组|分组情况|猜.{0,6}(?:组|安慰剂|真药)|安慰剂组|\bguess\w*\b[^.]{0,30}\barms?\b|"
+        # two arms named side by side ("5mg组和10mg组", "A组/B组"), compared between arms
+        r"[\w.]{1,8}\s?组\s*(?:和|与|跟|、|/|对比|vs\.?)\s*[\w.]{1,8}\s?组|组间|分组(?:列|统计|汇总|比较|结果)|"
+        r"\b(?:by|per) (?:dose|study|treatment)? ?(?:arm|group)s?\b|"
+        r"\bbetween (?:the )?(?:two )?(?:arms|groups)\b", _I),)),
     # AE causality and SAE reporting are the investigators' decisions
     _Concept("ae_decision", "forbidden", (
         re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
@@ -216,7 +220,7 @@ _PERMISSION = re.compile(
 #: asking the assistant to output something: with a forbidden object and no negation, a request
 #: to do what the rule forbids ("编号后面写上名字", "include the name", "answer patients' questions")
 _OUTPUT_ASK = re.compile(
-    r"写上|写|加上|标上|标注|显示|列出|给我|告诉|提供|放上|附上|回答|答复|给建议|"
+    r"写上|写|加上|列|统计|分开|拆开|发我|标上|标注|显示|列出|给我|告诉|提供|放上|附上|回答|答复|给建议|"
     r"\b(?:show|include|add|list|give|tell|provide|put|display|break down|split|answer|advise|recommend)\b",
     _I,
 )

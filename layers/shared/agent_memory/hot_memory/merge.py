@@ -10,6 +10,7 @@ No I/O: callers read and save through the repository.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -481,16 +482,24 @@ def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
         result.removed.append(line.line_id)
 
 
+#: what an English withdrawal names ("scratch the cc thing", "drop the SFTP idea"): its word(s) find the line
+_WITHDRAWN_THING = re.compile(r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|request|part)\b", re.IGNORECASE)
+
+
 def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
               section: str, evidence: list[str]) -> None:
     """Remove what a withdrawal takes back: the newest AI line of the same scope (``scopes``: the
     statement's role tag and the speaker's user id — their own lines) sharing at least two content
-    words / bigrams with it (a statement made earlier the same day first)."""
+    words / bigrams with it, or containing what an English withdrawal names ("the cc thing"); a
+    statement made earlier the same day first."""
     role, speaker = scopes
     scoped = [ln for ln in lines if ln.source != "admin" and (
         ln.section == section or ln.line_id in result.added) and (
         ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker))]
-    scored = sorted(((shared_grams(text, ln.text), ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
+    named = _WITHDRAWN_THING.search(text)
+    term = re.compile(rf"\b{re.escape(named.group(1))}\b", re.IGNORECASE) if named else None
+    scored = sorted(((max(shared_grams(text, ln.text), 2 * bool(term and term.search(ln.text))),
+                      ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
                     key=lambda t: (t[1], t[0], t[2]), reverse=True)
     best = next((t[3] for t in scored if t[0] >= 2), None)
     if best is None:

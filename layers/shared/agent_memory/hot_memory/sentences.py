@@ -37,7 +37,8 @@ _QUOTES = (("“", "”"), ("‘", "’"), ("「", "」"), ("『", "』"), ('"',
 _ASCII_SINGLE = re.compile(r"(?:(?<=^)|(?<=[\s:：(（]))'[^']{1,120}'(?=[\s,.;:!?)）]|$)")
 _SENTENCE_END = re.compile(
     r"[。！？!?；;\n]+|(?<=[A-Za-z0-9)\]])(?<!e\.g)(?<!i\.e)(?<!\bProf)(?<!\bDr)(?<!\betc)(?<!\bvs)\.(?=\s|$)"
-    r"|\s*(?:——|—|--|–)\s*"
+    # a dash ends a sentence; one between two numbers is a range ("第2–4天")
+    r"|\s*(?:——|--|(?<!\d)[—–]|[—–](?!\d))\s*"
 )
 _CJK = r"\u3400-\u9fff\uff00-\uffef\u3000-\u303f\U0001f000-\U0001faff\u2600-\u27bf～~"
 _SPACE_BETWEEN_CJK = re.compile(rf"(?<=[{_CJK}])[ \t\u3000]+(?=[{_CJK}])")

@@ -206,9 +206,15 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
 
 #: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
 #: query，就把他单独拎出来放清单最前面", "whenever …, put …")
-_CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|只要|一旦|凡是)[^，,。]{2,30}[，,]\s*"
-                               r"就(?:把|放|标|列|单独|发|写|加|提醒)|"
+_CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)[^，,。]{2,40}[，,]\s*"
+                               r"(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?"
+                               r"(?:把|放|标|列|单独|发|写|加|提醒|告诉|通知|@|在群里|打电话|跟我说)|"
                                r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
+
+
+#: the speaker is to be told ("@我一下", "告诉我", "通知我"): what the rule's instruction sends
+_TELL_ME = re.compile(r"[告通]诉我|通知我|@我|发我|提醒我|跟我说|找我|\b(?:tell|ping|notify|message|alert) me\b",
+                      re.IGNORECASE)
 
 
 #: an English instruction to keep an output a certain way ("For the CRCs, keep the visit reminders in Chinese only")
@@ -221,7 +227,8 @@ def _about_every_copy(sentence: str, norm: str, message: str, question: bool) ->
     as a question ("Could the reminders you send me include …?"), a rule bounded by an end
     ("Until the March data cut, send me …"), "keep the visit reminders in Chinese only"."""
     output = OUTPUT_OF_ASSISTANT.search(norm)
-    if output is None and _CONDITIONAL_RULE.search(norm) and DOCUMENT.search(norm):  # "如果…，就把他放清单最前面"
+    if output is None and _CONDITIONAL_RULE.search(norm) and (DOCUMENT.search(norm) or _TELL_ME.search(norm)):
+        # "如果…，就把他放清单最前面", "要是哪个受试者…，当天就在群里@我一下"
         frags = fragments(sentence)
         idx = next((i for i, f in enumerate(frags) if CONDITIONAL_HEAD.match(LEAD_FILLER.sub("", nfkc(f)))), 0)
         return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "durable")

@@ -21,7 +21,9 @@ DURABLE_ZH = re.compile(
 )
 #: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后", "吃了药以后"), not a standing instruction
 AFTER_EVENT = re.compile(
-    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年])\s*$"
+    r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年]|"
+    # a visit or cycle code ("C2D1以后的访视", "W12以后", "第二周期以后")
+    r"(?<![A-Za-z])[CDWMV]\d+(?:D\d+)?|第[0-9一二三四五六七八九十]+(?:个)?(?:周期|疗程|次访视|次随访|周|天)|基线|首剂|末次)\s*$"
     r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
     _I,
 )
@@ -180,7 +182,8 @@ ONE_OFF = re.compile(
 CLINICAL_ORDER = re.compile(
     r"医嘱|会诊|出院|每天测|各测|测一次|监测|血糖|血压|峰流速|服用|口服|继续吃|注射|雾化|剂量|用药|服药|吃药|复查|复诊|化验|抽血|"
     r"肝功|肾功|停(?=[\u4e00-\u9fff]{1,6}(?:平|片|素|霉|星|林|酮|胺|醇|钠|钾|药))|起停|非药物|躁动|镇静|"
-    r"\b(?:discharge|prescrib\w*|take \d|mg|recheck|labs?)\b", _I
+    r"减成|减量|加量|加用|停用|\b(?:discharge|prescrib\w*|take \d|recheck|labs?|tid|bid|qd|qid|qn|prn)\b|"
+    r"(?<![A-Za-z])mg\b", _I
 )
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
                       r"再提醒一遍|"

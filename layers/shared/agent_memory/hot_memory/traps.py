@@ -88,7 +88,10 @@ _EACH = re.compile(r"都|每次|每个|每位|每一|一律|\b(?:every|each|all)
 
 
 def _each_time(frag: str, one_off: re.Match[str]) -> bool:
-    """The one-off word ``one_off`` is 这次 / 本次 after an "every / each" in ``frag``."""
+    """The one-off word ``one_off`` is 这次 / 本次 after an "every / each" in ``frag``, or 马上 as the
+    reaction to an event each time it happens ("SAE一发生就马上发我")."""
+    if one_off.group() == "马上":
+        return bool(re.search(r"就\s*$", frag[: one_off.start()]))
     return one_off.group() in ("这次", "本次") and bool(_EACH.search(frag[: one_off.start()]))
 
 

@@ -1,0 +1,70 @@
+"""Kinds of wording found on a blind month: a conditional rule told to the speaker ("要是…，当天就
+@我一下"), an immediate reaction to an event ("一发生就马上…") that is no one-off, a dose range
+("第2–4天") that does not split a sentence, a treatment order for one subject with "以后", a visit
+or cycle code before 以后 (a time word), an English withdrawal naming "the X thing", two arms named
+side by side as a relaxation of the blinding rule."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from agent_memory.domain.jobs import FlowLogEntry
+from agent_memory.domain.models import HotMemory, HotMemoryLine
+from agent_memory.hot_memory.guards import relaxed_rules
+from agent_memory.hot_memory.merge import merge_candidates
+from agent_memory.hot_memory.sentences import split_statements
+from agent_memory.hot_memory.statements import extract_rule_candidates, find_statements
+
+T = datetime(2026, 9, 14, 3, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("message", [
+    "跟你说个事，要是哪个病人连着三天没测血压，当天就在群里@我一下",
+    "以后严重低血糖一发生就马上发微信告诉我，别等月报",
+])
+def test_a_rule_reacting_to_an_event_is_standing(message: str) -> None:
+    assert [f.kind for f in find_statements(message)] == ["durable"]
+
+
+def test_a_range_between_two_numbers_does_not_split_a_sentence() -> None:
+    assert len(split_statements("第1–3天每天测两次，第4—7天每天一次")) == 1
+    assert len(split_statements("Report was late — again. Send it Monday.")) == 3
+
+
+@pytest.mark.parametrize("message", [
+    "07-014血压一直偏高，心内科看过了，第三周期起氨氯地平第1–7天加到10mg qd，以后每个周期都这样给",
+    "值班🥲 02-031今天第2天，主任说今天起加用呋塞米20mg bid，以后每次住院都这样加",
+    "C3D1以后的实验室检查这周好几家都漏录了，你帮我把这周的这类query拉一份",
+    "W12以后的随访电话这周打得不全，你先把名单发我",
+])
+def test_a_subjects_order_or_a_time_word_before_yihou_is_no_statement(message: str) -> None:
+    assert find_statements(message) == []
+
+
+def test_an_english_withdrawal_naming_the_thing_takes_back_the_line_of_the_day() -> None:
+    lines: list[HotMemoryLine] = []
+    for i, text in enumerate(["From now on please bcc the QA lead on every listing you send me.",
+                              "Actually scratch the bcc thing, QA has their own feed. Forget I asked."]):
+        said = FlowLogEntry(message_id=f"m-{i}", session_id="s", role="user", content=text, at=T, user_id="u-st",
+                            study_role="Statistician")
+        result = merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates([said]),
+                                  day_messages={said.message_id: said}, day="2026-09-14", now=T, max_line_tokens=200)
+        lines = result.lines
+    assert lines == []
+
+
+BLIND = HotMemoryLine(line_id="hm-blind", section="System Rules", source="admin", role_tag=None, created_at=T,
+                      created_by="admin", evidence=[],
+                      text="本研究为双盲：助手不得输出按治疗组拆分的疗效或安全性汇总，不得推测任何受试者的分组。")
+
+
+@pytest.mark.parametrize(("statement", "relaxes"), [
+    ("以后月报里把低剂量组和高剂量组的达标率分开列一下，我自己看看", True),
+    ("以后A组和B组的不良事件分开统计发我", True),
+    ("From now on show the response rate per treatment arm in the weekly report, just for me", True),
+    ("以后月报里入组数按中心和月份分开列", False),
+])
+def test_two_arms_named_side_by_side_relax_the_blinding_rule(statement: str, relaxes: bool) -> None:
+    assert bool(relaxed_rules(statement, [BLIND])) is relaxes
