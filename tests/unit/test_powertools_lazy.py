@@ -86,8 +86,9 @@ def _run(code: str, *, function: str | None = None) -> Any:
 
 #: Modules the API function never imports at cold start: the other resolvers (AppSync brings
 #: asyncio), the event classes of other services, the LLM SDK; and of ours, the full settings, the
-#: ports (annotations only), the jobs', sessions' and admin records, the hot-memory editor, and
-#: what only its context route uses (the chat's repository, session and message models and items).
+#: ports (annotations only), the jobs', sessions' and admin records, the hot-memory editor, what
+#: only its context route uses (the context view, the chat's repository, session and message models
+#: and items) and what only its memory route uses (the hot-memory document).
 NOT_IMPORTED = (
     "asyncio", "anthropic", f"{EVENT_HANDLER}.appsync", f"{EVENT_HANDLER}.bedrock_agent",
     f"{EVENT_HANDLER}.vpc_lattice", f"{DATA_CLASSES}.kafka_event", f"{DATA_CLASSES}.sqs_event",
@@ -95,6 +96,7 @@ NOT_IMPORTED = (
     "agent_memory.domain.records", "agent_memory.hot_memory.editor", "agent_memory.domain.turns",
     "agent_memory.adapters.dynamo.chat", "agent_memory.adapters.dynamo.message_mappers",
     "agent_memory.adapters.dynamo.conversation_tables", "agent_memory.adapters.dynamo.record_tables",
+    "agent_memory.chat.context_view", "agent_memory.hot_memory.document",
 )
 
 

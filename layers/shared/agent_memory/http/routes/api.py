@@ -3,7 +3,9 @@ report views, the OpenAPI document).
 
 This module and what it imports must never import ``anthropic`` (a test enforces it) nor the X-Ray
 SDK, so the function's cold start stays close to ``import boto3`` alone (``make bench``:
-import_ratio_no_llm_handler; docs/architecture.md, "Cold start").
+import_ratio_no_llm_handler; docs/architecture.md, "Cold start"). What one admin route alone uses
+(the context view's rebuilding, the hot-memory document and its renderers) is imported by that
+route on its first call, not at cold start.
 """
 
 from __future__ import annotations
@@ -13,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-from agent_memory.chat.context_view import turn_context
 from agent_memory.history.reports import ISO_WEEK_PATTERN, MAX_REPORTS, project_reports, project_yearly_summaries
-from agent_memory.hot_memory.document import project_memory
 from agent_memory.http.guard import guarded_resolver, member_lookup
 from agent_memory.http.powertools import APIGatewayHttpResolver, Depends, Query, Response, content_types
 from agent_memory.http.responses import etag, model_response
@@ -75,6 +75,8 @@ def health_head() -> Response[str]:
 @routes.get(f"{_P}/sessions/<session_id>/messages/<message_id>/context", "admin")
 def get_context(project_id: str, session_id: str, message_id: str, deps: Deps) -> dict[str, Any]:
     """The blocks (name, tokens, text) that were sent to the LLM for that turn (admins)."""
+    from agent_memory.chat.context_view import turn_context  # this route only (module docstring)
+
     return turn_context(deps.contexts(), project_id, session_id, message_id)
 
 
@@ -82,6 +84,8 @@ def get_context(project_id: str, session_id: str, message_id: str, deps: Deps) -
 def get_memory(project_id: str, deps: Deps) -> Response[str]:
     """The hot memory (Markdown), its tokens and cap, and its lines with provenance; ``ETag`` is
     the version (admins)."""
+    from agent_memory.hot_memory.document import project_memory  # this route only (module docstring)
+
     view = project_memory(deps.views, project_id, cap=deps.hot_memory_token_cap)
     return model_response(view, etag=etag(view.version))
 
