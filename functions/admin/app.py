@@ -7,6 +7,10 @@ Why a function of its own: it is the only HTTP path that WRITES the MemoryTable,
 write permissions there (no sessions or flow-log tables, no secret, no LLM).
 """
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from pathlib import Path
 from typing import Any
 
@@ -22,3 +26,7 @@ app = admin_app(build_admin_function(), console_folder=Path(__file__).resolve().
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (API Gateway HTTP API, payload format 2.0)."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

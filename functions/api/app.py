@@ -5,6 +5,10 @@ This module must never import ``anthropic`` (a test enforces it) nor the X-Ray S
 start stays close to ``import boto3`` alone (``make bench``: import_ratio_no_llm_handler).
 """
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from pathlib import Path
 from typing import Any
 
@@ -21,3 +25,7 @@ app = api_app(build_api_function(), openapi_file=Path(__file__).with_name("opena
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (API Gateway HTTP API, payload format 2.0)."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

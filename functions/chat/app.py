@@ -5,6 +5,10 @@ With SnapStart, everything at module level (including the anthropic import made 
 when the provider is anthropic) is in the snapshot.
 """
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from typing import Any
 
 from agent_memory.http.handler import API_GATEWAY_HTTP, LambdaContext, logger, metrics
@@ -20,3 +24,7 @@ app = chat_app(build_chat_function())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (API Gateway HTTP API, payload format 2.0)."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

@@ -7,6 +7,10 @@ log and the idempotency table, and the only one that may read the flow log (docs
 "Data governance").
 """
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from typing import Any
 
 from agent_memory.http.handler import API_GATEWAY_HTTP, LambdaContext, logger, metrics
@@ -21,3 +25,7 @@ app = governance_app(build_governance_function())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Lambda entry point (API Gateway HTTP API, payload format 2.0)."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

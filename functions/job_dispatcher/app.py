@@ -1,6 +1,10 @@
 """Job dispatcher (JobDispatcherFunction): EventBridge Scheduler's input -> one SQS message per
 project due (``agent_memory.events.dispatcher``)."""
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from typing import Any
 
 from agent_memory.events.dispatcher import JobDispatcher
@@ -16,3 +20,7 @@ app = JobDispatcher(build_job_dispatcher())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Enqueue the job of ``event`` for every project due; returns the dispatch report (counts)."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

@@ -1,6 +1,10 @@
 """Reminder function (ReminderFunction): one firing of a reminder's EventBridge Scheduler schedule
 (``agent_memory.events.reminders``). No LLM, no HTTP route; the reminder text is never logged."""
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from typing import Any
 
 from agent_memory.events.handler import LambdaContext, logger, metrics
@@ -15,3 +19,7 @@ app = ReminderDelivery(build_reminder_function())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Deliver one reminder; returns the outcome (status, ids, channels)."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

@@ -2,6 +2,10 @@
 a member's chat turn in their WeCom session, idempotent on the ``MsgId``, its answer queued on the
 WeCom outbox (``agent_memory.events.wecom``). Message text is never logged."""
 
+import gc
+
+gc.disable()  # no cyclic GC pass while the modules load (docs/architecture.md, "Cold start")
+
 from typing import Any
 
 from agent_memory.events.handler import LambdaContext, logger, metrics, tracer
@@ -17,3 +21,7 @@ app = WeComInboundWorker(build_wecom_inbound_function())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """SQS event -> ``{"batchItemFailures": [{"itemIdentifier": messageId}, ...]}``."""
     return app.resolve(event, context)
+
+
+gc.freeze()  # what the modules built lives as long as the function: later collections skip it
+gc.enable()

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 HANDLERS = sorted((REPO / "functions").glob("*/app.py"))
 #: What a handler may import: the three packages (and their modules), and the standard library's
 #: names a handler module uses for its annotations and its folder.
-ALLOWED = ("agent_memory.wiring", "agent_memory.http", "agent_memory.events", "typing", "pathlib", "__future__")
+ALLOWED = ("agent_memory.wiring", "agent_memory.http", "agent_memory.events", "typing", "pathlib", "__future__", "gc")
 
 
 def imported_modules(source: str) -> list[str]:
@@ -49,6 +49,25 @@ def test_there_is_a_handler_per_function_folder() -> None:
 @pytest.mark.parametrize("handler", HANDLERS, ids=lambda p: p.parent.name)
 def test_a_handler_imports_only_wiring_http_and_events(handler: Path) -> None:
     assert disallowed(handler.read_text(encoding="utf-8")) == []
+
+
+def _gc_calls(body: list[ast.stmt]) -> list[tuple[int, str]]:
+    return [(i, stmt.value.func.attr) for i, stmt in enumerate(body)
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name)
+            and stmt.value.func.value.id == "gc"]
+
+
+@pytest.mark.parametrize("handler", HANDLERS, ids=lambda p: p.parent.name)
+def test_a_handler_loads_its_modules_with_the_cyclic_gc_off_and_turns_it_on_after(handler: Path) -> None:
+    # docs/architecture.md, "Cold start": no GC pass during the imports; what they built is frozen
+    body = ast.parse(handler.read_text(encoding="utf-8")).body
+    first_package_import = next(i for i, stmt in enumerate(body) if isinstance(stmt, ast.ImportFrom)
+                                and (stmt.module or "").startswith("agent_memory"))
+    calls = _gc_calls(body)
+    assert [name for _, name in calls] == ["disable", "freeze", "enable"]
+    assert calls[0][0] < first_package_import
+    assert calls[-1][0] == len(body) - 1  # the last statement: GC is on again once the module is loaded
 
 
 def test_the_check_finds_every_kind_of_import_outside_the_three_packages() -> None:
