@@ -84,3 +84,31 @@ def test_a_bare_value_with_no_line_to_change_adds_nothing() -> None:
 def test_a_lead_time_before_an_event_is_a_lead_time_and_the_first_days_after_one_are_not(
         text: str, lead: set[str]) -> None:
     assert set(values(text).get("lead_time", ())) == lead
+
+
+def test_a_complaint_that_the_summary_says_too_little_amends_it_even_when_the_statement_names_it() -> None:
+    old = _line("给Sub-I的随访汇总每例只列访视日期和血压值。", "Sub-I")
+    said = "给我的随访汇总太简单了，光一个血压看不出控制得怎么样。以后每例把心率、用药调整分别写上，再带上当时的依从性"
+    result = _merge([old], said, "Sub-I")
+    assert list(result.replaced) == ["hm-old"]
+    assert result.lines[0].text.startswith("给Sub-I的随访汇总每例只列访视日期和血压值；")
+
+
+def test_no_more_x_then_what_to_do_instead_is_one_statement() -> None:
+    from agent_memory.hot_memory.statements import find_statements
+
+    said = "入组日报别再给我PDF了，我这边要筛选，每次还得转一遍。以后直接导Excel，其他照旧周五下午"
+    assert [f.text for f in find_statements(said)] == ["入组日报直接导Excel。"]
+    result = _merge([_line("入组日报每周五下午以PDF发给DM。", "DM")], said, "DM")
+    assert list(result.replaced) == ["hm-old"] and len(result.lines) == 1
+
+
+def test_names_in_what_an_output_has_now_are_not_asked_for() -> None:
+    from agent_memory.hot_memory.relaxation import rules_relaxed_by
+
+    rule = HotMemoryLine(line_id="hm-ids", section="System Rules", source="admin", role_tag=None, created_at=T,
+                         created_by="admin", evidence=[],
+                         text="助手不处理受试者的身份标识信息（姓名、手机号等）：一律只用受试者编号。")
+    said = "不良事件汇总光写名字和日期不够用啊。以后每例加上严重程度和处理措施，其他不变"
+    assert rules_relaxed_by("每例加上严重程度和处理措施。", [rule], said) is None
+    assert rules_relaxed_by("每例加上患者姓名。", [rule], "以后每例加上患者姓名") is not None

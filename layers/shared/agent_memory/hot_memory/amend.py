@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from agent_memory.domain.models import HotMemoryLine
 from agent_memory.hot_memory.analysis import changes_value, language_of, nfkc, subject_grams, values
-from agent_memory.hot_memory.statement_lexicon import COMPLAINT
+from agent_memory.hot_memory.statement_lexicon import COMPLAINT, FALLS_SHORT
 
 #: how an output reaches its reader: a new channel answers a complaint about a delivery and back
 #: ("附件老被拦" -> "放共享盘"; "by email" -> "into the shared drive")
@@ -30,9 +30,6 @@ _ADDS = re.compile(r"加上|再加|也加|添上|补上|带上|多加|增加|加
 _REST_STAYS = re.compile(r"其[他它余]\S{0,2}(?:不变|照旧|不动|一样)|别的\S{0,2}(?:不变|照旧|不动)|其他都?照旧|"
                          r"\b(?:everything else|the rest|otherwise)\b[^.]{0,20}\b(?:same|as is|stays?|unchanged)\b",
                          re.IGNORECASE)
-#: the current content is too little or too much ("太少了", "不够用", "太简单了", "看不出", "too thin")
-_SHORT_OF = re.compile(r"太少|不够|太简单|太粗|光\S{1,12}(?:不够|看不出)|看不出|\btoo (?:thin|little|sparse|basic)\b|"
-                       r"\bnot enough\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -123,18 +120,16 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
     Returns:
         The newest such line and the text of the line replacing it, or None.
     """
-    context = _before(statement, message)
-    if not context.strip():
-        return None
+    context, whole = _before(statement, message), nfkc(message)
+    adds = bool(_ADDS.search(nfkc(statement))) and bool(
+        _REST_STAYS.search(whole) or FALLS_SHORT.search(whole) or COMPLAINT.search(whole))
     for line in reversed(lines):
         if line.source == "admin":
             continue
-        named = _names_current_value(context, line.text)
+        named = _names_current_value(context, line.text) if context.strip() else set()
         if named and _about(context, line.text) and _changes(statement, line.text, named):
             return Amendment(line, _joined(line.text, statement, added=False))
-        adds = _ADDS.search(nfkc(statement)) and (_REST_STAYS.search(nfkc(message)) or _SHORT_OF.search(context)
-                                                  or COMPLAINT.search(context))
-        if adds and _about(context, line.text, least=2):
+        if adds and _about(whole, line.text, least=2):
             return Amendment(line, _joined(line.text, statement, added=True))
     return None
 

@@ -23,6 +23,7 @@ from agent_memory.hot_memory.guards import (
     topics_of,
 )
 from agent_memory.hot_memory.sentences import clean_statement, split_statements
+from agent_memory.hot_memory.statement_lexicon import FALLS_SHORT
 
 _I = re.IGNORECASE
 
@@ -113,8 +114,10 @@ def rules_relaxed_by(statement: str, rules: Sequence[HotMemoryLine], context: st
         relax the rules as a whole without singling one out (:func:`relaxes_system_rules`);
         None when it relaxes none.
     """
-    relaxed = relaxed_rules(statement, rules, context=context, asks_output=asks_output)
-    whole = context.strip()
+    # what the output has now, complained of as too little, is not asked for ("光写名字日期转归不够用")
+    clause = r"[^，,。；;!?！？\n]*"
+    whole = re.sub(f"{clause}(?:{FALLS_SHORT.pattern}){clause}[，,]?", "", context.strip(), flags=re.IGNORECASE).strip()
+    relaxed = relaxed_rules(statement, rules, context=whole, asks_output=asks_output)
     if not relaxed and whole and whole != statement:
         relaxed = relaxed_rules(whole, rules, asks_output=asks_output)
     if relaxed:

@@ -458,7 +458,8 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
 
 
 #: an English noun phrase naming an output ("those PDF screening logs", "the weekly AE listing")
-_EN_OUTPUT = re.compile(r"(?:\b[\w-]+\s+){0,3}?\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
+_EN_OUTPUT = re.compile(r"(?:\b(?!(?:me|you|us|them|it|please|stop|send\w*|e-?mail\w*|get\w*|giv\w*)\b)[\w-]+\s+){0,3}?"
+                        r"\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
                         r"exports?|files?|datasets?|digests?|reminders?|snapshots?)\b", re.IGNORECASE)
 
 
@@ -602,4 +603,22 @@ def find_statements(text: str) -> list[FoundStatement]:
             found.section_hint = "Lessons Learned"
         out.append(found)
     told = lesson_told(text, question=any(q for _, _, q in sentence_spans(text))) if lesson and not out else None
-    return [FoundStatement(clean_statement(told), "note", "Lessons Learned")] if told else out
+    return [FoundStatement(clean_statement(told), "note", "Lessons Learned")] if told else _instead_kept(out)
+
+
+def _instead_kept(found: list[FoundStatement]) -> list[FoundStatement]:
+    """A "no more X" followed in the same message by what to do instead, a value of X's kind
+    ("query清单别再给我xlsx了…。以后直接导CSV"): one statement, the instead (it says both)."""
+    kept = list(found)
+    for i, no_more in enumerate(found):
+        if no_more.kind == "withdraw" or not NEGATED.search(nfkc(no_more.text)):
+            continue
+        kinds = {f for f, p in VALUE_PATTERNS.items() if p.search(nfkc(no_more.text).casefold())}
+        if kinds and any(values(later.text).keys() & kinds and not NEGATED.search(nfkc(later.text))
+                         for later in found[i + 1:]):
+            kept.remove(no_more)
+    return kept
+
+
+#: a statement saying what not to do any more ("别再…了", "不要…", "stop …", "no more …")
+NEGATED = re.compile(r"别|不要|不用|不再|\bstop\b|\bno more\b|\bdon'?t\b|\bnever\b", re.IGNORECASE)

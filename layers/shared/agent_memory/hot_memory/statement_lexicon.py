@@ -89,6 +89,8 @@ COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不�
                        r"有点(?:早|晚|慢|多|少|长|短|乱)|(?:早|晚|慢)了点|老事忘|老忘|总忘|记不住|想不起来|"
                        r"\btoo (?:early|late|slow)\b",
                        _I)
+#: what an output has now falls short ("光写名字日期转归不够用", "太简单了", "too thin"): how it is, not a request
+FALLS_SHORT = re.compile(r"太少|不够|太简单|太粗|看不出|\btoo (?:thin|little|sparse|basic)\b|\bnot enough\b", _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
 REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) (?:you|the|all|any|your)\b|"
                      r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
