@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.adapters.llm import offline_clinical
-from agent_memory.adapters.llm.offline_reminders import split_reminder_request
+from agent_memory.adapters.llm.offline_reminders import asks_for_reminder, split_reminder_request
 from agent_memory.domain.lexicon import expand_bilingual
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 from agent_memory.domain.text import estimate_tokens
@@ -209,7 +209,7 @@ class OfflineLLM:
             split = split_reminder_request(question)
             if split is not None:
                 call = ("schedule_reminder", {"text": split[1], "when": split[0]})
-            elif _REMIND_CUE.search(question):
+            elif _REMIND_CUE.search(question) and asks_for_reminder(question):
                 call = ("schedule_reminder", {"text": question.strip(), "when": ""})
         if call is None:
             return None
