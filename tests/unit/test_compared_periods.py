@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from agent_memory.domain.models import WeeklyReport
 from agent_memory.history.anchors import resolve_anchor
 from agent_memory.history.loading import load_history_for
-from agent_memory.domain.models import WeeklyReport
 from tests.fakes import InMemoryStore, project_partition
 from tests.unit.chat_support import T0, seed_project
 
