@@ -296,7 +296,12 @@ def _answer(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], history: His
         study_role=turn.asker.study_role if turn.asker else None, hot_lines=turn.ctx.hot_memory.lines,
         screen=lambda text: deps.firewall.screen(project, text).text,
     )
-    relaxes = _relaxed_rules(turn, directives)
+    # the System Rules relaxed (distiller's guard): by standing directives, else this once, after the previous message
+    lines, window = turn.ctx.hot_memory.lines, turn.session.window
+    earlier = next((m.content for m in reversed(window) if m.role == "user" and m.status == "ok"
+                    and m.message_id != turn.user_msg.message_id), "")
+    relaxes = (rules_relaxed_by_directives(directives, turn.content, lines) if directives
+               else rules_relaxed_once(turn.content, lines, earlier))
     outcomes: list[CallOutcome] = []
     try:
         for i, plan in enumerate(plans):
@@ -312,18 +317,6 @@ def _answer(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], history: His
                     Append(new=[failed], flow=[failed], fill=turn.fill()), turn.memory)
         raise
     return outcomes
-
-
-def _relaxed_rules(turn: _Turn, directives: Sequence[str]) -> tuple[str, ...] | None:
-    """The System Rules the message would relax, judged with the distiller's guard: its standing
-    directives' (refused, sent to the admin's review), else what it asks this once (the rule stands),
-    read after the user's previous message of the session; None: none (docs/architecture.md, "Intents")."""
-    lines = turn.ctx.hot_memory.lines
-    if directives:
-        return rules_relaxed_by_directives(directives, turn.content, lines)
-    earlier = next((m.content for m in reversed(turn.session.window)
-                    if m.role == "user" and m.status == "ok" and m.message_id != turn.user_msg.message_id), "")
-    return rules_relaxed_once(turn.content, lines, earlier)
 
 
 def _record_answer(deps: ChatDeps, turn: _Turn, outcomes: list[CallOutcome], intents: Sequence[Intent]) -> ChatResult:
