@@ -49,6 +49,22 @@ def hot_line(line_id: str, section: str, text: str, source: str = "admin", tag: 
     )
 
 
+def baseline_hot_lines(language: str) -> list[HotMemoryLine]:
+    """The baseline System Rules in ``language`` ("zh" / "en") and one PI preference line."""
+    from agent_memory.domain.baseline_rules import baseline_rule_lines
+
+    return [*baseline_rule_lines("zh" if language == "zh" else "en", now=T0),
+            hot_line("l2", "User Preferences", "汇报时只看数据，不要废话。", tag="PI")]
+
+
+def baseline_rule_text(rule_id: str, language: str) -> str:
+    """The wording of baseline rule ``rule_id`` in ``language`` ("zh" / "en")."""
+    from agent_memory.domain.baseline_rules import BASELINE_RULES
+
+    rule = next(r for r in BASELINE_RULES if r.rule_id == rule_id)
+    return rule.zh if language == "zh" else rule.en
+
+
 def seed_project(repo: Any, project_id: str = "p1", *, weeks: int = 3, hot_lines: list[HotMemoryLine] | None = None,
                  report_text: str | None = None) -> None:
     """A project with a hot memory, ``weeks`` weekly reports (2026-W01 ...) and :data:`USER` as its

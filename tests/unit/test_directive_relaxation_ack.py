@@ -10,20 +10,19 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.chat.prompt import SYSTEM_INSTRUCTIONS
-from agent_memory.domain.baseline_rules import BASELINE_RULES, baseline_rule_lines
-from agent_memory.domain.models import HotMemoryLine
 from tests.fakes import InMemoryStore
-from tests.unit.chat_support import T0, deps_with, hot_line, llm_requests, seed_project, send, session_block
+from tests.unit.chat_support import (
+    baseline_hot_lines,
+    baseline_rule_text,
+    deps_with,
+    llm_requests,
+    seed_project,
+    send,
+    session_block,
+)
 
-
-def _rules(language: str) -> list[HotMemoryLine]:
-    return [*baseline_rule_lines("zh" if language == "zh" else "en", now=T0),
-            hot_line("l2", "User Preferences", "汇报时只看数据，不要废话。", tag="PI")]
-
-
-def _rule_text(rule_id: str, language: str) -> str:
-    rule = next(r for r in BASELINE_RULES if r.rule_id == rule_id)
-    return rule.zh if language == "zh" else rule.en
+_rules = baseline_hot_lines
+_rule_text = baseline_rule_text
 
 
 RELAXATIONS = [

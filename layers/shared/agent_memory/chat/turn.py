@@ -39,7 +39,7 @@ from agent_memory.chat.answer import CallOutcome, CallReport, ChatResult, TokenU
 from agent_memory.chat.clinical_tools import ClinicalToolSet
 from agent_memory.chat.history_tool import HistoryTools
 from agent_memory.chat.intents import CallPlan, IntentClassifier, history_part, plan_calls
-from agent_memory.chat.intents.directives import TASK_INTENTS, rules_relaxed_by_directives
+from agent_memory.chat.intents.directives import TASK_INTENTS, rules_relaxed_by_directives, rules_relaxed_once
 from agent_memory.chat.prompt import PromptBudget, assemble_prompt
 from agent_memory.chat.read import TurnRead, context_for_turn
 from agent_memory.chat.toolsets import ToolSet, ToolSets
@@ -296,7 +296,12 @@ def _answer(deps: ChatDeps, turn: _Turn, plans: Sequence[CallPlan], history: His
         study_role=turn.asker.study_role if turn.asker else None, hot_lines=turn.ctx.hot_memory.lines,
         screen=lambda text: deps.firewall.screen(project, text).text,
     )
-    relaxes = rules_relaxed_by_directives(directives, turn.content, turn.ctx.hot_memory.lines) if directives else None
+    # the System Rules relaxed (distiller's guard): by standing directives, else this once, after the previous message
+    lines, window = turn.ctx.hot_memory.lines, turn.session.window
+    earlier = next((m.content for m in reversed(window) if m.role == "user" and m.status == "ok"
+                    and m.message_id != turn.user_msg.message_id), "")
+    relaxes = (rules_relaxed_by_directives(directives, turn.content, lines) if directives
+               else rules_relaxed_once(turn.content, lines, earlier))
     outcomes: list[CallOutcome] = []
     try:
         for i, plan in enumerate(plans):
@@ -418,7 +423,8 @@ class _CallInput:
     withheld: dict[str, int] = field(default_factory=dict)
     #: the standing directives the message states (acknowledged; nothing is carried out for them)
     directives: tuple[str, ...] = ()
-    #: the System Rules those directives would relax (None: none; they are refused, not acknowledged)
+    #: the System Rules those directives would relax (None: none; they are refused, not acknowledged); without
+    #: directives, those the message asks to relax this once (the reply says the rule stands)
     relaxes: tuple[str, ...] | None = None
 
 

@@ -3,7 +3,8 @@
 - Festivals: Chinese statutory holidays (春节 with 除夕, 元旦, 清明, 劳动节 / 五一, 端午, 中秋, 国庆 /
   十一) are the days the ``holidays`` calendar library names for them (China, in-lieu days named for
   the festival included; the swapped rest days are not part of the festival); Christmas and
-  Thanksgiving come from its United States calendar. The library is imported only when a festival
+  Thanksgiving come from its United States calendar, Easter (Good Friday to Easter Monday) from its
+  Australian one, which names both days nationally. The library is imported only when a festival
   is named (its import costs a third of a second), never a hand list of dates.
 - Milestones: a hot-memory line that dates an event ("首例受试者于2025年10月28日入组", "SIV at site
   01 on 2025-09-22"); the clause of the line sharing the most words with the question's event
@@ -36,6 +37,8 @@ _FESTIVALS: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
         (r"元旦|new year'?s day", "CN", ("元旦",)),
         (r"圣诞|christmas|xmas", "US", ("Christmas",)),
         (r"感恩节|thanksgiving", "US", ("Thanksgiving",)),
+        # Easter: Good Friday to Easter Monday, both named nationally by the Australian calendar
+        (r"复活节|\beaster\b", "AU", ("Good Friday", "Easter Monday")),
     )
 )
 #: a modifier right after an event (Chinese)

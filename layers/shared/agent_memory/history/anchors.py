@@ -12,7 +12,9 @@ wording (Chinese, English, code-switched), never from sample sentences:
   ranges (3月1日到15日, between March 2 and March 20, 2026-02-02 to 2026-02-20);
 - around an event (:mod:`agent_memory.history.anchor_events`): a Chinese festival from the
   ``holidays`` calendar library, Christmas, or a project milestone whose date a hot-memory line
-  gives, with 前后 / around, 前 / before, 后 / after, 以来 / since, 那周 / during.
+  gives, with 前后 / around, 前 / before, 后 / after, 以来 / since, 那周 / during;
+- two periods compared (W23 和 W30, 春节前后和国庆前后比, 上个月和这个月比, Q3 vs Q1): each of any kind
+  above, or the current month so far; only their weeks are loaded.
 
 The rules (docs/architecture.md, "History"): a period of days covers every ISO week holding one of
 its days; a range ends at the last complete week (the history book has no report of the current
@@ -456,23 +458,41 @@ _BETWEEN = re.compile(r"和|与|跟|同|对比|相比|\bvs\.?|\bversus\b|\bcompa
 _SPAN_WORDS = re.compile(r"\bbetween\b|\bfrom\b|之间|从")
 
 
-def _compared(text: str, today: Today) -> tuple[str, tuple[Period, ...]] | None:
+#: the current month or quarter so far, a period only when compared with a past one ("上个月和这个月比",
+#: "last month vs this month"): alone it is no history anchor (the module docstring)
+_CURRENT = re.compile(r"这个月|本月|\bthis month\b")
+
+
+def _side_period(side: str, today: Today, milestones: Sequence[str]) -> Period | None:
+    """The period one side of a comparison names: an event or a milestone, else the first finder
+    that reads one, else the current month so far (:data:`_CURRENT`); None: none."""
+    if has_event_word(side, milestones):
+        event = event_period(side, today.day, milestones)
+        if event is not None:
+            return event[1]
+    period = next((p for _, finder in _FINDERS if (p := _find(finder, side, today)) is not None), None)
+    if period is None and _CURRENT.search(side):
+        period = today.day.replace(day=1), today.day
+    return period
+
+
+def _compared(text: str, today: Today, milestones: Sequence[str] = ()) -> tuple[str, tuple[Period, ...]] | None:
     """Two periods a question compares or names together, each on its own side of "和 / vs / and /
-    with": the two periods, oldest first (only they are loaded: "W23 和 W30" is two weeks, not the
-    eight from W23 to W30); with a span word ("between ... and ...", 从 / 之间) the one span from the
-    first's start to the second's end. None unless both sides name a period."""
-    sides = _BETWEEN.split(text, maxsplit=1)
-    if len(sides) != 2:
-        return None
-    periods = []
-    for side in sides:
-        period = next((p for _, finder in _FINDERS if (p := _find(finder, side, today)) is not None), None)
-        if period is None:
-            return None
-        periods.append(period)
-    if _SPAN_WORDS.search(text):
-        return "range", ((min(p[0] for p in periods), max(p[1] for p in periods)),)
-    return "compare", tuple(sorted(periods))
+    with" (the first such word with a period on both sides: "入组和脱落在春节前后与国庆前后比" splits at
+    与): the two periods, oldest first (only they are loaded: "W23 和 W30" is two weeks, not the eight
+    from W23 to W30; "春节前后和国庆前后比" the weeks around each festival); with a span word
+    ("between ... and ...", 从 / 之间) the one span from the first's start to the second's end. A side
+    may name an event, a milestone, any period the finders read, or the current month so far. None
+    unless both sides of one such word name a period."""
+    for between in _BETWEEN.finditer(text):
+        first = _side_period(text[: between.start()], today, milestones)
+        second = _side_period(text[between.end():], today, milestones) if first is not None else None
+        if first is None or second is None:
+            continue
+        if _SPAN_WORDS.search(text):
+            return "range", ((min(first[0], second[0]), max(first[1], second[1])),)
+        return "compare", tuple(sorted((first, second)))
+    return None
 
 
 def resolve_anchor(question: str, now: datetime, time_zone: str,
@@ -515,15 +535,16 @@ def resolve_anchor(question: str, now: datetime, time_zone: str,
 
 
 def _named_periods(text: str, today: Today, milestones: Sequence[str]) -> tuple[str, tuple[Period, ...]] | None:
-    """The kind and the period(s) of days normalised ``text`` names, in the order of precedence: an
-    event or milestone, two periods compared, then the first finder that reads one; None: none."""
+    """The kind and the period(s) of days normalised ``text`` names, in the order of precedence: two
+    periods compared (events, milestones and relative periods included), an event or milestone, then
+    the first finder that reads one; None: none."""
+    compared = _compared(text, today, milestones)
+    if compared is not None:
+        return compared
     if has_event_word(text, milestones):
         event = event_period(text, today.day, milestones)
         if event is not None:
             return event[0], (event[1],)
-    compared = _compared(text, today)
-    if compared is not None:
-        return compared
     for name, finder in _FINDERS:
         period = _find(finder, text, today)
         if period is not None:

@@ -26,7 +26,9 @@ SCHEDULE_REMINDER = ToolSpec(
         "local date-time (ISO 'YYYY-MM-DDTHH:MM', or the user's own words such as '明天上午10点', "
         "'on Friday at 4pm', 'in 2 hours') or a recurrence ('every Monday 09:00', '每周一早上9点', "
         "'every weekday 08:30', '每月1号'). The result says when it will fire, and whether the user's "
-        "preferences moved it; tell the user exactly that."
+        "preferences moved it; tell the user exactly that. Call it only when the user asks now to be "
+        "reminded: never for what was said before ('你上次说会提醒我…', 'you said you'd remind me'), a question "
+        "about an earlier reminder or a complaint that one did not come (list_reminders answers those)."
     ),
     input_schema={
         "type": "object",

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.adapters.llm import offline_clinical
-from agent_memory.adapters.llm.offline_reminders import split_reminder_request
+from agent_memory.adapters.llm.offline_reminders import asks_for_reminder, split_reminder_request
 from agent_memory.domain.lexicon import expand_bilingual
 from agent_memory.domain.llm import LLMRequest, LLMResponse, Provider
 from agent_memory.domain.text import estimate_tokens
@@ -209,7 +209,7 @@ class OfflineLLM:
             split = split_reminder_request(question)
             if split is not None:
                 call = ("schedule_reminder", {"text": split[1], "when": split[0]})
-            elif _REMIND_CUE.search(question):
+            elif _REMIND_CUE.search(question) and asks_for_reminder(question):
                 call = ("schedule_reminder", {"text": question.strip(), "when": ""})
         if call is None:
             return None
@@ -385,15 +385,34 @@ _RELAXES = re.compile(r"^NOT ACCEPTED: this message would relax (.+?) \(hot memo
 _RELAXED_RULE = re.compile(r'the System Rule "(.+?)"(?= and the System Rule "|$)')
 
 
+#: How the session block says the message asks, this once, to relax System Rules (chat/session_block.py).
+_RELAXES_ONCE = re.compile(r"^RULE STANDS: this message asks, this once, to relax (.+?) \(hot memory\)", re.MULTILINE)
+
+
+def _rule_stands(rules: Sequence[str], zh: bool) -> str:
+    """The reply to a one-off request relaxing ``rules`` (texts; none: the System Rules as a whole):
+    the rule stands and the assistant does not do it."""
+    if zh:
+        named = "项目规则「" + "」「".join(rules) + "」" if rules else "项目的系统规则"
+        return f"这个请求会放宽{named}；该规则仍然有效，助手不会这样做（规则只能由项目管理员修改）。\n"
+    named = "rule " + " and ".join(f'"{r}"' for r in rules) if rules else "System Rules"
+    return (f"That would relax the project's {named}: the rule stands, so the assistant will not do it"
+            " (only the project admin changes a rule).\n")
+
+
 def _acknowledgement(messages: Sequence[dict[str, Any]], question: str) -> str:
     """"好的，以后…。" / "Noted, from now on: …" for the standing directives the session block names
     (kept by the nightly distillation, not done now); when the block says they would relax a System
-    Rule, the refusal naming it (not applied, sent to the project admin's review) instead; or ""."""
+    Rule, the refusal naming it (not applied, sent to the project admin's review) instead; when it
+    says the message asks, this once, to relax one, that the rule stands (:func:`_rule_stands`); or ""."""
     block = _session_block(messages)
+    zh = bool(_CJK.search(question))
+    once = _RELAXES_ONCE.search(block)
+    if once is not None:
+        return _rule_stands(_RELAXED_RULE.findall(once.group(1)), zh)
     m = _DIRECTIVES.search(block)
     if m is None:
         return ""
-    zh = bool(_CJK.search(question))
     refused = _RELAXES.search(block)
     if refused is not None:
         rules = _RELAXED_RULE.findall(refused.group(1))
