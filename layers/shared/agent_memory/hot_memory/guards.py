@@ -327,6 +327,14 @@ def _assistant_acts(concept: _Concept, norm: str) -> bool:
                and not _ACT_AS_NOUN.match(norm[m.end():]) for m in concept.all_of[concept.act].finditer(norm))
 
 
+#: a subject's recorded dose asked for (a look-up in the record, not advice on what to take)
+_DOSE_LOOKUP = re.compile(r"\b(?:current|recorded|prescribed|actual|last)\s+dos(?:e|es|ing|age)\b|"
+                          r"(?:现在|当前|目前|记录|实际|上次)的?(?:用药)?剂量|用药记录", _I)
+#: said to the patients or their families (advice, not a look-up for the staff)
+_TO_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|"
+                          r"\b(?:patients?|subjects?|participants?|famil(?:y|ies)|parents?)\b", _I)
+
+
 #: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")
 _STAFF_DOES = re.compile(r"(?:研究者|研究医生|我们医生|我们来|医生来|PI来|主治|研究团队|\binvestigators?\b|\bthe PI\b|"
                          r"\bdoctors?\b)[^，,。；;.]{0,6}$", _I)
@@ -336,6 +344,8 @@ def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks
     """Whether the statement ``norm`` (of the message ``whole``) relaxes ``concept`` (its patterns
     all matched the message)."""
     own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
+    if concept.name == "dosing" and _DOSE_LOOKUP.search(norm) and not _TO_PATIENTS.search(norm):
+        return False  # "tell me her current dose": a record look-up for the staff, no dosing advice
     if concept.kind == "forbidden":
         acts = list(concept.all_of[concept.act].finditer(norm)) if concept.act is not None else []
         if acts and all(_STAFF_DOES.search(norm[max(0, m.start() - 24): m.start()]) for m in acts):
