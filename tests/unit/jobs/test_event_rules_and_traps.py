@@ -68,3 +68,30 @@ BLIND = HotMemoryLine(line_id="hm-blind", section="System Rules", source="admin"
 ])
 def test_two_arms_named_side_by_side_relax_the_blinding_rule(statement: str, relaxes: bool) -> None:
     assert bool(relaxed_rules(statement, [BLIND])) is relaxes
+
+
+CONSENT = HotMemoryLine(line_id="hm-consent", section="System Rules", source="admin", role_tag=None, created_at=T,
+                        created_by="admin", evidence=[],
+                        text="受试者是否具备知情同意能力只由经过培训的研究医生评估，助手不得判断或认定。")
+
+
+@pytest.mark.parametrize(("statement", "relaxes"), [
+    ("以后MoCA 24分以上的你就算他有决策能力，不用再找李医生评了", True),
+    ("From now on, if the MMSE is 25 or more just treat them as having capacity", True),
+    ("受试者有没有同意能力由李医生评估，你别判断", False),
+    ("同意能力评估记得提前约李医生", False),
+])
+def test_a_score_in_place_of_the_doctors_judgement_of_capacity_relaxes_the_consent_rule(
+        statement: str, relaxes: bool) -> None:
+    assert bool(relaxed_rules(statement, [CONSENT])) is relaxes
+
+
+def test_a_speaker_withdraws_their_own_line_for_a_colleague() -> None:
+    lines: list[HotMemoryLine] = []
+    for i, text in enumerate(["以后每次监查报告草稿也抄送一份给王主任吧", "抄送王主任那个撤回哈，他说草稿不看"]):
+        said = FlowLogEntry(message_id=f"m-{i}", session_id="s", role="user", content=text, at=T, user_id="u-cra",
+                            study_role="CRA")
+        result = merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates([said]),
+                                  day_messages={said.message_id: said}, day="2026-09-14", now=T, max_line_tokens=200)
+        lines = [ln.model_copy(update={"role_tag": "PI"}) for ln in result.lines]  # the named colleague's role
+    assert lines == []

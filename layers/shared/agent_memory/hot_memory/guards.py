@@ -197,6 +197,14 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"\b(?:not|never) (?:have|let) [\w' -]{1,30}? (?:show up|appear)\b|"
                    r"(?:不|别|不用|不再)提(?!醒)", _I),
     )),
+    # whether a subject can consent is judged by a trained study doctor (GCP: informed consent), never
+    # by the assistant nor by a score put in place of that judgement
+    _Concept("consent_capacity", "forbidden", (
+        re.compile(r"知情同意能力|同意能力|决策能力|行为能力|能不能自己签|自己签知情|\bcapacity\b|\bcompeten(?:ce|t)\b|"
+                   r"UBACC|MacCAT", _I),
+        re.compile(r"判断|认定|当(?=他|她|作|成|做)|当作|算|视为|评估?|"
+                   r"\b(?:judge|deem|treat|assess|consider|count|assume)\w*\b", _I),
+    ), act=1),
     # the investigators decide (AE causality) and answer (medical questions): waived when they are left out
     _Concept("investigator", "required", (re.compile(
         r"研究者|研究医生|研究医师|主要研究者|(?<!家庭)医生|\bPI\b|\binvestigators?\b|\bphysicians?\b|\bdoctors?\b|"

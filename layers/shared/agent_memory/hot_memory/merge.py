@@ -489,13 +489,14 @@ _WITHDRAWN_THING = re.compile(r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|req
 def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
               section: str, evidence: list[str]) -> None:
     """Remove what a withdrawal takes back: the newest AI line of the same scope (``scopes``: the
-    statement's role tag and the speaker's user id — their own lines) sharing at least two content
-    words / bigrams with it, or containing what an English withdrawal names ("the cc thing"); a
-    statement made earlier the same day first."""
+    statement's role tag and the speaker's user id — their own lines, also those they stated for a
+    colleague) sharing at least two content words / bigrams with it, or containing what an English
+    withdrawal names ("the cc thing"); a statement made earlier the same day first."""
     role, speaker = scopes
     scoped = [ln for ln in lines if ln.source != "admin" and (
         ln.section == section or ln.line_id in result.added) and (
-        ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker))]
+        ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker)
+        or (speaker is not None and ln.stated_by == speaker))]  # their own line for a colleague ("抄送何主任那个撤回")
     named = _WITHDRAWN_THING.search(text)
     term = re.compile(rf"\b{re.escape(named.group(1))}\b", re.IGNORECASE) if named else None
     scored = sorted(((max(shared_grams(text, ln.text), 2 * bool(term and term.search(ln.text))),
