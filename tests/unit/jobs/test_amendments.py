@@ -112,3 +112,32 @@ def test_names_in_what_an_output_has_now_are_not_asked_for() -> None:
     said = "不良事件汇总光写名字和日期不够用啊。以后每例加上严重程度和处理措施，其他不变"
     assert rules_relaxed_by("每例加上严重程度和处理措施。", [rule], said) is None
     assert rules_relaxed_by("每例加上患者姓名。", [rule], "以后每例加上患者姓名") is not None
+
+
+def test_a_question_moving_an_output_to_the_friday_before_changes_its_line() -> None:
+    old = _line("用药日程表每周一早上发给CRC，列出本周的给药时间。", "CRC")
+    said = "用药日程表周一早上才发太晚了，周一上午就开始给药，根本排不过来。能不能提前到上周五下班前发？"
+    result = _merge([old], said, "CRC")
+    assert list(result.replaced) == ["hm-old"]
+    assert "列出本周的给药时间" in result.lines[0].text and "上周五" in result.lines[0].text
+
+
+def test_a_message_keeping_one_value_of_a_line_changes_the_rest_of_it() -> None:
+    old = _line("每次监查的访视确认函草稿提前两周发给CRA。", "CRA")
+    said = "访视确认函草稿以后别发我个人微信了，直接发我们CRA组的公共邮箱。提前两周这个不变"
+    result = _merge([old], said, "CRA")
+    assert list(result.replaced) == ["hm-old"]
+    assert "提前两周" in result.lines[0].text and "公共邮箱" in result.lines[0].text
+
+
+def test_never_mind_the_named_output_takes_back_the_line_and_no_change_is_no_statement() -> None:
+    lines: list[HotMemoryLine] = []
+    for text in ["From now on please add the HbA1c trend chart to my monthly efficacy tables.",
+                 "Never mind the HbA1c chart from this morning; it's already in the DSMB pack, so no change to my "
+                 "tables."]:
+        said = FlowLogEntry(message_id=f"m-{len(text)}", session_id="s", role="user", content=text, at=T,
+                            user_id="u-st", study_role="Statistician")
+        result = merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates([said]),
+                                  day_messages={said.message_id: said}, day="2026-09-14", now=T, max_line_tokens=200)
+        lines = result.lines
+    assert lines == []

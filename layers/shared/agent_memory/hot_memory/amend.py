@@ -32,6 +32,21 @@ _REST_STAYS = re.compile(r"其[他它余]\S{0,2}(?:不变|照旧|不动|一样)|
                          re.IGNORECASE)
 
 
+#: a value of the line said to stay ("提前两周这个不变", "the 9 am time stays"): the message changes the rest
+_VALUE_STAYS = re.compile(r"(?:这个|这条|这点|那个)?(?:不变|照旧|不动|保持不变|还是一样)|"
+                          r"\b(?:stays?|remains?|unchanged)\b", re.IGNORECASE)
+
+
+def _keeps_a_value_of(message: str, line: str) -> bool:
+    """The message says one of ``line``'s current values stays as it is ("…。提前两周这个不变")."""
+    current = values(line)
+    for m in _VALUE_STAYS.finditer(message):
+        said = values(message[max(0, m.start() - 12): m.start()])
+        if any(said[f] & current[f] for f in said.keys() & current.keys()):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class Amendment:
     """A line a statement changes and the line that takes its place.
@@ -129,7 +144,7 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
         named = _names_current_value(context, line.text) if context.strip() else set()
         if named and _about(context, line.text) and _changes(statement, line.text, named):
             return Amendment(line, _joined(line.text, statement, added=False))
-        if adds and _about(whole, line.text, least=2):
+        if (adds or _keeps_a_value_of(whole, line.text)) and _about(whole, line.text, least=2):
             return Amendment(line, _joined(line.text, statement, added=True))
     return None
 

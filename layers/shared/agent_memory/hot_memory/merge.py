@@ -483,7 +483,8 @@ def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
 
 
 #: what an English withdrawal names ("scratch the cc thing", "drop the SFTP idea"): its word(s) find the line
-_WITHDRAWN_THING = re.compile(r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|request|part)\b", re.IGNORECASE)
+_WITHDRAWN_THING = re.compile(r"\b(?:never mind|scratch|forget(?: about)?|drop|cancel)\s+the ([\w-]{2,}(?:[\w-]+)?)|"
+                              r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|request|part)\b", re.IGNORECASE)
 
 
 def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
@@ -498,7 +499,8 @@ def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes
         ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker)
         or (speaker is not None and ln.stated_by == speaker))]  # their own line for a colleague ("抄送何主任那个撤回")
     named = _WITHDRAWN_THING.search(text)
-    term = re.compile(rf"\b{re.escape(named.group(1))}\b", re.IGNORECASE) if named else None
+    thing = named and (named.group(1) or named.group(2))
+    term = re.compile(rf"\b{re.escape(thing)}\b", re.IGNORECASE) if thing else None
     scored = sorted(((max(shared_grams(text, ln.text), 2 * bool(term and term.search(ln.text))),
                       ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
                     key=lambda t: (t[1], t[0], t[2]), reverse=True)

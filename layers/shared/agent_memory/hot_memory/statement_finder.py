@@ -529,7 +529,8 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
 
 
 #: what makes a habitual 都 a task now: a 把 / 帮我 request, a "do it once" ending, what is at hand
-_TASK_NOW = re.compile(r"把|帮我|帮忙|麻烦|请你|一下|出来|这周|本周|这个月|本月|上周|这批|这些|这几|那几|这[份个张]")
+_TASK_NOW = re.compile(r"把|帮我|帮忙|麻烦|请你|一下|出来|这周|本周|这个月|本月|"
+                       r"上周(?![一二三四五六日天末])|这批|这些|这几|那几|这[份个张]")
 
 
 def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:

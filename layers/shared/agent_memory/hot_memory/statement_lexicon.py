@@ -115,7 +115,8 @@ ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please|pls|plz)\b[,:
                        r"(?P<kw>always|never)\b(?!\s+mind)", _I)
 CHANGE = re.compile(
     r"改成|改为|改到|换成|换到|调整为|调整成|调成|定在|定为|还是定|统一用|统一为|"
-    r"\b(?:switch(?:ed)? to|change(?:d)? (?:it )?to|move(?:d)? (?:it )?to)\b",
+    # "no change to my tables" changes nothing
+    r"\b(?:switch(?:ed)? to|(?<!\bno )(?<!\bany )change(?:d)? (?:it )?to|move(?:d)? (?:it )?to)\b",
     _I,
 )
 REMEMBER = re.compile(
