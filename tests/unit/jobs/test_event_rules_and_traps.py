@@ -95,3 +95,27 @@ def test_a_speaker_withdraws_their_own_line_for_a_colleague() -> None:
                                   day_messages={said.message_id: said}, day="2026-09-14", now=T, max_line_tokens=200)
         lines = [ln.model_copy(update={"role_tag": "PI"}) for ln in result.lines]  # the named colleague's role
     assert lines == []
+
+
+@pytest.mark.parametrize(("message", "section"), [
+    ("又踩了一个坑，记一下：有中心把出院日期填成了手术日期，随访窗口全算错了。以后录完出院日期都跟手术记录核一遍",
+     "Lessons Learned"),
+    ("还有个坑记一下：系统升级那天好几个病人没收到提醒，数据缺了一天。以后系统每次升级前一天先通知各中心",
+     "Lessons Learned"),
+])
+def test_a_pitfall_told_with_its_rule_is_a_lesson(message: str, section: str) -> None:
+    [found] = find_statements(message)
+    assert found.section_hint == section
+
+
+def test_a_reminder_of_a_lesson_everyone_knows_is_no_new_line() -> None:
+    assert find_statements("出院日期别再填成手术日期了，上个月那个坑大家还记得吧，新来的同事尤其注意") == []
+
+
+@pytest.mark.parametrize("message", [
+    "两家新中心都启动了👍 接下来劲儿往随访完整性上使：每次电话随访都要打通，失访率压到3%以下",
+    "下一步精力都放到数据清理上，月底前把query清零",
+])
+def test_where_the_effort_goes_next_is_the_new_focus(message: str) -> None:
+    [found] = find_statements(message)
+    assert found.text.startswith("当前重点：")

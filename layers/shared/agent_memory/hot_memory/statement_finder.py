@@ -537,7 +537,7 @@ def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     """A standing rule without a cue: "X should always / must never …", "给CRC的提醒都用中文" (a
     habitual 都 / 一律 before an instruction); not a question, hypothetical, one-off or subject's."""
     m = ALWAYS_MODAL.search(norm) or HABITUAL_ZH.search(norm)
-    if m is None:
+    if m is None or FOCUS_CHANGE.search(norm):  # a new focus with its targets ("…上使：…一次都别漏")
         return _implicit(sentence, norm, message, question)
     if _trap(norm, m.start(), m.end(), message, question=question, durable=True):
         return None

@@ -99,6 +99,9 @@ FOCUS_CHANGE = re.compile(
     r"(?:当前|目前|现在|接下来|下一步|下阶段|下个阶段|后面|这个月|本月)的?(?:工作)?重点"
     r"(?:是|放到|放在|改成|换成|转到|转向|调整为)|"
     r"(?:接下来|下一步|下阶段)(?:的工作)?(?:全力|主要|集中精力|重点)(?:搞|抓|做|推进|放在|转向|冲|攻|保)|"
+    # where the effort goes next ("接下来劲儿往评估完整性上使", "下一步精力都放到数据清理上")
+    r"(?:接下来|下一步|下阶段|后面|这个月|本月)[^，,。；;]{0,4}?(?:劲儿?|精力|力气|心思|功夫|人手)(?:都|要|得|先)?"
+    r"(?:往|放在|放到|用在|花在|集中到|集中在)|"
     r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b", _I)
 #: a risk named without the word ("现在头疼的是…", "最担心的是…", "the main worry now is …")
 RISK_SAID = re.compile(
@@ -131,7 +134,8 @@ NOTE = re.compile(
     _I,
 )
 LESSON = re.compile(
-    r"教训|踩坑|踩过的?坑|这个坑|吃过亏|长个?记性|吃一堑|上次.{0,12}(?:失败|出错|错误|搞错|超时)|因为.{0,20}(?:失败|出错|错误)|"
+    r"教训|踩坑|踩过的?坑|这个坑|[有个]个?坑|被坑|坑了|吃过亏|长个?记性|吃一堑|上次.{0,12}(?:失败|出错|错误|搞错|超时)|"
+    r"因为.{0,20}(?:失败|出错|错误)|"
     r"\blessons?\b|\blearned\b|\bthe hard way\b",
     _I,
 )
@@ -189,6 +193,7 @@ CLINICAL_ORDER = re.compile(
     r"(?<![A-Za-z])mg\b", _I
 )
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
+                      r"还记得吧|都还记得|"
                       r"再提醒一遍|"
                       r"\bsame as before\b|\bas (?:i )?said\b|"
                       r"\bi (?:told you|said)\b", _I)
