@@ -465,10 +465,9 @@ def test_cache_breakpoints_on_hot_memory_history_and_last_recent_turn(chat: Chat
             assert b.get("cache_control", {"type": "ephemeral"}) == {"type": "ephemeral"}
 
 
-def test_a_prefix_under_the_minimum_carries_no_breakpoint_and_one_over_it_is_written_then_read(
-        chat: ChatEnv) -> None:
-    # the seeded hot memory is small: the prefix through it is under the model's minimum cacheable
-    # length; with the session memory (the asker) after it, the prefix reaches it
+def test_every_breakpoint_placed_is_written_then_read(chat: ChatEnv) -> None:
+    # the instructions and tools with the small seeded hot memory reach the default model's minimum
+    # cacheable length (a prefix under it carries no breakpoint: tests/unit/test_prompt.py)
     chat.api.script(text_reply("好的"))
     usages = []
     for k in range(4):
@@ -476,11 +475,10 @@ def test_a_prefix_under_the_minimum_carries_no_breakpoint_and_one_over_it_is_wri
         assert _status(response) == 200, response
         usages.append(_json(response)["calls"][0]["usage"])
 
-    # no breakpoint on hot memory (the API would never write it); one on the session memory, and from
-    # the second turn on one on the previous turn
+    # one on hot memory, one on the session memory, and from the second turn on one on the previous turn
     assert [_breakpoints(r.body) for r in chat.api.requests] == [
-        ["messages[0][0]"], ["messages[0][0]", "messages[1][0]"], ["messages[0][0]", "messages[3][0]"],
-        ["messages[0][0]", "messages[5][0]"]]
+        ["system[1]", "messages[0][0]"], ["system[1]", "messages[0][0]", "messages[1][0]"],
+        ["system[1]", "messages[0][0]", "messages[3][0]"], ["system[1]", "messages[0][0]", "messages[5][0]"]]
     # and every breakpoint placed is honoured: turn 1 writes, each later turn reads what the one before wrote
     first, *later = usages
     assert first["cache_creation_input_tokens"] > 0 and first["cache_read_input_tokens"] == 0
