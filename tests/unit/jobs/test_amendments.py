@@ -141,3 +141,11 @@ def test_never_mind_the_named_output_takes_back_the_line_and_no_change_is_no_sta
                                   day_messages={said.message_id: said}, day="2026-09-14", now=T, max_line_tokens=200)
         lines = result.lines
     assert lines == []
+
+
+@pytest.mark.parametrize("said", ["周报还是每周四下午发，别忘了",
+                                  "Weekly report on Thursday afternoons, don't forget."])
+def test_a_reminder_not_to_forget_a_line_restates_it(said: str) -> None:
+    old = _line("周报每周四下午发" if "周" in said else "Weekly report on Thursday afternoons.", "PI")
+    result = _merge([old], said, "PI")
+    assert [ln.line_id for ln in result.lines] == ["hm-old"] and not result.added

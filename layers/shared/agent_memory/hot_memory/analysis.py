@@ -60,10 +60,12 @@ def languages_present(text: str) -> set[str]:
 # ------------------------------------------------------------ text analysis
 _NEGATION = re.compile(
     # an A-not-A question ("要不要", "能不能", "用不用") negates nothing
-    r"(?<!要)不要|不得|不准|不许|(?<!能)不能|(?<!可)不可|(?<!用)不用|不必|不再|禁止|严禁|切勿|请勿|勿|"
-    r"(?<![类区分个特级性识鉴差组告辨])别|避免|杜绝|"
+    # "别忘了" (a reminder) and "别光给百分比" / "not just …" (only that is not enough) negate nothing
+    r"(?<!要)不要(?![忘光只])|不得|不准|不许|(?<!能)不能|(?<!可)不可|(?<!用)不用|不必|不再|禁止|严禁|切勿|请勿|勿|"
+    r"(?<![类区分个特级性识鉴差组告辨])别(?![忘光只])|避免|杜绝|"
     r"不(?=[写发用提输给让做说回列加填录打联])|"
-    r"\b(?:do not|don't|dont|never|no longer|avoid|must not|mustn't|should not|shouldn't|stop)\b|\bnot\b|"
+    r"\b(?:do not|don't|dont)\b(?! forget\b)|"
+    r"\b(?:never|no longer|avoid|must not|mustn't|should not|shouldn't|stop)\b|\bnot\b(?! (?:just|only)\b)|"
     r"\bno\b(?! (?:need|problem|worries|matter|later|more than|sooner)\b)",
     re.IGNORECASE,
 )
