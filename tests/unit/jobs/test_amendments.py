@@ -149,3 +149,13 @@ def test_a_reminder_not_to_forget_a_line_restates_it(said: str) -> None:
     old = _line("周报每周四下午发" if "周" in said else "Weekly report on Thursday afternoons.", "PI")
     result = _merge([old], said, "PI")
     assert [ln.line_id for ln in result.lines] == ["hm-old"] and not result.added
+
+
+def test_a_second_change_of_the_same_value_replaces_the_first_change_not_the_details() -> None:
+    lines = [_line("入组周报每周五下午发给PI，按中心列出筛选数和入组数。", "PI")]
+    for i, said in enumerate(["以后入组周报改成周一上午发", "入组周报还是改到周三上午吧"]):
+        result = _merge(lines, said, "PI")
+        lines = [ln.model_copy(update={"line_id": f"hm-{i}"}) for ln in result.lines]
+    [line] = lines
+    assert line.text.startswith("入组周报每周五下午发给PI，按中心列出筛选数和入组数；改为：")
+    assert "周三上午" in line.text and "周一" not in line.text and line.text.count("改为") == 1

@@ -97,7 +97,12 @@ _OPENING = re.compile(r"^(?:以后|今后|之后|往后|能不能|可不可以|�
 
 
 def _joined(line: str, statement: str, *, added: bool) -> str:
-    """The old line with the change said after it, in the line's language."""
+    """The old line with the change said after it, in the line's language; an earlier change of the
+    same kinds of value is dropped ("A；改为：周一发" then "周三发" -> "A；改为：周三发")."""
+    for mark in ("；改为：", ". Now: "):
+        base, _, earlier = line.partition(mark)
+        if earlier and not added and values(earlier).keys() <= values(statement).keys():
+            line = base
     if language_of(line) == "zh":
         said = _OPENING.sub("", statement.strip()).rstrip("？?") or statement.strip()
         return f"{line.rstrip('。. ')}；{'' if added else '改为：'}{said}"
