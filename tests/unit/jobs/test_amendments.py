@@ -22,11 +22,11 @@ def _line(text: str, tag: str, by: str = "u-1") -> HotMemoryLine:
                          created_at=T, created_by="distiller", evidence=["m-0"], stated_by=by)
 
 
-def _merge(lines: list[HotMemoryLine], text: str, role: str, user_id: str = "u-1"):
-    said = FlowLogEntry(message_id="m-1", session_id="s", role="user", content=text, at=T, user_id=user_id,
+def _merge(lines: list[HotMemoryLine], text: str, role: str, user_id: str = "u-1", message_id: str = "m-1"):
+    said = FlowLogEntry(message_id=message_id, session_id="s", role="user", content=text, at=T, user_id=user_id,
                         study_role=role)
     return merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates([said]),
-                            day_messages={"m-1": said}, day="2026-09-14", now=T, max_line_tokens=200)
+                            day_messages={message_id: said}, day="2026-09-14", now=T, max_line_tokens=200)
 
 
 @pytest.mark.parametrize(("old", "tag", "message", "role", "kept", "new"), [
@@ -154,8 +154,22 @@ def test_a_reminder_not_to_forget_a_line_restates_it(said: str) -> None:
 def test_a_second_change_of_the_same_value_replaces_the_first_change_not_the_details() -> None:
     lines = [_line("入组周报每周五下午发给PI，按中心列出筛选数和入组数。", "PI")]
     for i, said in enumerate(["以后入组周报改成周一上午发", "入组周报还是改到周三上午吧"]):
-        result = _merge(lines, said, "PI")
+        result = _merge(lines, said, "PI", message_id=f"m-{i}")
         lines = [ln.model_copy(update={"line_id": f"hm-{i}"}) for ln in result.lines]
     [line] = lines
     assert line.text.startswith("入组周报每周五下午发给PI，按中心列出筛选数和入组数；改为：")
     assert "周三上午" in line.text and "周一" not in line.text and line.text.count("改为") == 1
+
+
+@pytest.mark.parametrize(("old", "message", "role"), [
+    ("入组周报每周五下午发给PI，按中心列出筛选数和入组数。", "以后入组周报改成周一上午发", "PI"),
+    ("用药依从性提醒每天晚上8点发给CRC。", "晚上8点那个依从性提醒我老是错过，下班路上看不到。改到下午5点半吧", "CRC"),
+    ("给Sub-I的随访汇总每例只列访视日期和血压值。",
+     "随访汇总光有日期和血压不够用，还得去翻原始记录。以后每例再加上心率和用药调整，其他照旧", "Sub-I"),
+])
+def test_a_rerun_of_the_day_changes_nothing_more(old: str, message: str, role: str) -> None:
+    # the day's distillation runs again (an operator's re-run, a retried job): the amended line stays as it is
+    first = _merge([_line(old, role)], message, role)
+    again = _merge(first.lines, message, role)
+    assert [ln.text for ln in again.lines] == [ln.text for ln in first.lines]
+    assert not again.changed

@@ -322,9 +322,13 @@ class _Merge:
             created_at=self.now, created_by=DISTILLER, evidence=statement.evidence,
             stated_at=max(m.at for m in statement.said), stated_by=speaker.user_id,
         )
+        touched = self.result.touched
         if any(ln.line_id == new_line.line_id and ln.text == new_line.text and ln.role_tag == new_line.role_tag
-               for ln in self.lines):
-            self.result.duplicates += 1  # the same statement, merged already (a re-run of the day): no change
+               for ln in self.lines) or any(
+                ln.source != "admin" and ln.line_id not in touched and set(statement.evidence) <= set(ln.evidence)
+                for ln in self.lines):
+            # the same statement, merged already (a re-run of the day, an amended line citing it): no change
+            self.result.duplicates += 1
             return
         same = [ln for ln in self.lines if ln.source != "admin" and (
             (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
