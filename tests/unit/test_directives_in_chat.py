@@ -127,3 +127,21 @@ def test_a_qc_turn_after_a_history_answer_leaves_that_answer_out(store: InMemory
 )
 def test_what_was_judged_since_the_start_is_history(text: str, intents: set[str]) -> None:
     assert {str(i) for i in RuleIntentClassifier().classify(text).intents} == intents
+
+
+@pytest.mark.parametrize(("text", "reply"), [
+    ("那个算了，不用了。", "好的，那条不作数了"),
+    ("scratch that, 还是照旧吧", "好的，那条不作数了"),
+    ("Actually forget that, the site prints it.", "OK, withdrawn"),
+])
+def test_a_withdrawal_is_acknowledged_as_taken_back_not_as_a_directive(
+        store: InMemoryStore, text: str, reply: str) -> None:
+    seed_project(store)
+    deps = deps_with(store)
+
+    result = send(deps, text)
+
+    assert reply in result.reply and "以后" not in result.reply and "from now on" not in result.reply
+    (request,) = llm_requests(deps)
+    assert "Withdrawn in this message:" in session_block(request)
+    assert "Standing directives in this message" not in session_block(request)

@@ -132,7 +132,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
         r"\b(?:on|in) (?:the )?(?:placebo|active)(?: arm| group)?\b|"
         r"(?:哪个|哪一|哪)组|分组情况|猜.{0,6}(?:组|安慰剂|真药)|安慰剂组|\bguess\w*\b[^.]{0,30}\barms?\b|"
         # two arms named side by side ("5mg组和10mg组", "A组/B组"), compared between arms
-        r"[\w.]{1,8}\s?组\s*(?:和|与|跟|、|/|对比|vs\.?)\s*[\w.]{1,8}\s?组|组间|分组(?:列|统计|汇总|比较|结果)|"
+        r"(?:[A-Za-z0-9.]{1,6}\s?(?:mg|毫克)?|[高低中]剂量|试验|对照|干预|安慰剂|治疗|[甲乙丙])\s?组\s*"
+        r"(?:和|与|跟|、|/|对比|vs\.?)?\s*(?:[A-Za-z0-9.]{1,6}\s?(?:mg|毫克)?|[高低中]剂量|试验|对照|干预|安慰剂|治疗|[甲乙丙])\s?组|"
+        r"组间|分组(?:列|统计|汇总|比较|结果)|盲态|盲法|"
         r"\b(?:by|per) (?:dose|study|treatment)? ?(?:arm|group)s?\b|"
         r"\bbetween (?:the )?(?:two )?(?:arms|groups)\b", _I),)),
     # AE causality and SAE reporting are the investigators' decisions
@@ -360,8 +362,10 @@ def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks
             return False  # the study staff do it ("一律我们研究医生来判"): the rule kept, not relaxed
         asks = asks or (concept.act_is_output and concept.act is not None and any(
             not _NEGATION_BEFORE.search(norm[: m.start()]) for m in concept.all_of[concept.act].finditer(norm)))
-        allowed = permission or (asks and not concept.needs_permission) or _assistant_acts(concept, norm)
-        return allowed and _free(concept, norm, own)
+        acts_itself = _assistant_acts(concept, norm)
+        allowed = permission or (asks and not concept.needs_permission) or acts_itself
+        # a decision handed over with its topic negated ("…的，以后你就别当AE列了，你自己判断就行") is still handed over
+        return allowed and (_free(concept, norm, own) or (concept.needs_permission and acts_itself and permission))
     if concept.kind == "hidden":  # hiding it anywhere in the message ("偏离能不报就不报吧，以后你别列出来")
         hides = concept.all_of[-1].finditer(whole)
         return any(not _NEGATION_BEFORE.search(whole[: m.start()]) for m in hides)

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import get_args
 
@@ -282,6 +282,13 @@ class _Merge:
 
     def _withdraw(self, statement: _Statement, target: HotMemoryLine | None) -> None:
         """The line the LLM named (an AI line), else the speaker's statement on that subject."""
+        bare = _bare_withdrawal(statement.text)
+        if bare and (target is None or target.source == "admin"):
+            # "那个算了", "scratch that": the speaker's newest line of the last 24 hours
+            at, speaker = statement.speaker.at, statement.speaker.user_id
+            target = next((ln for ln in reversed(self.lines) if ln.source != "admin" and ln.stated_by == speaker
+                           and ln.stated_at is not None and timedelta(0) <= at - ln.stated_at <= timedelta(days=1)),
+                          None)
         if target is not None and target.source != "admin":
             self.lines.remove(target)
             _note_removed(self.result, target)
@@ -484,6 +491,17 @@ def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
         result.superseded.extend(e for e in line.evidence if e not in result.superseded)
     else:
         result.removed.append(line.line_id)
+
+
+def _bare_withdrawal(text: str) -> bool:
+    """A withdrawal naming nothing but what was just said ("那个算了，不用了", "scratch that, 还是照旧吧",
+    "Actually forget that, the site prints it"): its first clause has fewer than two content words once
+    its cue words are out (a reason may follow)."""
+    first = re.split(r"[，,;；。.—]", text.strip(), maxsplit=1)[0]
+    rest = re.sub(r"那个|这个|那条|算了|不用了|不要了|取消|撤回|还是照旧|照旧|就这样|吧|了|啊|哈|"
+                  r"\b(?:actually|scratch|forget|never ?mind|drop|cancel|that|this|it|please|sorry|ok|okay)\b",
+                  " ", first, flags=re.IGNORECASE)
+    return len(re.findall(r"[A-Za-z]{3,}|[\u4e00-\u9fff]{2,}", rest)) < 2
 
 
 #: what an English withdrawal names ("scratch the cc thing", "drop the SFTP idea"): its word(s) find the line

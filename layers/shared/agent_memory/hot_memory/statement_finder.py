@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import re
 
-from agent_memory.hot_memory.analysis import VALUE_PATTERNS, language_of, nfkc, values
+from agent_memory.hot_memory.analysis import SUBJECT_ID, VALUE_PATTERNS, language_of, nfkc, values
 from agent_memory.hot_memory.context_statements import ContextSaid, early_context, late_context, lesson_told
 from agent_memory.hot_memory.sentences import (
     clean_statement,
@@ -66,6 +66,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     ANAPHORA,
     BACK_REFERENCE,
     CHANGE,
+    CLINICAL_ORDER,
     CONDITIONAL_HEAD,
     DECISION,
     DOCUMENT,
@@ -100,6 +101,14 @@ from agent_memory.hot_memory.statement_lexicon import (
     WITHDRAW,
 )
 from agent_memory.hot_memory.statement_lexicon import COMPLAINT as _COMPLAINT
+from agent_memory.hot_memory.statement_lexicon import CONDITIONAL_RULE as _CONDITIONAL_RULE
+from agent_memory.hot_memory.statement_lexicon import CONFIRMING as _CONFIRMING
+from agent_memory.hot_memory.statement_lexicon import EN_OUTPUT as _EN_OUTPUT
+from agent_memory.hot_memory.statement_lexicon import KEEP_EN as _KEEP
+from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT
+from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT_EN as _OPENS_WITH_DOCUMENT_EN
+from agent_memory.hot_memory.statement_lexicon import TELL_ME as _TELL_ME
+from agent_memory.hot_memory.statement_lexicon import WISH as _WISH
 from agent_memory.hot_memory.traps import is_trap as _trap
 from agent_memory.hot_memory.traps import standing_request as _standing_request
 
@@ -204,23 +213,6 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     return _about_every_copy(sentence, norm, message, question) or _value_wish(sentence, norm, message, question)
 
 
-#: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
-#: query，就把他单独拎出来放清单最前面", "whenever …, put …")
-_CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)[^，,。]{2,40}[，,]\s*"
-                               r"(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?"
-                               r"(?:把|放|标|列|单独|发|写|加|提醒|告诉|通知|@|在群里|打电话|跟我说)|"
-                               r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
-
-
-#: the speaker is to be told ("@我一下", "告诉我", "通知我"): what the rule's instruction sends
-_TELL_ME = re.compile(r"[告通]诉我|通知我|@我|发我|提醒我|跟我说|找我|\b(?:tell|ping|notify|message|alert) me\b",
-                      re.IGNORECASE)
-
-
-#: an English instruction to keep an output a certain way ("For the CRCs, keep the visit reminders in Chinese only")
-_KEEP = re.compile(r"^\W*(?:for [\w -]{2,30},\s*)?(?:please\s+|pls\s+)?(?:keep|make sure|stick to)\b", re.IGNORECASE)
-
-
 def _about_every_copy(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
     """A standing instruction about what the assistant sends, without a cue: how an output it sends
     should be ("发我的东西尽量短", "一旦有新的SAE，给我的日报就把它放在第一条"), a standing request put
@@ -243,20 +235,6 @@ def _about_every_copy(sentence: str, norm: str, message: str, question: bool) ->
         return None
     text = REQUEST.sub("", LEAD_FILLER.sub("", sentence), count=1).strip() if question else sentence
     return FoundStatement(LEAD_FILLER.sub("", text).strip(), "durable")
-
-
-#: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
-_WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|提前[^，,。]{0,8}提醒|希望|倾向于|更喜欢|"
-                   r"\b(?:make|switch|send|use|move|keep|put|sort|group|order)\b|"
-                   r"\b(?:come|arrive|go out|be sent)\b[^.?!]{0,40}\binstead\b|\bi'?d rather\b|\bi would rather\b|"
-                   r"^[\w -]{0,30}?\b(?:listings?|reports?|lists?|reminders?|summar(?:y|ies)|datasets?|tables?|"
-                   r"exports?|snapshots?) (?:as|in)\b|"
-                   r"\bi'?d (?:like|prefer)\b|\bi (?:want|prefer)\b|"
-                   r"\b(?:can|should) go\b", re.IGNORECASE)
-
-
-#: a question whether something still holds ("这个没变吧", "还是这样对吧", "still the same, right?")
-_CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)吧\W*$|\bright\W*$|\bstill the same\b", re.IGNORECASE)
 
 
 def _risk_said(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
@@ -313,18 +291,6 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
     return _change_of_earlier_subject(sentence, norm, message, False, verb) or found
 
 
-#: a sentence opening with the document it is about ("query清单的排法我想换一下", "周报别走微信了")
-_OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|"
-                                  r"汇总|提醒|列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
-                                  r"(?:的(?:排法|排序|顺序|格式|发法|时间|频率|内容|写法|事)|这块|这个事|的话)?"
-                                  r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|太|才|老|总|又|还|也|都|一|每|现在|目前|，|,|:|\s)",
-                                  re.IGNORECASE)
-#: an English sentence opening with the document it is about ("And the listings: …")
-_OPENS_WITH_DOCUMENT_EN = re.compile(r"^(?:(?:and|so|also|about)\s+)?((?:the|our|my)\s+[\w -]{0,24}?"
-                                     r"(?:listings?|reports?|reminders?|lists?|summar(?:y|ies)|snapshots?|tables?|"
-                                     r"exports?))\b", re.IGNORECASE)
-
-
 def _earlier_document(sentence: str, message: str) -> str:
     """The document an earlier sentence of ``message`` opens with (nearest first), else the one the
     sentence's first clause opens with ("随访提醒一周发一次…，能不能改成每天早上发"), or ""."""
@@ -341,8 +307,6 @@ def _earlier_document(sentence: str, message: str) -> str:
 
 def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
     return (frags[0], frags[1:]) if frags else ("", [])
-
-
 
 
 #: "太…了": how it is now, a complaint
@@ -457,12 +421,6 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
     return None
 
 
-#: an English noun phrase naming an output ("those PDF screening logs", "the weekly AE listing")
-_EN_OUTPUT = re.compile(r"(?:\b(?!(?:me|you|us|them|it|please|stop|send\w*|e-?mail\w*|get\w*|giv\w*)\b)[\w-]+\s+){0,3}?"
-                        r"\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
-                        r"exports?|files?|datasets?|digests?|reminders?|snapshots?)\b", re.IGNORECASE)
-
-
 def _english_change(earlier: str, rest: str) -> FoundStatement | None:
     """An English new value whose output the previous sentence names ("Those PDF screening logs are
     useless. Going forward send them as Excel."): the output (its values and determiners out) stands
@@ -574,8 +532,9 @@ def find_statements(text: str) -> list[FoundStatement]:
     if note and text[note.end():].strip():
         rest = text[note.end():]
         first = fragments(rest)[:1]
-        if REMINDER.search(rest) or (first and ONE_OFF.search(nfkc(first[0]))):
-            return out
+        if REMINDER.search(rest) or (first and ONE_OFF.search(nfkc(first[0]))) or (
+                SUBJECT_ID.search(rest) and CLINICAL_ORDER.search(nfkc(rest))):
+            return out  # a reminder, a one-off, a subject's clinical order ("记一下：P011以后每次给药前都要先测血压")
         body = ("。" if language_of(rest) == "zh" else ". ").join(s for s, _ in split_statements(rest))
         hint = "Lessons Learned" if lesson else None
         # a lesson with its rule: the rule sentence carries a durable cue; keep the whole note

@@ -313,3 +313,47 @@ LESSON_OPENING = re.compile(
 LESSON_RULE = re.compile(r"必须|一律|务必|都要|都得|一定要|先[^，。]{1,16}再|"
                          r"\b(?:any|every|each|all)\b[^.;]{0,60}\b(?:gets?|goes|go|must|has to|have to|needs?)\b|"
                          r"\b(?:must|always|never)\b", _I)
+
+# ------------------------------------------------------------------ the statement finder's clauses
+#: a wish or an order in a clause ("…吧", "放/改/用/按…", "make / switch / send …")
+WISH = re.compile(r"吧|还是(?:放|发|用|按|定|给)|改|换|放|用|按|挪|调|发|提前[^，,。]{0,8}提醒|希望|倾向于|更喜欢|"
+                  r"\b(?:make|switch|send|use|move|keep|put|sort|group|order)\b|"
+                  r"\b(?:come|arrive|go out|be sent)\b[^.?!]{0,40}\binstead\b|\bi'?d rather\b|\bi would rather\b|"
+                  r"^[\w -]{0,30}?\b(?:listings?|reports?|lists?|reminders?|summar(?:y|ies)|datasets?|tables?|"
+                  r"exports?|snapshots?) (?:as|in)\b|"
+                  r"\bi'?d (?:like|prefer)\b|\bi (?:want|prefer)\b|"
+                  r"\b(?:can|should) go\b", re.IGNORECASE)
+
+#: a question whether something still holds ("这个没变吧", "还是这样对吧", "still the same, right?")
+CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)吧\W*$|\bright\W*$|\bstill the same\b", re.IGNORECASE)
+
+#: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
+#: query，就把他单独拎出来放清单最前面", "whenever …, put …")
+CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)[^，,。]{2,40}[，,]\s*"
+                              r"(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?"
+                              r"(?:把|放|标|列|单独|发|写|加|提醒|告诉|通知|@|在群里|打电话|跟我说)|"
+                              r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
+
+#: the speaker is to be told ("@我一下", "告诉我", "通知我"): what the rule's instruction sends
+TELL_ME = re.compile(r"[告通]诉我|通知我|@我|发我|提醒我|跟我说|找我|\b(?:tell|ping|notify|message|alert) me\b",
+                     re.IGNORECASE)
+
+#: an English instruction to keep an output a certain way ("For the CRCs, keep the visit reminders in Chinese only")
+KEEP_EN = re.compile(r"^\W*(?:for [\w -]{2,30},\s*)?(?:please\s+|pls\s+)?(?:keep|make sure|stick to)\b", re.IGNORECASE)
+
+#: a sentence opening with the document it is about ("query清单的排法我想换一下", "周报别走微信了")
+OPENS_WITH_DOCUMENT = re.compile(r"^([\u4e00-\u9fffA-Za-z0-9-]{0,10}?(?:清单|名单|周报|月报|日报|报表|表|报告|"
+                                 r"汇总|提醒|列表|纪要|记录|日程|文件|导出|模板|快照|listings?|reports?|snapshots?))"
+                                 r"(?:的(?:排法|排序|顺序|格式|发法|时间|频率|内容|写法|事)|这块|这个事|的话)?"
+                                 r"(?=我|你|别|不要|不用|还是|改|换|以后|能|可以|得|要|的|这|太|才|老|总|又|还|也|都|一|每|现在|目前|，|,|:|\s)",
+                                 re.IGNORECASE)
+
+#: an English sentence opening with the document it is about ("And the listings: …")
+OPENS_WITH_DOCUMENT_EN = re.compile(r"^(?:(?:and|so|also|about)\s+)?((?:the|our|my)\s+[\w -]{0,24}?"
+                                    r"(?:listings?|reports?|reminders?|lists?|summar(?:y|ies)|snapshots?|tables?|"
+                                    r"exports?))\b", re.IGNORECASE)
+
+#: an English noun phrase naming an output ("those PDF screening logs", "the weekly AE listing")
+EN_OUTPUT = re.compile(r"(?:\b(?!(?:me|you|us|them|it|please|stop|send\w*|e-?mail\w*|get\w*|giv\w*)\b)[\w-]+\s+){0,3}?"
+                       r"\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
+                       r"exports?|files?|datasets?|digests?|reminders?|snapshots?)\b", re.IGNORECASE)

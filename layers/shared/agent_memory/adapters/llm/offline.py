@@ -386,6 +386,7 @@ _RELAXED_RULE = re.compile(r'the System Rule "(.+?)"(?= and the System Rule "|$)
 
 
 #: How the session block says the message asks, this once, to relax System Rules (chat/session_block.py).
+_WITHDRAWN = re.compile(r"^Withdrawn in this message: (.+)$", re.MULTILINE)
 _RELAXES_ONCE = re.compile(r"^RULE STANDS: this message asks, this once, to relax (.+?) \(hot memory\)", re.MULTILINE)
 
 
@@ -407,6 +408,9 @@ def _acknowledgement(messages: Sequence[dict[str, Any]], question: str) -> str:
     says the message asks, this once, to relax one, that the rule stands (:func:`_rule_stands`); or ""."""
     block = _session_block(messages)
     zh = bool(_CJK.search(question))
+    taken_back = "好的，那条不作数了，不会记下。" if zh else "OK, withdrawn: it will not be kept."
+    if _WITHDRAWN.search(block) and not _DIRECTIVES.search(block):
+        return taken_back + "\n"
     once = _RELAXES_ONCE.search(block)
     if once is not None:
         return _rule_stands(_RELAXED_RULE.findall(once.group(1)), zh)
