@@ -210,7 +210,7 @@ def test_a_new_value_replaces_the_line_of_the_same_subject_and_role() -> None:
     result = _merge([old], [entry("m-1", "核查清单以后导成PDF", study_role="DM")])
     # Then the old line is replaced in place by the new one
     assert list(result.replaced) == ["hm-fmt"]
-    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["核查清单导成PDF。"]
+    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["核查清单导出为PDF。"]  # the value in place
 
 
 def test_another_roles_preference_on_the_same_subject_is_its_own_line() -> None:
@@ -544,7 +544,7 @@ def test_a_new_value_whose_subject_is_in_the_previous_sentence_replaces_the_line
     said = entry("m-1", "用药提醒提前两天有点早，大家都忘了。改成提前一天", study_role="CRC")
     result = _merge([old], [said])
     assert list(result.replaced) == ["hm-lead"]
-    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["用药提醒提前一天。"]
+    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["用药提醒提前一天发。"]  # the old line with its value in place
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.hot_memory.analysis import changes_value, language_of, nfkc, subject_grams, values
+from agent_memory.hot_memory.analysis import VALUE_PATTERNS, changes_value, language_of, nfkc, subject_grams, values
 from agent_memory.hot_memory.statement_lexicon import COMPLAINT, FALLS_SHORT
 
 #: how an output reaches its reader: a new channel answers a complaint about a delivery and back
@@ -96,9 +96,69 @@ _OPENING = re.compile(r"^(?:以后|今后|之后|往后|能不能|可不可以|�
                       r"(?:改到|改成|改为|换成|挪到|调到|改)?")
 
 
+#: change words around a new value ("能不能改到…吧", "make it … instead"): no content of their own
+_CHANGE_WORDS = re.compile(r"以后|今后|能不能|可不可以|能否|麻烦|改成|改为|改到|换成|挪到|调到|提前到|还是|直接|"
+                           r"就|再|都|"
+                           r"吧|呢|吗|啊|哈|"
+                           r"\b(?:from now on|going forward|please|make it|make them|instead|switch to|change to|"
+                           r"move to|actually|could|would|can|come|go out|arrive|send (?:it|them)|the)\b",
+                           re.IGNORECASE)
+#: a request's form ("能不能…？", "可不可以…"): not kept in the line it becomes
+_ASKING = re.compile(r"能不能|可不可以|能否|[吗？?]+$")
+
+
+#: the kinds of value that say when together (a day, a part of the day, an hour)
+_WHEN = frozenset({"weekday", "daypart", "clock"})
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """Where ``pattern`` stands in ``text`` (a clock hour with its half or minutes: "5点半")."""
+    out = []
+    for m in pattern.finditer(nfkc(text).casefold()):
+        end = m.end()
+        tail = re.match(r"半|[0-9]{1,2}分", text[end:])
+        out.append((m.start(), end + (tail.end() if tail else 0)))
+    return out
+
+
+def _substituted(line: str, statement: str) -> str | None:
+    """``line`` with each value ``statement`` changes put in place of the old one ("给CRC的访视提醒提前3天发，
+    用中文写" + "访视提醒改成提前一周发" -> "给CRC的访视提醒提前一周发，用中文写"), when each changed kind stands
+    once in both and the statement says nothing else; else None."""
+    if len(nfkc(line)) != len(line) or len(nfkc(statement)) != len(statement):
+        return None  # the value patterns read the NFKC text: its offsets must be the text's
+    new, old = values(statement), values(line)
+    changed = [f for f in new.keys() & old.keys() if new[f] != old[f]]
+    verb_laden = {"channel", "delivery"} | ({"arrangement"} if language_of(line) != "zh" else set())
+    if set(changed) & verb_laden:
+        return None  # their words carry the verb ("通过微信" / "发我邮箱", "sorted by"): said after the line instead
+    bare = _CHANGE_WORDS.sub(" ", statement)
+    if not changed or len(subject_grams(bare) - subject_grams(line)) > 1:
+        return None
+    if set(changed) & _WHEN and (old.keys() & _WHEN) - new.keys():
+        return None  # "周一上午9点前" -> "周日晚上": the old hour would stay with the new day
+    edits = []
+    for family in changed:
+        was, said = _spans(VALUE_PATTERNS[family], line), _spans(VALUE_PATTERNS[family], statement)
+        if len(was) != 1 or len(said) != 1:
+            return None
+        value = statement[said[0][0]: said[0][1]]
+        if value.endswith("s") and value.isascii() and not line[was[0][0]: was[0][1]].endswith("s"):
+            value = value[:-1]  # "on Thursday mornings" in place of "every Friday afternoon": one of them
+        edits.append((was[0], value))
+    text = line
+    for (start, end), value in sorted(edits, reverse=True):
+        text = text[:start] + value + text[end:]
+    return text
+
+
 def _joined(line: str, statement: str, *, added: bool) -> str:
     """The old line with the change said after it, in the line's language; an earlier change of the
     same kinds of value is dropped ("A；改为：周一发" then "周三发" -> "A；改为：周三发")."""
+    if not added:
+        clean = _substituted(line, statement)
+        if clean is not None:
+            return clean
     for mark in ("；改为：", ". Now: "):
         base, _, earlier = line.partition(mark)
         if earlier and not added and values(earlier).keys() <= values(statement).keys():
@@ -119,6 +179,10 @@ def kept_details(statement: str, line: HotMemoryLine) -> str:
     """
     if not changes_value(statement, line.text):
         return statement
+    clean = _substituted(line.text, statement)
+    if clean is not None:
+        return clean
+    statement = _ASKING.sub("", statement.rstrip("。. ")) + ("。" if language_of(statement) == "zh" else ".")
     said = subject_grams(statement)
     clauses = [subject_grams(c) for c in re.split(r"[，,；;。.]\s*", nfkc(line.text)) if c.strip()]
     if len(clauses) < 2 or all(len(c & said) * 2 >= len(c) or len(c) < 2 for c in clauses):

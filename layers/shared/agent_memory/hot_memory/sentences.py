@@ -36,7 +36,7 @@ _I = re.IGNORECASE
 _QUOTES = (("“", "”"), ("‘", "’"), ("「", "」"), ("『", "』"), ('"', '"'))
 _ASCII_SINGLE = re.compile(r"(?:(?<=^)|(?<=[\s:：(（]))'[^']{1,120}'(?=[\s,.;:!?)）]|$)")
 _SENTENCE_END = re.compile(
-    r"[。！？!?；;\n]+|(?<=[A-Za-z0-9)\]])(?<!e\.g)(?<!i\.e)(?<!\bProf)(?<!\bDr)(?<!\betc)(?<!\bvs)\.(?=\s|$)"
+    r"[。！？!?；;\n]+|…{2,}|(?<=[A-Za-z0-9)\]])(?<!e\.g)(?<!i\.e)(?<!\bProf)(?<!\bDr)(?<!\betc)(?<!\bvs)\.(?=\s|$)"
     # a dash ends a sentence; one between two numbers is a range ("第2–4天")
     r"|\s*(?:——|--|(?<!\d)[—–]|[—–](?!\d))\s*"
 )
