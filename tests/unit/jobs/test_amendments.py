@@ -170,3 +170,23 @@ def test_a_rerun_of_the_day_changes_nothing_more(old: str, message: str, role: s
     again = _merge(first.lines, message, role)
     assert [ln.text for ln in again.lines] == [ln.text for ln in first.lines]
     assert not again.changed
+
+
+def test_a_fix_asked_as_a_question_after_a_complaint_and_an_ellipsis_replaces_the_line() -> None:
+    old = _line("周报每周五下午发给PI，按中心列出入组数。", "PI")
+    result = _merge([old], "周报周五下午才到太晚了，周一开会前根本来不及看……能不能改到周四上午？", "PI")
+    assert [ln.text for ln in result.lines] == ["周报每周四上午发给PI，按中心列出入组数。"]
+
+
+def test_a_column_added_with_the_rest_unchanged_amends_the_report_line() -> None:
+    old = _line("周报每周五下午发给PI，按中心列出入组数。", "PI")
+    result = _merge([old], "周报里再加一列SAE数量，其他不变。", "PI")
+    assert [ln.text for ln in result.lines] == ["周报每周五下午发给PI，按中心列出入组数；周报里再加一列SAE数量"]
+
+
+@pytest.mark.parametrize(("message", "kept"), [
+    ("每月最后一天提醒我做数据备份", False), ("Remind me to check the queries every Monday", False),
+    ("以后每次访视前都提醒我带齐量表", True),
+])
+def test_a_reminder_request_is_for_the_reminder_skill_not_memory(message: str, kept: bool) -> None:
+    assert bool(_merge([], message, "DM").lines) is kept

@@ -544,7 +544,7 @@ def test_a_new_value_whose_subject_is_in_the_previous_sentence_replaces_the_line
     said = entry("m-1", "用药提醒提前两天有点早，大家都忘了。改成提前一天", study_role="CRC")
     result = _merge([old], [said])
     assert list(result.replaced) == ["hm-lead"]
-    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["用药提醒提前一天发。"]  # the old line with its value in place
+    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["用药提醒提前一天发。"]
 
 
 @pytest.mark.parametrize(

@@ -213,8 +213,9 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
         named = _names_current_value(context, line.text) if context.strip() else set()
         if named and _about(context, line.text) and _changes(statement, line.text, named):
             return Amendment(line, _joined(line.text, statement, added=False))
-        if (adds or _keeps_a_value_of(whole, line.text)) and _about(whole, line.text, least=2):
-            return Amendment(line, _joined(line.text, statement, added=True))
+        rest_stays = bool(_REST_STAYS.search(whole)) or _keeps_a_value_of(whole, line.text)
+        if (adds or rest_stays) and _about(whole, line.text, least=1 if adds and rest_stays else 2):
+            return Amendment(line, _joined(line.text, _REST_STAYS.sub("", statement).rstrip("，,。. "), added=True))
     return None
 
 

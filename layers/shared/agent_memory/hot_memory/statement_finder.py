@@ -553,8 +553,10 @@ def find_statements(text: str) -> list[FoundStatement]:
             continue
         found.sentence = sentence
         found.text = clean_statement(found.text) if found.kind != "withdraw" else found.text
-        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text):
-            continue
+        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text) or (
+                _ASKS_REMINDER.search(found.text) and not _ON_AN_OCCASION.search(found.text)
+                and found.kind != "withdraw"):
+            continue  # "每月31号提醒我做数据备份": a reminder the reminder skill schedules, not memory
         if len(re.sub(r"\W", "", found.text)) < 4:
             if not values(found.text) or found.kind == "withdraw":
                 continue
@@ -564,6 +566,13 @@ def find_statements(text: str) -> list[FoundStatement]:
         out.append(found)
     told = lesson_told(text, question=any(q for _, _, q in sentence_spans(text))) if lesson and not out else None
     return [FoundStatement(clean_statement(told), "note", "Lessons Learned")] if told else _instead_kept(out)
+
+
+#: asks to be reminded of something ("每月31号提醒我做数据备份", "remind me to …"); not "提醒我的时候…"
+#: a reminder on an occasion ("每次访视前都提醒我…"): a standing preference the reminder skill cannot schedule
+_ON_AN_OCCASION = re.compile(r"每次|每逢|的时候|之前|前一天|\b(?:before|when|after) (?:each|every)\b", re.IGNORECASE)
+_ASKS_REMINDER = re.compile(r"提醒我(?!的|们)[\u4e00-\u9fffA-Za-z0-9]|\bremind me (?:to|at|every|on|in)\b",
+                            re.IGNORECASE)
 
 
 def _instead_kept(found: list[FoundStatement]) -> list[FoundStatement]:
