@@ -193,7 +193,8 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     if focus and not _trap(norm, focus.start(), focus.end(), message, question=question):
         frags = fragments(sentence[focus.end():])
         label = "当前重点：" if language_of(sentence) == "zh" else "Current focus: "
-        return FoundStatement(label + statement_body(*_head_and_rest(frags)), "change")
+        body = re.sub(r"^(?:for|on|is)\s+", "", statement_body(*_head_and_rest(frags)).strip(), flags=re.IGNORECASE)
+        return FoundStatement(label + body, "change") if re.search(r"\w", body) else None
     never = NEVER_AGAIN.search(norm)
     if never and not _trap(norm, never.start(), never.end(), message, question=question, durable=True):
         frags = fragments(sentence)

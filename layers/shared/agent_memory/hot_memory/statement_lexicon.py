@@ -102,7 +102,10 @@ FOCUS_CHANGE = re.compile(
     # where the effort goes next ("接下来劲儿往评估完整性上使", "下一步精力都放到数据清理上")
     r"(?:接下来|下一步|下阶段|后面|这个月|本月)[^，,。；;]{0,4}?(?:劲儿?|精力|力气|心思|功夫|人手)(?:都|要|得|先)?"
     r"(?:往|放在|放到|用在|花在|集中到|集中在)|"
-    r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b", _I)
+    r"(?:现在|目前|当前|接下来|这个月|本月)?(?:的)?重中之重(?:是|就是)|"
+    r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b|"
+    r"\b(?:that|this|it)(?:'s| is) (?:our|the) (?:focus|priority|top priority) (?:now|from now on)\b|"
+    r"\ball hands on deck\b", _I)
 #: a risk named without the word ("现在头疼的是…", "最担心的是…", "the main worry now is …")
 RISK_SAID = re.compile(
     r"(?:现在|目前|当前|眼下|接下来)?(?:最|比较)?(?:要)?(?:头疼|担心|麻烦|棘手|发愁|要盯|操心|犯愁|头大)的(?:是|就是)|"
