@@ -88,3 +88,9 @@ def test_a_colleague_called_by_a_nickname_when_they_ask_gets_the_preference() ->
     team = Team([_member("u-pi", "PI", "周蔓"), _member("u-xl", "CRC", "刘晓"), _member("u-c2", "CRC", "康乐")])
     result = _merge([], "以后小刘问入组进度的时候，直接给数字就行，不用解释", "u-pi", "PI", team=team)
     assert [ln.role_tag for ln in result.lines] == ["u-xl"]
+
+
+def test_a_speaker_naming_themself_as_the_audience_states_their_own_preference() -> None:
+    # 叶子涵 is one of two CRCs: her own preference is hers, not every CRC's
+    result = _merge([], "以后给叶子涵的提醒不要在中午12点到2点之间发", "u-c1", "CRC")
+    assert [ln.role_tag for ln in result.lines] == ["u-c1"]

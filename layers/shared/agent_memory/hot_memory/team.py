@@ -70,9 +70,10 @@ class Team:
         return study_role if holder and study_role in self.sole_roles else user_id
 
     def named_audience(self, text: str, *, speaker: str | None) -> str | None:
-        """The role tag of the member ``text`` names as the audience (not the speaker), or None."""
-        for pattern, member in self._patterns:
-            if member.user_id != speaker and pattern.search(text):
+        """The role tag of the member ``text`` names as the audience, or None; a speaker naming
+        themself ("给王芳的提醒…" by 王芳) speaks of their own preference (``speaker``: their user id)."""
+        for pattern, member in sorted(self._patterns, key=lambda p: p[1].user_id == speaker):
+            if pattern.search(text):
                 return self.own_tag(member.user_id, member.study_role)
         return None
 
