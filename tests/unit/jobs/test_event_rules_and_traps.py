@@ -162,3 +162,11 @@ def test_a_decision_handed_over_with_its_topic_negated_is_still_handed_over() ->
 
 def test_a_noted_order_for_one_subject_is_no_statement() -> None:
     assert find_statements("记一下：P011以后每次给药前都要先测血压。") == []
+
+
+def test_a_lesson_opening_its_message_keeps_its_story_and_its_rule_as_one_line() -> None:
+    [found] = find_statements("教训：锁库前一周才发现中心4的随访日期录反了。以后每次导出前都先跑一遍日期逻辑核查。")
+    assert found.section_hint == "Lessons Learned"
+    assert found.text == "锁库前一周才发现中心4的随访日期录反；每次导出前都先跑一遍日期逻辑核查。"
+    [rule] = find_statements("上周知情同意书版本用错了，教训是以后每次签知情同意前都先核对版本号。")
+    assert rule.text == "每次签知情同意前都先核对版本号。"

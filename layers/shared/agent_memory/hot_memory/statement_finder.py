@@ -100,11 +100,16 @@ from agent_memory.hot_memory.statement_lexicon import (
     UNTIL,
     WITHDRAW,
 )
+from agent_memory.hot_memory.statement_lexicon import ASKS_REMINDER as _ASKS_REMINDER
 from agent_memory.hot_memory.statement_lexicon import COMPLAINT as _COMPLAINT
 from agent_memory.hot_memory.statement_lexicon import CONDITIONAL_RULE as _CONDITIONAL_RULE
 from agent_memory.hot_memory.statement_lexicon import CONFIRMING as _CONFIRMING
 from agent_memory.hot_memory.statement_lexicon import EN_OUTPUT as _EN_OUTPUT
 from agent_memory.hot_memory.statement_lexicon import KEEP_EN as _KEEP
+from agent_memory.hot_memory.statement_lexicon import LESSON_IS as _LESSON_IS
+from agent_memory.hot_memory.statement_lexicon import LESSON_OPENING as _LESSON_OPENS
+from agent_memory.hot_memory.statement_lexicon import NO_MORE as _NO_MORE
+from agent_memory.hot_memory.statement_lexicon import ON_AN_OCCASION as _ON_AN_OCCASION
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT_EN as _OPENS_WITH_DOCUMENT_EN
 from agent_memory.hot_memory.statement_lexicon import TELL_ME as _TELL_ME
@@ -566,14 +571,15 @@ def find_statements(text: str) -> list[FoundStatement]:
             found.section_hint = "Lessons Learned"
         out.append(found)
     told = lesson_told(text, question=any(q for _, _, q in sentence_spans(text))) if lesson and not out else None
-    return [FoundStatement(clean_statement(told), "note", "Lessons Learned")] if told else _instead_kept(out)
-
-
-#: asks to be reminded of something ("每月31号提醒我做数据备份", "remind me to …"); not "提醒我的时候…"
-#: a reminder on an occasion ("每次访视前都提醒我…"): a standing preference the reminder skill cannot schedule
-_ON_AN_OCCASION = re.compile(r"每次|每逢|的时候|之前|前一天|\b(?:before|when|after) (?:each|every)\b", re.IGNORECASE)
-_ASKS_REMINDER = re.compile(r"提醒我(?!的|们)[\u4e00-\u9fffA-Za-z0-9]|\bremind me (?:to|at|every|on|in)\b",
-                            re.IGNORECASE)
+    if told:
+        return [FoundStatement(clean_statement(told), "note", "Lessons Learned")]
+    if lesson and len(out) > 1 and _LESSON_OPENS.match(nfkc(text)):
+        # "教训：<what happened>。以后<the rule>": one lesson, its story and its rule
+        joined = "；".join(re.sub(r"[。.]$", "", f.text) for f in out if f.kind != "withdraw")
+        return [FoundStatement(clean_statement(joined), "note", "Lessons Learned")]
+    for found in out:
+        found.text = _LESSON_IS.sub("", found.text)
+    return _instead_kept(out)
 
 
 def _instead_kept(found: list[FoundStatement]) -> list[FoundStatement]:
@@ -581,14 +587,12 @@ def _instead_kept(found: list[FoundStatement]) -> list[FoundStatement]:
     ("query清单别再给我xlsx了…。以后直接导CSV"): one statement, the instead (it says both)."""
     kept = list(found)
     for i, no_more in enumerate(found):
-        if no_more.kind == "withdraw" or not NEGATED.search(nfkc(no_more.text)):
+        if no_more.kind == "withdraw" or not _NO_MORE.search(nfkc(no_more.text)):
             continue
         kinds = {f for f, p in VALUE_PATTERNS.items() if p.search(nfkc(no_more.text).casefold())}
-        if kinds and any(values(later.text).keys() & kinds and not NEGATED.search(nfkc(later.text))
+        if kinds and any(values(later.text).keys() & kinds and not _NO_MORE.search(nfkc(later.text))
                          for later in found[i + 1:]):
             kept.remove(no_more)
     return kept
 
 
-#: a statement saying what not to do any more ("别再…了", "不要…", "stop …", "no more …")
-NEGATED = re.compile(r"别|不要|不用|不再|\bstop\b|\bno more\b|\bdon'?t\b|\bnever\b", re.IGNORECASE)

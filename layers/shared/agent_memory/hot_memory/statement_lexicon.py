@@ -360,3 +360,12 @@ OPENS_WITH_DOCUMENT_EN = re.compile(r"^(?:(?:and|so|also|about)\s+)?((?:the|our|
 EN_OUTPUT = re.compile(r"(?:\b(?!(?:me|you|us|them|it|please|stop|send\w*|e-?mail\w*|get\w*|giv\w*)\b)[\w-]+\s+){0,3}?"
                        r"\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
                        r"exports?|files?|datasets?|digests?|reminders?|snapshots?)\b", re.IGNORECASE)
+#: a reminder on an occasion ("每次访视前都提醒我…"): a standing preference the reminder skill cannot schedule
+ON_AN_OCCASION = re.compile(r"每次|每逢|的时候|之前|前一天|\b(?:before|when|after) (?:each|every)\b", re.IGNORECASE)
+#: asks to be reminded of something ("每月31号提醒我做数据备份", "remind me to …"); not "提醒我的时候…"
+ASKS_REMINDER = re.compile(r"提醒我(?!的|们)[\u4e00-\u9fffA-Za-z0-9]|\bremind me (?:to|at|every|on|in)\b",
+                           re.IGNORECASE)
+#: "教训是…" leading the rule: the label, not the rule
+LESSON_IS = re.compile(r"^(?:教训|经验)(?:就)?是[:：]?\s*")
+#: a statement saying what not to do any more ("别再…了", "不要…", "stop …", "no more …")
+NO_MORE = re.compile(r"别|不要|不用|不再|\bstop\b|\bno more\b|\bdon'?t\b|\bnever\b", re.IGNORECASE)
