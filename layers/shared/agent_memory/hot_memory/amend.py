@@ -4,10 +4,12 @@ line's current value are named earlier in the same message, as a complaint ("晚
 the listings into the shared drive"), or the statement adds fields to the line and says the rest
 stays ("AE汇总就名字和日期太少了。以后每例再加上严重程度和处理措施，其他不变").
 
-Used by :mod:`agent_memory.hot_memory.merge` only where the statement's own words find no line of
-its scope. The new line is the old line with the change said after it, so the details the speaker
-did not change stay in memory (docs/architecture.md, "Hot memory": a replacement keeps what the
-speaker left as it was). Deterministic; nothing is logged.
+Used by :mod:`agent_memory.hot_memory.merge`: :func:`amendment` where the statement's own words
+find no line of its scope, :func:`kept_details` for every new value of a line's subject. The new
+line is the old one with the new value put in place of the old value, or, where that cannot be
+done cleanly, with the change said after it ("…；改为：…"), so the details the speaker did not
+change stay in memory (docs/architecture.md, "Hot memory": a replacement keeps what the speaker
+left as it was). Deterministic; nothing is logged.
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ class Amendment:
 
     Attributes:
         target: the AI line the statement changes (same scope).
-        text: the new line's text: the old line, then what changes ("…；改为：…", "… Now: …").
+        text: the new line's text: the old line with the new value in place, or the old line and
+            then what changes ("…；改为：…", "… Now: …", an addition after "；").
     """
 
     target: HotMemoryLine
@@ -171,11 +174,13 @@ def _joined(line: str, statement: str, *, added: bool) -> str:
 
 def kept_details(statement: str, line: HotMemoryLine) -> str:
     """The text of the line that takes the place of ``line`` when ``statement`` gives its subject a
-    new value: the statement itself when it touches every clause of the line, else the old line with
-    the change after it (so "周报改成周一上午8点前发" keeps "按中心列出入组数…" of the line it changes).
+    new value: the line with the new value in place of the old one when that can be done cleanly
+    (:func:`_substituted`); else the statement itself (its request form "能不能…？" dropped) when it
+    touches every clause of the line, else the old line with the change after it (so "周报改成周一上午
+    8点前发" keeps "按中心列出入组数…" of the line it changes).
 
     Returns:
-        ``statement`` unchanged, or the joined text.
+        The new line's text.
     """
     if not changes_value(statement, line.text):
         return statement

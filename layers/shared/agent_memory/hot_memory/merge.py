@@ -331,9 +331,9 @@ class _Merge:
         )
         touched = self.result.touched
         if any(ln.line_id == new_line.line_id and ln.text == new_line.text and ln.role_tag == new_line.role_tag
-               for ln in self.lines) or any(
+               for ln in self.lines) or (not statement.feedback and any(
                 ln.source != "admin" and ln.line_id not in touched and set(statement.evidence) <= set(ln.evidence)
-                for ln in self.lines):
+                for ln in self.lines)):  # (a rated answer may be cited by several raters' reasons)
             # the same statement, merged already (a re-run of the day, an amended line citing it): no change
             self.result.duplicates += 1
             return
