@@ -94,20 +94,20 @@ def _about(context: str, line: str, least: int = 1) -> bool:
     return len(subject_grams(context) & subject_grams(line)) >= least
 
 
+#: the words of a request ("能不能…"), a standing cue and a change verb ("改到…")
+_REQUEST_WORDS = r"能不能|可不可以|能否"
+_CUE_WORDS = r"以后|今后"
+_CHANGE_VERBS = r"改到|改成|改为|换成|挪到|调到"
 #: how a change or a request opens ("改到…", "能不能…", "以后…"): not kept after "改为："
-_OPENING = re.compile(r"^(?:以后|今后|之后|往后|能不能|可不可以|能否|麻烦|就|再|都)*"
-                      r"(?:改到|改成|改为|换成|挪到|调到|改)?")
-
-
+_OPENING = re.compile(rf"^(?:{_CUE_WORDS}|之后|往后|{_REQUEST_WORDS}|麻烦|就|再|都)*(?:{_CHANGE_VERBS}|改)?")
 #: change words around a new value ("能不能改到…吧", "make it … instead"): no content of their own
-_CHANGE_WORDS = re.compile(r"以后|今后|能不能|可不可以|能否|麻烦|改成|改为|改到|换成|挪到|调到|提前到|还是|直接|"
-                           r"就|再|都|"
+_CHANGE_WORDS = re.compile(rf"{_CUE_WORDS}|{_REQUEST_WORDS}|麻烦|{_CHANGE_VERBS}|提前到|还是|直接|就|再|都|"
                            r"吧|呢|吗|啊|哈|"
                            r"\b(?:from now on|going forward|please|make it|make them|instead|switch to|change to|"
                            r"move to|actually|could|would|can|come|go out|arrive|send (?:it|them)|the)\b",
                            re.IGNORECASE)
 #: a request's form ("能不能…？", "可不可以…"): not kept in the line it becomes
-_ASKING = re.compile(r"能不能|可不可以|能否|[吗？?]+$")
+_ASKING = re.compile(rf"{_REQUEST_WORDS}|[吗？?]+$")
 
 
 #: the kinds of value that say when together (a day, a part of the day, an hour)

@@ -105,6 +105,10 @@ _ACT_ON_IDENTIFIERS = re.compile(
     r"发|写|加|列|放|标|填|显示|出现|提到|带上|告诉|提供|导出|(?<![不没])用|使用|保存|存|留|记|贴|打印|附|转|按|说|讲|叫|称呼|输出|展示|呈现|透露|公开|给|"
     r"\b(?:include|list|put|add|show|send|share|use|display|give|tell|provide|export|record|store|keep|print|"
     r"attach|forward|post|mention|appear|contain|refer|by|with|output|reveal|expose|disclose|print)\w*\b", _I)
+#: the patients, subjects and their families (whom medical advice would reach; a dose looked up for
+#: the staff is not said to them)
+_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
+                       r"\bfamil(?:y|ies)\b|\bparents?\b|\bkids?\b|\bchild(?:ren)?\b|\bcarers?\b|\bcaregivers?\b", _I)
 _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (_IDENTIFIER_NOUNS, _ACT_ON_IDENTIFIERS), removable=True, act=1,
              act_is_output=True),
@@ -155,8 +159,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"\bmedical advice\b|\bmed(?:s|ication|icine)s?\b|\bpainkillers?\b|\bdiagnos\w*|\bsymptoms?\b|"
                    r"\bdrugs?\b|\bpills?\b|\btablets?\b|\btreatment\b|\bnausea\b|\bvomit\w*|\bpain\b|\bfever\b|"
                    r"\bside effects?\b|\bdoses?\b|\banti[a-z]{4,}\b|\bwhat to do\b", _I),
-        re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
-                   r"\bfamil(?:y|ies)\b|\bparents?\b|\bkids?\b|\bchild(?:ren)?\b|\bcarers?\b|\bcaregivers?\b", _I),
+        _PATIENTS,
         # the act of advising them
         re.compile(r"回答|答复|回复|回(?=家属|家长|患者|病人|受试者|他们|她们|一句|个)|告诉|建议|意见|判断|指导|提供|"
                    r"\b(?:answer|tell|advi[sc]e|recommend|reply|respond|suggest|give|gives|provide)\w*\b", _I),
@@ -340,9 +343,6 @@ def _assistant_acts(concept: _Concept, norm: str) -> bool:
 #: a subject's recorded dose asked for (a look-up in the record, not advice on what to take)
 _DOSE_LOOKUP = re.compile(r"\b(?:current|recorded|prescribed|actual|last)\s+dos(?:e|es|ing|age)\b|"
                           r"(?:现在|当前|目前|记录|实际|上次)的?(?:用药)?剂量|用药记录", _I)
-#: said to the patients or their families (advice, not a look-up for the staff)
-_TO_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|"
-                          r"\b(?:patients?|subjects?|participants?|famil(?:y|ies)|parents?)\b", _I)
 
 
 #: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")
@@ -354,7 +354,7 @@ def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks
     """Whether the statement ``norm`` (of the message ``whole``) relaxes ``concept`` (its patterns
     all matched the message)."""
     own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
-    if concept.name == "dosing" and _DOSE_LOOKUP.search(norm) and not _TO_PATIENTS.search(norm):
+    if concept.name == "dosing" and _DOSE_LOOKUP.search(norm) and not _PATIENTS.search(norm):
         return False  # "tell me her current dose": a record look-up for the staff, no dosing advice
     if concept.kind == "forbidden":
         acts = list(concept.all_of[concept.act].finditer(norm)) if concept.act is not None else []
