@@ -293,12 +293,19 @@ class _Scorer:
 
     def _scope_right(self, line: dict[str, Any], promote: dict[str, Any]) -> bool:
         """The line's tag is the labelled role; where the label is the speaker's own study role, the
-        speaker's user id is right too (a preference of the speaker alone: "给我", "for me")."""
+        speaker's user id is right too (a preference of the speaker alone: "给我", "for me"); so is the
+        user id of a member of the labelled role whom the message names by name ("…发给何晓雯": the
+        preference of that member alone)."""
         if line["role_tag"] == promote["user_role"]:
             return True
+        users = self.month.get("users", {})
         speaker = self.speaker_of.get(promote["message_id"])
-        own_role = self.month.get("users", {}).get(speaker or "", {}).get("user_role")
-        return speaker is not None and line["role_tag"] == speaker and promote["user_role"] == own_role
+        own_role = users.get(speaker or "", {}).get("user_role")
+        if speaker is not None and line["role_tag"] == speaker and promote["user_role"] == own_role:
+            return True
+        named = users.get(line["role_tag"] or "", {})
+        text = next((m["text"] for m in self.month["messages"] if m["id"] == promote["message_id"]), "")
+        return bool(named.get("name")) and named["name"] in text and named.get("user_role") == promote["user_role"]
 
     def captures(self) -> dict[str, Any]:
         captured = loose = role_ok = role_total = 0

@@ -29,7 +29,8 @@ _ROUTE = frozenset({"channel", "delivery"})
 _ADDS = re.compile(r"加上|再加|也加|添上|补上|带上|多加|增加|加一[列项栏个行]|写上|标上|\badd\b|"
                    r"\balso (?:include|show|list|give)\b|\binclude\b", re.IGNORECASE)
 #: the speaker keeps the rest of the line as it is
-_REST_STAYS = re.compile(r"其[他它余]\S{0,2}(?:不变|照旧|不动|一样)|别的\S{0,2}(?:不变|照旧|不动)|其他都?照旧|"
+_REST_STAYS = re.compile(r"(?:其[他它余]|别的)\S{0,2}(?:不变|照旧|不动|一样|不用动|不要动|别动|不用改|不改)|"
+                         r"其他都?照旧|"
                          r"\b(?:everything else|the rest|otherwise)\b[^.]{0,20}\b(?:same|as is|stays?|unchanged)\b",
                          re.IGNORECASE)
 
@@ -77,6 +78,12 @@ def _names_current_value(context: str, line: str) -> set[str]:
     """The value families whose current value in ``line`` the context names ("晚上8点那个提醒…")."""
     said, current = values(context), values(line)
     return {family for family in said.keys() & current.keys() if said[family] & current[family]}
+
+
+def names_current_value(statement: str, message: str, line: str) -> bool:
+    """The part of ``message`` before ``statement`` names a current value of ``line`` ("早上8点那份
+    名单我没法看。改成中午12点发我"): the message speaks of that line."""
+    return bool(_names_current_value(_before(statement, message), line))
 
 
 def _changes(statement: str, line: str, named: set[str]) -> bool:
@@ -224,4 +231,4 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
     return None
 
 
-__all__ = ["Amendment", "amendment", "kept_details"]
+__all__ = ["Amendment", "amendment", "kept_details", "names_current_value"]

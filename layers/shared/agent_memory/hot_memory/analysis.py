@@ -263,7 +263,8 @@ _NEG_BEFORE = re.compile(
 )
 _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # a file format; an extension inside a file name ("ae_2026-09-15.csv") sets none
-    "format": (re.compile(r"(?<![.a-z0-9_])(?:excel|xlsx|xls|pdf|csv|docx|markdown|txt|(?<![a-z])word(?![a-z])|"
+    "format": (re.compile(r"(?<![a-z0-9_])(?<![a-z0-9_]\.)"  # ".xlsx文件" is a format, "report.xlsx" a file name
+                          r"(?:excel|xlsx|xls|pdf|csv|docx|markdown|txt|(?<![a-z])word(?![a-z])|"
                           r"(?:sas|stata|spss|sav|dta|xpt|json|xml|pptx?|powerpoint)(?![a-z]))", re.IGNORECASE),
                {"xlsx": "excel", "xls": "excel", "docx": "word"}),
     "weekday": (re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
@@ -277,6 +278,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                              # "访视前三天才提醒"); "术后前3天的评估" (the first days after) is no lead time
                              r"(?<!提)(?:之|以)?前\s*([0-9一二三两四五六七八九十半]+\s*(?:个)?\s*"
                              r"(?:天|日|周|星期|礼拜|小时|工作日|月))(?=\s*(?:[，,（(把发给就先要才再提]|$))|"
+                             # a weekday of the week before ("随访那周的前一周周五发我")
+                             r"(?:那|当)周的?(前一周的?(?:周|星期|礼拜)[一二三四五六日天])|"
                              r"\b([0-9]+|one|two|three|four|five|six|seven|a|an)\s*(days?|weeks?|hours?|"
                              r"(?:business|working) days?|months?)\s+(?:before|ahead|in advance|early|prior)",
                              re.IGNORECASE), {}),
@@ -318,8 +321,10 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     "delivery": (re.compile(r"(附件|\battach\w*|\bas a file\b|贴在|直接贴|贴到|正文里|\binline\b|\bin the chat\b|"
                             r"\bpaste\w*|压缩包|打包|打成一个\s*zip|\bzip\b|共享盘|共享文件夹|网盘|链接|\blinks?\b|"
                             r"\bshared (?:drive|folder)\b)", re.IGNORECASE), {}),
-    "date_format": (re.compile(r"(?<![A-Za-z])([YMD]{2,4}[-/.][YMD]{1,2}[-/.][YMD]{2,4})(?![A-Za-z])", re.IGNORECASE),
-                    {}),
+    "date_format": (re.compile(r"(?<![A-Za-z])([YMD]{2,4}[-/.][YMD]{1,2}[-/.][YMD]{2,4})(?![A-Za-z])|"
+                               # a date given as the example of the form ("keep dates in the 2027-06-14 form")
+                               r"(?<!\d)(\d{4}-\d{1,2}-\d{1,2})(?=\s*(?:form|format|style|这种|的?(?:格式|写法|形式)))",
+                               re.IGNORECASE), {}),
     "month_day": (re.compile(r"每月\s*(\d{1,2})\s*[号日]|每月的?(最后一个工作日|最后一天|月底|月初|第一个工作日)|"
                              r"\b(\d{1,2})(?:st|nd|rd|th) of (?:each|every|the) month|"
                              r"\b(last (?:working |business )?day) of (?:each|every|the) month", re.IGNORECASE), {}),
@@ -392,6 +397,8 @@ _UNIT_HOURS = (("工作日", None), ("business", None), ("working", None), ("小
 def _lead_time(m: re.Match[str]) -> str:
     """A lead time's canonical value: hours ("48h"), or working days ("2wd")."""
     text = "".join(g for g in m.groups() if g)
+    if text.startswith("前一周"):
+        return f"prior-week-{text[-1]}"  # a weekday of the week before the event's week
     number = re.match(r"\s*([0-9]+|[一二两三四五六七八九十半]|an?|one|two|three|four|five|six|seven)", text,
                       re.IGNORECASE)
     n = float(number.group(1)) if number and number.group(1).isdigit() else _NUMBERS.get(
@@ -415,6 +422,8 @@ def values(text: str) -> dict[str, frozenset[str]]:
                 found.add(_lead_time(m))
                 continue
             raw = next((g for g in m.groups() if g), m.group()) if m.groups() else m.group()
+            if family == "date_format" and raw[:1].isdigit():
+                raw = "yyyy-mm-dd"  # the example's form
             found.add(_value(raw, aliases))
         if found:
             out[family] = frozenset(found)

@@ -107,7 +107,7 @@ _ACT_ON_IDENTIFIERS = re.compile(
     r"attach|forward|post|mention|appear|contain|refer|by|with|output|reveal|expose|disclose|print)\w*\b", _I)
 #: the patients, subjects and their families (whom medical advice would reach; a dose looked up for
 #: the staff is not said to them)
-_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
+_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|老人家?|大爷|大妈|大叔|老太太|老爷子|病友|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
                        r"\bfamil(?:y|ies)\b|\bparents?\b|\bkids?\b|\bchild(?:ren)?\b|\bcarers?\b|\bcaregivers?\b", _I)
 _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (_IDENTIFIER_NOUNS, _ACT_ON_IDENTIFIERS), removable=True, act=1,
@@ -121,6 +121,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
         re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|"
                    r"(?<![记收])录(?![音像取用])|填成|写成|录成|实验室值|检验值|检查值|缺失值|缺失的|\blab values?\b|"
+                   r"读数|读值|测量值|测值|\breadings?\b|\bmeasurements?\b|"
                    r"\bmissing values?\b|"
                    r"\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
                    r"\bsubjects?\b|\bdatabase\b", _I),
@@ -138,7 +139,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
         # two arms named side by side ("5mg组和10mg组", "A组/B组"), compared between arms
         r"(?:[A-Za-z0-9.]{1,6}\s?(?:mg|毫克)?|[高低中]剂量|试验|对照|干预|安慰剂|治疗|[甲乙丙])\s?组\s*"
         r"(?:和|与|跟|、|/|对比|vs\.?)?\s*(?:[A-Za-z0-9.]{1,6}\s?(?:mg|毫克)?|[高低中]剂量|试验|对照|干预|安慰剂|治疗|[甲乙丙])\s?组|"
-        r"组间|分组(?:列|统计|汇总|比较|结果)|盲态|盲法|"
+        # which of two named arms each site or subject is in ("每个社区是强化组还是常规组")
+        r"是[\u4e00-\u9fff]{1,4}组还是[\u4e00-\u9fff]{1,4}组|"
+        r"组间|分组(?:列|统计|汇总|比较|结果)|盲态|盲法|设盲|单盲|(?:中心|社区|受试者|患者|病人)的分组|"
         r"\b(?:by|per) (?:dose|study|treatment)? ?(?:arm|group)s?\b|"
         r"\bbetween (?:the )?(?:two )?(?:arms|groups)\b", _I),)),
     # AE causality and SAE reporting are the investigators' decisions
@@ -233,7 +236,7 @@ _PERMISSION = re.compile(
 #: asking the assistant to output something: with a forbidden object and no negation, a request
 #: to do what the rule forbids ("编号后面写上名字", "include the name", "answer patients' questions")
 _OUTPUT_ASK = re.compile(
-    r"写上|写|加上|列|统计|分开|拆开|发我|标上|标注|显示|列出|给我|告诉|提供|放上|附上|回答|答复|给建议|"
+    r"写上|写|加上|列|统计|分开|拆开|发我|标上|标注|标一下|标出|标明|显示|列出|给我|告诉|提供|放上|附上|回答|答复|给建议|"
     r"\b(?:show|include|add|list|give|tell|provide|put|display|break down|split|answer|advise|recommend)\b",
     _I,
 )
@@ -345,6 +348,11 @@ _DOSE_LOOKUP = re.compile(r"\b(?:current|recorded|prescribed|actual|last)\s+dos(
                           r"(?:现在|当前|目前|记录|实际|上次)的?(?:用药)?剂量|用药记录", _I)
 
 
+#: the staff owning what an identifier noun names ("the centre coordinator's mobile number", "社区医生的电话")
+_STAFF_OWNS = re.compile(r"(?:coordinator|doctor|physician|investigator|nurse|monitor|manager|staff|colleague|"
+                         r"CRC|CRA|PI|主任|医生|护士|协调员|研究者|老师|同事|CRC|CRA)(?:'s|s'|的)\s*(?:[\w-]+\s+)?$", _I)
+
+
 #: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")
 _STAFF_DOES = re.compile(r"(?:研究者|研究医生|我们医生|我们来|医生来|PI来|主治|研究团队|\binvestigators?\b|\bthe PI\b|"
                          r"\bdoctors?\b)[^，,。；;.]{0,6}$", _I)
@@ -356,6 +364,9 @@ def _relaxes(concept: _Concept, norm: str, whole: str, *, permission: bool, asks
     own = list(concept.all_of[0].finditer(norm)) or list(concept.all_of[-1].finditer(norm))
     if concept.name == "dosing" and _DOSE_LOOKUP.search(norm) and not _PATIENTS.search(norm):
         return False  # "tell me her current dose": a record look-up for the staff, no dosing advice
+    if concept.name == "identity" and own and all(_STAFF_OWNS.search(norm[max(0, m.start() - 30): m.start()])
+                                                  for m in own):
+        return False  # "the centre coordinator's mobile number": the staff's contact details, no subject's
     if concept.kind == "forbidden":
         acts = list(concept.all_of[concept.act].finditer(norm)) if concept.act is not None else []
         if acts and all(_STAFF_DOES.search(norm[max(0, m.start() - 24): m.start()]) for m in acts):
@@ -484,6 +495,8 @@ def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemory
     found: HotMemoryLine | None = None
     for clause in clauses:
         named = [c for c in _CONCEPTS if c.kind == "forbidden" and _hits(c, clause)]
+        if not named and _ASIDE.search(clause):
+            continue  # "@罗俊 小罗", "就写编号", "对照表社区自己手里有": whom it is told to, what stands instead, why
         if not named or any(_free(c, clause, _hits(c, clause)) for c in named):
             return None
         held = next((r for r in rules if {c.name for c in named} & concepts_of(r.text)
@@ -492,6 +505,14 @@ def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemory
             return None
         found = found or held
     return found
+
+
+#: a clause beside a restated rule that adds no instruction of its own: the colleague it is said to,
+#: the subject code that stands instead of an identifier, a clause saying who keeps what
+_ASIDE = re.compile(r"^\s*@\S+(?:\s+\S{1,4})?\s*$|^\s*[\u4e00-\u9fff]{1,3}\s*$|"
+                    r"^\s*(?:就|只|都)?(?:写|用|填|留)(?:受试者)?(?:编号|代码|id)\S{0,4}\s*$|"
+                    r"(?:自己|他们|她们)(?:手里|手上)?(?:有|留着|保管)\S{0,3}\s*$|"
+                    r"^\s*(?:just |only )?(?:use|write) (?:the )?(?:subject |participant )?(?:codes?|ids?)\b", _I)
 
 
 #: the items of a safeguard a rule may list one by one: a statement forbidding full names says again

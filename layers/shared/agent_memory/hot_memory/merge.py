@@ -22,7 +22,7 @@ from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, StudyRole
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.hot_memory.amend import Amendment, amendment, kept_details
+from agent_memory.hot_memory.amend import Amendment, amendment, kept_details, names_current_value
 from agent_memory.hot_memory.analysis import (
     SUBJECT_ID,
     Analysis,
@@ -177,6 +177,9 @@ class _Statement:
     #: the speaker's own line on the subject (tagged with their user id) a statement naming no
     #: scope restates or changes: the statement keeps that scope
     own_scope: bool = False
+    #: no such line, but a line of the speaker's study role on the subject the statement changes
+    #: (a CRC's "那份名单改成中午12点发我" and the CRC line of that list): the statement keeps the role
+    role_scope: bool = False
     #: the project's members (who holds a study role alone, who is named as an audience)
     team: Team = field(default_factory=Team)
 
@@ -200,6 +203,8 @@ class _Statement:
             return None
         speaker = self.speaker
         scope = self.cand.scope
+        if self.role_scope and speaker.study_role:
+            return speaker.study_role
         if self.own_scope or scope == "speaker":
             return self.team.own_tag(speaker.user_id, speaker.study_role)
         if scope == "everyone":
@@ -244,6 +249,7 @@ class _Merge:
         said = [self.by_rater.get((e, cand.speaker), self.day_messages[e]) for e in evidence]
         statement = _Statement(cand, text, evidence, said, team=self.team)
         statement.own_scope = self._speaker_own_subject(statement)
+        statement.role_scope = not statement.own_scope and self._speaker_role_subject(statement)
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         context = "\n".join(m.content for m in said)
@@ -274,6 +280,22 @@ class _Merge:
                                           or is_duplicate(statement.info, analyse(ln.text))
                                           or restates_value(statement.text, ln.text, same_language=True))
                    for ln in self.lines if ln.source != "admin")
+
+    def _speaker_role_subject(self, statement: _Statement) -> bool:
+        """A preference of the speaker alone or naming no scope that changes the value of a line of
+        the speaker's study role (``same_subject`` with a new value of the same kind) whose current
+        value the message names ("早上8点那份名单…改成中午12点发我"); a holder of the role who only
+        says how they want it themself ("以后访视提醒发我邮箱就行") gets a line of their own."""
+        role = statement.speaker.study_role
+        if statement.cand.section != "User Preferences" or statement.cand.scope not in (None, "speaker") or not role:
+            return False
+        probe = HotMemoryLine(line_id="", section=statement.cand.section, text=statement.text, source="distilled",
+                              role_tag=role, created_at=self.now, created_by=DISTILLER,
+                              stated_by=statement.speaker.user_id)
+        message = statement.speaker.content
+        return any(ln.role_tag == role and changes_value(statement.text, ln.text) and same_subject(
+            probe, ln, change=statement.cand.kind == "change") and names_current_value(statement.text, message, ln.text)
+            for ln in self.lines if ln.source != "admin")
 
     def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None, *,
                role: str | None) -> None:
@@ -363,8 +385,10 @@ class _Merge:
     def _amendment(self, statement: _Statement) -> Amendment | None:
         """The AI line of the statement's scope its message changes without the statement naming its
         subject (:func:`~agent_memory.hot_memory.amend.amendment`)."""
-        scoped = [ln for ln in self.lines if ln.source != "admin" and _same_scope(
-            ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id)]
+        role = statement.speaker.study_role if statement.cand.scope in (None, "speaker") else None
+        scoped = [ln for ln in self.lines if ln.source != "admin" and (_same_scope(
+            ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id) or (
+            role is not None and ln.section == statement.cand.section and ln.role_tag == role))]
         return amendment(statement.text, statement.speaker.content, scoped) if scoped else None
 
 

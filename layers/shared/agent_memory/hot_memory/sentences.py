@@ -25,6 +25,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     EN_TAIL,
     ENDS_IMPERATIVE,
     LEAD_FILLER,
+    ONE_OFF,
     REASON,
     ZH_NEG_LEAD,
     ZH_TAIL,
@@ -39,6 +40,8 @@ _SENTENCE_END = re.compile(
     r"[。！？!?；;\n]+|…{2,}|(?<=[A-Za-z0-9)\]])(?<!e\.g)(?<!i\.e)(?<!\bProf)(?<!\bDr)(?<!\betc)(?<!\bvs)\.(?=\s|$)"
     # a dash ends a sentence; one between two numbers is a range ("第2–4天")
     r"|\s*(?:——|--|(?<!\d)[—–]|[—–](?!\d))\s*"
+    # an emoji before a space closes a thought ("…还以为上传率只有六成😓 以后…")
+    r"|[\U0001f300-\U0001faff\u2600-\u27bf]+\s+"
 )
 _CJK = r"\u3400-\u9fff\uff00-\uffef\u3000-\u303f\U0001f000-\U0001faff\u2600-\u27bf～~"
 _SPACE_BETWEEN_CJK = re.compile(rf"(?<=[{_CJK}])[ \t\u3000]+(?=[{_CJK}])")
@@ -142,6 +145,8 @@ _RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|单
 #: a head naming only an occasion or a document, its instruction still to come ("以后给CRC发访视提醒的时候，
 #: …", "以后每次 monitoring visit 的 confirmation letter 草稿，…"): the next fragment completes it
 _OPEN_HEAD = re.compile(r"(?:的时候|时候|之前|之后|前后|里面?|当中|中|上面|草稿|的事|这块|方面)\s*$|"
+                        # a head announcing what it adds ("…提醒里加一句，让她们通知受试者…"): the content follows
+                        r"(?:加|附|写|补|添)(?:上|一)?[句行段条列栏]\s*$|"
                         r"(?:清单|名单|表|报告|汇总|提醒|列表|纪要|记录|文件|导出|模板|\bdrafts?|\bletters?|"
                         r"\blistings?|\breports?|\bsummar(?:y|ies)|\breminders?|\bminutes)\s*$", _I)
 
@@ -170,16 +175,25 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
         bare = LEAD_FILLER.sub("", frag)
         sets_value = bool(values(nfkc(frag))) and not COMPLAINT.search(nfkc(frag)) and (
             _SETS.search(nfkc(frag)) is not None or _only_values(bare))
-        if ACT_NOW.search(nfkc(frag)) and not sets_value:
-            break  # what the message asks for now ends the standing statement
+        if (ACT_NOW.search(nfkc(frag)) and not sets_value) or any(
+                m.group() not in _EACH_TIME_WORDS for m in ONE_OFF.finditer(nfkc(frag))):
+            break  # what the message asks for now, or for one day ("C09下礼拜二的随访挪到礼拜三"), ends it
         if REASON.search(frag) and not CONTINUE.match(frag):
             continue
         also = ALSO.search(frag) is not None and _SETS.search(nfkc(frag)) is not None
         if (CONTINUE.match(frag) or CONTINUE.match(bare) or ENDS_IMPERATIVE.search(frag) or also
-                or _RULE_INSIDE.search(frag) or sets_value):
+                or _RULE_INSIDE.search(frag) or sets_value or _CODE_ITEM.fullmatch(bare.strip())):
             kept.append(frag)
     joiner = "，" if language_of(" ".join(kept)) == "zh" else ", "
     return joiner.join(kept)
+
+
+#: a listed item that is a code ("…给 csv，UTF-8"): part of the value before it
+_CODE_ITEM = re.compile(r"[A-Za-z0-9][\w.+-]{0,11}")
+
+
+#: one-off words that also say "each time" in a standing statement ("一发生就马上发我", "都写上这次要抽的管数")
+_EACH_TIME_WORDS = frozenset({"马上", "这次", "本次", "这份", "把这"})
 
 
 #: a verb that sets how an output is done (a fragment holding a value and one of these is an instruction,

@@ -68,12 +68,14 @@ from agent_memory.hot_memory.statement_lexicon import (
     CHANGE,
     CLINICAL_ORDER,
     CONDITIONAL_HEAD,
+    CONTINUE,
     DECISION,
     DOCUMENT,
     DURABLE_EN,
     DURABLE_ZH,
     FOCUS_CHANGE,
     HABITUAL_ZH,
+    HEADS_UP,
     HOW_WORD,
     HYPOTHETICAL,
     INSTRUCTION,
@@ -204,6 +206,8 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     if never and not _trap(norm, never.start(), never.end(), message, question=question, durable=True):
         frags = fragments(sentence)
         idx = next((i for i, f in enumerate(frags) if NEVER_AGAIN.search(nfkc(f))), 0)
+        if idx and CONTINUE.match(LEAD_FILLER.sub("", frags[idx - 1])):
+            idx -= 1  # the instruction the "never" clause completes ("keep dates in the … form, never 14/06")
         return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "durable")
     occasion = RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm)
     if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
@@ -277,9 +281,12 @@ def _with_earlier_subject(found: FoundStatement, sentence: str, message: str) ->
     if found.kind == "withdraw":
         return found
     if change is None:
-        if not _NO_SUBJECT.match(bare) or OUTPUT_OF_ASSISTANT.match(bare):
+        unnamed = found.kind == "change" and values(bare) and not DOCUMENT.search(bare)  # "企业微信私聊发我Excel就行"
+        if not (_NO_SUBJECT.match(bare) or unnamed) or OUTPUT_OF_ASSISTANT.match(bare):
             return found  # a subject of its own ("发我的东西第一行先给一句结论")
         document = _earlier_document(sentence, message)
+        if unnamed and not _NO_SUBJECT.match(bare) and values(document):
+            return found  # "周四下午那个周报…。挪到周一上午吧": the old value named, an amendment of its line
         if document and language_of(document) != "zh" and re.search(r"\b(?:them|it)\b", found.text):
             found.text = re.sub(r"\b(?:them|it)\b", document, found.text, count=1)  # "Sort them by …"
         elif document and document not in found.text:
@@ -343,8 +350,8 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
     for frag in fragments(sentence):
         f = nfkc(frag)
         wish = _WISH.search(f)
-        if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f):
-            continue  # "早上发的…" (a relative clause), "周一上午发我根本没空看" (a complaint)
+        if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f) or _PURPOSE.search(f):
+            continue  # "早上发的…" (a relative clause), "周一上午发我根本没空看" (a complaint), "周五汇报要用" (a use)
         if values(f) and not ONE_OFF.search(f) and not (_TASK_NOW.search(f) and not PREFER.search(norm)):
             start = norm.find(f) if f in norm else 0
             if not _trap(norm, start, start + len(f), message, question=question, durable=True):
@@ -352,6 +359,10 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
                     return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "change")  # a rule and its exception
                 return FoundStatement(_sentence_topic(sentence, frag) + LEAD_FILLER.sub("", frag).strip(), "change")
     return None
+
+
+#: what a thing is needed for ("周五跟主任们汇报要用"): the use of a one-off, not a value to keep
+_PURPOSE = re.compile(r"(?:要|得|需要|准备|打算)用[了的吧呢]?\W*$")
 
 
 #: a short noun phrase naming a document before the cue's clause ("日记卡缺失清单，以后按…排"): Han
@@ -406,7 +417,10 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
     new = values(norm[change.end():])
     start = message.find(sentence)
     prior = fragments(message[:start]) if start > 0 else []
-    for frag in reversed(prior[-3:]):
+    # the nearest clause that names a document, else the nearest clause ("早上8点那份名单我没法看。…
+    # 等腾出手都下午了。改成中午12点": the list, not "等腾出手")
+    near = list(reversed(prior[-6:]))
+    for frag in sorted(near, key=lambda x: (not DOCUMENT.search(nfkc(x)), near.index(x) >= 3)):
         f = nfkc(frag)
         family = next((fam for fam in values(f) if fam in new), None)
         if family is None:
@@ -418,6 +432,8 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
             return None if _trap(norm, change.start(), change.end(), message, question=question) else found
         topic = LEAD_FILLER.sub("", f[: _value_start(f, family)]).strip()
         topic = re.sub(r"(?:别|不要|不|没|再|还是|改|用|走|发)+$", "", topic)
+        if (not topic or values(topic)) and DOCUMENT.search(f):
+            return None  # the old value leads the document ("早上8点那份名单我没法看"): an amendment of its line
         if not topic or len(re.sub(r"\W", "", topic)) < 2 or values(topic):
             continue  # a reason with a time in it ("7点半早交班…"): the subject is further back
         if _trap(norm, change.start(), change.end(), message, question=question):
@@ -425,6 +441,13 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
         frags = fragments(sentence[change.end():])
         return FoundStatement(topic + statement_body(*_head_and_rest(frags)), "change")
     return None
+
+
+def _without_values(text: str) -> str:
+    """``text`` with every value (weekday, time, format …) taken out."""
+    for pattern in VALUE_PATTERNS.values():
+        text = pattern.sub("", text)
+    return text
 
 
 def _english_change(earlier: str, rest: str) -> FoundStatement | None:
@@ -435,9 +458,7 @@ def _english_change(earlier: str, rest: str) -> FoundStatement | None:
     if m is None:
         return None
     noun = re.sub(r"^(?:(?:the|those|these|our|my|your|all)\s+)+", "", m.group().strip(), flags=re.IGNORECASE)
-    for pattern in VALUE_PATTERNS.values():
-        noun = pattern.sub("", noun)
-    noun = " ".join(noun.split())
+    noun = " ".join(_without_values(noun).split())
     body = LEAD_FILLER.sub("", rest).strip()
     if not noun or not body:
         return None
@@ -476,16 +497,24 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
     # a withdrawal of something said before ("早上说的那个…先不要了")
     if WITHDRAW.search(norm) and BACK_REFERENCE.search(_EVERY_MORNING.sub("", norm)) and not CHANGE.search(norm):
         return FoundStatement(sentence, "withdraw")
+    if HEADS_UP.match(nfkc(message)) and not DURABLE_ZH.search(norm) and not DURABLE_EN.search(norm):
+        said = _context(late_context(sentence, norm, message), norm, message, question)
+        if said is not None:  # news for the team ("跟大家同步一下：…随访都挪到周六上午做了"): a state note
+            return said
     for finder in (_risk_said, _early_context, _durable, _change, _remember):
         found = finder(sentence, norm, message, question)
         if found is _TRAPPED:
             return None
         if found is not None:
             return _with_earlier_subject(found, sentence, message)
-    for start in [0, *(m.end() for m in re.finditer(r"[:：]\s*|,\s*", norm))]:
+    starts = [0, *(m.end() for m in re.finditer(r"[:：]\s*|,\s*", norm))]
+    for i, start in enumerate(starts):
         always = ALWAYS_EN.match(norm, start)
         if always and not question and not HYPOTHETICAL.search(norm[:start]):
-            return FoundStatement(sentence[always.start("kw"):], "durable")
+            at = always.start("kw")
+            if i and CONTINUE.match(LEAD_FILLER.sub("", norm[starts[i - 1]:start])):
+                at = starts[i - 1]  # the instruction it completes ("please keep dates in the … form, never 14/06")
+            return FoundStatement(LEAD_FILLER.sub("", sentence[at:]), "durable")
     habitual = _habitual(sentence, norm, message, question)
     if habitual is not None:
         return _with_earlier_subject(habitual, sentence, message)
@@ -538,8 +567,13 @@ def find_statements(text: str) -> list[FoundStatement]:
     if note and text[note.end():].strip():
         rest = text[note.end():]
         first = fragments(rest)[:1]
-        if REMINDER.search(rest) or (first and ONE_OFF.search(nfkc(first[0]))) or (
-                SUBJECT_ID.search(rest) and CLINICAL_ORDER.search(nfkc(rest))):
+        # a lesson's story may name a subject; its rule is what must not be a subject's order
+        ruled = "".join(x for x, _ in split_statements(rest) if DURABLE_ZH.search(x) or DURABLE_EN.search(x)) \
+            if lesson else rest
+        lead = re.split(r"[。！？!?；;\n]", text[: note.start()])[-1]  # the note's own sentence before the cue
+        if REMINDER.search(rest) or (first and ONE_OFF.search(nfkc(first[0])) and not lesson) or ONE_OFF.search(
+                nfkc(lead)) or (
+                SUBJECT_ID.search(ruled) and CLINICAL_ORDER.search(nfkc(ruled))):
             return out  # a reminder, a one-off, a subject's clinical order ("记一下：P011以后每次给药前都要先测血压")
         body = ("。" if language_of(rest) == "zh" else ". ").join(s for s, _ in split_statements(rest))
         hint = "Lessons Learned" if lesson else None

@@ -46,10 +46,11 @@ RECURRING = re.compile(
     r"每次|每回|每逢|每条|每行|每一行|每份|每周[一二三四五六日天]?|每个?(?:星期|礼拜)[一二三四五六日天]?|每天|每日|每月|每个月|"
     r"每季度|"
     r"(?:不管|无论|不论)[^，,。]{0,12}[，,]?[^。]{0,16}都|"
-    r"\b(?:for |on |at )?(?:every|each)\s+(?:(?:other|second|third) )?"
+    r"\b(?:for |on |at |before |after |ahead of )?(?:every|each)\s+(?:of (?:my|our|the|their|his|her|your) )?"
+    r"(?:(?:other|second|third) )?"
     r"(?:time|day|week|month|quarter|monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|other (?:week|monday|tuesday|wednesday|thursday|friday)|[a-z]+ (?:visit|meeting|export|report)s?|"
-    r"visit|meeting|export|report|query|deviation|site|table|listing|summary|email|reply|answer|file|document)\b|"
+    r"visit|meeting|export|report|query|deviation|site|table|listing|summary|email|reply|answer|file|document)s?\b|"
     r"\bwhenever\b", _I)
 #: an instruction verb after a recurring occasion or about a recurring document
 INSTRUCTION = re.compile(
@@ -164,8 +165,10 @@ HYPOTHETICAL = re.compile(r"如果|要是|假如|万一|假设|若是|倘若|\bi
 QUESTION_WORDS = re.compile(
     r"是不是|要不要|能不能|可不可以|需不需要|有没有|为什么|为啥|为何|何时|[吗么]\s*$|"
     # 谁 / 哪位 / 什么时候 are a universal, not a question, after 不管 / 无论 or before …都 ("谁问偏离都带上日期")
+    # or after 看到 / 发现 / 只要 ("以后只要看到谁家里量的收缩压低于100就…"), or before 一律 later in the sentence
     r"(?<!不管)(?<!无论)(?<!不论)(?<!不管给)(?<!无论给)(?<!不管是)(?<!无论是)(?<!不论是)(?<!不管发给)(?<!无论发给)"
-    r"(?:谁|哪位|什么时候)(?![^，,。；;]*都)"
+    r"(?<!看到)(?<!发现)(?<!只要)(?<!要是)(?<!一旦)"
+    r"(?:谁|哪位|什么时候)(?![^，,。；;]*都)(?![^。；;？?]*一律)"
     r"|\bshould we\b|\bdo we\b|\bwhy\b|\bwho\b|\bwhen did\b", _I)
 POSTPONE = re.compile(
     r"以后再(?:说|议|讲|看|定|聊|考虑|弄)|回头再(?:说|议|看)|改天再|先放放|放一放|缓一缓|(?:明年|下次|下回|到时候)再(?:说|议|看)|"
@@ -180,11 +183,13 @@ TIME_WORD = re.compile(r"以后的|以后(?=[0-9一二三四五六七八九十�
 #: what makes "以后的X" a standing instruction after all ("大家以后的提醒都用中文"): a rule of how X is done
 RULE_AFTER_TIME_WORD = re.compile(r"都|一律|统一|全部|必须|务必|别|不要|不用|只")
 REPORTED = re.compile(
-    r"(?<!我)(?<!我想)(?<!我再)(?:说|讲|提到|表示|建议|要求|问)(?:他们科?|她们|他|她|那边|科里)?[:：,，]?\s*$|"
+    # the speaker's own "提个要求：" / "一个建议，" is not someone else's
+    r"(?<!我)(?<!我想)(?<!我再)(?:说|讲|提到|表示|(?<!个)(?<!我的)(?:建议|要求)|问)(?:他们科?|她们|他|她|那边|科里)?[:：,，]?\s*$|"
     r"\b(?:said|says|told us|asked|mentioned|suggested)\b[^.]{0,20}$", _I
 )
 ONE_OFF = re.compile(
-    r"今天|今晚|明天|明早|明晚|后天|待会|一会儿|马上|下周[一二三四五六日天]|这周[一二三四五六日天]|本周[一二三四五六日天]|"
+    r"今天|今晚|明天|明早|明晚|后天|待会|一会儿|马上|下(?:周|礼拜|星期)[一二三四五六日天]|这周[一二三四五六日天]|本周[一二三四五六日天]|"
+    r"下(?:周|礼拜|星期)的|下个?月的|"
     r"这次|本次|这份|这个表|把这|\btoday\b|\btonight\b|\btomorrow\b|\bthis (?:time|once|afternoon|morning|evening)\b|"
     r"\bnext (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
     _I,
@@ -195,6 +200,11 @@ CLINICAL_ORDER = re.compile(
     r"减成|减量|加量|加用|停用|\b(?:discharge|prescrib\w*|take \d|recheck|labs?|tid|bid|qd|qid|qn|prn)\b|"
     r"(?<![A-Za-z])mg\b", _I
 )
+#: a dosing regimen ("以后每天早晚各一片", "每日两次，每次5mg"): a patient's treatment, never an instruction to
+#: the assistant, whether or not the message names the subject
+DOSE_REGIMEN = re.compile(
+    r"(?:每天|每日|每晚|每早|早晚|一天|一日|睡前|饭后|饭前)[^，,。；;]{0,8}?[一两二三四五半0-9.]+\s*(?:片|粒|支|袋|mg|毫克|ml|毫升|单位|iu)"
+    r"|\b\d+(?:\.\d+)?\s*mg\s+(?:once|twice|three times) (?:a|per) day\b", _I)
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
                       r"还记得吧|都还记得|"
                       r"再提醒一遍|"
@@ -202,7 +212,8 @@ RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|
                       r"\bi (?:told you|said)\b", _I)
 WITHDRAW = re.compile(
     r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|"
-    r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b",
+    r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b|"
+    r"\b(?:disregard|ignore) (?:what i (?:said|asked|wrote)|my (?:earlier |last )?(?:request|message|note)|that)\b",
     _I,
 )
 #: the speaker's own promise ("以后我会注意的", "I'll send it earlier"): an acknowledgement, not memory
@@ -225,13 +236,14 @@ STATE = re.compile(r"暂停|恢复|停止入组|关闭|上线|升级|\bon hold\b
 
 # ------------------------------------------------------------------ cleaning
 LEAD_FILLER = re.compile(
-    r"^(?:[，,：:、\s]|对了|另外|还有|然后|所以|那么?(?![种个些条次样])|嗯+|好的?|好吧|行|算了|哦|噢|ok(?:ay)?\b|also\b|and\b|so\b|btw\b|"
+    r"^(?:[，,：:、\s]|对了|另外|还有|然后(?:就是)?|就是(?=[\s，,]|以后|每)|所以|那么?(?![种个些条次样份])|嗯+|好的?|好吧|行|算了|哦|噢|ok(?:ay)?\b|also\b|and\b|so\b|btw\b|"
     r"quick one\b|oh\b|by the way\b|please\b|pls\b|plz\b|你们?|咱们|我们|大家|请你?|麻烦你?|都|就|也|要(?!是)|"
     r"一律|统一)+",
     _I,
 )
 CONTINUE = re.compile(
     r"^(?:比如|例如|譬如|别|不要|不用|不必|直接|只|必须|需|一律|都|先|再|按|用|改|放|把|写|附|加|列|发|给|要么|或者|并且|同时|且|另外附|还是|"
+    r"括号里|注明|标明|写明|标注|"
     r"能不能|可不可以|能否|"
     r"don'?t|do not|just|only|always|never|please|and|also|put|use|send|list|keep|include|add|group|sort)",
     _I,
@@ -293,14 +305,16 @@ RISK_CLOSED = re.compile(
 #: a temporary state of a site, a system or a supply ("site 03 is paused for new enrolment", "EDC暂停录入")
 STATE_NOW = re.compile(
     r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|"
+    # an arrangement of the sites already changed ("随访都挪到周六上午做了")
+    r"(?:挪到|改到|改在|调到|移到|改成)[^，,。；;]{1,14}?(?:做|进行|开展|办)?了|"
     r"\b(?:paused|on hold|suspended|frozen|closed (?:to|for)|offline|unavailable|down for)\b", _I)
 #: what a state note is about: a site, a system, a supply, enrolment
 STATE_SUBJECT = re.compile(
-    r"中心|医院|药房|系统|EDC|IWRS|IRT|数据库|随机|入组|发药|供药|冷链|实验室|伦理|"
+    r"中心|医院|药房|系统|EDC|IWRS|IRT|数据库|随机|入组|发药|供药|冷链|实验室|伦理|社区|随访|访视|门诊|筛选|"
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
-HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|通知一下|同步一下|告诉大家)"
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一下|告诉大家)"
                       r"(?![a-z])\s*[:：,，]?\s*", _I)
 #: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
 PAST_STORY = re.compile(r"上次|上回|去年|那时|当时|后来|曾经|过了|停过|暂停过|\b(?:was|were|had been|had|used to|"

@@ -16,7 +16,7 @@ from agent_memory.hot_memory.analysis import (
     shared_grams,
     supersedes,
 )
-from agent_memory.hot_memory.statement_lexicon import RISK
+from agent_memory.hot_memory.statement_lexicon import CONDITIONAL_HEAD, RISK
 
 #: a line naming the current focus, labelled or not ("当前重点：…", "这个月的重点改成…")
 FOCUS = re.compile(
@@ -80,8 +80,9 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     if line.source == "admin" or not same_scope(line, new.section, new.role_tag, text=new.text,
                                                  speaker=new.stated_by):
         return False
-    if changes_value(new.text, line.text):
-        return True
+    if changes_value(new.text, line.text) and not (CONDITIONAL_HEAD.match(new.text) and not CONDITIONAL_HEAD.match(
+            line.text)):
+        return True  # a rule for when something happens ("只要…就当天上午发我") is a line of its own
     if new.section == "Active Context":
         if FOCUS.search(new.text) and FOCUS.search(line.text):
             return True  # the project has one current focus

@@ -12,6 +12,7 @@ from agent_memory.hot_memory.analysis import SUBJECT_ID, values
 from agent_memory.hot_memory.sentences import fragment_at
 from agent_memory.hot_memory.statement_lexicon import (
     CLINICAL_ORDER,
+    DOSE_REGIMEN,
     HYPOTHETICAL,
     LATER,
     LEAD_FILLER,
@@ -47,6 +48,15 @@ def standing_request(norm: str) -> bool:
 _TRY_NOW = re.compile(r"看看|瞧瞧|一下|\bfor a look\b|\bright now\b", re.IGNORECASE)
 
 
+#: someone else's words reported earlier in the sentence ("the sponsor's QA says that from next quarter …")
+_REPORTED_THAT = re.compile(r"\b(?<!i )(?:says|said|tells us|told us|mentioned|reported|wants us to know) that\b",
+                            re.IGNORECASE)
+
+
+#: the rest of a sentence that makes 谁 "whoever" ("往后谁发名单，血压一律写整数")
+_WHOEVER = re.compile(r"一律|都|统一")
+
+
 #: a question put in each report or asked each time ("每次随访电话都要问一句…", "周报都附一句…是什么")
 _ASKED_EACH_TIME = re.compile(r"(?:问|询问|确认)\S{0,6}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|"
                               r"\bask\w*\b[^.]{0,12}$", re.IGNORECASE)
@@ -65,18 +75,22 @@ def is_trap(norm: str, start: int, end: int, message: str, *, question: bool, du
     asked = QUESTION_WORDS.search(frag)
     if asked and _ASKED_EACH_TIME.search(frag[: asked.start()]):
         asked = None  # the question to ask each time ("每次随访电话都要问一句最近有没有…")
+    if asked and asked.group() in ("谁", "哪位") and _WHOEVER.search(re.split(r"[。；;？?]", norm[start:])[0]):
+        asked = None  # whoever does it ("往后谁发名单，血压一律写…"): a universal, not a question
     if (question or asked) and not standing_request(norm):
         return True
     if POSTPONE.search(frag) or LATER.search(frag.rstrip("。.!！ ~～")):
         return True
     if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()):
         return True
-    if REPORTED.search(prefix[-12:]):
+    if REPORTED.search(prefix[-12:]) or _REPORTED_THAT.search(re.split(r"[.。!！?？；;](?:\s|$)", prefix)[-1]):
         return True
     if RESTATED.search(norm):
         return True
     if any(not (durable and _each_time(frag, m)) for m in ONE_OFF.finditer(frag)) or (
             durable and SUBJECT_ID.search(frag)):
+        return True
+    if DOSE_REGIMEN.search(frag):
         return True
     return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag)) or bool(
         SUBJECT_ID.search(norm) and CLINICAL_ORDER.search(norm))
