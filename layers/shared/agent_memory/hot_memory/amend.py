@@ -26,7 +26,8 @@ from agent_memory.hot_memory.statement_lexicon import COMPLAINT, FALLS_SHORT
 #: ("附件老被拦" -> "放共享盘"; "by email" -> "into the shared drive")
 _ROUTE = frozenset({"channel", "delivery"})
 #: the statement adds fields or content to what the line already lists
-_ADDS = re.compile(r"加上|再加|也加|添上|补上|带上|多加|增加|加一[列项栏个行]|写上|标上|\badd\b|"
+_ADDS = re.compile(r"加上|再加|也加|添上|补上|(?<!提醒我)(?<!提醒)(?<!记得)(?<!让她们)(?<!让他们)带上|多加|增加|"
+                   r"加一[列项栏个行]|写上|标上|\badd\b|"
                    r"\balso (?:include|show|list|give)\b|\binclude\b", re.IGNORECASE)
 #: the speaker keeps the rest of the line as it is
 _REST_STAYS = re.compile(r"(?:其[他它余]|别的)\S{0,2}(?:不变|照旧|不动|一样|不用动|不要动|别动|不用改|不改)|"
@@ -83,7 +84,10 @@ def _names_current_value(context: str, line: str) -> set[str]:
 def names_current_value(statement: str, message: str, line: str) -> bool:
     """The part of ``message`` before ``statement`` names a current value of ``line`` ("早上8点那份
     名单我没法看。改成中午12点发我"): the message speaks of that line."""
-    return bool(_names_current_value(_before(statement, message), line))
+    norm, key = nfkc(message), re.sub(r"\W", "", nfkc(statement))[:4]
+    at = re.search(r"\W*".join(map(re.escape, key)), norm) if key else None
+    context = norm[: at.start()] if at is not None else ""
+    return bool(context) and not _PRAISED.search(context) and bool(_names_current_value(context, line))
 
 
 def _changes(statement: str, line: str, named: set[str]) -> bool:
@@ -115,6 +119,12 @@ _CHANGE_WORDS = re.compile(rf"{_CUE_WORDS}|{_REQUEST_WORDS}|麻烦|{_CHANGE_VERB
                            re.IGNORECASE)
 #: a request's form ("能不能…？", "可不可以…"): not kept in the line it becomes
 _ASKING = re.compile(rf"{_REQUEST_WORDS}|[吗？?]+$")
+
+
+#: the line's output praised or acknowledged before the statement ("中午那份名单刚收到了，挺好。然后…"):
+#: what follows is a new instruction, not a change of that line
+_PRAISED = re.compile(r"挺好|很好|不错|好用|收到了|没问题|\b(?:great|thanks|works (?:well|fine)|looks good)\b",
+                      re.IGNORECASE)
 
 
 #: the kinds of value that say when together (a day, a part of the day, an hour)
@@ -222,7 +232,7 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
     for line in reversed(lines):
         if line.source == "admin":
             continue
-        named = _names_current_value(context, line.text) if context.strip() else set()
+        named = _names_current_value(context, line.text) if context.strip() and not _PRAISED.search(context) else set()
         if named and _about(context, line.text) and _changes(statement, line.text, named):
             return Amendment(line, _joined(line.text, statement, added=False))
         rest_stays = bool(_REST_STAYS.search(whole)) or _keeps_a_value_of(whole, line.text)

@@ -407,10 +407,20 @@ def _lead_time(m: re.Match[str]) -> str:
     return f"{n:g}wd" if hours is None else f"{n * hours:g}h"
 
 
+#: where an amended line gives its new value (:mod:`agent_memory.hot_memory.amend`: "A；改为：B", "A. Now: B")
+_AMENDED = re.compile(r"；改为：|\. Now: ")
+
+
 def values(text: str) -> dict[str, frozenset[str]]:
     """The values a statement sets, by family (file format, weekday, clock hour, lead days, part of
     the day, arrangement key, level of detail, delivery, date format, day of the month); a negated
     value ("别用 xlsx", "rather than PDF", "not per form") is not a value the statement sets."""
+    parts = _AMENDED.split(text)
+    if len(parts) > 1:  # an amended line ("A；改为：B"): a value B sets stands for A's of that kind
+        merged: dict[str, frozenset[str]] = {}
+        for part in parts:
+            merged.update(values(part))
+        return merged
     norm = nfkc(text).casefold()
     out: dict[str, frozenset[str]] = {}
     for family, (pattern, aliases) in _FAMILIES.items():
@@ -438,6 +448,9 @@ def changes_value(candidate: str, line: str) -> bool:
     a, b = values(candidate), values(line)
     if not any(a[f] != b[f] for f in a.keys() & b.keys()):
         return False
+    outputs_a, outputs_b = (_subjects(nfkc(t).casefold()) & _OUTPUTS for t in (candidate, line))
+    if outputs_a and outputs_b and not outputs_a & outputs_b:
+        return False  # two outputs ("随访前一天下午提醒我…" and "名单每天中午发我"): each keeps its own time
     return _shares_subject(candidate, line)
 
 
@@ -483,6 +496,10 @@ _SUBJECTS: dict[str, re.Pattern[str]] = {
         ("summary", r"汇总|总结|\bsummar(?:y|ies)\b"), ("list", r"清单|名单|\blist(?:s|ing|ings)?\b"),
     )
 }
+
+
+#: the subjects that are outputs the assistant sends (a change of one never changes another)
+_OUTPUTS = frozenset({"weekly_report", "monthly_report", "reminder", "export", "summary", "list"})
 
 
 def _subjects(text: str) -> set[str]:

@@ -107,7 +107,8 @@ _ACT_ON_IDENTIFIERS = re.compile(
     r"attach|forward|post|mention|appear|contain|refer|by|with|output|reveal|expose|disclose|print)\w*\b", _I)
 #: the patients, subjects and their families (whom medical advice would reach; a dose looked up for
 #: the staff is not said to them)
-_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|老人家?|大爷|大妈|大叔|老太太|老爷子|病友|\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
+_PATIENTS = re.compile(r"患者|病人|受试者|家属|家长|患儿|孩子|小孩|老人家?|大爷|大妈|大叔|老太太|老爷子|病友|"
+                       r"\bpatients?\b|\bsubjects?\b|\bparticipants?\b|"
                        r"\bfamil(?:y|ies)\b|\bparents?\b|\bkids?\b|\bchild(?:ren)?\b|\bcarers?\b|\bcaregivers?\b", _I)
 _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (_IDENTIFIER_NOUNS, _ACT_ON_IDENTIFIERS), removable=True, act=1,
@@ -350,7 +351,7 @@ _DOSE_LOOKUP = re.compile(r"\b(?:current|recorded|prescribed|actual|last)\s+dos(
 
 #: the staff owning what an identifier noun names ("the centre coordinator's mobile number", "社区医生的电话")
 _STAFF_OWNS = re.compile(r"(?:coordinator|doctor|physician|investigator|nurse|monitor|manager|staff|colleague|"
-                         r"CRC|CRA|PI|主任|医生|护士|协调员|研究者|老师|同事|CRC|CRA)(?:'s|s'|的)\s*(?:[\w-]+\s+)?$", _I)
+                         r"\bCRC|\bCRA|\bPI|主任|医生|护士|协调员|研究者|老师|同事)(?:'s|s'|的)\s*(?:[\w-]+\s+)?$", _I)
 
 
 #: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")
@@ -487,6 +488,11 @@ def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str =
     return [r for r in rules if concepts_of(r.text) & handed]
 
 
+def names_rules(text: str) -> bool:
+    """``text`` refers to the System Rules as rules ("那条规则", "the identifier rule", "第二条")."""
+    return bool(_NAMES_RULES.search(nfkc(text)))
+
+
 def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemoryLine | None:
     """The System Rule a statement only says again: every clause of it forbids (negates) a concept
     the rule forbids ("记住 报告里不要出现患者名字" beside the identifiers rule); None otherwise.
@@ -530,5 +536,5 @@ def _same_items(statement: str, rule: str) -> bool:
     return all(item.search(rule) for item in _ITEMS if item.search(statement))
 
 
-__all__ = ["concepts_of", "names_rules_to_relax", "reinforced_rule", "relaxed_concepts", "relaxed_rules",
+__all__ = ["concepts_of", "names_rules", "names_rules_to_relax", "reinforced_rule", "relaxed_concepts", "relaxed_rules",
            "topics_of"]

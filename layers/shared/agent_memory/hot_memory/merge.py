@@ -38,7 +38,7 @@ from agent_memory.hot_memory.analysis import (
 from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction, compact_offline, validate_compaction
 from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
-from agent_memory.hot_memory.guards import reinforced_rule, relaxed_rules
+from agent_memory.hot_memory.guards import names_rules, reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
 from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
@@ -253,8 +253,9 @@ class _Merge:
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         context = "\n".join(m.content for m in said)
-        held = _held_for_admin(cand, text, statement.info, self.lines, self.rules, target, context,
-                               asks_output=bool(feedback))
+        # a withdrawal takes back what its speaker said; it relaxes a rule only by naming it ("那条规则不要了")
+        held = None if cand.kind == "withdraw" and not names_rules(text) else _held_for_admin(
+            cand, text, statement.info, self.lines, self.rules, target, context, asks_output=bool(feedback))
         if held is not None:
             shown = _review_text(cand, text, context, self.rules, held[0], asks_output=bool(feedback))
             self._queue(cand, shown, evidence, *held, role=_review_role(statement, shown))
@@ -385,7 +386,9 @@ class _Merge:
     def _amendment(self, statement: _Statement) -> Amendment | None:
         """The AI line of the statement's scope its message changes without the statement naming its
         subject (:func:`~agent_memory.hot_memory.amend.amendment`)."""
-        role = statement.speaker.study_role if statement.cand.scope in (None, "speaker") else None
+        own = (statement.speaker.user_id, statement.speaker.study_role)
+        role = statement.speaker.study_role if statement.cand.scope in (None, "speaker") and statement.role in own \
+            else None
         scoped = [ln for ln in self.lines if ln.source != "admin" and (_same_scope(
             ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id) or (
             role is not None and ln.section == statement.cand.section and ln.role_tag == role))]

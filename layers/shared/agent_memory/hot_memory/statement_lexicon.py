@@ -236,7 +236,7 @@ STATE = re.compile(r"暂停|恢复|停止入组|关闭|上线|升级|\bon hold\b
 
 # ------------------------------------------------------------------ cleaning
 LEAD_FILLER = re.compile(
-    r"^(?:[，,：:、\s]|对了|另外|还有|然后(?:就是)?|就是(?=[\s，,]|以后|每)|所以|那么?(?![种个些条次样份])|嗯+|好的?|好吧|行|算了|哦|噢|ok(?:ay)?\b|also\b|and\b|so\b|btw\b|"
+    r"^(?:[，,：:、\s]|对了|另外|还有|然后(?:就是)?|就是(?=[\s，,]|以后|每)|所以|(?:小|AI)?助手(?=[\s，,:：])|那么?(?![种个些条次样份])|嗯+|好的?|好吧|行|算了|哦|噢|ok(?:ay)?\b|also\b|and\b|so\b|btw\b|"
     r"quick one\b|oh\b|by the way\b|please\b|pls\b|plz\b|你们?|咱们|我们|大家|请你?|麻烦你?|都|就|也|要(?!是)|"
     r"一律|统一)+",
     _I,
@@ -314,7 +314,8 @@ STATE_SUBJECT = re.compile(
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
-HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一下|告诉大家)"
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一下|"
+                      r"告诉大家)"
                       r"(?![a-z])\s*[:：,，]?\s*", _I)
 #: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
 PAST_STORY = re.compile(r"上次|上回|去年|那时|当时|后来|曾经|过了|停过|暂停过|\b(?:was|were|had been|had|used to|"
