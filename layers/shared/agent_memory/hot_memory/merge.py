@@ -34,6 +34,7 @@ from agent_memory.hot_memory.analysis import (
     nfkc,
     restates_value,
     shared_grams,
+    subject_grams,
 )
 from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction, compact_offline, validate_compaction
 from agent_memory.hot_memory.document import stable_id
@@ -364,6 +365,13 @@ class _Merge:
             (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
                                           speaker=speaker.user_id))
             or same_subject(new_line, ln, change=cand.kind == "change"))]
+        if len(same) > 1 and cand.section == "User Preferences" and target not in same:
+            # one change, several preferences holding a value of its kind: the one it is most about
+            # ("随访名单改成前一周周五发我" changes the visit list, not the daily upload list sent on weekends)
+            ours = [ln for ln in same if set(ln.evidence) & set(statement.evidence)]  # said in the same message
+            others = [ln for ln in same if ln not in ours]
+            best = max((len(subject_grams(statement.text) & subject_grams(ln.text)) for ln in others), default=0)
+            same = ours + [ln for ln in others if len(subject_grams(statement.text) & subject_grams(ln.text)) == best]
         if len(same) == 1 and cand.section == "User Preferences" and same[0].section == cand.section:
             kept = kept_details(statement.text, same[0])
             if kept != statement.text:
@@ -376,12 +384,27 @@ class _Merge:
                     "text": amended.text, "role_tag": amended.target.role_tag,
                     "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
                 same = [amended.target]
+        if cand.kind == "change" and not same and cand.section == "User Preferences":
+            same = self._changed_mind(statement)
         if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
                 statement.text):
             self.result.rejected["no_subject"] += 1
             return
         _place(self.result, self.lines, new_line, same)
         self.result.evidence.extend(e for e in statement.evidence if e not in self.result.evidence)
+
+    def _changed_mind(self, statement: _Statement) -> list[HotMemoryLine]:
+        """The speaker's own line of the last 24 hours that a change of theirs is about (two content
+        words / bigrams shared: "每周一把失访的人拉个名单发我邮箱" then "失访名单企业微信私聊发我Excel就行"):
+        a change of mind, in place of that line; [] when none."""
+        speaker, at = statement.speaker.user_id, statement.speaker.at
+        said = nfkc(statement.speaker.content)
+        if ACT_NOW.search(said) or ONE_OFF.search(said):
+            return []  # "这周五之前先把04中心的清单给我吧": a task of the week, not a change of mind
+        grams = subject_grams(statement.text)
+        mine = [ln for ln in self.lines if ln.source != "admin" and ln.stated_by == speaker and ln.stated_at is not None
+                and timedelta(0) <= at - ln.stated_at <= timedelta(days=1) and len(grams & subject_grams(ln.text)) >= 2]
+        return mine[-1:]
 
     def _amendment(self, statement: _Statement) -> Amendment | None:
         """The AI line of the statement's scope its message changes without the statement naming its
@@ -533,7 +556,10 @@ def _bare_withdrawal(text: str) -> bool:
 
 #: what an English withdrawal names ("scratch the cc thing", "drop the SFTP idea"): its word(s) find the line
 _WITHDRAWN_THING = re.compile(r"\b(?:never mind|scratch|forget(?: about)?|drop|cancel)\s+the ([\w-]{2,}(?:[\w-]+)?)|"
-                              r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|request|part)\b", re.IGNORECASE)
+                              r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|request|part)\b|"
+                              # "disregard what I asked this morning about the mobile numbers"
+                              r"\b(?:said|asked|wrote|request(?:ed)?)\b[^.;]{0,30}?\babout (?:the )?([\w-]{3,}?)s?\b",
+                              re.IGNORECASE)
 
 
 def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
@@ -548,7 +574,7 @@ def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes
         ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker)
         or (speaker is not None and ln.stated_by == speaker))]  # their own line for a colleague ("抄送何主任那个撤回")
     named = _WITHDRAWN_THING.search(text)
-    thing = named and (named.group(1) or named.group(2))
+    thing = named and (named.group(1) or named.group(2) or named.group(3))
     term = re.compile(rf"\b{re.escape(thing)}\b", re.IGNORECASE) if thing else None
     scored = sorted(((max(shared_grams(text, ln.text), 2 * bool(term and term.search(ln.text))),
                       ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),

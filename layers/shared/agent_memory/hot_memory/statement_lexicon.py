@@ -206,6 +206,7 @@ DOSE_REGIMEN = re.compile(
     r"(?:每天|每日|每晚|每早|早晚|一天|一日|睡前|饭后|饭前)[^，,。；;]{0,8}?[一两二三四五半0-9.]+\s*(?:片|粒|支|袋|mg|毫克|ml|毫升|单位|iu)"
     r"|\b\d+(?:\.\d+)?\s*mg\s+(?:once|twice|three times) (?:a|per) day\b", _I)
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
+                      r"再\s*(?:confirm|确认)\s*一下|"
                       r"还记得吧|都还记得|"
                       r"再提醒一遍|"
                       r"\bsame as before\b|\bas (?:i )?said\b|"
@@ -314,7 +315,7 @@ STATE_SUBJECT = re.compile(
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
-HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一下|"
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一?下|"
                       r"告诉大家)"
                       r"(?![a-z])\s*[:：,，]?\s*", _I)
 #: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
