@@ -295,7 +295,7 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
     # visit type
     "channel": (re.compile(r"(?:用|发|通过|走|改成|改用|换成|改发|改走|以)\s*(?:我|给我)?\s*"
                            r"(企业微信|企微|微信|短信|邮件|电子邮件|邮箱|电话|钉钉|飞书)|"
-                           r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:发|通知|提醒|联系|推送)|"
+                           r"(企业微信|企微|微信|短信|邮件|邮箱|钉钉|飞书)\s*(?:私聊|私信|单聊|群里|上)?\s*(?:发|通知|提醒|联系|推送)|"
                            r"\b(?:by|via|over|through|on|in|as an?|per|go(?:es)? (?:to|into)(?: the| our)?)\s+"
                            r"(e-?mail|wecom|wechat|sms|text(?: message)?|"
                            r"phone|slack|teams|dingtalk)\b|"

@@ -22,7 +22,7 @@ from agent_memory.domain.feedback import FEEDBACK_SOURCE
 from agent_memory.domain.jobs import AI_SECTIONS, SYSTEM_RULES, Candidate, FlowLogEntry, ReviewItem
 from agent_memory.domain.models import HotMemory, HotMemoryLine, StudyRole
 from agent_memory.domain.text import estimate_tokens
-from agent_memory.hot_memory.amend import Amendment, amendment, kept_details, names_current_value
+from agent_memory.hot_memory.amend import Amendment, amendment, kept_details
 from agent_memory.hot_memory.analysis import (
     SUBJECT_ID,
     Analysis,
@@ -42,6 +42,7 @@ from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import names_rules, reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
 from agent_memory.hot_memory.scope import preference_scope
+from agent_memory.hot_memory.speaker_lines import changed_mind, speaker_own_subject, speaker_role_subject
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 from agent_memory.hot_memory.subjects import closes_risk as _closes_risk
@@ -249,8 +250,9 @@ class _Merge:
             return
         said = [self.by_rater.get((e, cand.speaker), self.day_messages[e]) for e in evidence]
         statement = _Statement(cand, text, evidence, said, team=self.team)
-        statement.own_scope = self._speaker_own_subject(statement)
-        statement.role_scope = not statement.own_scope and self._speaker_role_subject(statement)
+        statement.own_scope = speaker_own_subject(cand, text, statement.speaker, self.lines, self.now)
+        statement.role_scope = not statement.own_scope and speaker_role_subject(
+            cand, text, statement.speaker, self.lines, self.now)
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         context = "\n".join(m.content for m in said)
@@ -268,36 +270,6 @@ class _Merge:
             self.result.rejected["not_a_preference"] += 1
         elif not self._duplicate(statement):
             self._place(statement, target)
-
-    def _speaker_own_subject(self, statement: _Statement) -> bool:
-        """A preference naming no scope, on the subject of a line of the speaker alone (tagged with
-        their user id): the speaker speaks of their own preference again ("随访提醒提前3天发我" then
-        "随访提醒以后提前1天发就够了")."""
-        if statement.cand.section != "User Preferences" or statement.cand.scope is not None:
-            return False
-        own = statement.speaker.user_id
-        probe = HotMemoryLine(line_id="", section=statement.cand.section, text=statement.text, source="distilled",
-                              role_tag=own, created_at=self.now, created_by=DISTILLER, stated_by=own)
-        return any(ln.role_tag == own and (same_subject(probe, ln, change=statement.cand.kind == "change")
-                                          or is_duplicate(statement.info, analyse(ln.text))
-                                          or restates_value(statement.text, ln.text, same_language=True))
-                   for ln in self.lines if ln.source != "admin")
-
-    def _speaker_role_subject(self, statement: _Statement) -> bool:
-        """A preference of the speaker alone or naming no scope that changes the value of a line of
-        the speaker's study role (``same_subject`` with a new value of the same kind) whose current
-        value the message names ("早上8点那份名单…改成中午12点发我"); a holder of the role who only
-        says how they want it themself ("以后访视提醒发我邮箱就行") gets a line of their own."""
-        role = statement.speaker.study_role
-        if statement.cand.section != "User Preferences" or statement.cand.scope not in (None, "speaker") or not role:
-            return False
-        probe = HotMemoryLine(line_id="", section=statement.cand.section, text=statement.text, source="distilled",
-                              role_tag=role, created_at=self.now, created_by=DISTILLER,
-                              stated_by=statement.speaker.user_id)
-        message = statement.speaker.content
-        return any(ln.role_tag == role and changes_value(statement.text, ln.text) and same_subject(
-            probe, ln, change=statement.cand.kind == "change") and names_current_value(statement.text, message, ln.text)
-            for ln in self.lines if ln.source != "admin")
 
     def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None, *,
                role: str | None) -> None:
@@ -385,26 +357,13 @@ class _Merge:
                     "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
                 same = [amended.target]
         if cand.kind == "change" and not same and cand.section == "User Preferences":
-            same = self._changed_mind(statement)
+            same = changed_mind(statement.text, statement.speaker, self.lines)
         if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
                 statement.text):
             self.result.rejected["no_subject"] += 1
             return
         _place(self.result, self.lines, new_line, same)
         self.result.evidence.extend(e for e in statement.evidence if e not in self.result.evidence)
-
-    def _changed_mind(self, statement: _Statement) -> list[HotMemoryLine]:
-        """The speaker's own line of the last 24 hours that a change of theirs is about (two content
-        words / bigrams shared: "每周一把失访的人拉个名单发我邮箱" then "失访名单企业微信私聊发我Excel就行"):
-        a change of mind, in place of that line; [] when none."""
-        speaker, at = statement.speaker.user_id, statement.speaker.at
-        said = nfkc(statement.speaker.content)
-        if ACT_NOW.search(said) or ONE_OFF.search(said):
-            return []  # "这周五之前先把04中心的清单给我吧": a task of the week, not a change of mind
-        grams = subject_grams(statement.text)
-        mine = [ln for ln in self.lines if ln.source != "admin" and ln.stated_by == speaker and ln.stated_at is not None
-                and timedelta(0) <= at - ln.stated_at <= timedelta(days=1) and len(grams & subject_grams(ln.text)) >= 2]
-        return mine[-1:]
 
     def _amendment(self, statement: _Statement) -> Amendment | None:
         """The AI line of the statement's scope its message changes without the statement naming its

@@ -107,14 +107,21 @@ from agent_memory.hot_memory.statement_lexicon import COMPLAINT as _COMPLAINT
 from agent_memory.hot_memory.statement_lexicon import CONDITIONAL_RULE as _CONDITIONAL_RULE
 from agent_memory.hot_memory.statement_lexicon import CONFIRMING as _CONFIRMING
 from agent_memory.hot_memory.statement_lexicon import EN_OUTPUT as _EN_OUTPUT
+from agent_memory.hot_memory.statement_lexicon import EVERY_MORNING as _EVERY_MORNING
+from agent_memory.hot_memory.statement_lexicon import EXCEPT as _EXCEPT
 from agent_memory.hot_memory.statement_lexicon import KEEP_EN as _KEEP
 from agent_memory.hot_memory.statement_lexicon import LESSON_IS as _LESSON_IS
 from agent_memory.hot_memory.statement_lexicon import LESSON_OPENING as _LESSON_OPENS
 from agent_memory.hot_memory.statement_lexicon import NO_MORE as _NO_MORE
+from agent_memory.hot_memory.statement_lexicon import NO_SUBJECT as _NO_SUBJECT
+from agent_memory.hot_memory.statement_lexicon import NOUN_TOPIC as _NOUN_TOPIC
 from agent_memory.hot_memory.statement_lexicon import ON_AN_OCCASION as _ON_AN_OCCASION
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT_EN as _OPENS_WITH_DOCUMENT_EN
+from agent_memory.hot_memory.statement_lexicon import PURPOSE as _PURPOSE
+from agent_memory.hot_memory.statement_lexicon import TASK_NOW as _TASK_NOW
 from agent_memory.hot_memory.statement_lexicon import TELL_ME as _TELL_ME
+from agent_memory.hot_memory.statement_lexicon import TOO as _TOO
 from agent_memory.hot_memory.statement_lexicon import WISH as _WISH
 from agent_memory.hot_memory.traps import is_trap as _trap
 from agent_memory.hot_memory.traps import standing_request as _standing_request
@@ -322,16 +329,6 @@ def _head_and_rest(frags: list[str]) -> tuple[str, list[str]]:
     return (frags[0], frags[1:]) if frags else ("", [])
 
 
-#: "太…了": how it is now, a complaint
-_TOO = re.compile(r"太\S{1,4}了")
-
-
-#: a clause that opens without a subject ("还是给我Word", "改到周五")
-_NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只|提前|每例|每条|每位|每个受试者|"
-                         r"能不能改|"
-                         r"(?:sort|group|order|send|put|list|split|keep) (?:them|it)\b)", re.IGNORECASE)
-
-
 def _sentence_topic(sentence: str, frag: str) -> str:
     """The topic the sentence's first clause names ("纪要的事改一下哈，还是给我Word" -> "纪要") when the
     wish clause ``frag`` opens without a subject, else ""."""
@@ -359,16 +356,6 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
                     return FoundStatement(LEAD_FILLER.sub("", sentence).strip(), "change")  # a rule and its exception
                 return FoundStatement(_sentence_topic(sentence, frag) + LEAD_FILLER.sub("", frag).strip(), "change")
     return None
-
-
-#: what a thing is needed for ("周五跟主任们汇报要用"): the use of a one-off, not a value to keep
-_PURPOSE = re.compile(r"(?:要|得|需要|准备|打算)用[了的吧呢]?\W*$")
-
-
-#: a short noun phrase naming a document before the cue's clause ("日记卡缺失清单，以后按…排"): Han
-#: characters and codes ending in a document noun, no verb or particle of a clause
-_NOUN_TOPIC = re.compile(r"(?=[\u4e00-\u9fffA-Za-z0-9]{3,14}$)(?!.*[了吗呢吧啊呀哦是有在要说做看发想觉得会能把被让给])"
-                         r"[\u4e00-\u9fffA-Za-z0-9]*(?:清单|名单|表|报|报告|汇总|提醒|列表|记录|日程|文件|导出|日志|模板)")
 
 
 def _topic_before(sentence: str, cue_start: int) -> str:
@@ -403,10 +390,6 @@ def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStat
     if idx > 0 and _EXCEPT.match(LEAD_FILLER.sub("", frags[idx])):
         idx = 0  # an exception to the rule the sentence opens with: the rule and its exception
     return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "change")
-
-
-#: a clause stating an exception ("周报还是周一发，但是节假日后的第一周改成周二发", "…, except in …")
-_EXCEPT = re.compile(r"但是?|不过|除了|除非|唯独|\b(?:but|except|unless)\b", re.IGNORECASE)
 
 
 def _change_of_earlier_subject(sentence: str, norm: str, message: str, question: bool,
@@ -486,10 +469,6 @@ def _remember(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     return FoundStatement(statement_body(frags[0], frags[1:]), "remember") if frags else None
 
 
-#: a recurring morning ("每天早上给我一份…") is no back-reference to this morning
-_EVERY_MORNING = re.compile(r"每(?:天|日|个?工作日|周[一二三四五六日天]?)(?:早上|上午)")
-
-
 def _find_in_sentence(sentence: str, masked: str, message: str, *, question: bool) -> FoundStatement | None:
     norm = nfkc(masked)
     if len(norm) != len(masked):
@@ -519,11 +498,6 @@ def _find_in_sentence(sentence: str, masked: str, message: str, *, question: boo
     if habitual is not None:
         return _with_earlier_subject(habitual, sentence, message)
     return _context(late_context(sentence, norm, message), norm, message, question)
-
-
-#: what makes a habitual 都 a task now: a 把 / 帮我 request, a "do it once" ending, what is at hand
-_TASK_NOW = re.compile(r"把|帮我|帮忙|麻烦|请你|一下|出来|这周|本周|这个月|本月|"
-                       r"上周(?![一二三四五六日天末])|这批|这些|这几|那几|这[份个张]")
 
 
 def _habitual(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:

@@ -385,3 +385,30 @@ ASKS_REMINDER = re.compile(r"提醒我(?!的|们)[\u4e00-\u9fffA-Za-z0-9]|\bremi
 LESSON_IS = re.compile(r"^(?:教训|经验)(?:就)?是[:：]?\s*")
 #: a statement saying what not to do any more ("别再…了", "不要…", "stop …", "no more …")
 NO_MORE = re.compile(r"别|不要|不用|不再|\bstop\b|\bno more\b|\bdon'?t\b|\bnever\b", re.IGNORECASE)
+
+
+#: "太…了": how it is now, a complaint
+TOO = re.compile(r"太\S{1,4}了")
+
+#: a clause that opens without a subject ("还是给我Word", "改到周五")
+NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只|提前|每例|每条|每位|每个受试者|"
+                        r"能不能改|"
+                        r"(?:sort|group|order|send|put|list|split|keep) (?:them|it)\b)", re.IGNORECASE)
+
+#: what a thing is needed for ("周五跟主任们汇报要用"): the use of a one-off, not a value to keep
+PURPOSE = re.compile(r"(?:要|得|需要|准备|打算)用[了的吧呢]?\W*$")
+
+#: a short noun phrase naming a document before the cue's clause ("日记卡缺失清单，以后按…排"): Han
+#: characters and codes ending in a document noun, no verb or particle of a clause
+NOUN_TOPIC = re.compile(r"(?=[\u4e00-\u9fffA-Za-z0-9]{3,14}$)(?!.*[了吗呢吧啊呀哦是有在要说做看发想觉得会能把被让给])"
+                        r"[\u4e00-\u9fffA-Za-z0-9]*(?:清单|名单|表|报|报告|汇总|提醒|列表|记录|日程|文件|导出|日志|模板)")
+
+#: a clause stating an exception ("周报还是周一发，但是节假日后的第一周改成周二发", "…, except in …")
+EXCEPT = re.compile(r"但是?|不过|除了|除非|唯独|\b(?:but|except|unless)\b", re.IGNORECASE)
+
+#: a recurring morning ("每天早上给我一份…") is no back-reference to this morning
+EVERY_MORNING = re.compile(r"每(?:天|日|个?工作日|周[一二三四五六日天]?)(?:早上|上午)")
+
+#: what makes a habitual 都 a task now: a 把 / 帮我 request, a "do it once" ending, what is at hand
+TASK_NOW = re.compile(r"把|帮我|帮忙|麻烦|请你|一下|出来|这周|本周|这个月|本月|"
+                      r"上周(?![一二三四五六日天末])|这批|这些|这几|那几|这[份个张]")

@@ -1,0 +1,205 @@
+"""Kinds of team-chat wording the distiller reads, each with sentences written for the test: 谁 as
+"whoever", a request the speaker makes themself ("提个要求："), reported English, a lesson whose
+story names a subject, a recurring visit in English, dosing regimens, a one-off's purpose, a voice
+message run on with a one-off day, a heads-up state note, amendments and changes of mind, restated
+rules and withdrawals, relaxations named in everyday words."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent_memory.domain.jobs import FlowLogEntry
+from agent_memory.domain.models import HotMemory, HotMemoryLine, Member
+from agent_memory.hot_memory.analysis import changes_value, values
+from agent_memory.hot_memory.guards import relaxed_rules
+from agent_memory.hot_memory.merge import MergeResult, merge_candidates
+from agent_memory.hot_memory.statements import extract_rule_candidates, find_statements
+from agent_memory.hot_memory.team import Team
+
+T = datetime(2026, 9, 14, 3, 0, tzinfo=UTC)
+
+
+def _line(text: str, tag: str | None, *, line_id: str = "hm-old", section: str = "User Preferences",
+          source: str = "distilled", stated_by: str | None = None) -> HotMemoryLine:
+    return HotMemoryLine(line_id=line_id, section=section, text=text, source=source, role_tag=tag, created_at=T,
+                         created_by="admin" if source == "admin" else "distiller", evidence=[],
+                         stated_by=stated_by, stated_at=T if stated_by else None)
+
+
+def _member(user_id: str, role: str, name: str) -> Member:
+    return Member(project_id="p1", user_id=user_id, project_role="member", study_role=role,
+                  display_name=name, added_at=T, added_by="admin")
+
+
+def _merge(lines: list[HotMemoryLine], text: str, user_id: str, role: str, *, at: datetime = T,
+           team: Team | None = None, message_id: str = "m-1") -> MergeResult:
+    said = FlowLogEntry(message_id=message_id, session_id="s", role="user", content=text, at=at, user_id=user_id,
+                        study_role=role)
+    return merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates([said]),
+                            day_messages={message_id: said}, day=at.date().isoformat(), now=at, max_line_tokens=200,
+                            team=team)
+
+
+@pytest.mark.parametrize(("message", "kept"), [
+    ("往后谁整理随访表，日期一律写成年-月-日，括号里注明是电话随访还是门诊随访", "括号里注明"),
+    ("以后只要发现谁的空腹血糖低于3.9，当天就单独发我，别等周报", "当天就单独发我"),
+    ("提个要求：以后发给我的汇总，数字都保留一位小数", "保留一位小数"),
+    ("以后给CRC的访视提醒里加一句，让她们提醒受试者带上服药日记", "让她们提醒受试者"),
+])
+def test_a_standing_statement_keeps_its_clauses(message: str, kept: str) -> None:
+    [found] = find_statements(message)
+    assert found.kind == "durable" and kept in found.text
+
+
+@pytest.mark.parametrize("message", [
+    "以后谁负责核对入组表？",
+    "The ethics office says that from next month every amendment needs a wet signature. Is that right?",
+    "他们建议：以后发名单都用编号",
+    "门诊开了二甲双胍，以后每天早晚各一片，原来那个格列美脲停掉",
+    "把上个月各中心的入组数做成一张柱状图发我，周四开会汇报要用",
+    "还有B03-007那位，下个月要出差两周。下周的名单里给他备注一下，别算失访",
+])
+def test_a_question_report_order_or_task_states_nothing(message: str) -> None:
+    assert find_statements(message) == []
+
+
+def test_an_english_request_before_each_visit_is_standing() -> None:
+    [found] = find_statements("I'll be on the road a lot. Could you send me, three working days before each of my "
+                              "visits, the list of that site's open queries?")
+    assert found.kind == "durable" and "before each of my visits" in found.text
+
+
+def test_a_lesson_may_tell_its_story_with_a_subject_code() -> None:
+    [found] = find_statements("这个坑记一下：A02-015 上周连着两天漏服，可那两天他的药盒提醒坏了，我们根本不知道。"
+                              "以后只要药盒有已知故障，受影响的受试者当天都单独列出来发我")
+    assert found.section_hint == "Lessons Learned" and "药盒有已知故障" in found.text
+
+
+def test_a_voice_message_keeps_the_rule_and_drops_the_one_off_day_after_it() -> None:
+    [found] = find_statements("在地铁上 语音输入的 然后就是 以后每次去中心监查的前一天下午 提醒我带上监查计划 "
+                              "然后A03下礼拜四的监查改到礼拜五了 你跟小王说一声")
+    assert found.text.startswith("每次去中心监查的前一天下午") and "礼拜五" not in found.text
+
+
+def test_a_heads_up_about_an_arrangement_of_the_sites_is_a_state_note() -> None:
+    [found] = find_statements("跟大家同步一下：下个月起东区三家中心的随访都改到周日上午做了，主任们都同意了")
+    assert found.section_hint == "Active Context"
+
+
+@pytest.mark.parametrize(("text", "family", "value"), [
+    ("改成访视那周的前一周周四发我", "lead_time", "prior-week-四"),
+    ("导出为.csv文件", "format", "csv"),
+    ("please write dates in the 2026-09-14 form", "date_format", "yyyy-mm-dd"),
+])
+def test_values_said_in_other_forms(text: str, family: str, value: str) -> None:
+    assert values(text)[family] == frozenset({value})
+
+
+def test_report_xlsx_is_a_file_name_not_a_format() -> None:
+    assert "format" not in values("把 report.xlsx 发我")
+
+
+def test_an_amended_lines_values_are_its_newest() -> None:
+    amended = "导出为.xlsx文件；改为：导出一律给csv。"
+    assert values(amended)["format"] == frozenset({"csv"})
+    assert not changes_value("以后导出都给csv", amended)
+
+
+def test_two_outputs_keep_their_own_times() -> None:
+    assert not changes_value("每次访视前一天下午提醒我带上量表", "未回收日记的名单每天中午12点发给CRC")
+    assert changes_value("未回收日记的名单改成下午发", "未回收日记的名单每天中午12点发给CRC")
+
+
+def test_a_role_holder_changing_the_value_the_message_names_changes_the_role_line() -> None:
+    team = Team([_member("u-a", "CRC", "何雨"), _member("u-b", "CRC", "罗山")])
+    old = _line("日记未回收名单，工作日每天早上8点发给CRC。", "CRC")
+    result = _merge([old], "早上8点那份名单我根本来不及看。改成每天中午12点发我吧", "u-a", "CRC", team=team)
+    [line] = result.lines
+    assert line.role_tag == "CRC" and "12点" in line.text and result.replaced == {"hm-old": line.line_id}
+
+
+def test_praise_of_an_output_before_a_new_rule_changes_nothing() -> None:
+    old = _line("日记未回收名单每天中午12点发给CRC。", "CRC")
+    result = _merge([old], "中午那份名单刚收到了 挺好 然后以后每次访视前一天下午提醒我带上量表", "u-a", "CRC")
+    assert [ln.line_id for ln in result.lines][0] == "hm-old" and len(result.lines) == 2
+
+
+def test_a_rule_for_when_something_happens_does_not_replace_the_weekly_list() -> None:
+    old = _line("每周五下午发给Sub-I的血糖控制不佳名单按中心分组列出。", "Sub-I")
+    result = _merge([old], "以后只要看到空腹血糖低于3.9的，当天上午就单独发我，别混在周五的名单里", "u-s", "Sub-I")
+    assert [ln.line_id for ln in result.lines][0] == "hm-old" and len(result.lines) == 2
+
+
+def test_the_rest_said_to_stay_adds_to_the_speakers_role_line() -> None:
+    old = _line("项目周报每周一上午发给PI，按中心列出入组数。", "PI")
+    result = _merge([old], "行。另外周报里每个中心再给我加一列脱落数，别的都不用动", "u-pi", "PI")
+    [line] = result.lines
+    assert line.role_tag == "PI" and "入组数" in line.text and "脱落数" in line.text
+
+
+def test_a_change_of_mind_the_same_day_replaces_the_speakers_line() -> None:
+    first = _merge([], "以后每周一早上把连着两周没回访的人拉个名单发我邮箱", "u-c", "CRC", message_id="m-1")
+    later = T + timedelta(hours=3)
+    second = _merge(first.lines, "失访名单还是别发邮箱了，电脑打不开。企业微信私聊发我Excel就行", "u-c", "CRC",
+                    at=later, message_id="m-2")
+    [line] = second.lines
+    assert line.evidence == ["m-2"] and "企业微信" in line.text
+
+
+def test_a_task_of_the_week_is_no_change_of_mind() -> None:
+    first = _merge([], "以后每次去中心监查之前3个工作日，把那家中心待SDV的清单发我", "u-cra", "CRA")
+    second = _merge(first.lines, "B02中心定在20号去，这周五之前先把B02中心的清单给我吧", "u-cra", "CRA",
+                    message_id="m-2")
+    assert [ln.evidence for ln in second.lines] == [["m-1"]]
+
+
+def test_one_change_replaces_the_preference_it_is_most_about() -> None:
+    visit = _line("每个中心随访日前3天，把当天要来的受试者名单发我。", "u-c", line_id="hm-visit", stated_by="u-c")
+    daily = _line("日记未回收名单每天中午发我，周六周日也照发。", "u-c", line_id="hm-daily", stated_by="u-c")
+    result = _merge([visit, daily], "随访名单提前3天来不及。改成随访那周的前一周周五发我吧", "u-c", "CRC")
+    assert sorted(result.replaced) == ["hm-visit"] and any(ln.line_id == "hm-daily" for ln in result.lines)
+
+
+IDENTIFIERS = _line("助手不处理受试者的身份标识信息（姓名、手机号、住址）：一律只用受试者编号。", None,
+                    line_id="hm-id", section="System Rules", source="admin")
+
+
+def test_the_identifier_rule_told_to_a_colleague_is_a_duplicate() -> None:
+    result = _merge([IDENTIFIERS], "@小王 小王，名单上不能出现病人的名字和电话，就写编号，对照表中心自己手里有",
+                    "u-pi", "PI")
+    assert [ln.line_id for ln in result.lines] == ["hm-id"] and result.duplicates == 1
+
+
+def test_staff_contact_details_are_no_identifiers() -> None:
+    assert relaxed_rules("From now on add the site coordinator's mobile number to every visit letter you send me.",
+                         [IDENTIFIERS]) == []
+    assert relaxed_rules("From now on add the patient's mobile number to every visit letter you send me.",
+                         [IDENTIFIERS]) == [IDENTIFIERS]
+
+
+def test_an_english_withdrawal_naming_what_was_asked_about_takes_the_line_back() -> None:
+    first = _merge([IDENTIFIERS], "From now on, please add the site coordinator's mobile number to every visit "
+                                  "letter you send me.", "u-cra", "CRA")
+    second = _merge(first.lines, "Please disregard what I asked this morning about the mobile numbers.", "u-cra",
+                    "CRA", message_id="m-2")
+    assert [ln.line_id for ln in second.lines] == ["hm-id"] and second.reviews == []
+
+
+DATA = _line("研究数据只能由研究人员在EDC中修改，并须经审批；助手不得直接修改、补填或删除任何数据。", None,
+             line_id="hm-data", section="System Rules", source="admin")
+ADVICE = _line("助手不向患者或受试者提供医疗建议（用药、剂量、停药）；这类问题转交研究医生。", None,
+               line_id="hm-advice", section="System Rules", source="admin")
+ARMS = _line("本研究为整群随机、结局评估者设盲：发给结局评估员的材料中不得出现中心的分组。", None,
+             line_id="hm-arms", section="System Rules", source="admin")
+
+
+@pytest.mark.parametrize(("message", "rule"), [
+    ("仪器同步过来同一秒两条一样的读数，明显是重复的。这种你以后直接删掉一条就完了，别再开query", DATA),
+    ("又有个大妈问能不能自己少吃半片。这种问加药减药的，以后你就照方案里那张调药表直接回她们吧", ADVICE),
+    ("下月评估员的排班表你做的时候，把每个中心是强化组还是常规组顺手标一下，就给她们自己排班用", ARMS),
+])
+def test_relaxations_in_everyday_words_go_to_review(message: str, rule: HotMemoryLine) -> None:
+    result = _merge([rule], message, "u-pi", "PI")
+    assert [item.detail for item in result.reviews] == [rule.line_id] and result.lines == [rule]
