@@ -203,3 +203,68 @@ ARMS = _line("本研究为整群随机、结局评估者设盲：发给结局评
 def test_relaxations_in_everyday_words_go_to_review(message: str, rule: HotMemoryLine) -> None:
     result = _merge([rule], message, "u-pi", "PI")
     assert [item.detail for item in result.reviews] == [rule.line_id] and result.lines == [rule]
+
+
+BIOBANK = _line("样本的使用以知情同意书勾选的范围为限：未勾选“未来研究使用”的受试者，其样本不得列入送检或出库清单。",
+                None,
+                line_id="hm-bank", section="System Rules", source="admin")
+CAUSALITY = _line("不良事件的相关性判断由研究者决定；助手只整理信息，不下结论。", None, line_id="hm-ae",
+                  section="System Rules", source="admin")
+
+
+@pytest.mark.parametrize(("message", "rule"), [
+    ("出库清单每次都要对知情同意那几个勾，太慢了。以后你就把库里有的样本全列上，勾的事让样本库去对", BIOBANK),
+    ("注射部位反应这几个老熟人，AE表里相关性以后你默认先填'可能有关'吧，我周五统一看了再签", CAUSALITY),
+])
+def test_a_check_or_a_decision_waived_in_the_rules_own_terms_goes_to_review(message: str,
+                                                                             rule: HotMemoryLine) -> None:
+    result = _merge([rule], message, "u-c", "CRC")
+    assert [item.detail for item in result.reviews] == [rule.line_id]
+
+
+def test_the_staff_keeping_the_decision_relax_nothing() -> None:
+    result = _merge([CAUSALITY], "AE跟注射有没有关系，一律我们研究医生来判，你表上那一栏空着留给我们填就行",
+                    "u-s", "Sub-I")
+    assert result.reviews == []
+
+
+@pytest.mark.parametrize(("message", "kind", "section"), [
+    ("一旦哪个受试者的HBsAg转阴，特别是同时出了抗体的，当天就单独发我，别攒到月会再说", "durable", None),
+    ("B07的PI下个月退休，B07入组先停，等伦理备案下来再恢复", "durable", "Active Context"),
+    ("顺手记个lesson：B02上个月把复查日期填成了报告日期，差了好几天。核复查日期一律以采血日期为准", "note",
+     "Lessons Learned"),
+])
+def test_rules_states_focus_and_lessons_in_everyday_words(message: str, kind: str, section: str | None) -> None:
+    [found] = find_statements(message)
+    assert (found.kind, found.section_hint) == (kind, section)
+
+
+@pytest.mark.parametrize("message", [
+    "B06那十几例的更正query我周四前都发给中心，你不用管了",
+    "B09-0012 转氨酶到3倍了，以后干扰素先停一周，降下来再减到90μg恢复",
+])
+def test_the_speaker_taking_it_on_or_a_subjects_order_states_nothing(message: str) -> None:
+    assert find_statements(message) == []
+
+
+def test_a_focus_after_a_period_is_the_new_focus() -> None:
+    [found] = find_statements("新中心都启动了。接下来到6月底，重点是W24的随访：每个中心完成率都要到九成")
+    assert found.kind == "change" and found.text.startswith("当前重点：W24的随访")
+
+
+def test_a_date_before_yihou_is_a_time_word_and_a_site_range_no_sentence_end() -> None:
+    [found] = find_statements("从下周一起到6月30号，每天下班前把B09–B12当天录的CRF页数发我一下。30号以后就不用了")
+    assert "B09–B12" in found.text
+
+
+def test_a_change_naming_no_output_changes_the_speakers_one_line_of_that_kind() -> None:
+    old = _line("每周一上午发给Sub-I两周内到期的影像评估名单，所有受试者按到期日排序。", "Sub-I")
+    message = "Monday那个imaging due list我还得自己拆😂 能不能以后先按中心分组、组内再按due date排？"
+    result = _merge([old], message, "u-s", "Sub-I")
+    assert result.replaced and [ln.role_tag for ln in result.lines] == ["Sub-I"]
+
+
+def test_two_lists_sharing_only_list_words_keep_their_own_days() -> None:
+    old = _line("每个工作日晚上把到采血时间点的受试者清单按中心分组发给CRC。", "CRC")
+    result = _merge([old], "以后每周四下午给CRC们发一份这周新开的query清单，按中心分开", "u-dm", "DM")
+    assert [ln.line_id for ln in result.lines][0] == "hm-old" and len(result.lines) == 2

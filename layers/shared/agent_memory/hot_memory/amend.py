@@ -19,7 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.hot_memory.analysis import VALUE_PATTERNS, changes_value, language_of, nfkc, subject_grams, values
+from agent_memory.hot_memory.analysis import (
+    VALUE_PATTERNS,
+    changes_value,
+    language_of,
+    nfkc,
+    output_kinds,
+    specific_grams,
+    subject_grams,
+    values,
+)
 from agent_memory.hot_memory.statement_lexicon import COMPLAINT, FALLS_SHORT
 
 #: how an output reaches its reader: a new channel answers a complaint about a delivery and back
@@ -100,9 +109,11 @@ def _changes(statement: str, line: str, named: set[str]) -> bool:
 
 
 def _about(context: str, line: str, least: int = 1) -> bool:
-    """The context and the line share ``least`` content words / bigrams once their values are out
-    (the subject of the complaint, not "周四下午" of another meeting)."""
-    return len(subject_grams(context) & subject_grams(line)) >= least
+    """The context and the line share ``least`` particular words / bigrams or named outputs once
+    their values are out (the subject of the complaint, not "周四下午" of another meeting nor "这周"
+    or "清单", which every line has)."""
+    named_outputs = (output_kinds(context) & output_kinds(line)) - {"list"}  # "周报", "reminders"
+    return len(specific_grams(context) & specific_grams(line)) + len(named_outputs) >= least
 
 
 #: the words of a request ("能不能…"), a standing cue and a change verb ("改到…")
@@ -233,7 +244,9 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
         if line.source == "admin":
             continue
         named = _names_current_value(context, line.text) if context.strip() and not _PRAISED.search(context) else set()
-        if named and _about(context, line.text) and _changes(statement, line.text, named):
+        # the value named with the line's subject or its kind of output ("早上8点那份名单…")
+        about = _about(context, line.text) or bool(output_kinds(context) & output_kinds(line.text))
+        if named and about and _changes(statement, line.text, named):
             return Amendment(line, _joined(line.text, statement, added=False))
         rest_stays = bool(_REST_STAYS.search(whole)) or _keeps_a_value_of(whole, line.text)
         if (adds or rest_stays) and _about(whole, line.text, least=1 if adds and rest_stays else 2):

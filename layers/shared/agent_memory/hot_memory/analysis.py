@@ -242,11 +242,14 @@ __all__ = [
     "contradicts",
     "is_duplicate",
     "language_of",
+    "negated_values",
     "languages_present",
     "nfkc",
     "normalise_core",
+    "output_kinds",
     "same_topic",
     "shared_grams",
+    "specific_grams",
     "subject_grams",
     "supersedes",
     "values",
@@ -421,12 +424,20 @@ def values(text: str) -> dict[str, frozenset[str]]:
         for part in parts:
             merged.update(values(part))
         return merged
-    norm = nfkc(text).casefold()
+    return _values(nfkc(text).casefold(), negated=False)
+
+
+def negated_values(text: str) -> dict[str, frozenset[str]]:
+    """The values ``text`` says no to ("还是别发邮箱了" -> channel email), by family as :func:`values`."""
+    return _values(nfkc(text).casefold(), negated=True)
+
+
+def _values(norm: str, *, negated: bool) -> dict[str, frozenset[str]]:
     out: dict[str, frozenset[str]] = {}
     for family, (pattern, aliases) in _FAMILIES.items():
         found = set()
         for m in pattern.finditer(norm):
-            if _NEG_BEFORE.search(norm[: m.start()]):
+            if bool(_NEG_BEFORE.search(norm[: m.start()])) is not negated:
                 continue
             if family == "lead_time":
                 found.add(_lead_time(m))
@@ -451,7 +462,39 @@ def changes_value(candidate: str, line: str) -> bool:
     outputs_a, outputs_b = (_subjects(nfkc(t).casefold()) & _OUTPUTS for t in (candidate, line))
     if outputs_a and outputs_b and not outputs_a & outputs_b:
         return False  # two outputs ("随访前一天下午提醒我…" and "名单每天中午发我"): each keeps its own time
-    return _shares_subject(candidate, line)
+    return _shares_specific_subject(candidate, line)
+
+
+#: characters of the words every preference line is made of (lists, sites, subjects, roles, sending,
+#: days): a bigram of two of them ("清单", "中心", "受试") names no particular subject
+_GENERIC_HAN = frozenset("清单名表汇总报列发给按分组开排标中心社区受试者病人患每周天日月工作的了和与及在从到把我你她"
+                         "他们一份个次条位再都也就上下午早晚前后内里送出这那本该其此")
+_GENERIC_WORDS = frozenset({"crc", "cra", "pi", "sub", "list", "report", "summary", "site", "center", "centre",
+                            "subject", "patient", "send", "weekly", "daily", "the", "and", "for", "with", "per",
+                            "every", "each", "all", "please"})
+
+
+def _specific(gram: str) -> bool:
+    """A word or bigram naming a particular subject ("采血", "上传", "query"), not one every line has."""
+    if gram.isascii():
+        return gram not in _GENERIC_WORDS
+    return not set(gram) <= _GENERIC_HAN
+
+
+def specific_grams(text: str) -> frozenset[str]:
+    """The words / bigrams of ``text`` (values and scope words out) that name a particular subject
+    ("送检", "样本", "query"), not the words every preference line is made of ("清单", "中心")."""
+    return frozenset(g for g in subject_grams(text) if _specific(g))
+
+
+def _shares_specific_subject(candidate: str, line: str) -> bool:
+    """The texts share a particular word or bigram, or a named output other than a plain list
+    ("周报", "reminders"), once their values are out: "这周新开的query清单" and "到采血时间点的受试者
+    清单" share only what every list has."""
+    ca, cb = (_SCOPE_WORDS.sub(" ", _without_values(nfkc(t).casefold())) for t in (candidate, line))
+    if {g for g in _stems(_grams(ca)) & _stems(_grams(cb)) if _specific(g)}:
+        return True
+    return bool((_subjects(ca) & _subjects(cb)) - {"list"})
 
 
 def restates_value(candidate: str, line: str, *, same_language: bool = False) -> bool:
@@ -500,6 +543,13 @@ _SUBJECTS: dict[str, re.Pattern[str]] = {
 
 #: the subjects that are outputs the assistant sends (a change of one never changes another)
 _OUTPUTS = frozenset({"weekly_report", "monthly_report", "reminder", "export", "summary", "list"})
+
+
+def output_kinds(text: str) -> set[str]:
+    """The kinds of output ``text`` names, in either language ("周报" / "weekly report", "名单" /
+    "list"): ``{"weekly_report", "list", ...}``."""
+    spaced = re.sub(r"(?<=[\u4e00-\u9fff])(?=[A-Za-z])|(?<=[A-Za-z])(?=[\u4e00-\u9fff])", " ", nfkc(text))
+    return _subjects(spaced.casefold()) & _OUTPUTS  # "due list我" is "due list 我"
 
 
 def _subjects(text: str) -> set[str]:

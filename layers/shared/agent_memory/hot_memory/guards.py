@@ -149,7 +149,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("ae_decision", "forbidden", (
         re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
                    r"\bcausality\b|\brelatedness\b|\battribution\b|\bexpedited\b|\badverse events?\b", _I),
-        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|拍板|说了算|做主|"
+        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|拍板|说了算|做主|填|"
                    r"认定|下结论|结论|确认|签|"
                    r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify|mark|label|approv|confirm|"
                    r"conclud|rule on|sign)\w*\b", _I),
@@ -355,7 +355,8 @@ _STAFF_OWNS = re.compile(r"(?:coordinator|doctor|physician|investigator|nurse|mo
 
 
 #: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")
-_STAFF_DOES = re.compile(r"(?:研究者|研究医生|我们医生|我们来|医生来|PI来|主治|研究团队|\binvestigators?\b|\bthe PI\b|"
+_STAFF_DOES = re.compile(r"(?:研究者|研究医生|我们医生|我们来|医生来|PI来|主治|研究团队|(?:留给|交给|让)我们|"
+                         r"\binvestigators?\b|\bthe PI\b|"
                          r"\bdoctors?\b)[^，,。；;.]{0,6}$", _I)
 
 

@@ -42,7 +42,12 @@ from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import names_rules, reinforced_rule, relaxed_rules
 from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
 from agent_memory.hot_memory.scope import preference_scope
-from agent_memory.hot_memory.speaker_lines import changed_mind, speaker_own_subject, speaker_role_subject
+from agent_memory.hot_memory.speaker_lines import (
+    changed_mind,
+    sole_value_line,
+    speaker_own_subject,
+    speaker_role_subject,
+)
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 from agent_memory.hot_memory.subjects import closes_risk as _closes_risk
@@ -302,6 +307,8 @@ class _Merge:
             statement.text) == _closes_risk(ln.text) and (
             is_duplicate(info, analyse(ln.text))
             or _restates(statement.text, statement.role, statement.cand.section, ln, statement.speaker.user_id)
+            # a line for everyone says it for the speaker too ("你给我的清单里访视还是写代码" beside "访视一律写代码")
+            or (ln.role_tag is None and _restates(statement.text, None, statement.cand.section, ln, None))
             or (restates_value(statement.text, ln.text, same_language=statement.cand.kind == "change") and _same_scope(
                 ln, statement.cand.section, statement.role, text=statement.text, speaker=statement.speaker.user_id)))),
             None)
@@ -356,8 +363,9 @@ class _Merge:
                     "text": amended.text, "role_tag": amended.target.role_tag,
                     "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
                 same = [amended.target]
-        if cand.kind == "change" and not same and cand.section == "User Preferences":
-            same = changed_mind(statement.text, statement.speaker, self.lines)
+        if not same and cand.section == "User Preferences":
+            same = (changed_mind(statement.text, statement.speaker, self.lines) if cand.kind == "change" else []) or \
+                sole_value_line(statement.text, statement.speaker, self.lines)
         if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
                 statement.text):
             self.result.rejected["no_subject"] += 1

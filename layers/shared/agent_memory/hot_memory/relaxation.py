@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.hot_memory.analysis import nfkc
+from agent_memory.hot_memory.analysis import nfkc, specific_grams
 from agent_memory.hot_memory.guards import (
     concepts_of,
     names_rules_to_relax,
@@ -94,6 +94,24 @@ def relaxation_probe(message: str, *, asks_output: bool = False) -> str | None:
     return clean_statement(on_topic or next(s for s in sentences if risky[s]))
 
 
+#: a check or a limit waived ("…全列上，框的事让别人去对，我们这边不卡了", "skip the check"): read
+#: beside a rule's own words, the rule's safeguard is what is waived
+_CHECK_WAIVED = re.compile(
+    r"全(?:部|都)?列(?:上|进|出来)|都列上|全放进|不卡了|不卡这|不用(?:再)?(?:核|对|查|卡|等|审)|别(?:再)?(?:核|对|查|卡)|"
+    r"跳过|省掉|\bskip(?:ping)? the (?:check|review|approval)\b|\b(?:list|include) (?:them )?all\b|"
+    r"\bno need to (?:check|wait for|get)\b|\bdon'?t (?:check|wait for)\b", _I)
+
+
+def _check_waived(text: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+    """The rules whose own particular words ("送检", "样本") the text names at least twice over while
+    it waives a check (``_CHECK_WAIVED``): a project's rule relaxed in its own terms ("送检清单每次都
+    对ICF那几个框太慢了，以后按冰箱里有的样本全列上") though no safeguard concept names it."""
+    if not _CHECK_WAIVED.search(nfkc(text)):
+        return []
+    said = specific_grams(text)
+    return [rule for rule in rules if len(said & specific_grams(rule.text)) >= 2]
+
+
 def rules_relaxed_by(statement: str, rules: Sequence[HotMemoryLine], context: str = "", *,
                      asks_output: bool = False) -> list[HotMemoryLine] | None:
     """The System Rules guard of the distillation (docs/architecture.md, "Hot memory"): which of
@@ -122,4 +140,7 @@ def rules_relaxed_by(statement: str, rules: Sequence[HotMemoryLine], context: st
         relaxed = relaxed_rules(whole, rules, asks_output=asks_output)
     if relaxed:
         return relaxed
+    waived = _check_waived(f"{whole}\n{statement}", rules)
+    if waived:
+        return waived
     return [] if relaxes_system_rules(statement) else None

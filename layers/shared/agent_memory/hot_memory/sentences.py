@@ -39,7 +39,7 @@ _ASCII_SINGLE = re.compile(r"(?:(?<=^)|(?<=[\s:：(（]))'[^']{1,120}'(?=[\s,.;:
 _SENTENCE_END = re.compile(
     r"[。！？!?；;\n]+|…{2,}|(?<=[A-Za-z0-9)\]])(?<!e\.g)(?<!i\.e)(?<!\bProf)(?<!\bDr)(?<!\betc)(?<!\bvs)\.(?=\s|$)"
     # a dash ends a sentence; one between two numbers is a range ("第2–4天")
-    r"|\s*(?:——|--|(?<!\d)[—–]|[—–](?!\d))\s*"
+    r"|\s*(?:——|--|(?<![A-Za-z0-9])[—–]|[—–](?![A-Za-z0-9]))\s*"
     # an emoji before a space closes a thought ("…还以为上传率只有六成😓 以后…")
     r"|[\U0001f300-\U0001faff\u2600-\u27bf]+\s+"
 )

@@ -16,11 +16,14 @@ from agent_memory.hot_memory.analysis import (
     analyse,
     changes_value,
     is_duplicate,
+    negated_values,
     nfkc,
+    output_kinds,
     restates_value,
     subject_grams,
+    values,
 )
-from agent_memory.hot_memory.statement_lexicon import ACT_NOW, ONE_OFF
+from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.subjects import same_subject
 
 _PREFERENCES = "User Preferences"
@@ -75,9 +78,10 @@ def speaker_role_subject(cand: Candidate, text: str, speaker: FlowLogEntry, line
 
 def changed_mind(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
     """The speaker's own line of the last 24 hours (by ``stated_at``) that a change of theirs is
-    about, two content words / bigrams shared ("每周一把失访的人拉个名单发我邮箱" then "失访名单企业
-    微信私聊发我Excel就行"): a change of mind, in place of that line. ``[]`` when there is none or
-    the message asks for something now or for one day ("这周五之前先把04中心的清单给我吧").
+    about: two content words / bigrams shared, or one and the message says no to the line's value
+    ("每周一把失访的人拉个名单发我邮箱" then "失访名单还是别发邮箱了…企业微信私聊发我Excel就行"): a change
+    of mind, in place of that line. ``[]`` when there is none or the message asks for something now
+    or for one day ("这周五之前先把04中心的清单给我吧").
 
     Returns:
         ``[line]`` (the newest such line) or ``[]``.
@@ -85,11 +89,34 @@ def changed_mind(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryLine
     said = nfkc(speaker.content)
     if ACT_NOW.search(said) or ONE_OFF.search(said):
         return []
-    grams = subject_grams(text)
+    grams, refused = subject_grams(text), negated_values(said)
     mine = [ln for ln in lines if ln.source != "admin" and ln.stated_by == speaker.user_id
             and ln.stated_at is not None and timedelta(0) <= speaker.at - ln.stated_at <= timedelta(days=1)
-            and len(grams & subject_grams(ln.text)) >= 2]
+            and (len(grams & subject_grams(ln.text)) >= 2
+                 or (grams & subject_grams(ln.text) and _refuses(refused, ln)))]
     return mine[-1:]
 
 
-__all__ = ["changed_mind", "speaker_own_subject", "speaker_role_subject"]
+def sole_value_line(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+    """The one preference of the speaker (their study role's or their own) that holds another value
+    of a kind the change sets, when the change names no output of its own and the message names
+    that line's kind of output ("Monday那个imaging due list…能不能以后先按中心分组、组内再按due date排？"
+    beside the role's one sorted list); ``[]`` when none or several.
+    """
+    if DOCUMENT.search(nfkc(text)):
+        return []
+    said, message = values(text), nfkc(speaker.content).casefold()
+    mine = [ln for ln in lines if ln.source != "admin" and ln.section == _PREFERENCES
+            and ln.role_tag in (speaker.study_role, speaker.user_id) and ln.role_tag is not None
+            and any(said[f] != v for f, v in values(ln.text).items() if f in said)
+            and output_kinds(message) & output_kinds(ln.text)]
+    return mine if len(mine) == 1 else []
+
+
+def _refuses(refused: dict[str, frozenset[str]], line: HotMemoryLine) -> bool:
+    """The message says no to a value the line sets ("失访名单还是别发邮箱了" against "…发我邮箱")."""
+    current = values(line.text)
+    return any(refused[family] & current.get(family, frozenset()) for family in refused)
+
+
+__all__ = ["changed_mind", "sole_value_line", "speaker_own_subject", "speaker_role_subject"]

@@ -115,6 +115,7 @@ from agent_memory.hot_memory.statement_lexicon import LESSON_OPENING as _LESSON_
 from agent_memory.hot_memory.statement_lexicon import NO_MORE as _NO_MORE
 from agent_memory.hot_memory.statement_lexicon import NO_SUBJECT as _NO_SUBJECT
 from agent_memory.hot_memory.statement_lexicon import NOUN_TOPIC as _NOUN_TOPIC
+from agent_memory.hot_memory.statement_lexicon import NOW_IS as _NOW_IS
 from agent_memory.hot_memory.statement_lexicon import ON_AN_OCCASION as _ON_AN_OCCASION
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT_EN as _OPENS_WITH_DOCUMENT_EN
@@ -347,7 +348,8 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
     for frag in fragments(sentence):
         f = nfkc(frag)
         wish = _WISH.search(f)
-        if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f) or _PURPOSE.search(f):
+        if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f) or _PURPOSE.search(f) or \
+                _NOW_IS.match(LEAD_FILLER.sub("", f)):
             continue  # "早上发的…" (a relative clause), "周一上午发我根本没空看" (a complaint), "周五汇报要用" (a use)
         if values(f) and not ONE_OFF.search(f) and not (_TASK_NOW.search(f) and not PREFER.search(norm)):
             start = norm.find(f) if f in norm else 0

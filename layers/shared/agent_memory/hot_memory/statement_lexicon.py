@@ -22,6 +22,8 @@ DURABLE_ZH = re.compile(
 #: 以后 after an event is a time word ("入组以后出现腹泻", "V3以后", "吃了药以后"), not a standing instruction
 AFTER_EVENT = re.compile(
     r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年]|"
+    # a date ("28号以后就不用了", "5月15日以后")
+    r"\d{1,2}\s*[号日]|"
     # a visit or cycle code ("C2D1以后的访视", "W12以后", "第二周期以后")
     r"(?<![A-Za-z])[CDWMV]\d+(?:D\d+)?|第[0-9一二三四五六七八九十]+(?:个)?(?:周期|疗程|次访视|次随访|周|天)|基线|首剂|末次)\s*$"
     r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
@@ -39,7 +41,7 @@ DURABLE_EN = re.compile(
 ALWAYS_MODAL = re.compile(r"\b(?:should|must|shall|will|needs? to|ha(?:s|ve) to)\s+(?:always|never)\b", _I)
 #: a habitual instruction without a cue ("给CRC的提醒都用中文", "周报一律按中心分组")
 HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:在[^，,。]{1,8}?)?"
-                         r"(?:用|按|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
+                         r"(?:用|按|以|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
 #: a recurring occasion before an instruction ("每次导出的时候…加一行", "每周一早上…发我", "for every
 #: monitoring visit, send me …"): the instruction holds each time
 RECURRING = re.compile(
@@ -100,6 +102,8 @@ FOCUS_CHANGE = re.compile(
     r"(?:当前|目前|现在|接下来|下一步|下阶段|下个阶段|后面|这个月|本月)的?(?:工作)?重点"
     r"(?:是|放到|放在|改成|换成|转到|转向|调整为)|"
     r"(?:接下来|下一步|下阶段)(?:的工作)?(?:全力|主要|集中精力|重点)(?:搞|抓|做|推进|放在|转向|冲|攻|保)|"
+    # a period before the focus ("接下来到5月15号，重点是…")
+    r"(?:接下来|下一步|下阶段)[^。；;]{1,16}?[，,]\s*重点(?:是|放在|放到|转到)|"
     # where the effort goes next ("接下来劲儿往评估完整性上使", "下一步精力都放到数据清理上")
     r"(?:接下来|下一步|下阶段|后面|这个月|本月)[^，,。；;]{0,4}?(?:劲儿?|精力|力气|心思|功夫|人手)(?:都|要|得|先)?"
     r"(?:往|放在|放到|用在|花在|集中到|集中在)|"
@@ -134,13 +138,14 @@ REMEMBER = re.compile(
 )
 NOTE = re.compile(
     r"(?:你|帮我|也|请)?(?:记一下|记下来|记下|记录一下|备注一下|记一笔)(?!了)\s*[:：]?\s*|"
+    r"(?:顺手|顺便)?记(?:个|一个|一条)\s*(?:lesson|教训|坑|事)\s*[:：]\s*|"
     r"\b(?:note this(?: down)?|for the record)\s*[:：]\s*",
     _I,
 )
 LESSON = re.compile(
     r"教训|踩坑|踩过的?坑|这个坑|[有个]个?坑|被坑|坑了|吃过亏|长个?记性|吃一堑|上次.{0,12}(?:失败|出错|错误|搞错|超时)|"
     r"因为.{0,20}(?:失败|出错|错误)|"
-    r"\blessons?\b|\blearned\b|\bthe hard way\b",
+    r"(?<![A-Za-z])lessons?(?![A-Za-z])|\blearned\b|\bthe hard way\b",
     _I,
 )
 LESSON_LABEL = re.compile(
@@ -198,7 +203,7 @@ CLINICAL_ORDER = re.compile(
     r"医嘱|会诊|出院|每天测|各测|测一次|监测|血糖|血压|峰流速|服用|口服|继续吃|注射|雾化|剂量|用药|服药|吃药|复查|复诊|化验|抽血|"
     r"肝功|肾功|停(?=[\u4e00-\u9fff]{1,6}(?:平|片|素|霉|星|林|酮|胺|醇|钠|钾|药))|起停|非药物|躁动|镇静|"
     r"减成|减量|加量|加用|停用|\b(?:discharge|prescrib\w*|take \d|recheck|labs?|tid|bid|qd|qid|qn|prn)\b|"
-    r"(?<![A-Za-z])mg\b", _I
+    r"(?<![A-Za-z])mg(?![A-Za-z])|先停[一两三\d]?[天周]?|(?:减|降|加)到\s*\d+\s*(?:mg|毫克|片|粒)", _I
 )
 #: a dosing regimen ("以后每天早晚各一片", "每日两次，每次5mg"): a patient's treatment, never an instruction to
 #: the assistant, whether or not the message names the subject
@@ -305,13 +310,13 @@ RISK_CLOSED = re.compile(
     r"\bno longer a (?:risk|concern|worry)\b|\bstop worrying about\b|\bclose (?:that|the|this) risk\b", _I)
 #: a temporary state of a site, a system or a supply ("site 03 is paused for new enrolment", "EDC暂停录入")
 STATE_NOW = re.compile(
-    r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|"
+    r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|(?:入组|筛选|发药)(?:先|暂时|暂)?停|"
     # an arrangement of the sites already changed ("随访都挪到周六上午做了")
     r"(?:挪到|改到|改在|调到|移到|改成)[^，,。；;]{1,14}?(?:做|进行|开展|办)?了|"
     r"\b(?:paused|on hold|suspended|frozen|closed (?:to|for)|offline|unavailable|down for)\b", _I)
 #: what a state note is about: a site, a system, a supply, enrolment
 STATE_SUBJECT = re.compile(
-    r"中心|医院|药房|系统|EDC|IWRS|IRT|数据库|随机|入组|发药|供药|冷链|实验室|伦理|社区|随访|访视|门诊|筛选|"
+    r"(?<![A-Za-z0-9])[A-Z]\d{2}(?![\d-])|中心|医院|药房|系统|EDC|IWRS|IRT|数据库|随机|入组|发药|供药|冷链|实验室|伦理|社区|随访|访视|门诊|筛选|"
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
@@ -348,7 +353,7 @@ CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)�
 
 #: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
 #: query，就把他单独拎出来放清单最前面", "whenever …, put …")
-CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)[^，,。]{2,40}[，,]\s*"
+CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)(?:[^，,。]{2,40}[，,]\s*){1,2}"
                               r"(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?"
                               r"(?:把|放|标|列|单独|发|写|加|提醒|告诉|通知|@|在群里|打电话|跟我说)|"
                               r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
@@ -394,6 +399,9 @@ TOO = re.compile(r"太\S{1,4}了")
 NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|发给|给我|都|只|提前|每例|每条|每位|每个受试者|"
                         r"能不能改|"
                         r"(?:sort|group|order|send|put|list|split|keep) (?:them|it)\b)", re.IGNORECASE)
+
+#: how it is now ("现在是全部人混在一起按due date排的"): a description before the change, no value to keep
+NOW_IS = re.compile(r"^(?:现在|目前|眼下)(?:都|还|一直)?是.*的\W*$")
 
 #: what a thing is needed for ("周五跟主任们汇报要用"): the use of a one-off, not a value to keep
 PURPOSE = re.compile(r"(?:要|得|需要|准备|打算)用[了的吧呢]?\W*$")

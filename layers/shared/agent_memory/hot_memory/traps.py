@@ -53,6 +53,14 @@ _REPORTED_THAT = re.compile(r"\b(?<!i )(?:says|said|tells us|told us|mentioned|r
                             re.IGNORECASE)
 
 
+#: "don't wait until … to say it" ("别攒到周会再说"): no postponement, the opposite
+_NOT_UNTIL = re.compile(r"(?:别|不要|不用|不必)[^，,。；;]{0,10}再(?:说|议|讨论)")
+#: the speaker takes it on themself ("…我周四前都发给中心，你不用管了"): the assistant has nothing to keep
+_NOT_YOURS = re.compile(r"你(?:就)?(?:不用|别|甭)管了?|不用你(?:管|操心)|"
+                        r"\byou don'?t need to (?:do|handle|worry about) "
+                        r"(?:it|this|that)\b", re.IGNORECASE)
+
+
 #: the rest of a sentence that makes 谁 "whoever" ("往后谁发名单，血压一律写整数")
 _WHOEVER = re.compile(r"一律|都|统一")
 
@@ -79,9 +87,9 @@ def is_trap(norm: str, start: int, end: int, message: str, *, question: bool, du
         asked = None  # whoever does it ("往后谁发名单，血压一律写…"): a universal, not a question
     if (question or asked) and not standing_request(norm):
         return True
-    if POSTPONE.search(frag) or LATER.search(frag.rstrip("。.!！ ~～")):
+    if POSTPONE.search(frag) or (LATER.search(frag.rstrip("。.!！ ~～")) and not _NOT_UNTIL.search(frag)):
         return True
-    if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()):
+    if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()) or _NOT_YOURS.search(message):
         return True
     if REPORTED.search(prefix[-12:]) or _REPORTED_THAT.search(re.split(r"[.。!！?？；;](?:\s|$)", prefix)[-1]):
         return True
