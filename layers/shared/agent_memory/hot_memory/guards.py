@@ -91,7 +91,7 @@ def _removed_after(text: str) -> bool:
 #: ID, passport, insurance and hospital record numbers, dates of birth, home addresses, and contact
 #: details (phone, mobile, e-mail, WeChat) when they are the subjects' own
 _IDENTIFIER_NOUNS = re.compile(
-    r"姓名|(?<!文件)名字|全名|真名|缩写|身份证|身份标识|证件号|护照|医保号|社保号|住院号|病历号|病案号|门诊号|就诊卡号|"
+    r"姓名|(?<!文件)名字|全名|真名|缩写|(?:受试者|患者|病人)的?姓(?!名)|只写姓|身份证|身份标识|证件号|护照|医保号|社保号|住院号|病历号|病案号|门诊号|就诊卡号|"
     r"出生日期|出生年月|(?<![发产])生日|住址|家庭地址|居住地址|联系地址|联系方式|联系电话|手机号|电话号|微信号|病人名|患者名|隐私|个人信息|"
     r"(?:受试者|患者|病人|家属|他们|她们)(?:们)?(?:的)?(?:联系)?(?:电话号?码?|手机号?码?|邮箱|微信号?|地址)|"
     r"\b(?:patient|subject|participant|full|real|first|last|family)(?:'s|s')? names?\b|\bnames? of\b|\binitials\b|"
@@ -143,13 +143,15 @@ _CONCEPTS: tuple[_Concept, ...] = (
         # which of two named arms each site or subject is in ("每个社区是强化组还是常规组")
         r"是[\u4e00-\u9fff]{1,4}组还是[\u4e00-\u9fff]{1,4}组|"
         r"组间|分组(?:列|统计|汇总|比较|结果)|盲态|盲法|设盲|单盲|(?:中心|社区|受试者|患者|病人)的分组|"
+        r"分(?:两|2|三|3)个?组(?:各|分别)?|按组(?:各|分别)|"
         r"\b(?:by|per) (?:dose|study|treatment)? ?(?:arm|group)s?\b|"
         r"\bbetween (?:the )?(?:two )?(?:arms|groups)\b", _I),)),
     # AE causality and SAE reporting are the investigators' decisions
     _Concept("ae_decision", "forbidden", (
         re.compile(r"相关性|因果|有没有关系|有无关系|是否相关|算不算AE|严重不良事件|不良事件|SAE|(?<![A-Za-z])AEs?(?![A-Za-z])|"
+                   r"非严重|严重程度|预期(?:的|内)?(?:流感样)?反应|"
                    r"\bcausality\b|\brelatedness\b|\battribution\b|\bexpedited\b|\badverse events?\b", _I),
-        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|拍板|说了算|做主|填|"
+        re.compile(r"判断|判定|判成|判|决定|定|评估|上报|提交|报不报|要不要报|看着办|标成|标为|标注|标|拍板|说了算|做主|填|归类|归好类|"
                    r"认定|下结论|结论|确认|签|"
                    r"\b(?:decide|assess|assign|determine|judge|call|submit|report|classify|mark|label|approv|confirm|"
                    r"conclud|rule on|sign)\w*\b", _I),
@@ -190,7 +192,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
         re.compile(r"(?:别|不|不用|不必|不再)(?:再)?(?:算|计|当|作为|列为|记为|记录)(?:成|为|作)?(?=偏离|\S{0,4}偏离)|当没发生|"
                    r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
                    r"别让.{0,8}看到|能不报|(?:不要|别|不|不用|不必)(?:写进|写到|放进|放到|列进|列入|计入|纳入|记进|记到|体现)|排除|"
-                   r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,2}(?:登记|记录|上报|填报|报告|记|报|列|写|填)|"
+                   r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,3}(?:登记|记录|上报|填报|报告|记|报|列|写|填)|就当在窗口?内|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip)\s+(?:\w+\s+){0,2}?"
                    r"(?:report|log|record|list|count|flag|file|enter)\w*|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"

@@ -88,7 +88,22 @@ def sentence_spans(text: str) -> list[tuple[int, int, bool]]:
         pos = m.end()
     if pos < len(text):
         out.append((pos, len(text), False))
-    return out
+    return [part for span in out for part in _run_on_parts(masked, span)]
+
+
+#: where a voice message run on without punctuation turns to its next point ("…我让护士记下来了然后S09-047
+#: 下礼拜去外地了…还有以后发我的名单…")
+_RUN_ON_TURN = re.compile(r"(?<=[\u4e00-\u9fff])(?=(?:然后|还有|对了|另外|另一个)(?![几些个一点]))")
+_PUNCTUATED = re.compile(r"[，,。！？!?；;:：、\s]")
+
+
+def _run_on_parts(masked: str, span: tuple[int, int, bool]) -> list[tuple[int, int, bool]]:
+    """``span`` split where a long run without any punctuation or space turns to its next point."""
+    start, end, question = span
+    if end - start < 40 or _PUNCTUATED.search(masked[start:end]):
+        return [span]
+    cuts = [start, *(start + m.start() for m in _RUN_ON_TURN.finditer(masked[start:end]) if m.start() > 0), end]
+    return [(a, b, question and b == end) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 
 def split_statements(text: str) -> list[tuple[str, bool]]:
@@ -144,7 +159,7 @@ _RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|单
 
 #: a head naming only an occasion or a document, its instruction still to come ("以后给CRC发访视提醒的时候，
 #: …", "以后每次 monitoring visit 的 confirmation letter 草稿，…"): the next fragment completes it
-_OPEN_HEAD = re.compile(r"(?:的时候|时候|之前|之后|前后|里面?|当中|中|上面|草稿|的事|这块|方面)\s*$|"
+_OPEN_HEAD = re.compile(r"(?:的时候|时候|之前|之后|前后|里面?|当中|中|上面|草稿|的事|这块|方面|[那这]一?[项栏列条])\s*$|"
                         # a head announcing what it adds ("…提醒里加一句，让她们通知受试者…"): the content follows
                         r"(?:加|附|写|补|添)(?:上|一)?[句行段条列栏]\s*$|"
                         r"(?:清单|名单|表|报告|汇总|提醒|列表|纪要|记录|文件|导出|模板|\bdrafts?|\bletters?|"

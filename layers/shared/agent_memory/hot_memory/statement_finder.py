@@ -115,6 +115,8 @@ from agent_memory.hot_memory.statement_lexicon import LESSON_OPENING as _LESSON_
 from agent_memory.hot_memory.statement_lexicon import NO_MORE as _NO_MORE
 from agent_memory.hot_memory.statement_lexicon import NO_SUBJECT as _NO_SUBJECT
 from agent_memory.hot_memory.statement_lexicon import NOUN_TOPIC as _NOUN_TOPIC
+from agent_memory.hot_memory.statement_lexicon import AS_BEFORE as _AS_BEFORE
+from agent_memory.hot_memory.statement_lexicon import DOING_NOW as _DOING_NOW
 from agent_memory.hot_memory.statement_lexicon import NOW_IS as _NOW_IS
 from agent_memory.hot_memory.statement_lexicon import ON_AN_OCCASION as _ON_AN_OCCASION
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT
@@ -208,6 +210,7 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     if focus and not _trap(norm, focus.start(), focus.end(), message, question=question):
         frags = fragments(sentence[focus.end():])
         label = "当前重点：" if language_of(sentence) == "zh" else "Current focus: "
+        frags[:1] = [re.sub(r"^(.{1,20}?)上(?:使|用)(?:劲|力)?(?=$|\W)", r"\1", frags[0])] if frags else []
         body = re.sub(r"^(?:for|on|is)\s+", "", statement_body(*_head_and_rest(frags)).strip(), flags=re.IGNORECASE)
         return FoundStatement(label + body, "change") if re.search(r"\w", body) else None
     never = NEVER_AGAIN.search(norm)
@@ -218,6 +221,8 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
             idx -= 1  # the instruction the "never" clause completes ("keep dates in the … form, never 14/06")
         return FoundStatement(statement_body(LEAD_FILLER.sub("", frags[idx]), frags[idx + 1:]), "durable")
     occasion = RECURRING.search(norm) or RECURRING_DOCUMENT.search(norm)
+    if occasion and re.search(r"我[^，,。]{0,4}$", norm[: occasion.start()]):
+        occasion = None  # "那段说明我每次都是直接划过去的": what the speaker does, not an instruction
     if occasion and INSTRUCTION.search(norm, occasion.end()) and not _trap(
             norm, occasion.start(), occasion.end(), message, question=question, durable=True):
         frags = fragments(sentence)
@@ -349,7 +354,7 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
         f = nfkc(frag)
         wish = _WISH.search(f)
         if wish is None or f[wish.end(): wish.end() + 1] == "的" or _COMPLAINT.search(f) or _PURPOSE.search(f) or \
-                _NOW_IS.match(LEAD_FILLER.sub("", f)):
+                _NOW_IS.match(LEAD_FILLER.sub("", f)) or _DOING_NOW.search(f):
             continue  # "早上发的…" (a relative clause), "周一上午发我根本没空看" (a complaint), "周五汇报要用" (a use)
         if values(f) and not ONE_OFF.search(f) and not (_TASK_NOW.search(f) and not PREFER.search(norm)):
             start = norm.find(f) if f in norm else 0
@@ -379,8 +384,8 @@ def _topic_before(sentence: str, cue_start: int) -> str:
 def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
     """A new value for a named subject ("周报还是改到周四", "重点改成…"); not a decision of the day."""
     change = CHANGE.search(norm)
-    if not change or question or DECISION.search(norm[: change.start()]):
-        return None
+    if not change or question or DECISION.search(norm[: change.start()]) or FOCUS_CHANGE.search(norm[: change.start()]):
+        return None  # "接下来劲都往W48上使，…，DMC会定在11月中旬": the focus, found by _implicit
     before = fragment_at(norm, change.start(), change.end())
     before = before[: before.find(change.group())] if change.group() in before else ""
     if not LEAD_FILLER.sub("", before).strip():
@@ -539,6 +544,8 @@ def find_statements(text: str) -> list[FoundStatement]:
     masked_all = mask_quotes(text)
     out: list[FoundStatement] = []
     note = NOTE.search(nfkc(masked_all)) if len(nfkc(masked_all)) == len(masked_all) else NOTE.search(masked_all)
+    if note and re.search(r"[让叫][^，,。！？!?]{1,4}$", text[: note.start()]):
+        note = None  # "我让护士记下来了": someone else was told to note it
     lesson = bool(LESSON.search(nfkc(text)))
     if note and text[note.end():].strip():
         rest = text[note.end():]
@@ -569,7 +576,7 @@ def find_statements(text: str) -> list[FoundStatement]:
             continue
         found.sentence = sentence
         found.text = clean_statement(found.text) if found.kind != "withdraw" else found.text
-        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text) or (
+        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text) or _AS_BEFORE.search(found.text) or (
                 _ASKS_REMINDER.search(found.text) and not _ON_AN_OCCASION.search(found.text)
                 and found.kind != "withdraw"):
             continue  # "每月31号提醒我做数据备份": a reminder the reminder skill schedules, not memory

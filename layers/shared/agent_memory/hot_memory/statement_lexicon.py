@@ -23,7 +23,7 @@ DURABLE_ZH = re.compile(
 AFTER_EVENT = re.compile(
     r"(?:入组|出院|入院|手术|术|治疗|用药|服药|随访|访视|筛选|随机化?|溶栓|发病|给药|签署|结束|完成|开始|V\d+|\d+\s*[天周月年]|"
     # a date ("28号以后就不用了", "5月15日以后")
-    r"\d{1,2}\s*[号日]|"
+    r"\d{1,2}\s*[号日]|复查[\u4e00-\u9fffA-Za-z]{0,6}|血常规|化验|采血|抽血|检查|"
     # a visit or cycle code ("C2D1以后的访视", "W12以后", "第二周期以后")
     r"(?<![A-Za-z])[CDWMV]\d+(?:D\d+)?|第[0-9一二三四五六七八九十]+(?:个)?(?:周期|疗程|次访视|次随访|周|天)|基线|首剂|末次)\s*$"
     r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
@@ -41,14 +41,15 @@ DURABLE_EN = re.compile(
 ALWAYS_MODAL = re.compile(r"\b(?:should|must|shall|will|needs? to|ha(?:s|ve) to)\s+(?:always|never)\b", _I)
 #: a habitual instruction without a cue ("给CRC的提醒都用中文", "周报一律按中心分组")
 HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:在[^，,。]{1,8}?)?"
-                         r"(?:用|按|以|写|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
+                         r"(?:用|按|以|写|填|取|保留|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
 #: a recurring occasion before an instruction ("每次导出的时候…加一行", "每周一早上…发我", "for every
 #: monitoring visit, send me …"): the instruction holds each time
 RECURRING = re.compile(
     r"每次|每回|每逢|每条|每行|每一行|每份|每周[一二三四五六日天]?|每个?(?:星期|礼拜)[一二三四五六日天]?|每天|每日|每月|每个月|"
     r"每季度|"
     r"(?:不管|无论|不论)[^，,。]{0,12}[，,]?[^。]{0,16}都|"
-    r"\b(?:for |on |at |before |after |ahead of )?(?:every|each)\s+(?:of (?:my|our|the|their|his|her|your) )?"
+    r"\b(?:for |on |at |before |after |ahead of )?(?:every|each|any)\s+(?:of (?:my|our|the|their|his|her|your) )?"
+    r"(?:(?:subject|patient|participant)'s (?:\w+ )?)?"
     r"(?:(?:other|second|third) )?"
     r"(?:time|day|week|month|quarter|monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|other (?:week|monday|tuesday|wednesday|thursday|friday)|[a-z]+ (?:visit|meeting|export|report)s?|"
@@ -137,7 +138,7 @@ REMEMBER = re.compile(
     _I,
 )
 NOTE = re.compile(
-    r"(?:你|帮我|也|请)?(?:记一下|记下来|记下|记录一下|备注一下|记一笔)(?!了)\s*[:：]?\s*|"
+    r"(?:你|帮我|也|请)?(?:记一下|记下来|记下(?!来)|记录一下|备注一下|记一笔)(?!了)\s*[:：]?\s*|"
     r"(?:顺手|顺便)?记(?:个|一个|一条)\s*(?:lesson|教训|坑|事)\s*[:：]\s*|"
     r"\b(?:note this(?: down)?|for the record)\s*[:：]\s*",
     _I,
@@ -201,6 +202,7 @@ ONE_OFF = re.compile(
 )
 CLINICAL_ORDER = re.compile(
     r"医嘱|会诊|出院|每天测|各测|测一次|监测|血糖|血压|峰流速|服用|口服|继续吃|注射|雾化|剂量|用药|服药|吃药|复查|复诊|化验|抽血|"
+    r"血常规|查血|血小板|中性粒|微克|μg|"
     r"肝功|肾功|停(?=[\u4e00-\u9fff]{1,6}(?:平|片|素|霉|星|林|酮|胺|醇|钠|钾|药))|起停|非药物|躁动|镇静|"
     r"减成|减量|加量|加用|停用|\b(?:discharge|prescrib\w*|take \d|recheck|labs?|tid|bid|qd|qid|qn|prn)\b|"
     r"(?<![A-Za-z])mg(?![A-Za-z])|先停[一两三\d]?[天周]?|(?:减|降|加)到\s*\d+\s*(?:mg|毫克|片|粒)", _I
@@ -209,7 +211,9 @@ CLINICAL_ORDER = re.compile(
 #: the assistant, whether or not the message names the subject
 DOSE_REGIMEN = re.compile(
     r"(?:每天|每日|每晚|每早|早晚|一天|一日|睡前|饭后|饭前)[^，,。；;]{0,8}?[一两二三四五半0-9.]+\s*(?:片|粒|支|袋|mg|毫克|ml|毫升|单位|iu)"
-    r"|\b\d+(?:\.\d+)?\s*mg\s+(?:once|twice|three times) (?:a|per) day\b", _I)
+    r"|\b\d+(?:\.\d+)?\s*mg\s+(?:once|twice|three times) (?:a|per) day\b"
+    # what the doctor had the patient do ("我让他先停两周", "让她减到135微克")
+    r"|让(?:他|她|患者|病人|受试者)[^，,。]{0,4}(?:停|减|加|换|吃|服|恢复)", _I)
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
                       r"再\s*(?:confirm|确认)\s*一下|"
                       r"还记得吧|都还记得|"
@@ -217,7 +221,7 @@ RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|
                       r"\bsame as before\b|\bas (?:i )?said\b|"
                       r"\bi (?:told you|said)\b", _I)
 WITHDRAW = re.compile(
-    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|"
+    r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|不(?:用|要)?(?:加|放|发|列)了|"
     r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b|"
     r"\b(?:disregard|ignore) (?:what i (?:said|asked|wrote)|my (?:earlier |last )?(?:request|message|note)|that)\b",
     _I,
@@ -310,7 +314,7 @@ RISK_CLOSED = re.compile(
     r"\bno longer a (?:risk|concern|worry)\b|\bstop worrying about\b|\bclose (?:that|the|this) risk\b", _I)
 #: a temporary state of a site, a system or a supply ("site 03 is paused for new enrolment", "EDC暂停录入")
 STATE_NOW = re.compile(
-    r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|(?:入组|筛选|发药)(?:先|暂时|暂)?停|"
+    r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|(?:入组|筛选|发药)(?:先|暂时|暂)?停|(?:主任|PI|负责人|联系人|CRC)换(?:了|成)|"
     # an arrangement of the sites already changed ("随访都挪到周六上午做了")
     r"(?:挪到|改到|改在|调到|移到|改成)[^，,。；;]{1,14}?(?:做|进行|开展|办)?了|"
     r"\b(?:paused|on hold|suspended|frozen|closed (?:to|for)|offline|unavailable|down for)\b", _I)
@@ -320,7 +324,7 @@ STATE_SUBJECT = re.compile(
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
-HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一?下|"
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一?下|(?:跟|和|给)大家说一声|"
                       r"告诉大家)"
                       r"(?![a-z])\s*[:：,，]?\s*", _I)
 #: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
@@ -354,7 +358,8 @@ CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)�
 #: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
 #: query，就把他单独拎出来放清单最前面", "whenever …, put …")
 CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)(?:[^，,。]{2,40}[，,]\s*){1,2}"
-                              r"(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?"
+                              # "…，就把…", "…，当天就发我", "…，周五那张表里把它那一行标红" (no 就, no 我 before the act)
+                              r"(?:(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?|[^，,。我]{0,10}?(?=把))"
                               r"(?:把|放|标|列|单独|发|写|加|提醒|告诉|通知|@|在群里|打电话|跟我说)|"
                               r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
 
@@ -402,6 +407,12 @@ NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|�
 
 #: how it is now ("现在是全部人混在一起按due date排的"): a description before the change, no value to keep
 NOW_IS = re.compile(r"^(?:现在|目前|眼下)(?:都|还|一直)?是.*的\W*$")
+
+#: a statement that only keeps things as they are ("Keep the lists exactly as they were.", "保持原样就行")
+AS_BEFORE = re.compile(r"^\W*(?:please )?(?:keep|leave) (?:\w+ ){0,3}(?:exactly |just )?as (?:they|it) (?:were|was|are|is)\W*$|"
+                       r"^\W*(?:还是|就)?(?:保持原样|照旧|跟原来一样|和以前一样)(?:就行|就好|吧)?\W*$", re.IGNORECASE)
+#: someone doing it now ("周六还在改PPT", "正在改表"): a description, no value to keep
+DOING_NOW = re.compile(r"还在|正在|在(?=改|做|弄|写|赶)")
 
 #: what a thing is needed for ("周五跟主任们汇报要用"): the use of a one-off, not a value to keep
 PURPOSE = re.compile(r"(?:要|得|需要|准备|打算)用[了的吧呢]?\W*$")

@@ -55,6 +55,8 @@ _REPORTED_THAT = re.compile(r"\b(?<!i )(?:says|said|tells us|told us|mentioned|r
 
 #: "don't wait until … to say it" ("别攒到周会再说"): no postponement, the opposite
 _NOT_UNTIL = re.compile(r"(?:别|不要|不用|不必)[^，,。；;]{0,10}再(?:说|议|讨论)")
+#: wait until something before deciding ("等国庆回来再说吧"): a postponement of the whole sentence
+_WAIT_UNTIL = re.compile(r"等[^，,。；;]{1,12}再(?:说|议|改|定|弄|看|讨论)")
 #: the speaker takes it on themself ("…我周四前都发给中心，你不用管了"): the assistant has nothing to keep
 _NOT_YOURS = re.compile(r"你(?:就)?(?:不用|别|甭)管了?|不用你(?:管|操心)|"
                         r"\byou don'?t need to (?:do|handle|worry about) "
@@ -89,6 +91,8 @@ def is_trap(norm: str, start: int, end: int, message: str, *, question: bool, du
         return True
     if POSTPONE.search(frag) or (LATER.search(frag.rstrip("。.!！ ~～")) and not _NOT_UNTIL.search(frag)):
         return True
+    if _WAIT_UNTIL.search(norm) and not _NOT_UNTIL.search(norm):
+        return True  # "…的事，等国庆回来再说吧，现在先别改"
     if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()) or _NOT_YOURS.search(message):
         return True
     if REPORTED.search(prefix[-12:]) or _REPORTED_THAT.search(re.split(r"[.。!！?？；;](?:\s|$)", prefix)[-1]):
@@ -98,7 +102,7 @@ def is_trap(norm: str, start: int, end: int, message: str, *, question: bool, du
     if any(not (durable and _each_time(frag, m)) for m in ONE_OFF.finditer(frag)) or (
             durable and SUBJECT_ID.search(frag)):
         return True
-    if DOSE_REGIMEN.search(frag):
+    if DOSE_REGIMEN.search(frag) or DOSE_REGIMEN.search(norm):
         return True
     return bool(SUBJECT_ID.search(message) and CLINICAL_ORDER.search(frag)) or bool(
         SUBJECT_ID.search(norm) and CLINICAL_ORDER.search(norm))
