@@ -272,7 +272,8 @@ _FAMILIES: dict[str, tuple[re.Pattern[str], dict[str, str]]] = {
                {"xlsx": "excel", "xls": "excel", "docx": "word"}),
     "weekday": (re.compile(r"(?:周|星期|礼拜)([一二三四五六日天末])|\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
                            r"\b(weekends?)\b", re.IGNORECASE), {}),
-    "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)|(十一|十二|[一二两三四五六七八九十])点", re.IGNORECASE),
+    "clock": (re.compile(r"(\d{1,2})\s*(?:点|:\d\d|\s?[ap]\.?m\b)|(十一|十二|[一二两三四五六七八九十])点",
+                         re.IGNORECASE),
               {"一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8",
                "九": "9", "十": "10", "十一": "11", "十二": "12"}),
     # how long before: a number and a unit (提前2天, 提前一周, 3 days ahead, a week before)

@@ -159,7 +159,8 @@ _RULE_INSIDE = re.compile(r"一律|统一|必须|务必|写成|改成|换成|单
 
 #: a head naming only an occasion or a document, its instruction still to come ("以后给CRC发访视提醒的时候，
 #: …", "以后每次 monitoring visit 的 confirmation letter 草稿，…"): the next fragment completes it
-_OPEN_HEAD = re.compile(r"(?:的时候|时候|之前|之后|前后|里面?|当中|中|上面|草稿|的事|这块|方面|[那这]一?[项栏列条])\s*$|"
+_OPEN_HEAD = re.compile(r"(?:的时候|时候|之前|之后|前后|里面?|当中|中|上面|草稿|的事|这块|方面)\s*$|"
+                        r"[那这]一?[项栏列条]\s*$|"  # one item named ("核查清单里HBV DNA那项，…就别列了")
                         # a head announcing what it adds ("…提醒里加一句，让她们通知受试者…"): the content follows
                         r"(?:加|附|写|补|添)(?:上|一)?[句行段条列栏]\s*$|"
                         r"(?:清单|名单|表|报告|汇总|提醒|列表|纪要|记录|文件|导出|模板|\bdrafts?|\bletters?|"

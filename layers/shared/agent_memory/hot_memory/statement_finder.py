@@ -102,10 +102,12 @@ from agent_memory.hot_memory.statement_lexicon import (
     UNTIL,
     WITHDRAW,
 )
+from agent_memory.hot_memory.statement_lexicon import AS_BEFORE as _AS_BEFORE
 from agent_memory.hot_memory.statement_lexicon import ASKS_REMINDER as _ASKS_REMINDER
 from agent_memory.hot_memory.statement_lexicon import COMPLAINT as _COMPLAINT
 from agent_memory.hot_memory.statement_lexicon import CONDITIONAL_RULE as _CONDITIONAL_RULE
 from agent_memory.hot_memory.statement_lexicon import CONFIRMING as _CONFIRMING
+from agent_memory.hot_memory.statement_lexicon import DOING_NOW as _DOING_NOW
 from agent_memory.hot_memory.statement_lexicon import EN_OUTPUT as _EN_OUTPUT
 from agent_memory.hot_memory.statement_lexicon import EVERY_MORNING as _EVERY_MORNING
 from agent_memory.hot_memory.statement_lexicon import EXCEPT as _EXCEPT
@@ -115,8 +117,6 @@ from agent_memory.hot_memory.statement_lexicon import LESSON_OPENING as _LESSON_
 from agent_memory.hot_memory.statement_lexicon import NO_MORE as _NO_MORE
 from agent_memory.hot_memory.statement_lexicon import NO_SUBJECT as _NO_SUBJECT
 from agent_memory.hot_memory.statement_lexicon import NOUN_TOPIC as _NOUN_TOPIC
-from agent_memory.hot_memory.statement_lexicon import AS_BEFORE as _AS_BEFORE
-from agent_memory.hot_memory.statement_lexicon import DOING_NOW as _DOING_NOW
 from agent_memory.hot_memory.statement_lexicon import NOW_IS as _NOW_IS
 from agent_memory.hot_memory.statement_lexicon import ON_AN_OCCASION as _ON_AN_OCCASION
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT

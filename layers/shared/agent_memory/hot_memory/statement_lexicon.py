@@ -324,7 +324,8 @@ STATE_SUBJECT = re.compile(
     r"\b(?:site|sites|edc|database|system|portal|pharmacy|enrol+ment|recruitment|shipments?|supply|lab|irb|"
     r"randomi[sz]ation)\b", _I)
 #: a heads-up label before a note ("Heads up:", "FYI", "提醒大家：", "通知一下：")
-HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一?下|(?:跟|和|给)大家说一声|"
+HEADS_UP = re.compile(r"^\W*(?:heads[- ]up|fyi|psa|update|提醒(?:一下)?大家|(?:跟|和|给)?(?:大家)?(?:通知|同步)一?下|"
+                      r"(?:跟|和|给)大家说一声|"
                       r"告诉大家)"
                       r"(?![a-z])\s*[:：,，]?\s*", _I)
 #: a past story, no current state ("上次…暂停入组", "去年…", "The EDC was down …")
@@ -358,7 +359,7 @@ CONFIRMING = re.compile(r"(?:没变|不变|对|是|没错|照旧|一样|这样)�
 #: a conditional rule for an output: a condition, then 就 and an instruction ("如果同一个受试者一周里被开了三条以上
 #: query，就把他单独拎出来放清单最前面", "whenever …, put …")
 CONDITIONAL_RULE = re.compile(r"(?:^|[，,：:]\s*)(?:如果|要是|只要|一旦|凡是|每当|假如)(?:[^，,。]{2,40}[，,]\s*){1,2}"
-                              # "…，就把…", "…，当天就发我", "…，周五那张表里把它那一行标红" (no 就, no 我 before the act)
+                              # "…，就把…", "…，当天就发我", "…，周五那张表里把它那一行标红" (no 就 nor 我)
                               r"(?:(?:当天|马上|立刻|第一时间|及时)?就\s*(?:马上|立刻|第一时间)?|[^，,。我]{0,10}?(?=把))"
                               r"(?:把|放|标|列|单独|发|写|加|提醒|告诉|通知|@|在群里|打电话|跟我说)|"
                               r"^\W*whenever\b[^.]{2,60},\s*(?:put|list|flag|mark|send|add|move)\b", re.IGNORECASE)
@@ -409,7 +410,8 @@ NO_SUBJECT = re.compile(r"^(?:还是|改|用|就|直接|换|先按|按|发我|�
 NOW_IS = re.compile(r"^(?:现在|目前|眼下)(?:都|还|一直)?是.*的\W*$")
 
 #: a statement that only keeps things as they are ("Keep the lists exactly as they were.", "保持原样就行")
-AS_BEFORE = re.compile(r"^\W*(?:please )?(?:keep|leave) (?:\w+ ){0,3}(?:exactly |just )?as (?:they|it) (?:were|was|are|is)\W*$|"
+AS_BEFORE = re.compile(r"^\W*(?:please )?(?:keep|leave) (?:\w+ ){0,3}(?:exactly |just )?"
+                       r"as (?:they|it) (?:were|was|are|is)\W*$|"
                        r"^\W*(?:还是|就)?(?:保持原样|照旧|跟原来一样|和以前一样)(?:就行|就好|吧)?\W*$", re.IGNORECASE)
 #: someone doing it now ("周六还在改PPT", "正在改表"): a description, no value to keep
 DOING_NOW = re.compile(r"还在|正在|在(?=改|做|弄|写|赶)")
