@@ -132,6 +132,11 @@ _CHANGE_WORDS = re.compile(rf"{_CUE_WORDS}|{_REQUEST_WORDS}|麻烦|{_CHANGE_VERB
 _ASKING = re.compile(rf"{_REQUEST_WORDS}|[吗？?]+$")
 
 
+#: a part of an output said to be of no use ("写了也白写", "nobody reads it"): the statement says what replaces it
+_USELESS = re.compile(r"白写|没用|用不上|没人看|不看的|划过去|跳过去|"
+                      r"\bnobody reads\b|\buseless\b|\bskip (?:it|that part)\b", re.IGNORECASE)
+
+
 #: the line's output praised or acknowledged before the statement ("中午那份名单刚收到了，挺好。然后…"):
 #: what follows is a new instruction, not a change of that line
 _PRAISED = re.compile(r"挺好|很好|不错|好用|收到了|没问题|\b(?:great|thanks|works (?:well|fine)|looks good)\b",
@@ -247,6 +252,9 @@ def amendment(statement: str, message: str, lines: Sequence[HotMemoryLine]) -> A
         # the value named with the line's subject or its kind of output ("早上8点那份名单…")
         about = _about(context, line.text) or bool(output_kinds(context) & output_kinds(line.text))
         if named and about and _changes(statement, line.text, named):
+            return Amendment(line, _joined(line.text, statement, added=False))
+        if _USELESS.search(context) and _about(context, line.text, least=2):
+            # "表后面那段进展说明我每次都直接划过去，写了也白写。以后就给我那张表": that part goes
             return Amendment(line, _joined(line.text, statement, added=False))
         rest_stays = bool(_REST_STAYS.search(whole)) or _keeps_a_value_of(whole, line.text)
         if (adds or rest_stays) and _about(whole, line.text, least=1 if adds and rest_stays else 2):

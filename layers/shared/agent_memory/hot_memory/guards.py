@@ -114,7 +114,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (_IDENTIFIER_NOUNS, _ACT_ON_IDENTIFIERS), removable=True, act=1,
              act_is_output=True),
     _Concept("record_write", "forbidden", (
-        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改|更正|编辑|填进|填入|填到|填上|写进|写入|"
+        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改(?![成为到用发在])|更正|编辑|填进|填入|填到|填上|"
+                   r"写进|写入|"
                    r"录进|导入|覆盖|换算|替换|"
                    r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|backfill|"
                    r"fill(?:s|ed|ing)? (?:(?:it|them|that|those) )?in|"

@@ -48,7 +48,7 @@ from agent_memory.hot_memory.speaker_lines import (
     speaker_own_subject,
     speaker_role_subject,
 )
-from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
+from agent_memory.hot_memory.statement_lexicon import ACT_NOW, BACK_REFERENCE, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.statements import find_statements, relaxes_system_rules
 from agent_memory.hot_memory.subjects import closes_risk as _closes_risk
 from agent_memory.hot_memory.subjects import restates as _restates
@@ -364,7 +364,8 @@ class _Merge:
                     "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
                 same = [amended.target]
         if not same and cand.section == "User Preferences":
-            same = (changed_mind(statement.text, statement.speaker, self.lines) if cand.kind == "change" else []) or \
+            points_back = cand.kind == "change" or bool(BACK_REFERENCE.search(nfkc(statement.speaker.content)))
+            same = (changed_mind(statement.text, statement.speaker, self.lines) if points_back else []) or \
                 sole_value_line(statement.text, statement.speaker, self.lines)
         if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
                 statement.text):

@@ -121,6 +121,7 @@ from agent_memory.hot_memory.statement_lexicon import NOW_IS as _NOW_IS
 from agent_memory.hot_memory.statement_lexicon import ON_AN_OCCASION as _ON_AN_OCCASION
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT as _OPENS_WITH_DOCUMENT
 from agent_memory.hot_memory.statement_lexicon import OPENS_WITH_DOCUMENT_EN as _OPENS_WITH_DOCUMENT_EN
+from agent_memory.hot_memory.statement_lexicon import PLEASANTRY as _PLEASANTRY
 from agent_memory.hot_memory.statement_lexicon import PURPOSE as _PURPOSE
 from agent_memory.hot_memory.statement_lexicon import TASK_NOW as _TASK_NOW
 from agent_memory.hot_memory.statement_lexicon import TELL_ME as _TELL_ME
@@ -576,7 +577,8 @@ def find_statements(text: str) -> list[FoundStatement]:
             continue
         found.sentence = sentence
         found.text = clean_statement(found.text) if found.kind != "withdraw" else found.text
-        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text) or _AS_BEFORE.search(found.text) or (
+        if OWN_PROMISE.match(found.text) or ANAPHORA.match(found.text) or _AS_BEFORE.search(found.text) or \
+                _PLEASANTRY.match(found.text) or (
                 _ASKS_REMINDER.search(found.text) and not _ON_AN_OCCASION.search(found.text)
                 and found.kind != "withdraw"):
             continue  # "每月31号提醒我做数据备份": a reminder the reminder skill schedules, not memory

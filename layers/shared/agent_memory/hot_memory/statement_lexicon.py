@@ -413,6 +413,9 @@ NOW_IS = re.compile(r"^(?:现在|目前|眼下)(?:都|还|一直)?是.*的\W*$")
 AS_BEFORE = re.compile(r"^\W*(?:please )?(?:keep|leave) (?:\w+ ){0,3}(?:exactly |just )?"
                        r"as (?:they|it) (?:were|was|are|is)\W*$|"
                        r"^\W*(?:还是|就)?(?:保持原样|照旧|跟原来一样|和以前一样)(?:就行|就好|吧)?\W*$", re.IGNORECASE)
+#: a pleasantry left as the body of a cue ("Starting next week would be great.", "以后就好")
+PLEASANTRY = re.compile(r"^\W*(?:that |it )?(?:would be|is) (?:great|nice|good|perfect|lovely)\W*$|"
+                        r"^\W*(?:thanks?|thank you|谢谢|辛苦了?|麻烦了)\W*$", re.IGNORECASE)
 #: someone doing it now ("周六还在改PPT", "正在改表"): a description, no value to keep
 DOING_NOW = re.compile(r"还在|正在|在(?=改|做|弄|写|赶)")
 
