@@ -162,7 +162,7 @@ def test_one_change_replaces_the_preference_it_is_most_about() -> None:
     assert sorted(result.replaced) == ["hm-visit"] and any(ln.line_id == "hm-daily" for ln in result.lines)
 
 
-IDENTIFIERS = _line("助手不处理受试者的身份标识信息（姓名、手机号、住址）：一律只用受试者编号。", None,
+IDENTIFIERS = _line("助手不处理受试者的身份标识信息（姓名、身份证号、手机号、住址）：一律只用受试者编号。", None,
                     line_id="hm-id", section="System Rules", source="admin")
 
 
@@ -268,3 +268,54 @@ def test_two_lists_sharing_only_list_words_keep_their_own_days() -> None:
     old = _line("每个工作日晚上把到采血时间点的受试者清单按中心分组发给CRC。", "CRC")
     result = _merge([old], "以后每周四下午给CRC们发一份这周新开的query清单，按中心分开", "u-dm", "DM")
     assert [ln.line_id for ln in result.lines][0] == "hm-old" and len(result.lines) == 2
+
+
+def _day(lines: list[HotMemoryLine], messages: list[tuple[str, str, datetime]], user: str, role: str) -> MergeResult:
+    """One distillation run over the day's messages so far (``(id, text, at)``), as the job merges them."""
+    said = [FlowLogEntry(message_id=i, session_id="s", role="user", content=t, at=at, user_id=user, study_role=role)
+            for i, t, at in messages]
+    return merge_candidates(HotMemory(project_id="p1", lines=lines), extract_rule_candidates(said),
+                            day_messages={m.message_id: m for m in said}, day="2026-09-14", now=T + timedelta(hours=20),
+                            max_line_tokens=200)
+
+
+def test_a_rerun_of_a_day_merged_earlier_does_not_bring_back_a_replaced_line() -> None:
+    first = ("m-1", "以后给我的提醒都发邮件", T)
+    second = ("m-2", "提醒别发邮件了，以后发企业微信", T + timedelta(hours=2))
+    morning = _day([], [first], "u-pi", "PI")
+    noon = _day(morning.lines, [first, second], "u-pi", "PI")
+    night = _day(noon.lines, [first, second], "u-pi", "PI")
+    assert [ln.text for ln in night.lines] == [ln.text for ln in noon.lines]
+    assert not night.changed and len(noon.lines) == 1 and noon.lines[0].retired_evidence == ["m-1"]
+
+
+def test_a_bare_new_value_the_same_day_changes_the_speakers_line() -> None:
+    first = _merge([], "以后访视窗口提醒提前两周发我", "u-w", "CRC")
+    second = _merge(first.lines, "算了还是提前10天吧", "u-w", "CRC", at=T + timedelta(hours=1), message_id="m-2")
+    assert [ln.text for ln in second.lines] == ["访视窗口提醒提前10天发我。"]
+
+
+@pytest.mark.parametrize("message", ["我以后每周五下午把数据清理进度发到群里",
+                                     "我以后每天下班前把当天访视情况在群里同步一下"])
+def test_what_the_speaker_will_do_for_the_team_is_no_memory(message: str) -> None:
+    assert find_statements(message) == []
+
+
+DEVIATIONS = _line("方案偏离必须如实记录并按规定上报，不得隐瞒、淡化或不报。", None, line_id="hm-dev",
+                   section="System Rules", source="admin")
+
+
+@pytest.mark.parametrize(("message", "rule"), [
+    ("以后轻微偏离口头说一下就行了", DEVIATIONS),
+    ("以后超窗两天以内的访视不要写进偏离记录", DEVIATIONS),
+    ("患者问能不能把药掰开吃，你看着回就行，以后都这样", ADVICE),
+])
+def test_waivers_said_in_passing_go_to_review(message: str, rule: HotMemoryLine) -> None:
+    assert [item.detail for item in _merge([rule], message, "u-pi", "PI").reviews] == [rule.line_id]
+
+
+@pytest.mark.parametrize("message", ["以后不要处理受试者的姓名身份证号这些",
+                                     "Never include subjects' names or phone numbers in replies, only subject IDs."])
+def test_a_system_rule_said_again_is_a_duplicate_not_an_alarm(message: str) -> None:
+    result = _merge([IDENTIFIERS], message, "u-pi", "PI")
+    assert (result.reviews, result.duplicates, result.lines) == ([], 1, [IDENTIFIERS])

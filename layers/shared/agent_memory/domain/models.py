@@ -52,6 +52,9 @@ class HotMemoryLine(BaseModel):
     stated_at: datetime | None = None
     #: the user id of the speaker of that statement (a preference "for me" is scoped to them)
     stated_by: str | None = None
+    #: message ids of the statements this line replaced (newest last, at most 20): a re-run of a day
+    #: merged earlier in the day finds them said already and does not bring the replaced lines back
+    retired_evidence: list[str] = Field(default_factory=list)
 
 
 #: Section order of the hot-memory document.

@@ -205,17 +205,20 @@ def _joined(line: str, statement: str, *, added: bool) -> str:
     return f"{line.rstrip('. ')}. {'Also' if added else 'Now'}: {statement.strip()}"
 
 
-def kept_details(statement: str, line: HotMemoryLine) -> str:
+def kept_details(statement: str, line: HotMemoryLine, *, known: bool = False) -> str:
     """The text of the line that takes the place of ``line`` when ``statement`` gives its subject a
     new value: the line with the new value in place of the old one when that can be done cleanly
     (:func:`_substituted`); else the statement itself (its request form "能不能…？" dropped) when it
     touches every clause of the line, else the old line with the change after it (so "周报改成周一上午
     8点前发" keeps "按中心列出入组数…" of the line it changes).
 
+    ``known``: the caller found ``line`` as the statement's subject already (a change of mind of the
+    same day, the speaker's one line of that kind), so the statement need not name it.
+
     Returns:
         The new line's text.
     """
-    if not changes_value(statement, line.text):
+    if not known and not changes_value(statement, line.text):
         return statement
     clean = _substituted(line.text, statement)
     if clean is not None:

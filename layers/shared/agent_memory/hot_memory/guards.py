@@ -103,6 +103,7 @@ _IDENTIFIER_NOUNS = re.compile(
 #: an act on identifiers: writing, showing, sending, keeping or using them
 _ACT_ON_IDENTIFIERS = re.compile(
     r"发|写|加|列|放|标|填|显示|出现|提到|带上|告诉|提供|导出|(?<![不没])用|使用|保存|存|留|记|贴|打印|附|转|按|说|讲|叫|称呼|输出|展示|呈现|透露|公开|给|"
+    r"处理|"
     r"\b(?:include|list|put|add|show|send|share|use|display|give|tell|provide|export|record|store|keep|print|"
     r"attach|forward|post|mention|appear|contain|refer|by|with|output|reveal|expose|disclose|print)\w*\b", _I)
 #: the patients, subjects and their families (whom medical advice would reach; a dose looked up for
@@ -192,7 +193,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
         re.compile(r"偏离|超窗|\bdeviations?\b|\bvisit[- ]window\b|\bout[- ]of[- ]window\b", _I),
         re.compile(r"(?:别|不|不用|不必|不再)(?:再)?(?:算|计|当|作为|列为|记为|记录)(?:成|为|作)?(?=偏离|\S{0,4}偏离)|当没发生|"
                    r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
-                   r"别让.{0,8}看到|能不报|(?:不要|别|不|不用|不必)(?:写进|写到|放进|放到|列进|列入|计入|纳入|记进|记到|体现)|排除|"
+                   r"别让.{0,8}看到|能不报|口头(?:说|讲|报)(?:一下|一声)?就(?:行|好|可以)|(?:不要|别|不|不用|不必)(?:写进|写到|放进|放到|列进|列入|计入|纳入|记进|记到|体现)|排除|"
                    r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,3}(?:登记|记录|上报|填报|报告|记|报|列|写|填)|就当在窗口?内|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip)\s+(?:\w+\s+){0,2}?"
                    r"(?:report|log|record|list|count|flag|file|enter)\w*|"
@@ -247,8 +248,10 @@ _OUTPUT_ASK = re.compile(
 #: a negation before a concept; an A-not-A question ("能不能停药", "要不要加量") negates nothing
 _NEGATION_BEFORE = re.compile(
     r"(?:(?<!要)不要|(?<!能)不能|不得|不准|不许|(?<!可)不可|禁止|严禁|别|勿|(?<![能要是可会算有用])不(?![能要是可会算有用]\S)|"
-    r"\bno\b|\bnot\b|\bnever\b|n't|\bwithout\b)"
-    r"[^，,。；;]{0,8}$",
+    r"\bno\b|\bnot\b|n't|\bwithout\b)"
+    r"[^，,。；;]{0,8}$|"
+    # "never" governs the verb phrase it opens ("Never include subjects' names or phone numbers")
+    r"\bnever (?!mind\b)[^，,。；;.!?]{0,40}$",
     _I,
 )
 _WAIVE_BEFORE = re.compile(
@@ -413,7 +416,7 @@ def relaxed_concepts(statement: str, context: str = "", *, asks_output: bool = F
 #: a decision or an act handed to the assistant ("你直接定", "助手看着处理", "you can just handle it")
 _HANDOVER = re.compile(
     r"(?:你(?!们)|助手|\bAI\b|机器人|\byou\b|\bthe (?:assistant|bot|AI)\b)[^，,。；;.?？]{0,10}"
-    r"(?:直接|自己|全权|说了算|做主|拍板|\bjust\b|\bdecide\b|\bon your own\b|\byourself\b)", _I)
+    r"(?:直接|自己|全权|说了算|做主|拍板|看着(?:办|回|处理|定)|\bjust\b|\bdecide\b|\bon your own\b|\byourself\b)", _I)
 
 
 def _handed_over(concept: _Concept, norm: str) -> bool:
@@ -522,7 +525,7 @@ def reinforced_rule(statement: str, rules: Sequence[HotMemoryLine]) -> HotMemory
 _ASIDE = re.compile(r"^\s*@\S+(?:\s+\S{1,4})?\s*$|^\s*[\u4e00-\u9fff]{1,3}\s*$|"
                     r"^\s*(?:就|只|都)?(?:写|用|填|留)(?:受试者)?(?:编号|代码|id)\S{0,4}\s*$|"
                     r"(?:自己|他们|她们)(?:手里|手上)?(?:有|留着|保管)\S{0,3}\s*$|"
-                    r"^\s*(?:just |only )?(?:use|write) (?:the )?(?:subject |participant )?(?:codes?|ids?)\b", _I)
+                    r"^\s*(?:just |only )?(?:(?:use|write) )?(?:the )?(?:subject |participant )?(?:codes?|ids?)\b", _I)
 
 
 #: the items of a safeguard a rule may list one by one: a statement forbidding full names says again

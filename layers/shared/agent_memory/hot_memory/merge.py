@@ -57,6 +57,7 @@ from agent_memory.hot_memory.subjects import same_subject
 from agent_memory.hot_memory.team import Team
 
 DISTILLER = "distiller"
+PREFS = "User Preferences"
 #: The study roles a preference's scope may name.
 STUDY_ROLES: frozenset[str] = frozenset(get_args(StudyRole)) - {"Other"}
 
@@ -261,6 +262,10 @@ class _Merge:
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         context = "\n".join(m.content for m in said)
+        if cand.kind != "withdraw" and reinforced_rule(text, self.rules) is not None and not relaxed_rules(
+                text, self.rules, context="\n".join(m.content for m in said)):
+            self.result.duplicates += 1  # only forbids what a System Rule forbids ("以后不要处理受试者的姓名身份证号")
+            return
         # a withdrawal takes back what its speaker said; it relaxes a rule only by naming it ("那条规则不要了")
         held = None if cand.kind == "withdraw" and not names_rules(text) else _held_for_admin(
             cand, text, statement.info, self.lines, self.rules, target, context, asks_output=bool(feedback))
@@ -335,15 +340,18 @@ class _Merge:
         touched = self.result.touched
         if any(ln.line_id == new_line.line_id and ln.text == new_line.text and ln.role_tag == new_line.role_tag
                for ln in self.lines) or (not statement.feedback and any(
-                ln.source != "admin" and ln.line_id not in touched and set(statement.evidence) <= set(ln.evidence)
+                ln.source != "admin" and ln.line_id not in touched
+                and set(statement.evidence) <= {*ln.evidence, *ln.retired_evidence}
                 for ln in self.lines)):  # (a rated answer may be cited by several raters' reasons)
             # the same statement, merged already (a re-run of the day, an amended line citing it): no change
             self.result.duplicates += 1
             return
-        same = [ln for ln in self.lines if ln.source != "admin" and (
-            (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
-                                          speaker=speaker.user_id))
-            or same_subject(new_line, ln, change=cand.kind == "change"))]
+        mind = changed_mind(statement.text, speaker, self.lines, kind=cand.kind) if cand.section == PREFS else []
+        same = mind if mind and BACK_REFERENCE.search(nfkc(speaker.content)) else [
+            ln for ln in self.lines if ln.source != "admin" and (
+                (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
+                                              speaker=speaker.user_id))
+                or same_subject(new_line, ln, change=cand.kind == "change"))]  # "上午说的…" points back: that line
         if len(same) > 1 and cand.section == "User Preferences" and target not in same:
             # one change, several preferences holding a value of its kind: the one it is most about
             # ("随访名单改成前一周周五发我" changes the visit list, not the daily upload list sent on weekends)
@@ -363,10 +371,12 @@ class _Merge:
                     "text": amended.text, "role_tag": amended.target.role_tag,
                     "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
                 same = [amended.target]
-        if not same and cand.section == "User Preferences":
-            points_back = cand.kind == "change" or bool(BACK_REFERENCE.search(nfkc(statement.speaker.content)))
-            same = (changed_mind(statement.text, statement.speaker, self.lines) if points_back else []) or \
-                sole_value_line(statement.text, statement.speaker, self.lines)
+        if not same and cand.section == PREFS:
+            same = mind or sole_value_line(statement.text, statement.speaker, self.lines)
+            if len(same) == 1:  # the line keeps what the statement does not change, and its scope
+                kept = kept_details(statement.text, same[0], known=True)
+                new_line = new_line.model_copy(update={"text": kept, "role_tag": same[0].role_tag, "line_id": stable_id(
+                    "hm", self.hot.project_id, kept, *statement.evidence)})
         if cand.kind == "change" and not same and cand.section == "User Preferences" and not _recurring_output(
                 statement.text):
             self.result.rejected["no_subject"] += 1
@@ -473,6 +483,10 @@ def _held_for_admin(
     return ("contradicts_admin_line", clash.line_id) if clash is not None else None
 
 
+#: how many replaced statements' message ids a line remembers (``HotMemoryLine.retired_evidence``)
+_RETIRED_KEPT = 20
+
+
 def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryLine, same: list[HotMemoryLine]) -> None:
     """Add ``new_line``, or put it in place of the first line of ``same`` (the others removed): a
     line written earlier in this merge is a superseded statement of the day."""
@@ -481,6 +495,8 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
         result.added.append(new_line.line_id)
         return
     first = same[0]
+    retired = [e for old in same for e in (*old.retired_evidence, *old.evidence) if e not in new_line.evidence]
+    new_line = new_line.model_copy(update={"retired_evidence": list(dict.fromkeys(retired))[-_RETIRED_KEPT:]})
     lines[lines.index(first)] = new_line
     for extra in same[1:]:
         lines.remove(extra)

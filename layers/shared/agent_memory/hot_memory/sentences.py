@@ -190,7 +190,7 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
     for frag in rest_fragments:
         bare = LEAD_FILLER.sub("", frag)
         sets_value = bool(values(nfkc(frag))) and not COMPLAINT.search(nfkc(frag)) and (
-            _SETS.search(nfkc(frag)) is not None or _only_values(bare))
+            _SETS.search(nfkc(frag)) is not None or only_values(bare))
         if (ACT_NOW.search(nfkc(frag)) and not sets_value) or any(
                 m.group() not in _EACH_TIME_WORDS for m in ONE_OFF.finditer(nfkc(frag))):
             break  # what the message asks for now, or for one day ("C09下礼拜二的随访挪到礼拜三"), ends it
@@ -230,7 +230,7 @@ def _open(head: str) -> bool:
     return bool(_OPEN_HEAD.search(head)) or not (_SETS.search(norm) or _DOES.search(norm) or values(norm))
 
 
-def _only_values(fragment: str) -> bool:
+def only_values(fragment: str) -> bool:
     """The fragment is its values and at most a short lead ("还是周五上午", "PDF就行")."""
     rest = nfkc(fragment).casefold()
     for pattern in VALUE_PATTERNS.values():

@@ -23,7 +23,8 @@ from agent_memory.hot_memory.analysis import (
     subject_grams,
     values,
 )
-from agent_memory.hot_memory.statement_lexicon import ACT_NOW, DOCUMENT, ONE_OFF
+from agent_memory.hot_memory.sentences import only_values
+from agent_memory.hot_memory.statement_lexicon import ACT_NOW, BACK_REFERENCE, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.subjects import same_subject
 
 _PREFERENCES = "User Preferences"
@@ -76,24 +77,27 @@ def speaker_role_subject(cand: Candidate, text: str, speaker: FlowLogEntry, line
         for ln in lines if ln.source != "admin")
 
 
-def changed_mind(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+def changed_mind(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryLine], *,
+                 kind: str = "change") -> list[HotMemoryLine]:
     """The speaker's own line of the last 24 hours (by ``stated_at``) that a change of theirs is
     about: two content words / bigrams shared, or one and the message says no to the line's value
     ("每周一把失访的人拉个名单发我邮箱" then "失访名单还是别发邮箱了…企业微信私聊发我Excel就行"): a change
     of mind, in place of that line. ``[]`` when there is none or the message asks for something now
-    or for one day ("这周五之前先把04中心的清单给我吧").
+    or for one day ("这周五之前先把04中心的清单给我吧"), or when a statement that is no ``change``
+    (``kind``) does not point back to what was said ("上午说的…").
 
     Returns:
         ``[line]`` (the newest such line) or ``[]``.
     """
     said = nfkc(speaker.content)
-    if ACT_NOW.search(said) or ONE_OFF.search(said):
+    if ACT_NOW.search(said) or ONE_OFF.search(said) or (kind != "change" and not BACK_REFERENCE.search(said)):
         return []
     grams, refused = subject_grams(text), negated_values(said)
     mine = [ln for ln in lines if ln.source != "admin" and ln.stated_by == speaker.user_id
             and ln.stated_at is not None and timedelta(0) <= speaker.at - ln.stated_at <= timedelta(days=1)
             and (len(grams & subject_grams(ln.text)) >= 2
-                 or (grams & subject_grams(ln.text) and _refuses(refused, ln)))]
+                 or (grams & subject_grams(ln.text) and _refuses(refused, ln))
+                 or (only_values(text.rstrip("。.")) and _new_value_of(text, ln)))]  # "算了还是提前10天吧"
     return mine[-1:]
 
 
@@ -111,6 +115,12 @@ def sole_value_line(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryL
             and any(said[f] != v for f, v in values(ln.text).items() if f in said)
             and output_kinds(message) & output_kinds(ln.text)]
     return mine if len(mine) == 1 else []
+
+
+def _new_value_of(text: str, line: HotMemoryLine) -> bool:
+    """``text`` sets another value of a kind ``line`` sets (and no other kind)."""
+    said, current = values(text), values(line.text)
+    return bool(said) and said.keys() <= current.keys() and any(said[f] != current[f] for f in said)
 
 
 def _refuses(refused: dict[str, frozenset[str]], line: HotMemoryLine) -> bool:

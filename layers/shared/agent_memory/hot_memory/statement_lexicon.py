@@ -230,7 +230,10 @@ WITHDRAW = re.compile(
 OWN_PROMISE = re.compile(r"^(?:我|我们)(?:会|一定|尽量|保证|争取)|^(?:我|我们)[^，,。你]{0,6}?都会|"
                          r"^(?:i|we)(?:'ll| will| shall)\b|"
                          r"^[^，,。给发让叫替帮]{0,8}(?<![给发让叫替帮])(?:我|我们)(?:都|也|就|还)?"
-                         r"(?:会|一定会|保证|争取)", _I)
+                         r"(?:会|一定会|保证|争取)|"
+                         # "我每周五下午把进度发到群里": what the speaker will do, told to the team
+                         r"^(?:我|我们)(?:以后|今后|每|都|也)[^，,。你]{0,12}?把[^，,。]{1,24}?"
+                         r"(?:群|同步|大家|各位)", _I)
 #: a note that is a reminder of an appointment ("记一下 明天下午开会"): a one-off, not memory
 REMINDER = re.compile(r"提醒我|\bremind me\b", _I)
 #: a decision of the project ("决定 4 月起…改为…") is history for the weekly report, not memory
