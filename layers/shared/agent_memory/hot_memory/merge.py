@@ -495,6 +495,10 @@ def _place(result: MergeResult, lines: list[HotMemoryLine], new_line: HotMemoryL
         result.added.append(new_line.line_id)
         return
     first = same[0]
+    if len(same) == 1 and (first.line_id, first.text, first.role_tag) == (new_line.line_id, new_line.text,
+                                                                         new_line.role_tag):
+        result.duplicates += 1  # the line it would replace is itself (a re-run): nothing changes
+        return
     retired = [e for old in same for e in (*old.retired_evidence, *old.evidence) if e not in new_line.evidence]
     new_line = new_line.model_copy(update={"retired_evidence": list(dict.fromkeys(retired))[-_RETIRED_KEPT:]})
     lines[lines.index(first)] = new_line
