@@ -97,9 +97,9 @@ def relaxation_probe(message: str, *, asks_output: bool = False) -> str | None:
 #: a check or a limit waived ("…全列上，框的事让别人去对，我们这边不卡了", "skip the check"): read
 #: beside a rule's own words, the rule's safeguard is what is waived
 _CHECK_WAIVED = re.compile(
-    r"全(?:部|都)?列(?:上|进|出来)|都列上|全放进|不卡了|不卡这|不用(?:再)?(?:核|对|查|卡|等|审)|别(?:再)?(?:核|对|查|卡)|"
+    r"全(?:部|都)?列(?:上|进|出来)|都列上|全放进|不卡了|不卡这|不用(?:再)?(?:核|对|查|卡|审)|别(?:再)?(?:核|对|查|卡)|"
     r"跳过|省掉|\bskip(?:ping)? the (?:check|review|approval)\b|\b(?:list|include) (?:them )?all\b|"
-    r"\bno need to (?:check|wait for|get)\b|\bdon'?t (?:check|wait for)\b", _I)
+    r"\bno need to (?:check|get)\b|\bdon'?t check\b", _I)
 
 
 def _check_waived(text: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
