@@ -322,6 +322,6 @@ def test_a_system_rule_said_again_is_a_duplicate_not_an_alarm(message: str) -> N
 
 
 def test_not_waiting_for_a_report_waives_no_check() -> None:
-    data = _line("研究数据只能由研究人员在EDC中修改，并须经审批；助手不得直接修改或删除任何数据。", None, line_id="hm-data",
-                 section="System Rules", source="admin")
+    data = _line("研究数据只能由研究人员在EDC中修改，并须经审批；助手不得直接修改或删除任何数据。", None,
+                 line_id="hm-data", section="System Rules", source="admin")
     assert _merge([data], "以后数据核查的结果直接发我，不用等周报", "u-dm", "DM").reviews == []
