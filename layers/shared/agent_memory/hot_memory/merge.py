@@ -10,7 +10,6 @@ No I/O: callers read and save through the repository.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +32,6 @@ from agent_memory.hot_memory.analysis import (
     languages_present,
     nfkc,
     restates_value,
-    shared_grams,
     subject_grams,
 )
 from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction, compact_offline, validate_compaction
@@ -55,6 +53,7 @@ from agent_memory.hot_memory.subjects import restates as _restates
 from agent_memory.hot_memory.subjects import same_scope as _same_scope
 from agent_memory.hot_memory.subjects import same_subject
 from agent_memory.hot_memory.team import Team
+from agent_memory.hot_memory.withdrawal import bare_withdrawal, withdrawn_line
 
 DISTILLER = "distiller"
 PREFS = "User Preferences"
@@ -288,7 +287,7 @@ class _Merge:
 
     def _withdraw(self, statement: _Statement, target: HotMemoryLine | None) -> None:
         """The line the LLM named (an AI line), else the speaker's statement on that subject."""
-        bare = _bare_withdrawal(statement.text)
+        bare = bare_withdrawal(statement.text)
         if bare and (target is None or target.source == "admin"):
             # "那个算了", "scratch that": the speaker's newest line of the last 24 hours
             at, speaker = statement.speaker.at, statement.speaker.user_id
@@ -531,43 +530,10 @@ def _note_removed(result: MergeResult, line: HotMemoryLine) -> None:
         result.removed.append(line.line_id)
 
 
-def _bare_withdrawal(text: str) -> bool:
-    """A withdrawal naming nothing but what was just said ("那个算了，不用了", "scratch that, 还是照旧吧",
-    "Actually forget that, the site prints it"): its first clause has fewer than two content words once
-    its cue words are out (a reason may follow)."""
-    first = re.split(r"[，,;；。.—]", text.strip(), maxsplit=1)[0]
-    rest = re.sub(r"那个|这个|那条|算了|不用了|不要了|取消|撤回|还是照旧|照旧|就这样|吧|了|啊|哈|"
-                  r"\b(?:actually|scratch|forget|never ?mind|drop|cancel|that|this|it|please|sorry|ok|okay)\b",
-                  " ", first, flags=re.IGNORECASE)
-    return len(re.findall(r"[A-Za-z]{3,}|[\u4e00-\u9fff]{2,}", rest)) < 2
-
-
-#: what an English withdrawal names ("scratch the cc thing", "drop the SFTP idea"): its word(s) find the line
-_WITHDRAWN_THING = re.compile(r"\b(?:never mind|scratch|forget(?: about)?|drop|cancel)\s+the ([\w-]{2,}(?:[\w-]+)?)|"
-                              r"\bthe ([\w-]+(?: [\w-]+)?) (?:thing|bit|idea|request|part)\b|"
-                              # "disregard what I asked this morning about the mobile numbers"
-                              r"\b(?:said|asked|wrote|request(?:ed)?)\b[^.;]{0,30}?\babout (?:the )?([\w-]{3,}?)s?\b",
-                              re.IGNORECASE)
-
-
 def _withdraw(result: MergeResult, lines: list[HotMemoryLine], text: str, scopes: tuple[str | None, str | None],
               section: str, evidence: list[str]) -> None:
-    """Remove what a withdrawal takes back: the newest AI line of the same scope (``scopes``: the
-    statement's role tag and the speaker's user id — their own lines, also those they stated for a
-    colleague) sharing at least two content words / bigrams with it, or containing what an English
-    withdrawal names ("the cc thing"); a statement made earlier the same day first."""
-    role, speaker = scopes
-    scoped = [ln for ln in lines if ln.source != "admin" and (
-        ln.section == section or ln.line_id in result.added) and (
-        ln.section != "User Preferences" or not role or ln.role_tag in (None, role, speaker)
-        or (speaker is not None and ln.stated_by == speaker))]  # their own line for a colleague ("抄送何主任那个撤回")
-    named = _WITHDRAWN_THING.search(text)
-    thing = named and (named.group(1) or named.group(2) or named.group(3))
-    term = re.compile(rf"\b{re.escape(thing)}\b", re.IGNORECASE) if thing else None
-    scored = sorted(((max(shared_grams(text, ln.text), 2 * bool(term and term.search(ln.text))),
-                      ln.line_id in result.added, i, ln) for i, ln in enumerate(scoped)),
-                    key=lambda t: (t[1], t[0], t[2]), reverse=True)
-    best = next((t[3] for t in scored if t[0] >= 2), None)
+    """Remove what a withdrawal takes back (:func:`~agent_memory.hot_memory.withdrawal.withdrawn_line`)."""
+    best = withdrawn_line(lines, text, scopes, section, added=result.added)
     if best is None:
         return
     lines.remove(best)

@@ -25,8 +25,10 @@ from agent_memory.hot_memory.statement_lexicon import (
     EN_TAIL,
     ENDS_IMPERATIVE,
     LEAD_FILLER,
+    LESSON,
     ONE_OFF,
     REASON,
+    REMEMBER,
     ZH_NEG_LEAD,
     ZH_TAIL,
 )
@@ -258,3 +260,19 @@ def note_body(rest: str) -> str:
         parts.append(clean_statement(s).rstrip("。."))
     zh = language_of(rest) == "zh"
     return ("；" if zh else "; ").join(p for p in parts if p)
+
+
+def topic_before(sentence: str, cue_start: int) -> str:
+    """The topic an English cue follows in its clause ("irAE汇总 from now on 按发生时间排"): the
+    clause's words before the cue (lead fillers out) when they are a short noun phrase, else ""."""
+    frags = fragments(sentence[:cue_start])
+    if not frags or not re.search(r"\S$", sentence[:cue_start].rstrip()) or re.search(r"[，,。；;:：]\s*$",
+                                                                                     sentence[:cue_start]):
+        return ""
+    topic = LEAD_FILLER.sub("", frags[-1]).strip()
+    if not topic or REMEMBER.search(topic) or LESSON.search(topic):
+        return ""
+    if language_of(topic) == "zh":
+        return topic if len(topic) <= 16 else ""
+    noun_phrase = re.fullmatch(r"(?:the|our|my|all|every|each)\s+[\w' -]{2,40}", topic, re.IGNORECASE)
+    return f"{topic} " if noun_phrase else ""

@@ -56,6 +56,7 @@ from agent_memory.hot_memory.sentences import (
     sentence_spans,
     split_statements,
     statement_body,
+    topic_before,
 )
 from agent_memory.hot_memory.statement_lexicon import (
     ACK,
@@ -175,7 +176,7 @@ def _durable(sentence: str, norm: str, message: str, question: bool) -> FoundSta
             head = REQUEST.sub("", sentence[: m.start()], count=1).strip()
             return FoundStatement(f"{head} {sentence[m.end():].lstrip(' ,')}".strip(), "durable")
         if DURABLE_EN.match(after):
-            rest = _topic_before(sentence, m.start()) + rest
+            rest = topic_before(sentence, m.start()) + rest
             if not re.sub(r"[\W_]|\b(?:instead|please|too|as well|again|then|thanks)\b", "", rest,
                           flags=re.IGNORECASE) and re.sub(r"[\W_]", "", sentence[: m.start()]):
                 # the cue closes the statement ("Answer me in English from now on")
@@ -366,22 +367,6 @@ def _value_wish(sentence: str, norm: str, message: str, question: bool) -> Found
     return None
 
 
-def _topic_before(sentence: str, cue_start: int) -> str:
-    """The topic an English cue follows in its clause ("irAE汇总 from now on 按发生时间排"): the
-    clause's words before the cue (lead fillers out) when they are a short noun phrase, else ""."""
-    frags = fragments(sentence[:cue_start])
-    if not frags or not re.search(r"\S$", sentence[:cue_start].rstrip()) or re.search(r"[，,。；;:：]\s*$",
-                                                                                     sentence[:cue_start]):
-        return ""
-    topic = LEAD_FILLER.sub("", frags[-1]).strip()
-    if not topic or REMEMBER.search(topic) or LESSON.search(topic):
-        return ""
-    if language_of(topic) == "zh":
-        return topic if len(topic) <= 16 else ""
-    noun_phrase = re.fullmatch(r"(?:the|our|my|all|every|each)\s+[\w' -]{2,40}", topic, re.IGNORECASE)
-    return f"{topic} " if noun_phrase else ""
-
-
 def _change(sentence: str, norm: str, message: str, question: bool) -> FoundStatement | None:
     """A new value for a named subject ("周报还是改到周四", "重点改成…"); not a decision of the day."""
     change = CHANGE.search(norm)
@@ -434,13 +419,6 @@ def _change_of_earlier_subject(sentence: str, norm: str, message: str, question:
     return None
 
 
-def _without_values(text: str) -> str:
-    """``text`` with every value (weekday, time, format …) taken out."""
-    for pattern in VALUE_PATTERNS.values():
-        text = pattern.sub("", text)
-    return text
-
-
 def _english_change(earlier: str, rest: str) -> FoundStatement | None:
     """An English new value whose output the previous sentence names ("Those PDF screening logs are
     useless. Going forward send them as Excel."): the output (its values and determiners out) stands
@@ -449,7 +427,9 @@ def _english_change(earlier: str, rest: str) -> FoundStatement | None:
     if m is None:
         return None
     noun = re.sub(r"^(?:(?:the|those|these|our|my|your|all)\s+)+", "", m.group().strip(), flags=re.IGNORECASE)
-    noun = " ".join(_without_values(noun).split())
+    for pattern in VALUE_PATTERNS.values():
+        noun = pattern.sub("", noun)
+    noun = " ".join(noun.split())
     body = LEAD_FILLER.sub("", rest).strip()
     if not noun or not body:
         return None
