@@ -74,14 +74,14 @@ class Amendment:
     text: str
 
 
-def _before(statement: str, message: str) -> str:
+def _before(statement: str, message: str, *, unfound: str | None = None) -> str:
     """The part of ``message`` before ``statement`` (its first four word characters located in the
-    NFKC text); the whole message when the statement cannot be located."""
+    NFKC text); ``unfound`` when the statement cannot be located (the whole message when None)."""
     norm, key = nfkc(message), re.sub(r"\W", "", nfkc(statement))[:4]
-    if not key:
-        return norm
-    at = re.search(r"\W*".join(map(re.escape, key)), norm)
-    return norm[: at.start()] if at else norm
+    at = re.search(r"\W*".join(map(re.escape, key)), norm) if key else None
+    if at is None:
+        return norm if unfound is None else unfound
+    return norm[: at.start()]
 
 
 def _names_current_value(context: str, line: str) -> set[str]:
@@ -93,9 +93,7 @@ def _names_current_value(context: str, line: str) -> set[str]:
 def names_current_value(statement: str, message: str, line: str) -> bool:
     """The part of ``message`` before ``statement`` names a current value of ``line`` ("早上8点那份
     名单我没法看。改成中午12点发我"): the message speaks of that line."""
-    norm, key = nfkc(message), re.sub(r"\W", "", nfkc(statement))[:4]
-    at = re.search(r"\W*".join(map(re.escape, key)), norm) if key else None
-    context = norm[: at.start()] if at is not None else ""
+    context = _before(statement, message, unfound="")
     return bool(context) and not _PRAISED.search(context) and bool(_names_current_value(context, line))
 
 

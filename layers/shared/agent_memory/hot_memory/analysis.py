@@ -14,6 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+#: between a Han character and a Latin letter ("以后patient问", "due list我")
+_HAN_LATIN = re.compile(r"(?<=[\u3400-\u9fff])(?=[A-Za-z])|(?<=[A-Za-z])(?=[\u3400-\u9fff])")
+
+
+def spaced(text: str) -> str:
+    """``text`` with a space between Han characters and Latin letters, so that the English words of
+    code-switched text ("以后patient问side effect怎么处理") match as words."""
+    return _HAN_LATIN.sub(" ", text)
+
 
 def nfkc(text: str) -> str:
     """``text`` in Unicode NFKC form (full-width letters and punctuation folded)."""
@@ -249,6 +258,7 @@ __all__ = [
     "output_kinds",
     "same_topic",
     "shared_grams",
+    "spaced",
     "specific_grams",
     "subject_grams",
     "supersedes",
@@ -551,8 +561,7 @@ _OUTPUTS = frozenset({"weekly_report", "monthly_report", "reminder", "export", "
 def output_kinds(text: str) -> set[str]:
     """The kinds of output ``text`` names, in either language ("周报" / "weekly report", "名单" /
     "list"): ``{"weekly_report", "list", ...}``."""
-    spaced = re.sub(r"(?<=[\u4e00-\u9fff])(?=[A-Za-z])|(?<=[A-Za-z])(?=[\u4e00-\u9fff])", " ", nfkc(text))
-    return _subjects(spaced.casefold()) & _OUTPUTS  # "due list我" is "due list 我"
+    return _subjects(spaced(nfkc(text)).casefold()) & _OUTPUTS  # "due list我" is "due list 我"
 
 
 def _subjects(text: str) -> set[str]:

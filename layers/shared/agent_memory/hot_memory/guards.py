@@ -34,18 +34,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.hot_memory.analysis import analyse
+from agent_memory.hot_memory.analysis import analyse, spaced
 from agent_memory.hot_memory.analysis import nfkc as _nfkc
 
 _I = re.IGNORECASE
-#: between a Han character and a Latin letter ("以后patient问", "直接give advice")
-_HAN_LATIN = re.compile(r"(?<=[\u3400-\u9fff])(?=[A-Za-z])|(?<=[A-Za-z])(?=[\u3400-\u9fff])")
 
 
 def nfkc(text: str) -> str:
     """``text`` in NFKC form with a space between Han characters and Latin letters, so that the
     English words of code-switched text ("以后patient问side effect怎么处理") match as words."""
-    return _HAN_LATIN.sub(" ", _nfkc(text))
+    return spaced(_nfkc(text))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,9 @@ from agent_memory.hot_memory.guards import names_rules, reinforced_rule, relaxed
 from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
 from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.speaker_lines import (
+    PREFERENCES as _PREFERENCES,
+)
+from agent_memory.hot_memory.speaker_lines import (
     changed_mind,
     sole_value_line,
     speaker_own_subject,
@@ -56,7 +59,6 @@ from agent_memory.hot_memory.team import Team
 from agent_memory.hot_memory.withdrawal import bare_withdrawal, withdrawn_line
 
 DISTILLER = "distiller"
-PREFS = "User Preferences"
 #: The study roles a preference's scope may name.
 STUDY_ROLES: frozenset[str] = frozenset(get_args(StudyRole)) - {"Other"}
 
@@ -345,7 +347,7 @@ class _Merge:
             # the same statement, merged already (a re-run of the day, an amended line citing it): no change
             self.result.duplicates += 1
             return
-        mind = changed_mind(statement.text, speaker, self.lines, kind=cand.kind) if cand.section == PREFS else []
+        mind = changed_mind(statement.text, speaker, self.lines, kind=cand.kind) if cand.section == _PREFERENCES else []
         same = mind if mind and BACK_REFERENCE.search(nfkc(speaker.content)) else [
             ln for ln in self.lines if ln.source != "admin" and (
                 (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,
@@ -370,7 +372,7 @@ class _Merge:
                     "text": amended.text, "role_tag": amended.target.role_tag,
                     "line_id": stable_id("hm", self.hot.project_id, amended.text, *statement.evidence)})
                 same = [amended.target]
-        if not same and cand.section == PREFS:
+        if not same and cand.section == _PREFERENCES:
             same = mind or sole_value_line(statement.text, statement.speaker, self.lines)
             if len(same) == 1:  # the line keeps what the statement does not change, and its scope
                 kept = kept_details(statement.text, same[0], known=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from agent_memory.domain.jobs import Candidate, FlowLogEntry
+from agent_memory.domain.jobs import AI_SECTIONS, Candidate, FlowLogEntry
 from agent_memory.domain.models import HotMemoryLine
 from agent_memory.hot_memory.amend import names_current_value
 from agent_memory.hot_memory.analysis import (
@@ -27,12 +27,13 @@ from agent_memory.hot_memory.sentences import only_values
 from agent_memory.hot_memory.statement_lexicon import ACT_NOW, BACK_REFERENCE, DOCUMENT, ONE_OFF
 from agent_memory.hot_memory.subjects import same_subject
 
-_PREFERENCES = "User Preferences"
+#: the section a preference is a line of
+PREFERENCES = AI_SECTIONS[0]  # "User Preferences"
 
 
 def _probe(text: str, tag: str | None, speaker: str | None, now: datetime) -> HotMemoryLine:
     """The statement as a line tagged ``tag``, to compare with the lines of hot memory."""
-    return HotMemoryLine(line_id="", section=_PREFERENCES, text=text, source="distilled", role_tag=tag,
+    return HotMemoryLine(line_id="", section=PREFERENCES, text=text, source="distilled", role_tag=tag,
                          created_at=now, created_by="distiller", stated_by=speaker)
 
 
@@ -49,7 +50,7 @@ def speaker_own_subject(cand: Candidate, text: str, speaker: FlowLogEntry, lines
         lines: the hot memory's lines as the merge holds them.
         now: the merge's time (UTC).
     """
-    if cand.section != _PREFERENCES or cand.scope is not None:
+    if cand.section != PREFERENCES or cand.scope is not None:
         return False
     own = speaker.user_id
     probe = _probe(text, own, own, now)
@@ -69,7 +70,7 @@ def speaker_role_subject(cand: Candidate, text: str, speaker: FlowLogEntry, line
     Args: as :func:`speaker_own_subject`.
     """
     role = speaker.study_role
-    if cand.section != _PREFERENCES or cand.scope not in (None, "speaker") or not role:
+    if cand.section != PREFERENCES or cand.scope not in (None, "speaker") or not role:
         return False
     probe = _probe(text, role, speaker.user_id, now)
     return any(ln.role_tag == role and changes_value(text, ln.text) and same_subject(
@@ -110,7 +111,7 @@ def sole_value_line(text: str, speaker: FlowLogEntry, lines: Sequence[HotMemoryL
     if DOCUMENT.search(nfkc(text)):
         return []
     said, message = values(text), nfkc(speaker.content).casefold()
-    mine = [ln for ln in lines if ln.source != "admin" and ln.section == _PREFERENCES
+    mine = [ln for ln in lines if ln.source != "admin" and ln.section == PREFERENCES
             and ln.role_tag in (speaker.study_role, speaker.user_id) and ln.role_tag is not None
             and any(said[f] != v for f, v in values(ln.text).items() if f in said)
             and output_kinds(message) & output_kinds(ln.text)]
@@ -129,4 +130,4 @@ def _refuses(refused: dict[str, frozenset[str]], line: HotMemoryLine) -> bool:
     return any(refused[family] & current.get(family, frozenset()) for family in refused)
 
 
-__all__ = ["changed_mind", "sole_value_line", "speaker_own_subject", "speaker_role_subject"]
+__all__ = ["PREFERENCES", "changed_mind", "sole_value_line", "speaker_own_subject", "speaker_role_subject"]
