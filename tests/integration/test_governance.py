@@ -194,7 +194,7 @@ def test_erasure_removes_evidence_references_and_sends_lines_naming_the_patient_
     HotMemoryItem(project, "HOT", lines=[
         {**line, "line_id": "l-keep", "text": "enrolment is slow", "evidence": [message_ids[0], "m-other"]},
         {**line, "line_id": "l-names", "text": f"{patient} needs a follow-up call", "evidence": [message_ids[0]]},
-    ]).save()
+    ], dismissed_evidence=[message_ids[-1], "m-dismissed"]).save()
     WeeklyReportItem(project, "REPORT#2026-W10", iso_week="2026-W10", summary=f"Week: {patient} reported fever.",
                      created_at=now, evidence=[message_ids[0], "m-other"]).save()
 
@@ -203,6 +203,8 @@ def test_erasure_removes_evidence_references_and_sends_lines_naming_the_patient_
     memory = admin.call("GET", "/memory").json()
     lines = {ln["line_id"]: ln for ln in memory["lines"]}
     assert set(lines) == {"l-keep"} and lines["l-keep"]["evidence"] == ["m-other"]
+    # the ids of the erased messages leave the record of dismissed statements too
+    assert local_stack.repo.projects.load_hot_memory(project).dismissed_evidence == ["m-dismissed"]
     review = admin.call("GET", "/memory/review").json()
     items = review["items"] if isinstance(review, dict) else review
     queued = [i for i in items if i["reason"] == "names_erased_patient"]

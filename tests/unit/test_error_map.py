@@ -148,6 +148,12 @@ def test_a_version_conflict_is_409_retryable_with_a_jittered_retry_after_of_one_
     assert len(set(waits)) > 1
 
 
+def test_a_conflict_on_what_has_no_version_leaves_current_version_out() -> None:
+    # a session or a membership written concurrently has no version to show: no null field
+    body = json.loads(_invoke(VersionConflict("the membership changed concurrently"))["body"])
+    assert body["error"] == "version_conflict" and "current_version" not in body
+
+
 def test_a_request_still_in_progress_is_409_retryable_with_retry_after() -> None:
     # Given: a second request with an Idempotency-Key whose first request is still running
     exc = IdempotencyAlreadyInProgressError("in progress")

@@ -14,6 +14,7 @@ from agent_memory.chat.prompt import render_hot_memory_block
 from agent_memory.domain.errors import VersionConflict
 from agent_memory.domain.llm import LLMResponse, Usage
 from agent_memory.domain.models import HotMemory
+from agent_memory.hot_memory.editor import delete_line
 from agent_memory.jobs.calendar import local_day_window
 from agent_memory.jobs.llm_tasks import ExtractOutput
 from agent_memory.observability import metrics
@@ -699,3 +700,33 @@ def test_scheduled_run_after_a_manual_run_of_the_same_day_distils_the_later_mess
     assert report.counts["added"] == 1 and report.counts["duplicates"] == 1
     assert sorted(e for ln in hot_lines(store) for e in ln.evidence) == ["m-am", "m-pm"]
     assert store.get_job_run("p1", "distill", "2026-03-10") is not None
+
+
+def test_a_line_the_admin_deleted_after_a_manual_run_stays_deleted_after_the_scheduled_run(
+    store: InMemoryStore,
+) -> None:
+    # Given today distilled by hand at noon (two lines from two messages), and an admin who then
+    # deletes one of them with the kill switch
+    add_project(store)
+    say(store, "p1", "m-am", "以后别发英文摘要。", utc("2026-03-10T09:00:00+08:00"))
+    say(store, "p1", "m-am2", "记住：P005 依从性差，需每日提醒。", utc("2026-03-10T09:30:00+08:00"))
+    run(make_deps(store, clock=FakeClock(utc("2026-03-10T12:00:00+08:00"))), "distill", "p1", "2026-03-11")
+    hot = store.load_hot_memory("p1")
+    victim = next(ln for ln in hot.lines if ln.evidence == ["m-am"])
+    delete_line(store, "p1", victim.line_id, reason="wrong", if_match=hot.version, actor="u-admin",
+                now=utc("2026-03-10T13:00:00+08:00"), cap=2000)
+    say(store, "p1", "m-pm", "以后QC结果按中心分组列出。", utc("2026-03-10T15:00:00+08:00"))
+
+    # When the scheduled run distils the whole day after midnight
+    report = run(make_deps(store, clock=FakeClock(utc("2026-03-11T02:00:00+08:00"))),
+                 "distill", "p1", "2026-03-11")
+
+    # Then the deleted line stays deleted, the kept one is a duplicate and the afternoon's is added
+    assert report.counts["rejected_dismissed"] == 1 and report.counts["added"] == 1
+    assert sorted(e for ln in hot_lines(store) for e in ln.evidence) == ["m-am2", "m-pm"]
+    assert store.load_hot_memory("p1").dismissed_evidence == ["m-am"]
+
+    # And a later day's message saying it again is learnt: a new statement
+    say(store, "p1", "m-next", "以后别发英文摘要。", utc("2026-03-11T09:00:00+08:00"))
+    again = run(make_deps(store, clock=FakeClock(utc("2026-03-12T02:00:00+08:00"))), "distill", "p1", "2026-03-12")
+    assert again.counts["added"] == 1 and ["m-next"] in [ln.evidence for ln in hot_lines(store)]

@@ -66,6 +66,10 @@ HOT_MEMORY_SECTIONS: tuple[str, ...] = (
 )
 
 
+#: how many message ids ``HotMemory.dismissed_evidence`` keeps (the newest)
+DISMISSED_KEPT = 200
+
+
 class HotMemory(BaseModel):
     """The project's hot memory: structured lines rendered as one Markdown document."""
 
@@ -74,6 +78,10 @@ class HotMemory(BaseModel):
     lines: list[HotMemoryLine] = Field(default_factory=list)
     updated_at: datetime | None = None
     updated_by: str | None = None
+    #: message ids behind distilled lines an admin removed (the kill switch, an edit or a restore
+    #: without them), newest last, at most :data:`DISMISSED_KEPT`: distillation never learns those
+    #: messages again (a re-run of a day merged in part earlier brings no deleted line back)
+    dismissed_evidence: list[str] = Field(default_factory=list)
 
     def render(self) -> str:
         """Markdown document: one ``# Section`` per non-empty section, ``- [TAG] text`` lines."""

@@ -266,7 +266,9 @@ def _scrub_hot_memory(
         )
         try:
             store.commit_hot_memory(
-                current.model_copy(update={"lines": kept}), expected_version=current.version, actor=actor,
+                current.model_copy(update={"lines": kept, "dismissed_evidence": [
+                    e for e in current.dismissed_evidence if e not in message_ids]}),
+                expected_version=current.version, actor=actor,
                 reason="erasure", now=now, tokens=document_tokens(kept), audit=audit,
             )
         except VersionConflict:

@@ -36,7 +36,7 @@ from agent_memory.domain.errors import (
     PreconditionRequired,
     VersionConflict,
 )
-from agent_memory.domain.models import HotMemory, HotMemoryLine
+from agent_memory.domain.models import DISMISSED_KEPT, HotMemory, HotMemoryLine
 from agent_memory.domain.records import AuditAction, AuditRecord, Page, ReviewEntry
 from agent_memory.domain.text import utf8_len
 from agent_memory.hot_memory.document import (
@@ -197,7 +197,8 @@ def commit_change(
     audit = audit_record(current.project_id, action=action, target=target, actor=actor, now=now, reason=reason,
                          details=details)
     saved = store.commit_hot_memory(
-        current.model_copy(update={"lines": lines}), expected_version=current.version, actor=actor,
+        current.model_copy(update={"lines": lines, "dismissed_evidence": dismissed_after(current, lines)}),
+        expected_version=current.version, actor=actor,
         reason=f"{what}: {reason}" if reason else what, now=now, tokens=tokens, audit=audit, decide=decide,
     )
     return ChangeResult(
@@ -207,6 +208,21 @@ def commit_change(
         removed_line_ids=removed,
         audit_id=audit.audit_id,
     )
+
+
+def dismissed_after(current: HotMemory, lines: Sequence[HotMemoryLine]) -> list[str]:
+    """``current.dismissed_evidence`` with the evidence (flow-log message ids) of every distilled line
+    of ``current`` that an admin's new ``lines`` leave out (deleted, edited into an admin line, or
+    absent from a restored version), newest last, the last :data:`DISMISSED_KEPT`.
+
+    Distillation never learns a dismissed message again: the scheduled run after a manual run
+    during the day distils the whole day, and would otherwise bring a deleted line back
+    (docs/architecture.md, "Hot memory"). A message behind several lines is dismissed with any
+    of them: an admin who deleted what the AI made of it decides what else it may teach.
+    """
+    kept = {ln.line_id for ln in lines}
+    gone = [e for ln in current.lines if ln.source == "distilled" and ln.line_id not in kept for e in ln.evidence]
+    return list(dict.fromkeys([*current.dismissed_evidence, *gone]))[-DISMISSED_KEPT:]
 
 
 # -------------------------------------------------------------------------------- use cases
@@ -332,6 +348,7 @@ __all__ = [
     "check_reason",
     "commit_change",
     "delete_line",
+    "dismissed_after",
     "get_memory",
     "list_audit",
     "memory_view",

@@ -72,7 +72,7 @@ class MergeResult:
     ``added`` / ``replaced`` (old id -> new id) / ``removed`` (extra lines on a replaced
     subject) list line ids; ``duplicates`` counts candidates already present;
     ``reviews`` are held for an admin; ``rejected`` counts rejections by reason
-    (``ungrounded``, ``language``, ``invalid``, ``no_subject``).
+    (``ungrounded``, ``language``, ``invalid``, ``no_subject``, ``dismissed``).
     """
 
     lines: list[HotMemoryLine]
@@ -121,6 +121,8 @@ def merge_candidates(
     Per candidate, in this order:
     1. grounding: every evidence id must be a USER message of the processed day, else
        rejected ``ungrounded`` (the AI never writes what no user said);
+       every evidence id among ``hot.dismissed_evidence`` (an admin deleted what was learnt from
+       those messages) -> rejected ``dismissed``;
     2. shape: a known AI section, non-empty, at most ``max_line_tokens``, else ``invalid``;
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
@@ -240,6 +242,7 @@ class _Merge:
         self.result = MergeResult(lines=self.lines)
         self.rules = [ln for ln in hot.lines if ln.source == "admin" and ln.section == SYSTEM_RULES]
         self.queued: set[str] = set()
+        self.dismissed = set(hot.dismissed_evidence)
         self.by_rater = {(m.message_id, m.user_id): m for m in feedback_events}
         self.day_messages, self.day, self.now, self.max_line_tokens = day_messages, day, now, max_line_tokens
 
@@ -252,6 +255,8 @@ class _Merge:
         if rejection == "proposes_system_rule":
             self._queue(cand, text, evidence, "proposes_system_rule", None, role=cand.role_tag)
             return
+        if rejection is None and set(evidence) <= self.dismissed:
+            rejection = "dismissed"  # an admin deleted what was learnt from it (the kill switch, an edit)
         if rejection is not None:
             self.result.rejected[rejection] += 1
             return

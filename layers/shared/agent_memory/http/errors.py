@@ -193,9 +193,12 @@ def _register_domain_errors(app: ApiGatewayResolver) -> None:
 
     @app.exception_handler(e.VersionConflict)
     def _conflict(exc: e.VersionConflict) -> Response:
+        # ``current_version`` only for what has a version (hot memory, a weekly report): a session
+        # or a membership written concurrently has none to show, so the field is left out, not null
+        version = exc.current_version
         return error_response(
             app, HTTPStatus.CONFLICT, "version_conflict", exc.reason, retryable=True,
-            retry_after_s=jittered_retry_after_s(), extra={"current_version": exc.current_version},
+            retry_after_s=jittered_retry_after_s(), extra=None if version is None else {"current_version": version},
         )
 
     @app.exception_handler(e.OverTokenCap)

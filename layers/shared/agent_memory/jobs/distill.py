@@ -144,7 +144,8 @@ def run_distill(deps: JobDeps, project: Project, run_date: date) -> JobReport:
     Returns:
         JobReport with counts ``messages``, ``user_messages``, ``candidates``, ``added``,
         ``replaced``, ``removed``, ``duplicates``, ``review_queued``, ``rejected`` (total,
-        review included), ``rejected_ungrounded`` / ``_language`` / ``_invalid``,
+        review included), ``rejected_ungrounded`` / ``_language`` / ``_invalid`` / ``_dismissed``
+        (statements from messages behind a line an admin removed),
         ``tokens_before``, ``tokens_after``; details ``day``, ``window_utc``, ``extractor``,
         ``fallback_reason`` when the rules answered for the LLM, ``llm_calls`` and ``llm_usage``
         (the four token counts summed, None when no call reported any) when the LLM was called,
@@ -251,7 +252,7 @@ def _merge_and_save(deps: JobDeps, progress: JobProgress, hot: HotMemory, candid
                  hot_version=hot.version) if final else None
     if merged.changed:
         deps.store.commit_hot_memory(
-            HotMemory(project_id=pid, lines=merged.lines), expected_version=hot.version, actor=DISTILLER,
+            hot.model_copy(update={"lines": merged.lines}), expected_version=hot.version, actor=DISTILLER,
             reason=_reason(key, merged, caps.revision_reason_max_bytes), now=now, tokens=tokens_after, run=run,
         )
     elif run is not None:
@@ -317,6 +318,7 @@ def _count(counts: dict[str, int], merged: MergeResult, before: int, after: int)
         rejected_ungrounded=merged.rejected["ungrounded"],
         rejected_language=merged.rejected["language"],
         rejected_invalid=merged.rejected["invalid"],
+        rejected_dismissed=merged.rejected["dismissed"],
         tokens_before=before,
         tokens_after=after if merged.changed else before,
     )

@@ -211,7 +211,7 @@ def _compact_and_commit(deps: JobDeps, progress: JobProgress, hot: HotMemory, ke
     reason = truncate_utf8(f"prune {key}: {tokens}->{after} tokens ({compactor}); {comp.describe()}",
                            deps.caps.revision_reason_max_bytes)
     deps.store.commit_hot_memory(
-        HotMemory(project_id=hot.project_id, lines=comp.lines), expected_version=hot.version, actor=PRUNER,
+        hot.model_copy(update={"lines": comp.lines}), expected_version=hot.version, actor=PRUNER,
         reason=reason, now=now, tokens=after, run=run,
     )
     count_metric("HotMemoryCompacted")

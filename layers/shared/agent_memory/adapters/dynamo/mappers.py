@@ -99,6 +99,7 @@ def hot_memory_from_item(item: HotMemoryItem) -> HotMemory:
         project_id=item.pk,
         version=int(item.version or 0),
         lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
+        dismissed_evidence=list(item.dismissed_evidence or []),
     ))
 
 
@@ -115,7 +116,8 @@ def hot_memory_to_items(
     """
     new_version = expected_version + 1
     lines = [ln.model_dump(mode="json") for ln in hot.lines]
-    item = HotMemoryItem(hot.project_id, keys.HOT_SK, lines=lines, updated_at=now, updated_by=actor)
+    item = HotMemoryItem(hot.project_id, keys.HOT_SK, lines=lines, updated_at=now, updated_by=actor,
+                         dismissed_evidence=hot.dismissed_evidence)
     if expected_version:
         item.version = expected_version
     revision = HotMemoryRevisionItem(

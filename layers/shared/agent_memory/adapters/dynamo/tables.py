@@ -140,6 +140,8 @@ class HotMemoryItem(BaseItem):
     lines = Utf8JSONAttribute(default=list)
     updated_at = UTCDateTimeAttribute(null=True)
     updated_by = UnicodeAttribute(null=True)
+    #: message ids behind distilled lines an admin removed (``HotMemory.dismissed_evidence``)
+    dismissed_evidence = ListAttribute(of=UnicodeAttribute, default=list)
 
 
 class HotMemoryRevisionItem(BaseItem):
