@@ -325,3 +325,13 @@ def test_not_waiting_for_a_report_waives_no_check() -> None:
     data = _line("研究数据只能由研究人员在EDC中修改，并须经审批；助手不得直接修改或删除任何数据。", None,
                  line_id="hm-data", section="System Rules", source="admin")
     assert _merge([data], "以后数据核查的结果直接发我，不用等周报", "u-dm", "DM").reviews == []
+
+
+@pytest.mark.parametrize(("first", "then", "line"), [
+    ("以后给我的提醒都发邮件", "提醒别发邮件了，以后发企业微信", "给我的提醒都发企业微信。"),
+    ("以后周报都通过微信发我", "以后发邮箱", "周报都通过微信发我；改为：发邮箱。"),
+])
+def test_a_bare_new_value_keeps_the_subject_of_the_line_it_changes(first: str, then: str, line: str) -> None:
+    morning = _merge([], first, "u-pi", "PI")
+    later = _merge(morning.lines, then, "u-pi", "PI", at=T + timedelta(hours=1), message_id="m-2")
+    assert [ln.text for ln in later.lines] == [line]

@@ -155,6 +155,13 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _same_verb(old: str, new: str) -> bool:
+    """Two values whose words carry their verb open with the same verb ("发邮件" / "发企业微信", "by
+    email" / "by WeCom"): one can stand in the other's place."""
+    first = (lambda v: v[:1]) if language_of(old) == "zh" else (lambda v: (v.split() or [""])[0].casefold())
+    return bool(first(old)) and first(old) == first(new)
+
+
 def _substituted(line: str, statement: str) -> str | None:
     """``line`` with each value ``statement`` changes put in place of the old one ("给CRC的访视提醒提前3天发，
     用中文写" + "访视提醒改成提前一周发" -> "给CRC的访视提醒提前一周发，用中文写"), when each changed kind stands
@@ -164,8 +171,6 @@ def _substituted(line: str, statement: str) -> str | None:
     new, old = values(statement), values(line)
     changed = [f for f in new.keys() & old.keys() if new[f] != old[f]]
     verb_laden = {"channel", "delivery"} | ({"arrangement"} if language_of(line) != "zh" else set())
-    if set(changed) & verb_laden:
-        return None  # their words carry the verb ("通过微信" / "发我邮箱", "sorted by"): said after the line instead
     bare = _CHANGE_WORDS.sub(" ", statement)
     if not changed or len(subject_grams(bare) - subject_grams(line)) > 1:
         return None
@@ -177,6 +182,8 @@ def _substituted(line: str, statement: str) -> str | None:
         if len(was) != 1 or len(said) != 1:
             return None
         value = statement[said[0][0]: said[0][1]]
+        if family in verb_laden and not _same_verb(line[was[0][0]: was[0][1]], value):
+            return None  # their words carry the verb ("通过微信" / "发我邮箱", "sorted by"): said after the line instead
         if value.endswith("s") and value.isascii() and not line[was[0][0]: was[0][1]].endswith("s"):
             value = value[:-1]  # "on Thursday mornings" in place of "every Friday afternoon": one of them
         edits.append((was[0], value))
@@ -221,6 +228,9 @@ def kept_details(statement: str, line: HotMemoryLine, *, known: bool = False) ->
     clean = _substituted(line.text, statement)
     if clean is not None:
         return clean
+    if not subject_grams(_CHANGE_WORDS.sub(" ", statement)):
+        # a bare new value ("发企业微信", "Send them on Mondays instead"): the line keeps its subject
+        return _joined(line.text, statement, added=False)
     statement = _ASKING.sub("", statement.rstrip("。. ")) + ("。" if language_of(statement) == "zh" else ".")
     said = subject_grams(statement)
     clauses = [subject_grams(c) for c in re.split(r"[，,；;。.]\s*", nfkc(line.text)) if c.strip()]
