@@ -335,3 +335,19 @@ def test_a_bare_new_value_keeps_the_subject_of_the_line_it_changes(first: str, t
     morning = _merge([], first, "u-pi", "PI")
     later = _merge(morning.lines, then, "u-pi", "PI", at=T + timedelta(hours=1), message_id="m-2")
     assert [ln.text for ln in later.lines] == [line]
+
+
+IMAGING = _line("助手不得把受试者的影像原始文件上传到任何外部云盘，影像只在医院PACS内调阅。", None, line_id="hm-img",
+                section="System Rules", source="admin")
+
+
+def test_a_preference_doing_what_a_project_rule_forbids_goes_to_review_naming_it() -> None:
+    result = _merge([IMAGING], "以后影像原始文件你直接传到我们课题组的网盘上就行，省得来回拷", "u-crc", "CRC")
+    assert [(item.reason, item.detail) for item in result.reviews] == [("relaxes_system_rules", "hm-img")]
+    assert result.lines == [IMAGING]
+
+
+@pytest.mark.parametrize("message", ["以后影像原始文件一律不要上传到外部云盘，只在PACS里看",
+                                     "同步一下：这周的影像原始文件都已经在PACS里归档了"])
+def test_restating_a_project_rule_or_a_state_note_in_its_words_is_no_relaxation(message: str) -> None:
+    assert _merge([IMAGING], message, "u-crc", "CRC").reviews == []

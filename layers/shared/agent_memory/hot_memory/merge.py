@@ -38,7 +38,7 @@ from agent_memory.hot_memory.compaction import Compaction, build_llm_compaction,
 from agent_memory.hot_memory.document import stable_id
 from agent_memory.hot_memory.feedback_reasons import feedback_preference
 from agent_memory.hot_memory.guards import names_rules, reinforced_rule, relaxed_rules
-from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
+from agent_memory.hot_memory.relaxation import does_what_rule_forbids, relaxation_probe, rules_relaxed_by
 from agent_memory.hot_memory.scope import preference_scope
 from agent_memory.hot_memory.speaker_lines import (
     PREFERENCES as _PREFERENCES,
@@ -482,6 +482,9 @@ def _held_for_admin(
         specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
         return "relaxes_system_rules", relaxed[0].line_id if relaxed and specific else (
             cand.replaces if target is not None else None)
+    forbidden = does_what_rule_forbids(text, rules) if cand.section == _PREFERENCES else []
+    if forbidden:
+        return "relaxes_system_rules", forbidden[0].line_id  # a project's own rule done in other words
     if target is not None and target.source == "admin":
         return "targets_admin_line", target.line_id
     clash = next((ln for ln in lines if ln.source == "admin" and conflicts(info, analyse(ln.text)) and (

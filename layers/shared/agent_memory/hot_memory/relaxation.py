@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from agent_memory.domain.models import HotMemoryLine
-from agent_memory.hot_memory.analysis import nfkc, specific_grams
+from agent_memory.hot_memory.analysis import analyse, nfkc, specific_grams
 from agent_memory.hot_memory.guards import (
     concepts_of,
     names_rules_to_relax,
@@ -100,6 +100,30 @@ _CHECK_WAIVED = re.compile(
     r"全(?:部|都)?列(?:上|进|出来)|都列上|全放进|不卡了|不卡这|不用(?:再)?(?:核|对|查|卡|审)|别(?:再)?(?:核|对|查|卡)|"
     r"跳过|省掉|\bskip(?:ping)? the (?:check|review|approval)\b|\b(?:list|include) (?:them )?all\b|"
     r"\bno need to (?:check|get)\b|\bdon'?t check\b", _I)
+
+
+#: how many particular words a statement must share with what a rule forbids to be doing it
+_FORBIDDEN_SHARED = 3
+
+
+def does_what_rule_forbids(statement: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+    """The rules whose forbidden part (the words a negation governs: "不得…向其发送任何消息（包括e-diary
+    填写提醒）") shares at least three particular words with a statement that negates nothing: a
+    project's own rule done in other words ("这几个的填写提醒你就推到孩子自己的账号上"), though no
+    safeguard concept names it. A statement that negates too restates or narrows the rule.
+
+    Read for preferences only (an instruction to the assistant; a lesson or a state note naming the
+    rule's words, "08中心研究药物那批运输温度超了", asks the assistant to do nothing).
+
+    Returns:
+        The rules, in document order; ``[]`` when none.
+    """
+    said = analyse(statement)
+    if said.negative:
+        return []
+    mine = specific_grams(statement)
+    return [rule for rule in rules
+            if (ruled := analyse(rule.text)).negative and len(mine & ruled.negated_grams) >= _FORBIDDEN_SHARED]
 
 
 def _check_waived(text: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
