@@ -183,7 +183,7 @@ def _substituted(line: str, statement: str) -> str | None:
             return None
         value = statement[said[0][0]: said[0][1]]
         if family in verb_laden and not _same_verb(line[was[0][0]: was[0][1]], value):
-            return None  # their words carry the verb ("通过微信" / "发我邮箱", "sorted by"): said after the line instead
+            return None  # their words carry the verb ("通过微信" / "发我邮箱"): said after the line
         if value.endswith("s") and value.isascii() and not line[was[0][0]: was[0][1]].endswith("s"):
             value = value[:-1]  # "on Thursday mornings" in place of "every Friday afternoon": one of them
         edits.append((was[0], value))

@@ -472,7 +472,9 @@ def _held_for_admin(
     The LLM's ``relaxes_rule``, a statement naming the rules and asking to relax them, or one
     relaxing a rule by meaning -> ``relaxes_system_rules`` naming the rule when one is singled out;
     a candidate targeting an admin line -> ``targets_admin_line``; one contradicting an admin line
-    or changing its detail -> ``contradicts_admin_line``. ``asks_output``: the candidate comes
+    or changing its detail -> ``contradicts_admin_line``; a preference doing what a System Rule
+    forbids in the rule's own words (:func:`~agent_memory.hot_memory.relaxation.does_what_rule_forbids`)
+    -> ``relaxes_system_rules`` naming it. ``asks_output``: the candidate comes
     from a down-vote's reason, a request for how answers look (forbidden content named in it
     without a negation is asked for). A candidate from a message that, read whole, relaxes a rule
     is held too: the statement finder may have kept only part of that message.
@@ -482,14 +484,15 @@ def _held_for_admin(
         specific = relaxed and (len(relaxed) < len(rules) or len(rules) == 1)
         return "relaxes_system_rules", relaxed[0].line_id if relaxed and specific else (
             cand.replaces if target is not None else None)
-    forbidden = does_what_rule_forbids(text, rules) if cand.section == _PREFERENCES else []
-    if forbidden:
-        return "relaxes_system_rules", forbidden[0].line_id  # a project's own rule done in other words
     if target is not None and target.source == "admin":
         return "targets_admin_line", target.line_id
     clash = next((ln for ln in lines if ln.source == "admin" and conflicts(info, analyse(ln.text)) and (
         ln.section != SYSTEM_RULES or len(info.grams & analyse(ln.text).grams) >= _RULE_CLASH_GRAMS)), None)
-    return ("contradicts_admin_line", clash.line_id) if clash is not None else None
+    if clash is not None:
+        return "contradicts_admin_line", clash.line_id
+    forbidden = does_what_rule_forbids(text, rules) if cand.section == _PREFERENCES else []
+    # a project's own rule done in other words
+    return ("relaxes_system_rules", forbidden[0].line_id) if forbidden else None
 
 
 #: how many replaced statements' message ids a line remembers (``HotMemoryLine.retired_evidence``)
