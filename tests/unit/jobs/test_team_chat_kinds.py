@@ -351,3 +351,21 @@ def test_a_preference_doing_what_a_project_rule_forbids_goes_to_review_naming_it
                                      "同步一下：这周的影像原始文件都已经在PACS里归档了"])
 def test_restating_a_project_rule_or_a_state_note_in_its_words_is_no_relaxation(message: str) -> None:
     assert _merge([IMAGING], message, "u-crc", "CRC").reviews == []
+
+
+BLINDING = _line("本研究为双盲，助手不得按治疗组汇总或比较任何结果。", None, line_id="hm-blind", section="System Rules",
+                 source="admin")
+
+
+@pytest.mark.parametrize(("message", "rule"), [
+    ("问卷里好几个家长把两项评分填反了，明摆着是颠倒的，你直接给换回来就行，走更正流程太麻烦", DATA),
+    ("节假日那几天晚了一两天来的，就别再一条条往偏离表里登了，回头我开会时口头提一句", DEVIATIONS),
+])
+def test_everyday_waivers_of_data_and_deviation_rules_go_to_review(message: str, rule: HotMemoryLine) -> None:
+    assert [item.detail for item in _merge([rule], message, "u-dm", "DM").reviews] == [rule.line_id]
+
+
+def test_grouping_by_site_is_no_split_by_arm() -> None:
+    result = _merge([BLINDING], "以后AE汇总按中心分组列出来", "u-dm", "DM")
+    assert result.reviews == []
+    assert [ln.text for ln in result.lines if ln.source != "admin"] == ["AE汇总按中心分组列出来。"]

@@ -114,6 +114,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
              act_is_output=True),
     _Concept("record_write", "forbidden", (
         re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改(?![成为到用发在])|更正|编辑|填进|填入|填到|填上|"
+                   r"对调|调换|换回|调回|"
                    r"写进|写入|"
                    r"录进|导入|覆盖|换算|替换|"
                    r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|backfill|"
@@ -123,6 +124,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
         re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|"
                    r"(?<![记收])录(?![音像取用])|填成|写成|录成|实验室值|检验值|检查值|缺失值|缺失的|\blab values?\b|"
                    r"读数|读值|测量值|测值|\breadings?\b|\bmeasurements?\b|"
+                   # what subjects or their parents enter themselves (a diary, a score)
+                   r"日记|评分|得分|[分值]填反|\bdiar(?:y|ies)\b|\bscores?\b|"
                    r"\bmissing values?\b|"
                    r"\bfields?\b|\bvalues?\b|\brecords?\b|\bentr(?:y|ies)\b|\bdata\b|"
                    r"\bsubjects?\b|\bdatabase\b", _I),
@@ -142,7 +145,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
         r"(?:和|与|跟|、|/|对比|vs\.?)?\s*(?:[A-Za-z0-9.]{1,6}\s?(?:mg|毫克)?|[高低中]剂量|试验|对照|干预|安慰剂|治疗|[甲乙丙])\s?组|"
         # which of two named arms each site or subject is in ("每个社区是强化组还是常规组")
         r"是[\u4e00-\u9fff]{1,4}组还是[\u4e00-\u9fff]{1,4}组|"
-        r"组间|分组(?:列|统计|汇总|比较|结果)|盲态|盲法|设盲|单盲|(?:中心|社区|受试者|患者|病人)的分组|"
+        # grouped by site ("按中心分组列出") is no arm
+        r"组间|(?<!中心)(?<!科室)(?<!医院)(?<!地区)(?<!省份)(?<!城市)分组(?:列|统计|汇总|比较|结果)|盲态|盲法|设盲|单盲|(?:中心|社区|受试者|患者|病人)的分组|"
         r"分(?:两|2|三|3)个?组(?:各|分别)?|按组(?:各|分别)|"
         r"\b(?:by|per) (?:dose|study|treatment)? ?(?:arm|group)s?\b|"
         r"\bbetween (?:the )?(?:two )?(?:arms|groups)\b", _I),)),
@@ -193,6 +197,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"不算|不报|别报|不用报|不必报|不上报|别记|不记|不用记|去掉|删掉|拿掉|隐瞒|淡化|少写|别列|不列|不用列|"
                    r"别让.{0,8}看到|能不报|口头(?:说|讲|报)(?:一下|一声)?就(?:行|好|可以)|(?:不要|别|不|不用|不必)(?:写进|写到|放进|放到|列进|列入|计入|纳入|记进|记到|体现)|排除|"
                    r"(?:不用|不必|别|不要|无需|不需要)(?:再)?\S{0,3}(?:登记|记录|上报|填报|报告|记|报|列|写|填)|就当在窗口?内|"
+                   # "别一条条往偏离里记了": not entered where deviations are kept
+                   r"(?:不用|不必|别(?!忘)|不要(?!忘)|无需|不需要)(?:再)?[^，,。；;]{0,8}偏离[^，,。；;]{0,4}"
+                   r"(?:记|写|登|报|列|填)|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip)\s+(?:\w+\s+){0,2}?"
                    r"(?:report|log|record|list|count|flag|file|enter)\w*|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"
