@@ -369,3 +369,32 @@ def test_grouping_by_site_is_no_split_by_arm() -> None:
     result = _merge([BLINDING], "以后AE汇总按中心分组列出来", "u-dm", "DM")
     assert result.reviews == []
     assert [ln.text for ln in result.lines if ln.source != "admin"] == ["AE汇总按中心分组列出来。"]
+
+
+@pytest.mark.parametrize("message", [
+    "C07-014体重到了40公斤，以后改成每两周一次150毫克，原来的方案停掉",
+    "K02-003 from now on 75 mg every 2 weeks, the old schedule is stopped",
+])
+def test_an_amount_and_its_interval_for_a_subject_is_a_treatment_order(message: str) -> None:
+    assert find_statements(message) == []
+
+
+@pytest.mark.parametrize(("message", "kept"), [
+    ("随访短信那段开头我想改短一点，有人嫌啰嗦🙃 等季度会开完听听大家意见再说，先不动", []),
+    ("以后周报改成周五发吧。算了，先不改了，等月底再说", []),
+    ("以后周报周一发。QC清单的格式等下周开完会再定", ["周报周一发。"]),
+])
+def test_a_change_the_speaker_holds_off_is_not_said_yet(message: str, kept: list[str]) -> None:
+    assert [found.text for found in find_statements(message)] == kept
+
+
+@pytest.mark.parametrize(("first", "then"), [
+    ("以后不良事件汇总里把“待随访”的单独列一个表", "单独列表那个收回哈，系统导出来本来就分好了"),
+    ("From now on, please add the site phone number to every visit reminder.",
+     "Actually, forget the phone number thing from this morning, the sites said no."),
+])
+def test_taking_back_a_request_of_the_same_day_in_other_words_withdraws_it(first: str, then: str) -> None:
+    morning = _merge([], first, "u-dm", "DM")
+    assert [ln.section for ln in morning.lines] == ["User Preferences"]
+    later = _merge(morning.lines, then, "u-dm", "DM", at=T + timedelta(hours=2), message_id="m-2")
+    assert later.lines == []

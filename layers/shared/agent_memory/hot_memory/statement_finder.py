@@ -578,7 +578,39 @@ def find_statements(text: str) -> list[FoundStatement]:
         return [FoundStatement(clean_statement(joined), "note", "Lessons Learned")]
     for found in out:
         found.text = _LESSON_IS.sub("", found.text)
-    return _instead_kept(out)
+    return _instead_kept(_held_off(out, text))
+
+
+#: the speaker holds a change off ("等寒假结束看看反馈再说，先不动", "先放着别改"): what they would change
+#: is not said yet
+_HOLD_OFF = re.compile(r"等[^，,。；;]{1,16}再(?:说|议|改|定|弄|看|讨论)|"
+                       r"(?:先|暂时|暂且)(?:不|别)(?:动|改|换)(?:了|吧|哈|啊)*(?=[，,。；;!！~～\s]|$)|先放着|"
+                       r"\bhold off\b|\bleave it as is for now\b", re.IGNORECASE)
+#: what may open a hold's sentence besides punctuation ("算了，先不改了")
+_BARE_LEAD = re.compile(r"^[\W_]*(?:(?:算了|还是|那就?|嗯|要不|不过|\bbut\b|\bactually\b)[\W_]*)*$", re.IGNORECASE)
+#: where a sentence opens: after a full stop, or after an emoji and a space
+_SENTENCE_OPENS = re.compile(r"[。！？!?；;\n]|[^\w\s，,、]\s")
+
+
+def _held_off(found: list[FoundStatement], text: str) -> list[FoundStatement]:
+    """``found`` without a statement the message then holds off: a sentence opening with the
+    hold ("…口气软一点😂 等寒假结束看看反馈再说，先不动") takes back the last statement before it; a hold
+    inside a statement's own sentence takes back that statement. A hold after a topic of its own
+    ("QC清单的格式等下周开完会再定") is about that topic."""
+    norm = nfkc(text)
+    if len(norm) != len(text):
+        return found
+    kept = list(found)
+    for m in _HOLD_OFF.finditer(norm):
+        lead = _SENTENCE_OPENS.split(norm[: m.start()])[-1]
+        own = [f for f in kept if f.kind != "withdraw" and f.sentence
+               and (at := text.find(f.sentence)) <= m.start() < at + len(f.sentence)]
+        before = [f for f in kept if f.kind != "withdraw" and f.sentence and 0 <= text.find(f.sentence) <= m.start()]
+        if own:
+            kept.remove(own[-1])
+        elif before and _BARE_LEAD.match(lead):
+            kept.remove(before[-1])
+    return kept
 
 
 def _instead_kept(found: list[FoundStatement]) -> list[FoundStatement]:

@@ -212,6 +212,10 @@ CLINICAL_ORDER = re.compile(
 DOSE_REGIMEN = re.compile(
     r"(?:每天|每日|每晚|每早|早晚|一天|一日|睡前|饭后|饭前)[^，,。；;]{0,8}?[一两二三四五半0-9.]+\s*(?:片|粒|支|袋|mg|毫克|ml|毫升|单位|iu)"
     r"|\b\d+(?:\.\d+)?\s*mg\s+(?:once|twice|three times) (?:a|per) day\b"
+    # an amount and its interval ("按200毫克每两周一次打", "300 mg every 4 weeks")
+    r"|\d+(?:\.\d+)?\s*(?:mg|毫克|微克|μg|ml|毫升|单位|iu)\s*(?:每|隔)?[一两二三四五六七八九十\d]*\s*(?:天|日|周|个月|月|小时)一次"
+    r"|(?:每|隔)[一两二三四五六七八九十\d]*\s*(?:天|日|周|个月|月|小时)一次[，,]?\s*\d+(?:\.\d+)?\s*(?:mg|毫克|微克|μg|ml|毫升|单位|iu)"
+    r"|\b\d+(?:\.\d+)?\s*(?:mg|mcg|ml|units?|iu)\s+(?:every|each|per|q)\s*\d*\s*(?:h|hours?|days?|weeks?|months?|w|d)\b"
     # what the doctor had the patient do ("我让他先停两周", "让她减到135微克")
     r"|让(?:他|她|患者|病人|受试者)[^，,。]{0,4}(?:停|减|加|换|吃|服|恢复)", _I)
 RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|我讲过|老规矩|再强调|再重申|重申一下|再说一遍|"
@@ -222,7 +226,10 @@ RESTATED = re.compile(r"之前说过|刚才说了|说过的|说过了|我说过|
                       r"\bi (?:told you|said)\b", _I)
 WITHDRAW = re.compile(
     r"(?:先)?不要了|不用了|取消(?:了|吧|掉)?|撤(?:了|掉|销|回)|作废|(?<!就)算了|不(?:用|要)?(?:加|放|发|列)了|"
+    # "拉sheet那个收回哈" (not "空药盒都要收回": a task's object)
+    r"(?:那个|这个|那条|这条)收回(?:了|吧|哈|啊)*(?=[，,。；;!！\s]|$)|"
     r"\bnever mind\b|\bscratch (?:that|the|this|my)\b|\bcancel\b|\bforget (?:it|that|about)\b|\bdrop (?:that|the)\b|"
+    r"\bforget (?:the|my|our) (?:[\w-]+ ){0,4}(?:thing|request|idea|part|bit|one)\b|"
     r"\b(?:disregard|ignore) (?:what i (?:said|asked|wrote)|my (?:earlier |last )?(?:request|message|note)|that)\b",
     _I,
 )

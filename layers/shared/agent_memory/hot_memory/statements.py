@@ -65,9 +65,13 @@ def classify_section(text: str, *, kind: str = "durable", hint: str | None = Non
     if kind == "note" or FOCUS.search(norm[:12]) or _RISK_HEAD.search(norm[:12]) or (
             kind == "change" and (FOCUS.search(norm) or RISK.search(norm))):
         return "Active Context"
-    if STATE.search(norm) and not CONTINUE.match(norm):
-        return "Active Context"
+    if STATE.search(_QUOTED.sub("", norm)) and not CONTINUE.match(norm):
+        return "Active Context"  # not a state word inside a quoted label ("把“已回复待关闭”的单独拉出来")
     return "User Preferences"
+
+
+#: a quoted label or value ("“已回复待关闭”"): its words say nothing about the project's state
+_QUOTED = re.compile(r"[“\"「『‘][^”\"」』’]{0,40}[”\"」』’]")
 
 
 #: a rule that holds each time ("每次都要…", "一律…", "always …"): a noted rule is an instruction
