@@ -398,3 +398,15 @@ def test_taking_back_a_request_of_the_same_day_in_other_words_withdraws_it(first
     assert [ln.section for ln in morning.lines] == ["User Preferences"]
     later = _merge(morning.lines, then, "u-dm", "DM", at=T + timedelta(hours=2), message_id="m-2")
     assert later.lines == []
+
+
+def test_a_lessons_story_of_what_the_speaker_did_relaxes_nothing() -> None:
+    message = ("记个教训：化验系统导出的时间是UTC，我直接按日期把数据补进汇总表，夜里做的检查全错到了前一天。"
+               "以后汇总前一律先换成北京时间再分日期")
+    result = _merge([DATA], message, "u-st", "Statistician")
+    assert result.reviews == [] and [ln.section for ln in result.lines if ln.source != "admin"] == ["Lessons Learned"]
+
+
+def test_identifiers_kept_from_the_assistant_restate_the_rule() -> None:
+    message = "@王老师 快递单上受试者的姓名电话住址别让助手碰，它只认编号，这些让CRC自己填"
+    assert _merge([IDENTIFIERS], message, "u-pi", "PI").reviews == []
