@@ -410,3 +410,29 @@ def test_a_lessons_story_of_what_the_speaker_did_relaxes_nothing() -> None:
 def test_identifiers_kept_from_the_assistant_restate_the_rule() -> None:
     message = "@王老师 快递单上受试者的姓名电话住址别让助手碰，它只认编号，这些让CRC自己填"
     assert _merge([IDENTIFIERS], message, "u-pi", "PI").reviews == []
+
+
+@pytest.mark.parametrize(("message", "kept"), [
+    ("这阵子皮疹报得多。凡是随访表里勾了“新发皮疹”的受试者，一律当天中午12点前单独发我，别等周报",
+     "一律当天中午12点前单独发我"),
+    ("以后碰到受试者快满18岁的，提前两个月提醒我准备成人版知情同意书", "提前两个月提醒我"),
+    ("骑车呢语音输入的 你将就看 明天还得去一趟B03 事情是这样的 以后每回发样本的前一天你提醒我看看干冰够不够 "
+     "上回B05那箱到了干冰早化完了 还有B03-011下礼拜那次改到礼拜五了 嗯就这样", "每回发样本的前一天"),
+])
+def test_rules_on_an_occasion_are_standing(message: str, kept: str) -> None:
+    [found] = find_statements(message)
+    assert kept in found.text
+
+
+@pytest.mark.parametrize(("message", "section", "start"), [
+    ("年后大家心思都得放到第24周访视上：3月有40多个窗口，别超窗", "Active Context", "当前重点：第24周访视"),
+    ("跟大家同步一下：B07眼科整体搬到新院区了，下月起这家的访视都在新院区门诊3楼做", "Active Context",
+     "B07眼科整体搬到新院区"),
+])
+def test_a_new_focus_and_a_site_that_moved_are_active_context(message: str, section: str, start: str) -> None:
+    [line] = _merge([], message, "u-pi", "PI").lines
+    assert line.section == section and line.text.startswith(start)
+
+
+def test_what_was_not_noted_down_is_no_note() -> None:
+    assert find_statements("上回那批样本路上温度啥也没记下来，药房差点拒收") == []

@@ -99,12 +99,28 @@ _RUN_ON_TURN = re.compile(r"(?<=[\u4e00-\u9fff])(?=(?:然后|还有|对了|另�
 _PUNCTUATED = re.compile(r"[，,。！？!?；;:：、\s]")
 
 
+#: a pause of a voice transcript: a space between two Han characters
+_PAUSE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+#: how many pauses make a run on without punctuation a transcript
+_PAUSES = 3
+#: a pause that ends a sentence: before a standing cue ("…那个事是这样的 以后每回寄药的前一天…"), so the
+#: one-off words of the chatter before it ("今天周六还得跑一趟…") are not the rule's; other pauses stay
+#: inside their sentence ("以后每次社区随访的前一天下午 提醒我带上…", "S01这周…改到周四了 然后…")
+_SENTENCE_PAUSE = re.compile(r"(?<=[\u4e00-\u9fff])\s+(?=以后|今后|往后|从今往后|从现在起)")
+
+
 def _run_on_parts(masked: str, span: tuple[int, int, bool]) -> list[tuple[int, int, bool]]:
-    """``span`` split where a long run without any punctuation or space turns to its next point."""
+    """``span`` split where a long run without any punctuation or space turns to its next point, or,
+    in a long run whose only punctuation is spaces between Han characters (a voice transcript, "开车呢
+    语音转的 乱的话你凑合看 今天周六还得… 以后每回…"), at each pause ending a sentence."""
     start, end, question = span
-    if end - start < 40 or _PUNCTUATED.search(masked[start:end]):
+    text = masked[start:end]
+    if end - start >= 40 and len(_PAUSE.findall(text)) >= _PAUSES and not _PUNCTUATED.search(_PAUSE.sub("", text)):
+        cuts = [start, *(start + m.start() for m in _SENTENCE_PAUSE.finditer(text)), end]
+        return [(a, b, question and b == end) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
+    if end - start < 40 or _PUNCTUATED.search(text):
         return [span]
-    cuts = [start, *(start + m.start() for m in _RUN_ON_TURN.finditer(masked[start:end]) if m.start() > 0), end]
+    cuts = [start, *(start + m.start() for m in _RUN_ON_TURN.finditer(text) if m.start() > 0), end]
     return [(a, b, question and b == end) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 

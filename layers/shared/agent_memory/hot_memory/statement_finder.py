@@ -212,7 +212,8 @@ def _implicit(sentence: str, norm: str, message: str, question: bool) -> FoundSt
     if focus and not _trap(norm, focus.start(), focus.end(), message, question=question):
         frags = fragments(sentence[focus.end():])
         label = "当前重点：" if language_of(sentence) == "zh" else "Current focus: "
-        frags[:1] = [re.sub(r"^(.{1,20}?)上(?:使|用)(?:劲|力)?(?=$|\W)", r"\1", frags[0])] if frags else []
+        # "往评估完整性上使劲" / "放到第16周访视上：…": the focus without its 上
+        frags[:1] = [re.sub(r"^(.{1,20}?)上(?:(?:使|用)(?:劲|力)?)?(?=$|\W)", r"\1", frags[0])] if frags else []
         body = re.sub(r"^(?:for|on|is)\s+", "", statement_body(*_head_and_rest(frags)).strip(), flags=re.IGNORECASE)
         return FoundStatement(label + body, "change") if re.search(r"\w", body) else None
     never = NEVER_AGAIN.search(norm)

@@ -40,8 +40,12 @@ DURABLE_EN = re.compile(
 #: "X should always / must never …" inside a sentence: a standing rule stated in English
 ALWAYS_MODAL = re.compile(r"\b(?:should|must|shall|will|needs? to|ha(?:s|ve) to)\s+(?:always|never)\b", _I)
 #: a habitual instruction without a cue ("给CRC的提醒都用中文", "周报一律按中心分组")
-HABITUAL_ZH = re.compile(r"(?:都|一律|统一|一概)(?:在[^，,。]{1,8}?)?"
-                         r"(?:用|按|以|写|填|取|保留|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先)")
+_HABITUAL_VERB = r"(?:用|按|以|写|填|取|保留|发|放|列|加|标|附|带|改成|改用|别|不要|不用|不再|先|推|报)"
+HABITUAL_ZH = re.compile(r"(?:都|统一|一概)(?:在[^，,。]{1,8}?)?" + _HABITUAL_VERB + "|"
+                         # when and how, after 一律 and before the verb ("一律当天下午5点前单独推给我")
+                         r"一律(?:在[^，,。]{1,8}?)?(?:当天|当日|单独|直接|马上|立刻|第一时间|及时|"
+                         r"(?:[上下中]午|晚上|早上|傍晚|凌晨)?(?:\d{1,2}|[一二三四五六七八九十]{1,2})点半?(?:前|以前|之前))*"
+                         + _HABITUAL_VERB)
 #: a recurring occasion before an instruction ("每次导出的时候…加一行", "每周一早上…发我", "for every
 #: monitoring visit, send me …"): the instruction holds each time
 RECURRING = re.compile(
@@ -106,7 +110,8 @@ FOCUS_CHANGE = re.compile(
     # a period before the focus ("接下来到5月15号，重点是…")
     r"(?:接下来|下一步|下阶段)[^。；;]{1,16}?[，,]\s*重点(?:是|放在|放到|转到)|"
     # where the effort goes next ("接下来劲儿往评估完整性上使", "下一步精力都放到数据清理上")
-    r"(?:接下来|下一步|下阶段|后面|这个月|本月)[^，,。；;]{0,4}?(?:劲儿?|精力|力气|心思|功夫|人手)(?:都|要|得|先)?"
+    r"(?:接下来|下一步|下阶段|后面|这个月|本月|节后|年后|假期后|开学后|之后|往后)[^，,。；;]{0,4}?"
+    r"(?:劲儿?|精力|力气|心思|功夫|人手)(?:全|都|要|得|先)*"
     r"(?:往|放在|放到|用在|花在|集中到|集中在)|"
     r"(?:现在|目前|当前|接下来|这个月|本月)?(?:的)?重中之重(?:是|就是)|"
     r"\b(?:current |next )?focus (?:is now|now is|shifts? to|moves? to|changes? to)\b|"
@@ -138,7 +143,8 @@ REMEMBER = re.compile(
     _I,
 )
 NOTE = re.compile(
-    r"(?:你|帮我|也|请)?(?:记一下|记下来|记下(?!来)|记录一下|备注一下|记一笔)(?!了)\s*[:：]?\s*|"
+    # not what was not recorded ("一路上温度啥也没记下来")
+    r"(?<!没)(?<!没有)(?<!未)(?:你|帮我|也|请)?(?:记一下|记下来|记下(?!来)|记录一下|备注一下|记一笔)(?!了)\s*[:：]?\s*|"
     r"(?:顺手|顺便)?记(?:个|一个|一条)\s*(?:lesson|教训|坑|事)\s*[:：]\s*|"
     r"\b(?:note this(?: down)?|for the record)\s*[:：]\s*",
     _I,
@@ -327,6 +333,8 @@ STATE_NOW = re.compile(
     r"暂停|停用|冻结|维护中|在升级|在迁移|停止入组|关闭|暂时(?:不能|无法|没法|停)|(?:入组|筛选|发药)(?:先|暂时|暂)?停|(?:主任|PI|负责人|联系人|CRC)换(?:了|成)|"
     # an arrangement of the sites already changed ("随访都挪到周六上午做了")
     r"(?:挪到|改到|改在|调到|移到|改成)[^，,。；;]{1,14}?(?:做|进行|开展|办)?了|"
+    # a site moved ("S09皮肤科整体搬到东院区了")
+    r"(?:整体|整个|全部)?(?:搬到|搬去|迁到|迁至|迁往|搬迁到)|"
     r"\b(?:paused|on hold|suspended|frozen|closed (?:to|for)|offline|unavailable|down for)\b", _I)
 #: what a state note is about: a site, a system, a supply, enrolment
 STATE_SUBJECT = re.compile(
@@ -398,7 +406,8 @@ EN_OUTPUT = re.compile(r"(?:\b(?!(?:me|you|us|them|it|please|stop|send\w*|e-?mai
                        r"\b(?:listings?|reports?|logs?|lists?|summar(?:y|ies)|tables?|"
                        r"exports?|files?|datasets?|digests?|reminders?|snapshots?)\b", re.IGNORECASE)
 #: a reminder on an occasion ("每次访视前都提醒我…"): a standing preference the reminder skill cannot schedule
-ON_AN_OCCASION = re.compile(r"每次|每逢|的时候|之前|前一天|\b(?:before|when|after) (?:each|every)\b", re.IGNORECASE)
+ON_AN_OCCASION = re.compile(r"每次|每逢|每回|每当|碰到|遇到|遇上|赶上|凡是|一旦|的时候|之前|前一天|"
+                            r"\b(?:before|when|after) (?:each|every)\b", re.IGNORECASE)
 #: asks to be reminded of something ("每月31号提醒我做数据备份", "remind me to …"); not "提醒我的时候…"
 ASKS_REMINDER = re.compile(r"提醒我(?!的|们)[\u4e00-\u9fffA-Za-z0-9]|\bremind me (?:to|at|every|on|in)\b",
                            re.IGNORECASE)

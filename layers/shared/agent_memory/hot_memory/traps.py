@@ -67,8 +67,10 @@ _NOT_YOURS = re.compile(r"你(?:就)?(?:不用|别|甭)管了?|不用你(?:管|�
 _WHOEVER = re.compile(r"一律|都|统一")
 
 
-#: a question put in each report or asked each time ("每次随访电话都要问一句…", "周报都附一句…是什么")
-_ASKED_EACH_TIME = re.compile(r"(?:问|询问|确认)\S{0,6}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|"
+#: a question put in each report or asked each time ("每次随访电话都要问一句…", "周报都附一句…是什么"), or
+#: checked each time ("每回寄药前一天提醒我看看记录仪有没有电")
+_ASKED_EACH_TIME = re.compile(r"(?:问|询问|确认)\S{0,6}$|"
+                              r"(?:看看|看一下|检查一下|检查|查查|查一下)\S{0,12}$|(?:附|写|注明|写明|标明|说明)一?句?\S{0,12}$|"
                               r"\bask\w*\b[^.]{0,12}$", re.IGNORECASE)
 
 
