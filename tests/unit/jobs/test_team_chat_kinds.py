@@ -436,3 +436,19 @@ def test_a_new_focus_and_a_site_that_moved_are_active_context(message: str, sect
 
 def test_what_was_not_noted_down_is_no_note() -> None:
     assert find_statements("上回那批样本路上温度啥也没记下来，药房差点拒收") == []
+
+
+def _one_day(*messages: str, user: str = "u-crc", role: str = "CRC") -> MergeResult:
+    return _day([], [(f"m-{i}", text, T + timedelta(minutes=i)) for i, text in enumerate(messages)], user, role)
+
+
+@pytest.mark.parametrize(("messages", "left"), [
+    (("From now on, send me the visit lists as PDF, not Word.", "Keep the AE tables sorted by onset date.",
+      "Actually, forget the PDF thing — Word is fine again."), ["Keep the AE tables sorted by onset date."]),
+    (("以后访视提醒提前5天发给我。", "以后月报发我邮箱。", "提前5天那个算了，不要了。"), ["月报发我邮箱。"]),
+    (("以后月报用PDF格式发我。", "帮我把B003的query导出一下。", "算了那个不要了"), ["月报用PDF格式发我。"]),
+    (("以后月报用PDF格式发我。", "算了那个不要了"), []),
+])
+def test_a_withdrawal_takes_back_what_it_names_or_what_was_just_said(messages: tuple[str, ...],
+                                                                      left: list[str]) -> None:
+    assert [ln.text for ln in _one_day(*messages).lines] == left

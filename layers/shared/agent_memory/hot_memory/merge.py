@@ -295,19 +295,34 @@ class _Merge:
     def _withdraw(self, statement: _Statement, target: HotMemoryLine | None) -> None:
         """The line the LLM named (an AI line), else the speaker's statement on that subject."""
         bare = bare_withdrawal(statement.text)
+        scopes = (statement.role, statement.speaker.user_id)
         if bare and (target is None or target.source == "admin"):
-            # "那个算了", "scratch that": the speaker's newest line of the last 24 hours
-            at, speaker = statement.speaker.at, statement.speaker.user_id
-            target = next((ln for ln in reversed(self.lines) if ln.source != "admin" and ln.stated_by == speaker
-                           and ln.stated_at is not None and timedelta(0) <= at - ln.stated_at <= timedelta(days=1)),
-                          None)
+            # "forget the CSV thing", "提前3天那个算了": the line it names, else the line just said
+            target = withdrawn_line(self.lines, statement.text, scopes, statement.cand.section,
+                                    added=self.result.added) or self._just_said(statement)
+            if target is None:
+                return  # what was just said is no line (a task, a reminder): nothing of memory to take back
         if target is not None and target.source != "admin":
             self.lines.remove(target)
             _note_removed(self.result, target)
             self.result.withdrawn.extend(statement.evidence)
         else:
-            _withdraw(self.result, self.lines, statement.text, (statement.role, statement.speaker.user_id),
-                      statement.cand.section, statement.evidence)
+            _withdraw(self.result, self.lines, statement.text, scopes, statement.cand.section, statement.evidence)
+
+    def _just_said(self, statement: _Statement) -> HotMemoryLine | None:
+        """The AI line a bare withdrawal ("那个算了", "scratch that") takes back: the line made from the
+        speaker's message just before it this day; None when that message made no line (a one-off
+        task, a reminder). With no earlier message of theirs this day, their newest line of the last
+        24 hours."""
+        at, speaker = statement.speaker.at, statement.speaker.user_id
+        earlier = [m for m in self.day_messages.values() if m.user_id == speaker and m.at < at
+                   and m.message_id not in statement.evidence]
+        if earlier:
+            just = max(earlier, key=lambda m: m.at).message_id
+            return next((ln for ln in reversed(self.lines) if ln.source != "admin"
+                         and just in (*ln.evidence, *ln.retired_evidence)), None)
+        return next((ln for ln in reversed(self.lines) if ln.source != "admin" and ln.stated_by == speaker
+                     and ln.stated_at is not None and timedelta(0) <= at - ln.stated_at <= timedelta(days=1)), None)
 
     def _duplicate(self, statement: _Statement) -> bool:
         """A line (or one added earlier in this merge) says it already, or a System Rule does (the
