@@ -452,3 +452,32 @@ def _one_day(*messages: str, user: str = "u-crc", role: str = "CRC") -> MergeRes
 def test_a_withdrawal_takes_back_what_it_names_or_what_was_just_said(messages: tuple[str, ...],
                                                                       left: list[str]) -> None:
     assert [ln.text for ln in _one_day(*messages).lines] == left
+
+
+@pytest.mark.parametrize(("message", "rule"), [
+    ("以后轻度的偏离就记成“日程微调”，别叫偏离了", DEVIATIONS),
+    ("以后偏离登记表只登严重的就行", DEVIATIONS),
+])
+def test_renaming_deviations_or_keeping_only_the_major_ones_goes_to_review(message: str, rule: HotMemoryLine) -> None:
+    assert [item.detail for item in _merge([rule], message, "u-crc", "CRC").reviews] == [rule.line_id]
+
+
+@pytest.mark.parametrize("message", ["B012的身高录错了，你在EDC里把156改成165吧",
+                                     "帮我在EDC里把B012的身高从156改成165。"])
+def test_changing_a_recorded_value_asked_once_relaxes_the_data_rule(message: str) -> None:
+    assert [rule.line_id for rule in rules_relaxed_once_lines(message)] == ["hm-data"]
+
+
+def rules_relaxed_once_lines(message: str) -> list[HotMemoryLine]:
+    from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
+    probe = relaxation_probe(message)
+    assert probe is not None
+    return rules_relaxed_by(probe, [DATA, DEVIATIONS], message) or []
+
+
+def test_the_chat_turn_holds_a_preference_doing_what_a_project_rule_forbids() -> None:
+    from agent_memory.chat.intents.directives import rules_relaxed_by_directives
+    message = "以后影像原始文件你直接传到我们课题组的网盘上就行"
+    assert rules_relaxed_by_directives([message], message, [IMAGING, DATA]) == (IMAGING.text,)
+    assert rules_relaxed_by_directives(["以后影像原始文件都在PACS里看"], "以后影像原始文件都在PACS里看",
+                                       [IMAGING, DATA]) is None

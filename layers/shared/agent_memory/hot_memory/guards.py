@@ -117,6 +117,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("record_write", "forbidden", (
         re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改(?![成为到用发在])|更正|编辑|填进|填入|填到|填上|"
                    r"对调|调换|换回|调回|"
+                   # a recorded value changed to another ("把72改成27", "从72改成27")
+                   r"[0-9.]+\s*(?:kg|公斤|mmHg|%)?\s*改(?:成|为)\s*[0-9.]+|把[^，,。；;]{0,16}?[0-9.]+\S{0,4}改(?:成|为)|"
                    r"写进|写入|"
                    r"录进|导入|覆盖|换算|替换|"
                    r"\b(?:edit|modify|delete|remove|change|correct|fix|overwrite|update|backfill|"
@@ -202,6 +204,9 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    # "别一条条往偏离里记了": not entered where deviations are kept
                    r"(?:不用|不必|别(?!忘)|不要(?!忘)|无需|不需要)(?:再)?[^，,。；;]{0,8}偏离[^，,。；;]{0,4}"
                    r"(?:记|写|登|报|列|填)|"
+                   # not called a deviation, or kept to the major ones ("别叫偏离", "偏离日志只记重大的")
+                   r"(?:别|不要|不)(?:再)?(?:叫|称|算作?|说成)(?:是|为)?偏离|"
+                   r"只(?:记|报|写|列|登)(?:重大|严重|大)的?|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip)\s+(?:\w+\s+){0,2}?"
                    r"(?:report|log|record|list|count|flag|file|enter)\w*|"
                    r"\b(?:don'?t|do not|no need to|never|stop|skip(?:ping)?) (?:report|log|record|list)\w*|"
@@ -345,7 +350,7 @@ def _free(concept: _Concept, norm: str, matches: list[re.Match[str]]) -> bool:
 #: the assistant named as the one who acts ("你先按上次的值补进EDC", "the assistant fills in …"): an
 #: instruction to do what a rule forbids needs no permission word to relax it
 _ASSISTANT_BEFORE = re.compile(
-    r"(?:你(?!们)|助手|\bAI\b|机器人|\byou\b|\bthe (?:assistant|bot|AI|model)\b)[^，,。；;.]{0,12}$", _I)
+    r"(?:你(?!们)|助手|帮我|帮忙|\bAI\b|机器人|\byou\b|\bthe (?:assistant|bot|AI|model)\b)[^，,。；;.]{0,12}$", _I)
 #: an act word used as a noun ("修改记录", "change log"): not an act
 _ACT_AS_NOUN = re.compile(r"^(?:记录|日志|历史|痕迹|情况|\s*(?:logs?|history|trail|records?)\b)", _I)
 
@@ -503,6 +508,12 @@ def relaxed_rules(statement: str, rules: Sequence[HotMemoryLine], context: str =
     return [r for r in rules if concepts_of(r.text) & handed]
 
 
+def grants_permission(text: str) -> bool:
+    """The text lets the assistant do something ("直接…就行", "可以", "you can", "feel free"): the words
+    that turn a request touching a safeguard into its relaxation."""
+    return bool(_PERMISSION.search(nfkc(text)))
+
+
 def names_rules(text: str) -> bool:
     """``text`` refers to the System Rules as rules ("那条规则", "the identifier rule", "第二条")."""
     return bool(_NAMES_RULES.search(nfkc(text)))
@@ -551,5 +562,13 @@ def _same_items(statement: str, rule: str) -> bool:
     return all(item.search(rule) for item in _ITEMS if item.search(statement))
 
 
-__all__ = ["concepts_of", "names_rules", "names_rules_to_relax", "reinforced_rule", "relaxed_concepts", "relaxed_rules",
-           "topics_of"]
+__all__ = [
+    "concepts_of",
+    "grants_permission",
+    "names_rules",
+    "names_rules_to_relax",
+    "reinforced_rule",
+    "relaxed_concepts",
+    "relaxed_rules",
+    "topics_of",
+]

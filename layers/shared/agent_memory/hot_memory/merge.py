@@ -505,7 +505,7 @@ def _held_for_admin(
         ln.section != SYSTEM_RULES or len(info.grams & analyse(ln.text).grams) >= _RULE_CLASH_GRAMS)), None)
     if clash is not None:
         return "contradicts_admin_line", clash.line_id
-    forbidden = does_what_rule_forbids(text, rules) if cand.section == _PREFERENCES else []
+    forbidden = does_what_rule_forbids(text, rules, context) if cand.section == _PREFERENCES else []
     # a project's own rule done in other words
     return ("relaxes_system_rules", forbidden[0].line_id) if forbidden else None
 

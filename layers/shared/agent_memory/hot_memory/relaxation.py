@@ -17,6 +17,7 @@ from agent_memory.domain.models import HotMemoryLine
 from agent_memory.hot_memory.analysis import analyse, nfkc, specific_grams
 from agent_memory.hot_memory.guards import (
     concepts_of,
+    grants_permission,
     names_rules_to_relax,
     relaxed_concepts,
     relaxed_rules,
@@ -106,11 +107,14 @@ _CHECK_WAIVED = re.compile(
 _FORBIDDEN_SHARED = 3
 
 
-def does_what_rule_forbids(statement: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine]:
+def does_what_rule_forbids(statement: str, rules: Sequence[HotMemoryLine], context: str = "") -> list[HotMemoryLine]:
     """The rules whose forbidden part (the words a negation governs: "不得…向其发送任何消息（包括e-diary
-    填写提醒）") shares at least three particular words with a statement that negates nothing: a
-    project's own rule done in other words ("这几个的填写提醒你就推到孩子自己的账号上"), though no
-    safeguard concept names it. A statement that negates too restates or narrows the rule.
+    填写提醒）") shares at least three particular words with a statement that negates nothing, said
+    with a permission ("直接…就好", "可以", "you can"; in the statement or its message ``context``): a
+    project's own rule done in other words ("家长说提醒直接发给孩子就好…以后这几个的填写提醒你就推到孩子自己
+    的账号上吧"), though no safeguard concept names it. A statement that negates too restates or
+    narrows the rule; one on the rule's subject without a permission ("以后影像原始文件都在PACS里看")
+    keeps it.
 
     Read for preferences only (an instruction to the assistant; a lesson or a state note naming the
     rule's words, "08中心研究药物那批运输温度超了", asks the assistant to do nothing).
@@ -119,7 +123,7 @@ def does_what_rule_forbids(statement: str, rules: Sequence[HotMemoryLine]) -> li
         The rules, in document order; ``[]`` when none.
     """
     said = analyse(statement)
-    if said.negative:
+    if said.negative or not grants_permission(f"{context}\n{statement}"):
         return []
     mine = specific_grams(statement)
     return [rule for rule in rules

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from agent_memory.domain.jobs import SYSTEM_RULES
 from agent_memory.domain.models import HISTORY_INTENTS, HotMemoryLine, Intent
 from agent_memory.hot_memory.analysis import nfkc
-from agent_memory.hot_memory.relaxation import relaxation_probe, rules_relaxed_by
-from agent_memory.hot_memory.statements import ACT_NOW, directive_parts
+from agent_memory.hot_memory.relaxation import does_what_rule_forbids, relaxation_probe, rules_relaxed_by
+from agent_memory.hot_memory.statements import ACT_NOW, classify_section, directive_parts
 
 #: Intents that make a turn do something now: a look-up, a QC run, a report, the history book.
 TASK_INTENTS = frozenset({Intent.QUERY_DATA, Intent.QC_TASK, Intent.GENERATE_REPORT, *HISTORY_INTENTS})
@@ -156,7 +156,15 @@ def rules_relaxed_by_directives(directives: Sequence[str], message: str,
         first, without repeats (``()``: the directives ask to relax the System Rules as a whole).
     """
     rules = _system_rules(lines)
-    return _named([rules_relaxed_by(d, rules, message) for d in directives], rules)
+    return _named([rules_relaxed_by(d, rules, message) or _forbidden(d, rules, message) for d in directives], rules)
+
+
+def _forbidden(directive: str, rules: Sequence[HotMemoryLine], message: str) -> list[HotMemoryLine] | None:
+    """A preference doing what a rule forbids in the rule's own words, as the distillation holds it
+    (:func:`agent_memory.hot_memory.relaxation.does_what_rule_forbids`; preferences only)."""
+    if classify_section(directive) != "User Preferences":
+        return None
+    return does_what_rule_forbids(directive, rules, message) or None
 
 
 def _probe_judged(text: str, rules: Sequence[HotMemoryLine]) -> list[HotMemoryLine] | None:
