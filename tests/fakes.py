@@ -338,7 +338,8 @@ class InMemoryStore:
         """The new current hot memory, its revision and the conditions that fail now."""
         new_version = expected_version + 1
         saved = HotMemory(project_id=hot.project_id, version=new_version, lines=list(hot.lines), updated_at=now,
-                          updated_by=actor, dismissed_evidence=list(hot.dismissed_evidence))
+                          updated_by=actor, dismissed_evidence=list(hot.dismissed_evidence),
+                          dismissed_lines=list(hot.dismissed_lines))
         revision = StoredRevision(
             summary=RevisionSummary(version=new_version, created_at=now, created_by=actor, reason=reason,
                                     tokens=tokens),

@@ -283,7 +283,8 @@ def test_kill_switch_deletes_an_ai_line_and_the_next_chat_turn_no_longer_sees_it
     assert body["memory"]["tokens"] == estimate_tokens(body["memory"]["markdown"])
     assert api.revisions()["items"][0]["reason"] == "deleted distilled line hm-les-1: 错误规则"
     # and the messages it was learnt from are kept as dismissed (distillation never learns them again)
-    assert local_stack.repo.projects.load_hot_memory(api.project_id).dismissed_evidence == ["m3"]
+    stored = local_stack.repo.projects.load_hot_memory(api.project_id)
+    assert stored.dismissed_evidence == ["m3"] and [d.text for d in stored.dismissed_lines] == [WRONG_RULE]
     record = api.audit()[0]
     assert (record["action"], record["target"], record["reason"], record["actor"]) == (
         "memory.delete_line", "line:hm-les-1", "错误规则", ADMIN

@@ -702,6 +702,26 @@ def test_scheduled_run_after_a_manual_run_of_the_same_day_distils_the_later_mess
     assert store.get_job_run("p1", "distill", "2026-03-10") is not None
 
 
+def test_a_line_said_again_before_the_admin_deleted_it_stays_deleted(store: InMemoryStore) -> None:
+    # Given a line distilled by hand at noon, said again in other words in the afternoon (once before
+    # and once after the manual run), and then deleted by an admin
+    add_project(store)
+    say(store, "p1", "m-1", "以后给CRC的访视提醒提前3天发。", utc("2026-03-10T09:00:00+08:00"))
+    say(store, "p1", "m-2", "给CRC的访视提醒都提前3天发哈", utc("2026-03-10T10:00:00+08:00"))
+    run(make_deps(store, clock=FakeClock(utc("2026-03-10T12:00:00+08:00"))), "distill", "p1", "2026-03-11")
+    assert [ln.evidence for ln in hot_lines(store)] == [["m-1", "m-2"]]  # said again the same day: both cited
+    say(store, "p1", "m-3", "对了，给CRC的访视提醒记得提前3天发", utc("2026-03-10T14:00:00+08:00"))
+    hot = store.load_hot_memory("p1")
+    delete_line(store, "p1", hot.lines[0].line_id, reason=None, if_match=hot.version, actor="u-admin",
+                now=utc("2026-03-10T15:00:00+08:00"), cap=2000)
+
+    # When the scheduled run distils the day after midnight
+    report = run(make_deps(store, clock=FakeClock(utc("2026-03-11T02:00:00+08:00"))), "distill", "p1", "2026-03-11")
+
+    # Then nothing of it comes back
+    assert hot_lines(store) == [] and report.counts["rejected_dismissed"] == 3
+
+
 def test_a_line_the_admin_deleted_after_a_manual_run_stays_deleted_after_the_scheduled_run(
     store: InMemoryStore,
 ) -> None:

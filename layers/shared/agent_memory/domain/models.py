@@ -70,6 +70,17 @@ HOT_MEMORY_SECTIONS: tuple[str, ...] = (
 DISMISSED_KEPT = 200
 
 
+class DismissedLine(BaseModel):
+    """A distilled line an admin removed: what it said and when it was removed (UTC), so that a
+    statement of it made before then, in a message the line did not cite (said again the same day),
+    is not learnt again."""
+
+    section: str
+    text: str
+    role_tag: str | None = None
+    dismissed_at: datetime
+
+
 class HotMemory(BaseModel):
     """The project's hot memory: structured lines rendered as one Markdown document."""
 
@@ -82,6 +93,8 @@ class HotMemory(BaseModel):
     #: without them), newest last, at most :data:`DISMISSED_KEPT`: distillation never learns those
     #: messages again (a re-run of a day merged in part earlier brings no deleted line back)
     dismissed_evidence: list[str] = Field(default_factory=list)
+    #: the distilled lines an admin removed (the newest :data:`DISMISSED_KEPT`)
+    dismissed_lines: list[DismissedLine] = Field(default_factory=list)
 
     def render(self) -> str:
         """Markdown document: one ``# Section`` per non-empty section, ``- [TAG] text`` lines."""

@@ -267,7 +267,8 @@ def _scrub_hot_memory(
         try:
             store.commit_hot_memory(
                 current.model_copy(update={"lines": kept, "dismissed_evidence": [
-                    e for e in current.dismissed_evidence if e not in message_ids]}),
+                    e for e in current.dismissed_evidence if e not in message_ids], "dismissed_lines": [
+                    d for d in current.dismissed_lines if not (patient_id and names_id(d.text, patient_id))]}),
                 expected_version=current.version, actor=actor,
                 reason="erasure", now=now, tokens=document_tokens(kept), audit=audit,
             )

@@ -36,7 +36,7 @@ from agent_memory.domain.errors import (
     PreconditionRequired,
     VersionConflict,
 )
-from agent_memory.domain.models import DISMISSED_KEPT, HotMemory, HotMemoryLine
+from agent_memory.domain.models import DISMISSED_KEPT, DismissedLine, HotMemory, HotMemoryLine
 from agent_memory.domain.records import AuditAction, AuditRecord, Page, ReviewEntry
 from agent_memory.domain.text import utf8_len
 from agent_memory.hot_memory.document import (
@@ -197,7 +197,8 @@ def commit_change(
     audit = audit_record(current.project_id, action=action, target=target, actor=actor, now=now, reason=reason,
                          details=details)
     saved = store.commit_hot_memory(
-        current.model_copy(update={"lines": lines, "dismissed_evidence": dismissed_after(current, lines)}),
+        current.model_copy(update={"lines": lines, "dismissed_evidence": dismissed_after(current, lines),
+                                   "dismissed_lines": dismissed_lines_after(current, lines, now)}),
         expected_version=current.version, actor=actor,
         reason=f"{what}: {reason}" if reason else what, now=now, tokens=tokens, audit=audit, decide=decide,
     )
@@ -223,6 +224,17 @@ def dismissed_after(current: HotMemory, lines: Sequence[HotMemoryLine]) -> list[
     kept = {ln.line_id for ln in lines}
     gone = [e for ln in current.lines if ln.source == "distilled" and ln.line_id not in kept for e in ln.evidence]
     return list(dict.fromkeys([*current.dismissed_evidence, *gone]))[-DISMISSED_KEPT:]
+
+
+def dismissed_lines_after(current: HotMemory, lines: Sequence[HotMemoryLine], now: datetime) -> list[DismissedLine]:
+    """``current.dismissed_lines`` with every distilled line of ``current`` that ``lines`` leave out,
+    removed at ``now`` (UTC), the newest :data:`DISMISSED_KEPT`; a line an admin restores or writes
+    again leaves the list."""
+    kept = {ln.line_id for ln in lines}
+    texts = {(ln.section, ln.text) for ln in lines}
+    gone = [DismissedLine(section=ln.section, text=ln.text, role_tag=ln.role_tag, dismissed_at=now)
+            for ln in current.lines if ln.source == "distilled" and ln.line_id not in kept]
+    return [d for d in [*current.dismissed_lines, *gone] if (d.section, d.text) not in texts][-DISMISSED_KEPT:]
 
 
 # -------------------------------------------------------------------------------- use cases
@@ -349,6 +361,7 @@ __all__ = [
     "commit_change",
     "delete_line",
     "dismissed_after",
+    "dismissed_lines_after",
     "get_memory",
     "list_audit",
     "memory_view",

@@ -91,12 +91,16 @@ class MergeResult:
     compacted: list[str] = field(default_factory=list)
     #: AI lines a down-vote's reason re-confirmed: line id -> the feedback evidence added to it
     confirmed: dict[str, list[str]] = field(default_factory=dict)
+    #: AI lines a user message said again the day they were said: line id -> the message ids added to
+    #: its evidence (so an admin who deletes the line dismisses every message of the day that said it,
+    #: docs/architecture.md, "Hot memory")
+    restated: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
-        """True when the document differs from the input (a line added, replaced, removed or
-        re-confirmed by feedback)."""
-        return bool(self.added or self.replaced or self.removed or self.confirmed)
+        """True when the document differs from the input (a line added, replaced, removed,
+        re-confirmed by feedback or said again)."""
+        return bool(self.added or self.replaced or self.removed or self.confirmed or self.restated)
 
     @property
     def touched(self) -> set[str]:
@@ -122,7 +126,8 @@ def merge_candidates(
     1. grounding: every evidence id must be a USER message of the processed day, else
        rejected ``ungrounded`` (the AI never writes what no user said);
        every evidence id among ``hot.dismissed_evidence`` (an admin deleted what was learnt from
-       those messages) -> rejected ``dismissed``;
+       those messages), or the statement a duplicate of a line an admin removed after it was said
+       (``hot.dismissed_lines``) -> rejected ``dismissed``;
     2. shape: a known AI section, non-empty, at most ``max_line_tokens``, else ``invalid``;
        a proposed ``System Rules`` line goes to review (admins own that section);
     3. language: the candidate's language must be one its evidence is written in, else
@@ -265,6 +270,9 @@ class _Merge:
         statement.own_scope = speaker_own_subject(cand, text, statement.speaker, self.lines, self.now)
         statement.role_scope = not statement.own_scope and speaker_role_subject(
             cand, text, statement.speaker, self.lines, self.now)
+        if cand.kind != "withdraw" and self._dismissed(statement):
+            self.result.rejected["dismissed"] += 1  # what an admin deleted, said again before they deleted it
+            return
         target = next((ln for ln in self.lines if cand.replaces and ln.line_id == cand.replaces), None)
         feedback = statement.feedback
         context = "\n".join(m.content for m in said)
@@ -286,6 +294,13 @@ class _Merge:
             self.result.rejected["not_a_preference"] += 1
         elif not self._duplicate(statement):
             self._place(statement, target)
+
+    def _dismissed(self, statement: _Statement) -> bool:
+        """The statement says what a line an admin removed said (same section, a duplicate of its
+        text) and all its messages were said before the removal: the admin's decision covers it."""
+        said_by = max(m.at for m in statement.said)
+        return any(d.section == statement.cand.section and said_by <= d.dismissed_at
+                   and is_duplicate(statement.info, analyse(d.text)) for d in self.hot.dismissed_lines)
 
     def _queue(self, cand: Candidate, text: str, evidence: list[str], reason: str, detail: str | None, *,
                role: str | None) -> None:
@@ -344,6 +359,10 @@ class _Merge:
         self.result.duplicates += 1
         if statement.feedback:
             _confirm(self.result, self.lines, dup, [m.message_id for m in statement.feedback])
+        elif any(e in self.day_messages for e in dup.evidence):
+            # said again the day it was said: one statement of the day (a line said on an earlier day
+            # and said again today keeps its provenance: no new revision)
+            _restate(self.result, self.lines, dup, statement.evidence)
         return True
 
     def _place(self, statement: _Statement, target: HotMemoryLine | None) -> None:
@@ -438,6 +457,24 @@ def _confirm(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLin
         return
     lines[lines.index(line)] = line.model_copy(update={"evidence": [*line.evidence, *new]})
     result.confirmed.setdefault(line.line_id, []).extend(new)
+    result.evidence.extend(e for e in new if e not in result.evidence)
+
+
+#: how many message ids a line said again keeps as its evidence (the newest)
+_EVIDENCE_KEPT = 20
+
+
+def _restate(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLine, evidence: list[str]) -> None:
+    """A user message says again what AI line ``line`` says: its message ids join the line's
+    evidence (the last :data:`_EVIDENCE_KEPT`; same id, text and place; admin lines and the System
+    Rules a statement only restates are never touched)."""
+    if line.source == "admin" or line not in lines:
+        return
+    new = [e for e in evidence if e not in line.evidence and e not in line.retired_evidence]
+    if not new:
+        return
+    lines[lines.index(line)] = line.model_copy(update={"evidence": [*line.evidence, *new][-_EVIDENCE_KEPT:]})
+    result.restated.setdefault(line.line_id, []).extend(new)
     result.evidence.extend(e for e in new if e not in result.evidence)
 
 

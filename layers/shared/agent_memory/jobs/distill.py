@@ -312,6 +312,7 @@ def _count(counts: dict[str, int], merged: MergeResult, before: int, after: int)
         replaced=len(merged.replaced),
         removed=len(merged.removed),
         confirmed=len(merged.confirmed),
+        restated=len(merged.restated),
         duplicates=merged.duplicates,
         review_queued=len(merged.reviews),
         rejected=rejected + len(merged.reviews),
@@ -339,6 +340,9 @@ def _reason(day: str, merged: MergeResult, max_bytes: int) -> str:
         parts.append("compacted to the cap " + ",".join(merged.compacted))
     if merged.withdrawn:
         parts.append("withdrawn by " + ",".join(merged.withdrawn))
+    if merged.restated:
+        parts.append("said again " + ",".join(
+            f"{line_id}<-{'+'.join(ev)}" for line_id, ev in merged.restated.items()))
     if merged.confirmed:
         parts.append("confirmed by feedback " + ",".join(
             f"{line_id}<-{'+'.join(ev)}" for line_id, ev in merged.confirmed.items()))

@@ -31,6 +31,7 @@ from agent_memory.adapters.dynamo.tables import (
 )
 from agent_memory.domain.models import (
     ClinicalDataSource,
+    DismissedLine,
     HotMemory,
     HotMemoryLine,
     Member,
@@ -100,6 +101,7 @@ def hot_memory_from_item(item: HotMemoryItem) -> HotMemory:
         version=int(item.version or 0),
         lines=[HotMemoryLine.model_validate(x) for x in item.lines or []],
         dismissed_evidence=list(item.dismissed_evidence or []),
+        dismissed_lines=[DismissedLine.model_validate(x) for x in item.dismissed_lines or []],
     ))
 
 
@@ -117,7 +119,8 @@ def hot_memory_to_items(
     new_version = expected_version + 1
     lines = [ln.model_dump(mode="json") for ln in hot.lines]
     item = HotMemoryItem(hot.project_id, keys.HOT_SK, lines=lines, updated_at=now, updated_by=actor,
-                         dismissed_evidence=hot.dismissed_evidence)
+                         dismissed_evidence=hot.dismissed_evidence,
+                         dismissed_lines=[d.model_dump(mode="json") for d in hot.dismissed_lines])
     if expected_version:
         item.version = expected_version
     revision = HotMemoryRevisionItem(

@@ -142,6 +142,8 @@ class HotMemoryItem(BaseItem):
     updated_by = UnicodeAttribute(null=True)
     #: message ids behind distilled lines an admin removed (``HotMemory.dismissed_evidence``)
     dismissed_evidence = ListAttribute(of=UnicodeAttribute, default=list)
+    #: the distilled lines an admin removed (``HotMemory.dismissed_lines``)
+    dismissed_lines = Utf8JSONAttribute(default=list)
 
 
 class HotMemoryRevisionItem(BaseItem):
