@@ -164,19 +164,20 @@ def test_dispatcher_enqueues_one_message_per_project_active_yesterday_from_the_i
     # When the distill schedule's Input for the run of 2026-03-11 arrives,
     report = dispatcher.lambda_handler({"job": "distill", "time_zone": "Asia/Shanghai", "date": "2026-03-11"},
                                        lambda_context)
-    # Then the projects came from ONE Query on the activity index (no Scan, no other read),
-    assert api_calls.of("dynamodb") == {"Query": 1}
-    # and each of the 12 has exactly one message for the run date, sent 10 per call.
+    # Then the projects came from one Query on the activity index per run date (no Scan, no other
+    # read): the run's own and the previous one (a project whose zone is behind the schedule's was
+    # still in its day then; for the others that request finds the day done and changes nothing),
+    assert api_calls.of("dynamodb") == {"Query": 2}
+    # and each of the 12 has exactly one message for the run date, the 7 active on 03-09 one for the
+    # previous run date, sent 10 per call.
     assert api_calls.of("sqs") == {"SendMessageBatch": 2}
     messages = queued(resources["JobQueue"].ref)
-    requests = sorted((JobRequest.model_validate_json(m["Body"]) for m in messages), key=lambda r: r.project_id)
-    assert [r.project_id for r in requests] == [f"p{i:02d}" for i in range(12)]
-    assert {r.date for r in requests} == {date(2026, 3, 11)}
-    assert {m["MessageAttributes"]["job_key"]["StringValue"] for m in messages} == {
-        f"distill#p{i:02d}#2026-03-11" for i in range(12)
-    }
-    assert report["projects"] == report["enqueued"] == 12
-    assert report["activity_dates"] == ["2026-03-10"]
+    keys = {m["MessageAttributes"]["job_key"]["StringValue"] for m in messages}
+    assert keys == {f"distill#p{i:02d}#2026-03-11" for i in range(12)} | {
+        f"distill#p{i:02d}#2026-03-10" for i in (0, 1, 2, 20, 21, 22, 23)}
+    assert len(messages) == 19
+    assert report["projects"] == 16 and report["enqueued"] == 19
+    assert report["activity_dates"] == ["2026-03-09", "2026-03-10"]
 
 
 def test_active_projects_reads_the_index_to_its_last_page(aws: dict[str, str], api_calls: ApiCalls) -> None:
@@ -232,7 +233,7 @@ def test_dispatcher_defaults_to_the_project_time_zone(
     # When an Input without a time zone arrives, Then the run date is Berlin's.
     report = module.lambda_handler({"job": "distill"}, lambda_context)
     assert (report["time_zone"], report["run_date"], report["activity_dates"]) == (
-        "Europe/Berlin", "2026-03-10", ["2026-03-09"])
+        "Europe/Berlin", "2026-03-10", ["2026-03-08", "2026-03-09"])
 
 
 @pytest.mark.parametrize(

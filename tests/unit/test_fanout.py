@@ -225,7 +225,21 @@ def test_b17_the_run_after_a_spring_forward_day_also_does_the_skipped_run(
 ) -> None:
     from agent_memory.jobs.fanout import run_dates
 
-    assert run_dates("distill", run_date, tz) == expected
+    assert run_dates("prune", run_date, tz) == expected
+    assert run_dates("distill", run_date, tz) == [run_date - timedelta(days=1), run_date]  # always, see below
+
+
+def test_a_project_behind_the_schedules_zone_has_its_day_distilled_by_the_next_run() -> None:
+    # Given the schedule in Asia/Shanghai and a Berlin project active on its 2026-12-08 (the 02:00
+    # Shanghai run of 12-09 came at 19:00 Berlin time, while that day was still going on)
+    activity = active({date(2026, 12, 8): ["p-berlin"], date(2026, 12, 9): ["p-shanghai"]})
+    sender = InMemoryJobQueue()
+    # When the next night's run dispatches (02:00 Shanghai on 12-10)
+    dispatch(ScheduleInput(job="distill", time_zone="Asia/Shanghai"), activity=activity, sender=sender,
+             clock=lambda: at("2026-12-10T02:00:00+08:00"))
+    # Then the Berlin project is enqueued again for run date 12-09 (its day 12-08, over by now)
+    assert [(r.project_id, r.date.isoformat()) for r in sender.sent] == [
+        ("p-berlin", "2026-12-09"), ("p-shanghai", "2026-12-10")]
 
 
 def test_b17_berlin_dst_day_no_project_day_is_missed() -> None:

@@ -19,6 +19,12 @@ on one of these dates:
   idle for longer than that has nothing new to prune (an earlier prune run already saw its
   last change). The 8 dates cover Monday's archive of the whole previous week.
 
+Project zones behind the schedule's: the distill run also enqueues the projects due for the previous
+run date (active on ``D - 2``). A project whose zone is behind the schedule's zone (the schedule in
+Asia/Shanghai, a project in Europe/Berlin) was still in its day when that run came, so that run
+merged the day so far without marking it done; only now is its day over. For every other project the
+day is done already and the request changes nothing (its ``JOBRUN#`` marker).
+
 Daylight saving time: EventBridge Scheduler SKIPS a cron time that does not exist locally (the
 spring-forward hour: 02:00 on the last Sunday of March in Europe/Berlin). So when the previous
 scheduled run date (``D - 1``; ``D - 7`` for the weekly archive) was a short local day, this run
@@ -89,9 +95,12 @@ def is_short_day(day: date, tz: str) -> bool:
 
 def run_dates(job: JobName, run_date: date, tz: str) -> list[date]:
     """The run dates whose work this run does, oldest first: its own, preceded by the previous
-    scheduled run date when that was a short local day (Scheduler may have skipped it)."""
+    scheduled run date when that was a short local day (Scheduler may have skipped it); for
+    distill, always preceded by the previous run date (a project whose zone is behind the
+    schedule's was still in its day when that run came: only now is its day over, and a day
+    already done finds its ``JOBRUN#`` marker and changes nothing)."""
     previous = run_date - timedelta(days=7 if job == "archive" else 1)
-    return [previous, run_date] if is_short_day(previous, tz) else [run_date]
+    return [previous, run_date] if job == "distill" or is_short_day(previous, tz) else [run_date]
 
 
 def plan_requests(schedule: ScheduleInput, run_date: date, activity: ActivityReader) -> list[JobRequest]:
