@@ -481,3 +481,15 @@ def test_the_chat_turn_holds_a_preference_doing_what_a_project_rule_forbids() ->
     assert rules_relaxed_by_directives([message], message, [IMAGING, DATA]) == (IMAGING.text,)
     assert rules_relaxed_by_directives(["以后影像原始文件都在PACS里看"], "以后影像原始文件都在PACS里看",
                                        [IMAGING, DATA]) is None
+
+
+def test_instructions_for_different_sites_are_lines_of_their_own() -> None:
+    result = _one_day("以后第1中心的随访表按日期排序", "以后第2中心的随访表按日期排序", "以后第3中心的随访表按编号排序",
+                      "以后第1中心的随访表改成按编号排序", user="u-dm", role="DM")
+    assert sorted(ln.text for ln in result.lines) == [
+        "第1中心的随访表按编号排序。", "第2中心的随访表按日期排序。", "第3中心的随访表按编号排序。"]
+
+
+def test_a_status_named_as_a_label_is_no_state_note() -> None:
+    [line] = _merge([], "每周五下午给DM发一份未关闭的质疑清单", "u-pi", "PI").lines
+    assert (line.section, line.role_tag) == ("User Preferences", "DM")

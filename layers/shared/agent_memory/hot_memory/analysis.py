@@ -127,6 +127,8 @@ class Analysis:
     grams: frozenset[str]
     #: the grams of the clauses holding a negation (what the negation is about)
     negated_grams: frozenset[str] = frozenset()
+    #: the site numbers it names (:func:`sites`)
+    sites: frozenset[str] = frozenset()
 
 
 @lru_cache(maxsize=4096)
@@ -148,6 +150,7 @@ def analyse(text: str) -> Analysis:
         grams=frozenset(_grams(content)),
         negated_grams=frozenset(g for clause in re.split(r"[，,。；;:：]", norm) if _NEGATION.search(clause)
                                 for g in _grams(_NOISE.sub(" ", _NEGATION.sub(" ", clause)))),
+        sites=sites(text),
     )
 
 
@@ -187,6 +190,34 @@ def same_topic(a: Analysis, b: Analysis) -> bool:
     return len(a.grams & b.grams) / small >= 0.5
 
 
+#: a site named by its number ("第1中心", "01中心", "S03", "中心3", "site 4"): the number
+_SITE = re.compile(r"第\s*([0-9一二三四五六七八九十]+)\s*(?:个)?(?:中心|分中心|家)|"
+                   r"(?<![A-Za-z0-9-])([0-9]{1,3})\s*(?:号)?(?:中心|分中心)|"
+                   r"(?:中心|分中心)\s*([0-9]{1,3})(?![0-9])|(?<![A-Za-z0-9])S([0-9]{2,3})(?![0-9-])|"
+                   r"\bsites?\s+([0-9]{1,3})\b", re.IGNORECASE)
+_CN_NUMBER = {c: str(i) for i, c in enumerate("一二三四五六七八九十", start=1)}
+
+
+def sites(text: str) -> frozenset[str]:
+    """The site numbers a text names ("第1中心" -> {"1"}, "S03和05中心" -> {"3", "5"}); empty when none."""
+    out = set()
+    for m in _SITE.finditer(nfkc(text)):
+        raw = next(g for g in m.groups() if g)
+        out.add(_CN_NUMBER.get(raw, raw).lstrip("0") or "0")
+    return frozenset(out)
+
+
+def names_other_sites(a: str, b: str) -> bool:
+    """Two texts naming different sites (:func:`_other_sites`)."""
+    return _other_sites(analyse(a), analyse(b))
+
+
+def _other_sites(a: Analysis, b: Analysis) -> bool:
+    """Both name sites and not the same ones: statements about different sites ("第1中心的QC清单…"
+    beside "第2中心的QC清单…") are neither one another's duplicate nor a newer wording of it."""
+    return bool(a.sites) and bool(b.sites) and a.sites != b.sites
+
+
 def is_duplicate(candidate: Analysis, line: Analysis) -> bool:
     """``candidate`` adds nothing to ``line`` (it is counted, not added): the same reply-language
     value, or the same polarity and equal cores, one core contained in the other (at least 4 Han
@@ -194,7 +225,7 @@ def is_duplicate(candidate: Analysis, line: Analysis) -> bool:
     the line."""
     if candidate.reply_language and line.reply_language:
         return _language_values_agree(candidate.reply_language, line.reply_language)
-    if candidate.negative != line.negative:
+    if candidate.negative != line.negative or _other_sites(candidate, line):
         return False
     if candidate.core == line.core:
         return True
@@ -209,7 +240,7 @@ def supersedes(candidate: Analysis, line: Analysis) -> bool:
     """A newer wording of the same statement that changes a detail (``上午 9 点`` -> ``上午 10 点``):
     same polarity, at least 80 % of the smaller text's bigrams / words / numbers shared, and not
     a duplicate. A newer one replaces an AI line; against an admin line it is held for review."""
-    if candidate.negative != line.negative or is_duplicate(candidate, line):
+    if candidate.negative != line.negative or is_duplicate(candidate, line) or _other_sites(candidate, line):
         return False
     small = min(len(candidate.grams), len(line.grams))
     return small >= 3 and len(candidate.grams & line.grams) / small >= 0.8
@@ -242,6 +273,8 @@ def contradicts(candidate: Analysis, line: Analysis) -> bool:
 
 __all__ = [
     "SUBJECT_ID",
+    "names_other_sites",
+    "sites",
     "VALUE_PATTERNS",
     "Analysis",
     "analyse",

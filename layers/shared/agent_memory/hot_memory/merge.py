@@ -30,6 +30,7 @@ from agent_memory.hot_memory.analysis import (
     conflicts,
     is_duplicate,
     languages_present,
+    names_other_sites,
     nfkc,
     restates_value,
     subject_grams,
@@ -344,7 +345,8 @@ class _Merge:
         statement only forbids what the rule forbids): counted, the line keeps its provenance; a
         down-vote's reason re-confirms an AI line (the rated answers join its evidence)."""
         info = statement.info
-        dup = next((ln for ln in self.lines if not changes_value(statement.text, ln.text) and _closes_risk(
+        dup = next((ln for ln in self.lines if not changes_value(statement.text, ln.text)
+                    and not names_other_sites(statement.text, ln.text) and _closes_risk(
             statement.text) == _closes_risk(ln.text) and (
             is_duplicate(info, analyse(ln.text))
             or _restates(statement.text, statement.role, statement.cand.section, ln, statement.speaker.user_id)
@@ -387,6 +389,7 @@ class _Merge:
             self.result.duplicates += 1
             return
         mind = changed_mind(statement.text, speaker, self.lines, kind=cand.kind) if cand.section == _PREFERENCES else []
+        mind = [ln for ln in mind if not names_other_sites(statement.text, ln.text)]
         same = mind if mind and BACK_REFERENCE.search(nfkc(speaker.content)) else [
             ln for ln in self.lines if ln.source != "admin" and (
                 (ln is target and _same_scope(ln, cand.section, statement.role, text=statement.text,

@@ -258,7 +258,9 @@ BACK_REFERENCE = re.compile(r"早上|上午|刚才|(?<![\u4e00-\u9fffA-Za-z0-9])
 # ------------------------------------------------------------------ sections
 FOCUS = re.compile(r"重点|主要精力|\bfocus\b|\bpriority\b", _I)
 RISK = re.compile(r"风险|\brisks?\b", _I)
-STATE = re.compile(r"暂停|恢复|停止入组|关闭|上线|升级|\bon hold\b|\bpaused\b|\bsuspended\b|\bresumed\b", _I)
+#: a state of the project (not a status named as a label: "未关闭query", "待关闭")
+STATE = re.compile(r"暂停|恢复|停止入组|(?<![未待已])关闭|上线|升级|"
+                   r"\bon hold\b|\bpaused\b|\bsuspended\b|\bresumed\b", _I)
 
 # ------------------------------------------------------------------ cleaning
 LEAD_FILLER = re.compile(

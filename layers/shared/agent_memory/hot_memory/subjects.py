@@ -13,6 +13,7 @@ from agent_memory.hot_memory.analysis import (
     analyse,
     changes_value,
     contradicts,
+    names_other_sites,
     shared_grams,
     supersedes,
 )
@@ -80,6 +81,8 @@ def same_subject(new: HotMemoryLine, line: HotMemoryLine, *, change: bool = Fals
     if line.source == "admin" or not same_scope(line, new.section, new.role_tag, text=new.text,
                                                  speaker=new.stated_by):
         return False
+    if new.section == "User Preferences" and names_other_sites(new.text, line.text):
+        return False  # an instruction for another site ("第2中心的QC清单…" beside "第1中心的QC清单…")
     if changes_value(new.text, line.text) and not (CONDITIONAL_HEAD.match(new.text) and not CONDITIONAL_HEAD.match(
             line.text)):
         return True  # a rule for when something happens ("只要…就当天上午发我") is a line of its own
