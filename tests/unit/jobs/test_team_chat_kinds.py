@@ -493,3 +493,13 @@ def test_instructions_for_different_sites_are_lines_of_their_own() -> None:
 def test_a_status_named_as_a_label_is_no_state_note() -> None:
     [line] = _merge([], "每周五下午给DM发一份未关闭的质疑清单", "u-pi", "PI").lines
     assert (line.section, line.role_tag) == ("User Preferences", "DM")
+
+
+@pytest.mark.parametrize(("last", "left"), [
+    ("Excel那个算了，还是CSV吧。", ["给我的导出都用CSV格式，周四下午发我。"]),
+    ("Excel那个算了，不要了。", []),
+])
+def test_taking_back_a_value_for_another_of_its_kind_changes_the_line(last: str, left: list[str]) -> None:
+    result = _one_day("以后给我的导出都用Excel格式，周二上午发我。", "导出还是改到周四下午吧。", last,
+                      user="u-pi", role="PI")
+    assert [ln.text for ln in result.lines] == left

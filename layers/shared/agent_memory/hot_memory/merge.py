@@ -403,10 +403,13 @@ class _Merge:
             best = max((len(subject_grams(statement.text) & subject_grams(ln.text)) for ln in others), default=0)
             same = ours + [ln for ln in others if len(subject_grams(statement.text) & subject_grams(ln.text)) == best]
         if len(same) == 1 and cand.section == "User Preferences" and same[0].section == cand.section:
-            kept = kept_details(statement.text, same[0])
+            # a change of mind of the speaker found the line already ("PDF那个算了，还是Word吧"): it needs no subject
+            kept = kept_details(statement.text, same[0], known=same[0] in mind)
             if kept != statement.text:
                 new_line = new_line.model_copy(update={
                     "text": kept, "line_id": stable_id("hm", self.hot.project_id, kept, *statement.evidence)})
+            if same[0] in mind:  # the speaker's own line changed: it keeps its scope
+                new_line = new_line.model_copy(update={"role_tag": same[0].role_tag})
         elif not same and cand.section == "User Preferences":
             amended = self._amendment(statement)
             if amended is not None:

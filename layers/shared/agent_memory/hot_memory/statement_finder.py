@@ -579,7 +579,24 @@ def find_statements(text: str) -> list[FoundStatement]:
         return [FoundStatement(clean_statement(joined), "note", "Lessons Learned")]
     for found in out:
         found.text = _LESSON_IS.sub("", found.text)
-    return _instead_kept(_held_off(out, text))
+    return _instead_kept(_held_off([_another_value(f) for f in out], text))
+
+
+def _another_value(found: FoundStatement) -> FoundStatement:
+    """A withdrawal of one value followed by another of its kind ("PDF那个算了，还是Word吧", "周五那个
+    不要了，改回周三"): a change to the new value, not a withdrawal of the line."""
+    if found.kind != "withdraw":
+        return found
+    norm = nfkc(found.text)
+    cue = WITHDRAW.search(norm)
+    if cue is None or len(norm) != len(found.text):
+        return found
+    before, after = values(norm[: cue.start()]), values(norm[cue.end():])
+    if not before.keys() & after.keys():
+        return found
+    changed = FoundStatement(found.text[cue.end():].strip(" ，,。.;；"), "change")
+    changed.sentence = found.sentence
+    return changed
 
 
 #: the speaker holds a change off ("等寒假结束看看反馈再说，先不动", "先放着别改"): what they would change
