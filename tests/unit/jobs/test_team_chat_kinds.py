@@ -503,3 +503,9 @@ def test_taking_back_a_value_for_another_of_its_kind_changes_the_line(last: str,
     result = _one_day("以后给我的导出都用Excel格式，周二上午发我。", "导出还是改到周四下午吧。", last,
                       user="u-pi", role="PI")
     assert [ln.text for ln in result.lines] == left
+
+
+def test_a_risk_withdrawn_for_a_new_one_replaces_it() -> None:
+    old = _line("风险：B04中心随访脱落多，本月已失访3例", None, section="Active Context")
+    result = _merge([old], "B04失访那条可以撤了，现在要盯的风险是B07的药品效期", "u-pi", "PI")
+    assert [(ln.section, ln.text) for ln in result.lines] == [("Active Context", "风险：B07的药品效期。")]

@@ -582,15 +582,25 @@ def find_statements(text: str) -> list[FoundStatement]:
     return _instead_kept(_held_off([_another_value(f) for f in out], text))
 
 
+#: a new risk named after a withdrawn one ("…那条可以撤了，现在要盯的风险是02中心的冷链温度记录")
+_NEW_RISK = re.compile(r"(?:现在|目前|接下来)?(?:要盯的|要关注的|主要的|新的)?风险(?:点)?(?:是|为|换成|[:：])\s*(.+)")
+
+
 def _another_value(found: FoundStatement) -> FoundStatement:
     """A withdrawal of one value followed by another of its kind ("PDF那个算了，还是Word吧", "周五那个
-    不要了，改回周三"): a change to the new value, not a withdrawal of the line."""
+    不要了，改回周三"): a change to the new value, not a withdrawal of the line; a risk withdrawn for a new
+    one ("06中心入组慢那条可以撤了，现在要盯的风险是02中心的冷链温度记录"): the new risk, which replaces it."""
     if found.kind != "withdraw":
         return found
     norm = nfkc(found.text)
     cue = WITHDRAW.search(norm)
     if cue is None or len(norm) != len(found.text):
         return found
+    risk = _NEW_RISK.search(norm, cue.end())
+    if risk is not None:
+        changed = FoundStatement("风险：" + found.text[risk.start(1):].strip(" ，,。.;；") + "。", "change")
+        changed.sentence = found.sentence
+        return changed
     before, after = values(norm[: cue.start()]), values(norm[cue.end():])
     if not before.keys() & after.keys():
         return found
