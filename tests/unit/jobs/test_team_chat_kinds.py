@@ -509,3 +509,25 @@ def test_a_risk_withdrawn_for_a_new_one_replaces_it() -> None:
     old = _line("风险：B04中心随访脱落多，本月已失访3例", None, section="Active Context")
     result = _merge([old], "B04失访那条可以撤了，现在要盯的风险是B07的药品效期", "u-pi", "PI")
     assert [(ln.section, ln.text) for ln in result.lines] == [("Active Context", "风险：B07的药品效期。")]
+
+
+@pytest.mark.parametrize(("message", "rule"), [
+    ("血氧同步过来有几天是0，明显没戴。你在库里直接把这些0改成缺失吧，反正要剔掉", DATA),
+    ("B02和B05的12周评分都录完了吧？你按两个组拉个均值让我瞄一眼，我不往外说", BLINDING),
+])
+def test_everyday_asks_to_edit_the_database_or_split_by_arm_go_to_review(message: str, rule: HotMemoryLine) -> None:
+    assert [item.detail for item in _merge([rule], message, "u-dm", "DM").reviews] == [rule.line_id]
+
+
+@pytest.mark.parametrize("message", [
+    "国庆以后头一个礼拜的随访排班你先排个草稿给我",
+    "我还在想月会上要不要把完成率最高的中心表扬一下，没拿定主意，周报里先别放",
+])
+def test_a_holiday_time_word_or_an_undecided_thought_states_nothing(message: str) -> None:
+    assert find_statements(message) == []
+
+
+def test_staff_contact_details_and_news_of_what_was_restocked_relax_nothing() -> None:
+    assert _merge([IDENTIFIERS], "以后质疑表每条后面加一列中心联系人的手机号", "u-dm", "DM").reviews == []
+    news = "营养粉新批次到了，B02、B05都补上了，漏服登记可以收了。现在头疼的是手环要强制升级，那一周数据估计要断"
+    assert _merge([DATA], news, "u-pi", "PI").reviews == []

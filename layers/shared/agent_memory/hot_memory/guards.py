@@ -115,7 +115,8 @@ _CONCEPTS: tuple[_Concept, ...] = (
     _Concept("identity", "forbidden", (_IDENTIFIER_NOUNS, _ACT_ON_IDENTIFIERS), removable=True, act=1,
              act_is_output=True),
     _Concept("record_write", "forbidden", (
-        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上|改掉|改了|改(?![成为到用发在])|更正|编辑|填进|填入|填到|填上|"
+        # (补上 of what was already done, "C02、C05都补上了" of supplies, is news, no act)
+        re.compile(r"修改|删除|删掉|删了|清掉|清除|补填|补进|补录|补上(?!了)|改掉|改了|改(?![成为到用发在])|更正|编辑|填进|填入|填到|填上|"
                    r"对调|调换|换回|调回|"
                    # a recorded value changed to another ("把72改成27", "从72改成27")
                    r"[0-9.]+\s*(?:kg|公斤|mmHg|%)?\s*改(?:成|为)\s*[0-9.]+|把[^，,。；;]{0,16}?[0-9.]+\S{0,4}改(?:成|为)|"
@@ -125,7 +126,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
                    r"fill(?:s|ed|ing)? (?:(?:it|them|that|those) )?in|"
                    r"populate|impute|amend|enter|input|import|writes? (?:in)?to|"
                    r"clean(?:s|ed|ing)? up)\w*\b", _I),
-        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|访视日期|字段|数值|化验值|录入|单位|检验|"
+        re.compile(r"EDC|eCRF|记录|数据|受试者|系统里|系统中|数据库|库里|库中|访视日期|字段|数值|化验值|录入|单位|检验|"
                    r"(?<![记收])录(?![音像取用])|填成|写成|录成|实验室值|检验值|检查值|缺失值|缺失的|\blab values?\b|"
                    r"读数|读值|测量值|测值|\breadings?\b|\bmeasurements?\b|"
                    # what subjects or their parents enter themselves (a diary, a score)
@@ -151,7 +152,7 @@ _CONCEPTS: tuple[_Concept, ...] = (
         r"是[\u4e00-\u9fff]{1,4}组还是[\u4e00-\u9fff]{1,4}组|"
         # grouped by site ("按中心分组列出") is no arm
         r"组间|(?<!中心)(?<!科室)(?<!医院)(?<!地区)(?<!省份)(?<!城市)分组(?:列|统计|汇总|比较|结果)|盲态|盲法|设盲|单盲|(?:中心|社区|受试者|患者|病人)的分组|"
-        r"分(?:两|2|三|3)个?组(?:各|分别)?|按组(?:各|分别)|"
+        r"分(?:两|2|三|3)个?组(?:各|分别)?|按组(?:各|分别)|按(?:两|2|三|3)个?组|"
         r"\b(?:by|per) (?:dose|study|treatment)? ?(?:arm|group)s?\b|"
         r"\bbetween (?:the )?(?:two )?(?:arms|groups)\b", _I),)),
     # AE causality and SAE reporting are the investigators' decisions
@@ -255,6 +256,7 @@ _PERMISSION = re.compile(
 #: to do what the rule forbids ("编号后面写上名字", "include the name", "answer patients' questions")
 _OUTPUT_ASK = re.compile(
     r"写上|写|加上|列|统计|分开|拆开|发我|标上|标注|标一下|标出|标明|显示|列出|给我|告诉|提供|放上|附上|回答|答复|给建议|"
+    r"拉个|拉一下|拉出|让我(?:瞄|看)|"
     r"\b(?:show|include|add|list|give|tell|provide|put|display|break down|split|answer|advise|recommend)\b",
     _I,
 )
@@ -370,7 +372,8 @@ _DOSE_LOOKUP = re.compile(r"\b(?:current|recorded|prescribed|actual|last)\s+dos(
 
 #: the staff owning what an identifier noun names ("the centre coordinator's mobile number", "社区医生的电话")
 _STAFF_OWNS = re.compile(r"(?:coordinator|doctor|physician|investigator|nurse|monitor|manager|staff|colleague|"
-                         r"\bCRC|\bCRA|\bPI|主任|医生|护士|协调员|研究者|老师|同事)(?:'s|s'|的)\s*(?:[\w-]+\s+)?$", _I)
+                         r"\bCRC|\bCRA|\bPI|主任|医生|护士|协调员|研究者|老师|同事|答复人|负责人|联系人|对接人)"
+                         r"(?:'s|s'|的)\s*(?:[\w-]+\s+)?$", _I)
 
 
 #: the study staff named as the ones who act ("我们研究医生来判", "the investigators decide")

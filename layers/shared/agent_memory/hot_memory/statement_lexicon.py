@@ -25,7 +25,9 @@ AFTER_EVENT = re.compile(
     # a date ("28号以后就不用了", "5月15日以后")
     r"\d{1,2}\s*[号日]|复查[\u4e00-\u9fffA-Za-z]{0,6}|血常规|化验|采血|抽血|检查|"
     # a visit or cycle code ("C2D1以后的访视", "W12以后", "第二周期以后")
-    r"(?<![A-Za-z])[CDWMV]\d+(?:D\d+)?|第[0-9一二三四五六七八九十]+(?:个)?(?:周期|疗程|次访视|次随访|周|天)|基线|首剂|末次)\s*$"
+    r"(?<![A-Za-z])[CDWMV]\d+(?:D\d+)?|第[0-9一二三四五六七八九十]+(?:个)?(?:周期|疗程|次访视|次随访|周|天)|基线|首剂|末次|"
+    # a holiday ("五一以后头一个礼拜的排班")
+    r"五一|十一|国庆|春节|元旦|端午|中秋|清明|过年|假期|放假|节)\s*$"
     r"|(?<![对好行算罢])了[\u4e00-\u9fff]{0,3}$",
     _I,
 )
@@ -127,6 +129,8 @@ NEVER_AGAIN = re.compile(r"(?:别再|不要再|不用再)(?!改回|换回|变回
                          r"\bstop (?:sending|doing|using|putting|attaching)\b|"
                          r"\bno more\b", _I)
 #: a tentative thought ("以后可能得…", "maybe we should …"): not a standing instruction yet
+#: the speaker has not decided yet ("我还在想…没拿定主意"): read on the whole sentence
+UNDECIDED = re.compile(r"还在想|没拿定主意|还没想好|拿不准|还没定|\bhaven'?t decided\b|\bstill thinking\b", _I)
 TENTATIVE = re.compile(r"可能得|可能要|也许|或许|说不定|估计得|大概得|看情况|\bmaybe\b|\bmight\b|\bperhaps\b", _I)
 ALWAYS_EN = re.compile(r"\s*(?:(?:ok(?:ay)?|also|and|so|btw|please|pls|plz)\b[,:]?\s*)*"
                        r"(?P<kw>always|never)\b(?!\s+mind)", _I)

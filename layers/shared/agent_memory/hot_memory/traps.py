@@ -25,6 +25,7 @@ from agent_memory.hot_memory.statement_lexicon import (
     REQUEST,
     RESTATED,
     TENTATIVE,
+    UNDECIDED,
 )
 
 #: what makes a request a standing one: a standing cue, a recurring occasion or a quantifier
@@ -95,7 +96,8 @@ def is_trap(norm: str, start: int, end: int, message: str, *, question: bool, du
         return True
     if _WAIT_UNTIL.search(norm) and not _NOT_UNTIL.search(norm):
         return True  # "…的事，等国庆回来再说吧，现在先别改"
-    if TENTATIVE.search(frag) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()) or _NOT_YOURS.search(message):
+    if TENTATIVE.search(frag) or UNDECIDED.search(norm) or OWN_PROMISE.match(LEAD_FILLER.sub("", frag).strip()) or \
+            _NOT_YOURS.search(message):
         return True
     if REPORTED.search(prefix[-12:]) or _REPORTED_THAT.search(re.split(r"[.。!！?？；;](?:\s|$)", prefix)[-1]):
         return True
