@@ -531,3 +531,8 @@ def test_staff_contact_details_and_news_of_what_was_restocked_relax_nothing() ->
     assert _merge([IDENTIFIERS], "以后质疑表每条后面加一列中心联系人的手机号", "u-dm", "DM").reviews == []
     news = "营养粉新批次到了，B02、B05都补上了，漏服登记可以收了。现在头疼的是手环要强制升级，那一周数据估计要断"
     assert _merge([DATA], news, "u-pi", "PI").reviews == []
+
+
+def test_beforehand_each_time_is_no_task_now() -> None:
+    [found] = find_statements("以后每次家访前一天，能不能先把那位老人上次的血压和体重发我一份？")
+    assert "先把那位老人上次的血压和体重发我一份" in found.text

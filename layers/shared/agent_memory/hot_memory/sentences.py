@@ -209,7 +209,10 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
         bare = LEAD_FILLER.sub("", frag)
         sets_value = bool(values(nfkc(frag))) and not COMPLAINT.search(nfkc(frag)) and (
             _SETS.search(nfkc(frag)) is not None or only_values(bare))
-        if (ACT_NOW.search(nfkc(frag)) and not sets_value) or any(
+        now = ACT_NOW.search(nfkc(frag))
+        if now and now.group().startswith("先") and _EACH_OCCASION.search(nfkc(head)):
+            now = None  # "每次入户随访前两天，能不能先把…发我": beforehand, each time
+        if (now and not sets_value) or any(
                 m.group() not in _EACH_TIME_WORDS for m in ONE_OFF.finditer(nfkc(frag))):
             break  # what the message asks for now, or for one day ("C09下礼拜二的随访挪到礼拜三"), ends it
         if REASON.search(frag) and not CONTINUE.match(frag):
@@ -220,6 +223,10 @@ def statement_body(head: str, rest_fragments: list[str]) -> str:
             kept.append(frag)
     joiner = "，" if language_of(" ".join(kept)) == "zh" else ", "
     return joiner.join(kept)
+
+
+#: a recurring occasion in a statement's head ("每次入户随访前两天"): 先 after it is "beforehand"
+_EACH_OCCASION = re.compile(r"每次|每回|每逢|每当|\b(?:each|every)\b", re.IGNORECASE)
 
 
 #: a listed item that is a code ("…给 csv，UTF-8"): part of the value before it
