@@ -536,3 +536,15 @@ def test_staff_contact_details_and_news_of_what_was_restocked_relax_nothing() ->
 def test_beforehand_each_time_is_no_task_now() -> None:
     [found] = find_statements("以后每次家访前一天，能不能先把那位老人上次的血压和体重发我一份？")
     assert "先把那位老人上次的血压和体重发我一份" in found.text
+
+
+def test_an_english_request_asked_as_whether_it_is_possible_is_standing() -> None:
+    [found] = find_statements("Would it be possible to get, two days before each of my site visits, the list of open "
+                              "queries for that site?")
+    assert found.kind == "durable" and "before each of my site visits" in found.text
+
+
+def test_not_stepping_into_it_again_marks_a_lesson() -> None:
+    [found] = find_statements("记一笔，下次别再踩：上周体重秤没校准，B03两位的体重全偏高2公斤。"
+                              "以后每次家访前先校准体重秤")
+    assert found.section_hint == "Lessons Learned" and "先校准体重秤" in found.text

@@ -103,6 +103,7 @@ COMPLAINT = re.compile(r"根本|没空|顾不上|看不过来|看不出|看不�
 FALLS_SHORT = re.compile(r"太少|不够|太简单|太粗|看不出|\btoo (?:thin|little|sparse|basic)\b|\bnot enough\b", _I)
 #: a request put as a question ("Can you send me … from now on?", "能不能以后…"): a directive, not a question
 REQUEST = re.compile(r"^\W*(?:(?:ok|great|thanks|hi)\W+)*(?:can|could|would|will) (?:you|the|all|any|your)\b|"
+                     r"\b(?:would|could) it be possible (?:to|for)\b|"
                      r"(?<!问)能不能|可不可以|能否|^\W*可以(?:帮我|麻烦|以后|每)|^\W*麻烦", _I)
 #: a new focus of the project ("接下来的重点放到…", "current focus is now …")
 FOCUS_CHANGE = re.compile(
@@ -155,6 +156,7 @@ NOTE = re.compile(
 )
 LESSON = re.compile(
     r"教训|踩坑|踩过的?坑|这个坑|[有个]个?坑|被坑|坑了|吃过亏|长个?记性|吃一堑|上次.{0,12}(?:失败|出错|错误|搞错|超时)|"
+    r"(?:下回|下次|以后)别再踩|"
     r"因为.{0,20}(?:失败|出错|错误)|"
     r"(?<![A-Za-z])lessons?(?![A-Za-z])|\blearned\b|\bthe hard way\b",
     _I,
