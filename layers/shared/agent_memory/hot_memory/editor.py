@@ -197,8 +197,7 @@ def commit_change(
     audit = audit_record(current.project_id, action=action, target=target, actor=actor, now=now, reason=reason,
                          details=details)
     saved = store.commit_hot_memory(
-        current.model_copy(update={"lines": lines, "dismissed_evidence": dismissed_after(current, lines),
-                                   "dismissed_lines": dismissed_lines_after(current, lines, now)}),
+        current.model_copy(update={"lines": lines, **dismissals(current, lines, now)}),
         expected_version=current.version, actor=actor,
         reason=f"{what}: {reason}" if reason else what, now=now, tokens=tokens, audit=audit, decide=decide,
     )
@@ -211,30 +210,27 @@ def commit_change(
     )
 
 
-def dismissed_after(current: HotMemory, lines: Sequence[HotMemoryLine]) -> list[str]:
-    """``current.dismissed_evidence`` with the evidence (flow-log message ids) of every distilled line
-    of ``current`` that an admin's new ``lines`` leave out (deleted, edited into an admin line, or
-    absent from a restored version), newest last, the last :data:`DISMISSED_KEPT`.
+def dismissals(current: HotMemory, lines: Sequence[HotMemoryLine], now: datetime) -> dict[str, Any]:
+    """The record of what an admin removed, after ``lines`` replace ``current``: the ``HotMemory``
+    fields ``dismissed_evidence`` and ``dismissed_lines`` (each the newest :data:`DISMISSED_KEPT`).
 
-    Distillation never learns a dismissed message again: the scheduled run after a manual run
-    during the day distils the whole day, and would otherwise bring a deleted line back
-    (docs/architecture.md, "Hot memory"). A message behind several lines is dismissed with any
-    of them: an admin who deleted what the AI made of it decides what else it may teach.
+    Every distilled line of ``current`` that ``lines`` leave out (deleted, edited into an admin line,
+    or absent from a restored version) adds its evidence (flow-log message ids) to
+    ``dismissed_evidence`` and itself, removed at ``now`` (UTC), to ``dismissed_lines``; a line an
+    admin restores or writes again leaves ``dismissed_lines``. Distillation never learns a dismissed
+    message again, nor a statement of a removed line made before its removal: the scheduled run
+    after a manual run during the day distils the whole day, and would otherwise bring a deleted
+    line back (docs/architecture.md, "Hot memory"). A message behind several lines is dismissed
+    with any of them: an admin who deleted what the AI made of it decides what else it may teach.
     """
     kept = {ln.line_id for ln in lines}
-    gone = [e for ln in current.lines if ln.source == "distilled" and ln.line_id not in kept for e in ln.evidence]
-    return list(dict.fromkeys([*current.dismissed_evidence, *gone]))[-DISMISSED_KEPT:]
-
-
-def dismissed_lines_after(current: HotMemory, lines: Sequence[HotMemoryLine], now: datetime) -> list[DismissedLine]:
-    """``current.dismissed_lines`` with every distilled line of ``current`` that ``lines`` leave out,
-    removed at ``now`` (UTC), the newest :data:`DISMISSED_KEPT`; a line an admin restores or writes
-    again leaves the list."""
-    kept = {ln.line_id for ln in lines}
     texts = {(ln.section, ln.text) for ln in lines}
-    gone = [DismissedLine(section=ln.section, text=ln.text, role_tag=ln.role_tag, dismissed_at=now)
-            for ln in current.lines if ln.source == "distilled" and ln.line_id not in kept]
-    return [d for d in [*current.dismissed_lines, *gone] if (d.section, d.text) not in texts][-DISMISSED_KEPT:]
+    gone = [ln for ln in current.lines if ln.source == "distilled" and ln.line_id not in kept]
+    evidence = list(dict.fromkeys([*current.dismissed_evidence, *(e for ln in gone for e in ln.evidence)]))
+    removed = [*current.dismissed_lines, *(
+        DismissedLine(section=ln.section, text=ln.text, role_tag=ln.role_tag, dismissed_at=now) for ln in gone)]
+    return {"dismissed_evidence": evidence[-DISMISSED_KEPT:],
+            "dismissed_lines": [d for d in removed if (d.section, d.text) not in texts][-DISMISSED_KEPT:]}
 
 
 # -------------------------------------------------------------------------------- use cases
@@ -360,8 +356,7 @@ __all__ = [
     "check_reason",
     "commit_change",
     "delete_line",
-    "dismissed_after",
-    "dismissed_lines_after",
+    "dismissals",
     "get_memory",
     "list_audit",
     "memory_view",

@@ -458,12 +458,7 @@ def _states_preference(reason: str) -> bool:
 def _confirm(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLine, evidence: list[str]) -> None:
     """A down-vote's reason says again what AI line ``line`` says: the rated answers join its
     evidence (same id, text and place; admin lines are never touched)."""
-    new = [e for e in evidence if e not in line.evidence]
-    if line.source == "admin" or not new:
-        return
-    lines[lines.index(line)] = line.model_copy(update={"evidence": [*line.evidence, *new]})
-    result.confirmed.setdefault(line.line_id, []).extend(new)
-    result.evidence.extend(e for e in new if e not in result.evidence)
+    _cite(result, lines, line, [e for e in evidence if e not in line.evidence], result.confirmed)
 
 
 #: how many message ids a line said again keeps as its evidence (the newest)
@@ -474,13 +469,22 @@ def _restate(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLin
     """A user message says again what AI line ``line`` says: its message ids join the line's
     evidence (the last :data:`_EVIDENCE_KEPT`; same id, text and place; admin lines and the System
     Rules a statement only restates are never touched)."""
-    if line.source == "admin" or line not in lines:
+    if line not in lines:
         return
     new = [e for e in evidence if e not in line.evidence and e not in line.retired_evidence]
-    if not new:
+    _cite(result, lines, line, new, result.restated, keep=_EVIDENCE_KEPT)
+
+
+def _cite(result: MergeResult, lines: list[HotMemoryLine], line: HotMemoryLine, new: list[str],
+          record: dict[str, list[str]], *, keep: int | None = None) -> None:
+    """Add the message ids ``new`` to AI line ``line``'s evidence in place (the newest ``keep``, all
+    when None) and note them in ``record`` (line id -> ids) and the result's evidence; nothing for
+    an admin line or no new id."""
+    if line.source == "admin" or not new:
         return
-    lines[lines.index(line)] = line.model_copy(update={"evidence": [*line.evidence, *new][-_EVIDENCE_KEPT:]})
-    result.restated.setdefault(line.line_id, []).extend(new)
+    evidence = [*line.evidence, *new]
+    lines[lines.index(line)] = line.model_copy(update={"evidence": evidence[-keep:] if keep else evidence})
+    record.setdefault(line.line_id, []).extend(new)
     result.evidence.extend(e for e in new if e not in result.evidence)
 
 
